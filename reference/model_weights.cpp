@@ -1,0 +1,50 @@
+#include "reference/model_weights.h"
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace astrai {
+namespace {
+
+template <class Tensor>
+void expect_shape(const Tensor& t, std::vector<size_t> want, const std::string& name) {
+  std::vector<size_t> got(t.shape().begin(), t.shape().end());
+  if (got == want) return;
+  std::ostringstream msg;
+  msg << "tensor " << name << " has shape [";
+  for (size_t i = 0; i < got.size(); ++i) msg << (i ? ", " : "") << got[i];
+  msg << "], expected [";
+  for (size_t i = 0; i < want.size(); ++i) msg << (i ? ", " : "") << want[i];
+  msg << "]";
+  throw std::invalid_argument(msg.str());
+}
+
+}  // namespace
+
+void ModelWeights::validate_shapes() const {
+  config.validate();
+  const auto dim = size_t(config.dim), hidden = size_t(config.hidden_dim), vocab = size_t(config.vocab_size);
+  const auto q_dim = size_t(config.q_dim()), kv_dim = size_t(config.kv_dim());
+  expect_shape(token_embedding, {vocab, dim}, "token_embedding");
+  expect_shape(final_norm, {dim}, "final_norm");
+  expect_shape(classifier, {vocab, dim}, "classifier");
+  if (layers.size() != size_t(config.n_layers))
+    throw std::invalid_argument("model has " + std::to_string(layers.size()) + " layers, config says " +
+                                std::to_string(config.n_layers));
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const auto& L = layers[l];
+    const std::string p = "layer " + std::to_string(l) + " ";
+    expect_shape(L.attn_norm, {dim}, p + "attn_norm");
+    expect_shape(L.wq, {q_dim, dim}, p + "wq");
+    expect_shape(L.wk, {kv_dim, dim}, p + "wk");
+    expect_shape(L.wv, {kv_dim, dim}, p + "wv");
+    expect_shape(L.wo, {dim, q_dim}, p + "wo");
+    expect_shape(L.ffn_norm, {dim}, p + "ffn_norm");
+    expect_shape(L.w_gate, {hidden, dim}, p + "w_gate");
+    expect_shape(L.w_down, {dim, hidden}, p + "w_down");
+    expect_shape(L.w_up, {hidden, dim}, p + "w_up");
+  }
+}
+
+}  // namespace astrai

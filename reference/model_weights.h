@@ -1,0 +1,38 @@
+// The float32 weights of a Llama-architecture model, as the reference reads
+// them. Every matrix is stored [out_features, in_features] row-major, so a
+// linear layer computes y = x W^T (the layout of llama2.c and of GGUF, where
+// ne[0] = in_features).
+#pragma once
+
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "reference/model_config.h"
+
+namespace astrai {
+
+struct LayerWeights {
+  xt::xtensor<float, 1> attn_norm;  // [dim]
+  xt::xtensor<float, 2> wq;         // [n_heads * head_dim, dim]
+  xt::xtensor<float, 2> wk;         // [n_kv_heads * head_dim, dim]
+  xt::xtensor<float, 2> wv;         // [n_kv_heads * head_dim, dim]
+  xt::xtensor<float, 2> wo;         // [dim, n_heads * head_dim]
+  xt::xtensor<float, 1> ffn_norm;   // [dim]
+  xt::xtensor<float, 2> w_gate;     // [hidden_dim, dim]   (llama2.c w1, GGUF ffn_gate)
+  xt::xtensor<float, 2> w_down;     // [dim, hidden_dim]   (llama2.c w2, GGUF ffn_down)
+  xt::xtensor<float, 2> w_up;       // [hidden_dim, dim]   (llama2.c w3, GGUF ffn_up)
+};
+
+struct ModelWeights {
+  ModelConfig config;
+  xt::xtensor<float, 2> token_embedding;  // [vocab_size, dim]
+  std::vector<LayerWeights> layers;       // n_layers
+  xt::xtensor<float, 1> final_norm;       // [dim]
+  xt::xtensor<float, 2> classifier;       // [vocab_size, dim] (a copy of the embedding when shared)
+
+  // Throws std::invalid_argument when a tensor's shape disagrees with config.
+  void validate_shapes() const;
+};
+
+}  // namespace astrai
