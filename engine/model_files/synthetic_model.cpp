@@ -31,7 +31,7 @@ xt::xtensor<float, 2> random_matrix(SplitMix64& rng, int rows, int cols) {
 }
 
 xt::xtensor<float, 1> random_norm_weight(SplitMix64& rng, int n) {
-  xt::xtensor<float, 1> w({size_t(n)});
+  auto w = xt::xtensor<float, 1>::from_shape({size_t(n)});
   for (auto& x : w) x = rng.uniform(0.5f, 1.5f);
   return w;
 }

@@ -1,0 +1,25 @@
+// The Llama forward pass over a batch of tokens, each at its own position in
+// its own sequence. Tokens of one sequence appear in increasing position
+// order; earlier positions of that sequence are already in the cache or
+// earlier in the same batch.
+//
+// Every token row is computed with the same arithmetic whatever else is in
+// the batch (see reference/linear.h), so batching never changes a result.
+#pragma once
+
+#include <span>
+#include <xtensor/xtensor.hpp>
+
+#include "reference/batch.h"
+#include "reference/kv_cache_view.h"
+#include "reference/model_weights.h"
+
+namespace astrai {
+
+// Runs every layer, writing each token's K and V to `cache` (K after RoPE),
+// and returns the logits [n_wanted, vocab_size] of the tokens with
+// want_logits, in batch order. Throws std::invalid_argument for a token id or
+// position out of range.
+xt::xtensor<float, 2> forward(const ModelWeights& weights, std::span<const BatchToken> batch, KVCacheView& cache);
+
+}  // namespace astrai

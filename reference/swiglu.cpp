@@ -1,0 +1,23 @@
+#include "reference/swiglu.h"
+
+#include <cmath>
+
+#include "reference/linear.h"
+
+namespace astrai {
+
+xt::xtensor<float, 2> silu(const xt::xtensor<float, 2>& z) {
+  xt::xtensor<float, 2> y(z.shape());
+  auto in = z.begin();
+  for (auto out = y.begin(); out != y.end(); ++out, ++in) *out = *in * (1.0f / (1.0f + std::exp(-*in)));
+  return y;
+}
+
+xt::xtensor<float, 2> swiglu_ffn(const xt::xtensor<float, 2>& x, const LayerWeights& layer) {
+  xt::xtensor<float, 2> gate = silu(linear(x, layer.w_gate));
+  xt::xtensor<float, 2> up = linear(x, layer.w_up);
+  xt::xtensor<float, 2> hidden = gate * up;
+  return linear(hidden, layer.w_down);
+}
+
+}  // namespace astrai

@@ -1,0 +1,142 @@
+// Properties of reference/forward.h on synthetic models: decoding with the
+// cache equals one forward over the whole sequence (what RoPE-before-cache-
+// write guarantees), chunked prefill equals prefill at once, batching never
+// changes a row, and GQA equals MHA with repeated K/V heads. All are exact:
+// each row's arithmetic is the same whatever the batch (see reference/linear.h).
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <xtensor/xview.hpp>
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
+
+#include "engine/model_files/synthetic_model.h"
+#include "reference/dense_kv_cache.h"
+#include "reference/forward.h"
+
+using namespace astrai;
+
+namespace {
+
+ModelConfig draw_config() {
+  ModelConfig c;
+  const int head_dim = *rc::gen::element(2, 4, 8, 16);
+  c.n_kv_heads = *rc::gen::inRange(1, 3);
+  c.n_heads = c.n_kv_heads * *rc::gen::element(1, 2, 4);
+  c.dim = c.n_heads * head_dim;
+  c.hidden_dim = *rc::gen::inRange(1, 64);
+  c.n_layers = *rc::gen::inRange(1, 3);
+  c.vocab_size = *rc::gen::inRange(2, 64);
+  c.max_seq_len = *rc::gen::inRange(2, 40);
+  c.rope_layout = *rc::gen::element(RopeLayout::AdjacentPairs, RopeLayout::RotateHalf);
+  return c;
+}
+
+std::vector<int> draw_tokens(const ModelConfig& c, int min_len) {
+  const int n = *rc::gen::inRange(min_len, c.max_seq_len + 1);
+  return *rc::gen::container<std::vector<int>>(size_t(n), rc::gen::inRange(0, c.vocab_size));
+}
+
+// Logits of every position of `tokens` (sequence `seq`) from one forward batch.
+xt::xtensor<float, 2> forward_all(const ModelWeights& w, const std::vector<int>& tokens, KVCacheView& cache,
+                                  int seq = 0, int start = 0) {
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < tokens.size(); ++i) batch.push_back({tokens[i], seq, start + int(i), true});
+  return forward(w, batch, cache);
+}
+
+}  // namespace
+
+TEST_CASE("decoding token by token with the cache equals one forward over the sequence") {
+  rc::prop("incremental == full", [] {
+    const auto config = draw_config();
+    const auto w = make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
+    const auto tokens = draw_tokens(config, 1);
+    DenseKVCache full_cache(config, 1), step_cache(config, 1);
+    const auto full = forward_all(w, tokens, full_cache);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const BatchToken t{tokens[i], 0, int(i), true};
+      const auto step = forward(w, std::span<const BatchToken>(&t, 1), step_cache);
+      RC_ASSERT(xt::row(step, 0) == xt::row(full, i));
+    }
+  });
+}
+
+TEST_CASE("prefill in chunks equals prefill at once") {
+  rc::prop("chunked == at once", [] {
+    const auto config = draw_config();
+    const auto w = make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
+    const auto tokens = draw_tokens(config, 2);
+    const int cut = *rc::gen::inRange(1, int(tokens.size()));
+    DenseKVCache once_cache(config, 1), chunk_cache(config, 1);
+    const auto once = forward_all(w, tokens, once_cache);
+    const std::vector<int> head(tokens.begin(), tokens.begin() + cut), tail(tokens.begin() + cut, tokens.end());
+    const auto a = forward_all(w, head, chunk_cache);
+    const auto b = forward_all(w, tail, chunk_cache, 0, cut);
+    RC_ASSERT(a == xt::view(once, xt::range(0, cut), xt::all()));
+    RC_ASSERT(b == xt::view(once, xt::range(cut, int(tokens.size())), xt::all()));
+  });
+}
+
+TEST_CASE("a sequence's logits do not depend on the other sequences in its batch") {
+  rc::prop("batched == alone", [] {
+    const auto config = draw_config();
+    const auto w = make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
+    const auto a = draw_tokens(config, 1), b = draw_tokens(config, 1);
+    DenseKVCache alone_cache(config, 1), both_cache(config, 2);
+    const auto a_alone = forward_all(w, a, alone_cache);
+    // Interleave the two prompts' rows in one batch.
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      if (i < b.size()) batch.push_back({b[i], 1, int(i), true});
+      if (i < a.size()) batch.push_back({a[i], 0, int(i), true});
+    }
+    const auto both = forward(w, batch, both_cache);
+    size_t row = 0, a_row = 0;
+    for (const auto& t : batch) {
+      if (t.seq == 0) RC_ASSERT(xt::row(both, row) == xt::row(a_alone, a_row++));
+      ++row;
+    }
+  });
+}
+
+TEST_CASE("a GQA model equals the MHA model with K/V weights repeated per head") {
+  rc::prop("GQA forward == MHA forward", [] {
+    auto config = draw_config();
+    const auto gqa = make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
+    ModelWeights mha = gqa;
+    mha.config.n_kv_heads = config.n_heads;
+    const size_t d = size_t(config.head_dim()), group = size_t(config.n_heads / config.n_kv_heads);
+    for (auto& L : mha.layers) {
+      const auto wk = L.wk, wv = L.wv;
+      L.wk = xt::xtensor<float, 2>({size_t(config.q_dim()), size_t(config.dim)});
+      L.wv = L.wk;
+      for (size_t h = 0; h < size_t(config.n_heads); ++h)
+        for (size_t i = 0; i < d; ++i) {
+          xt::row(L.wk, h * d + i) = xt::row(wk, (h / group) * d + i);
+          xt::row(L.wv, h * d + i) = xt::row(wv, (h / group) * d + i);
+        }
+    }
+    mha.validate_shapes();
+    const auto tokens = draw_tokens(config, 1);
+    DenseKVCache gqa_cache(gqa.config, 1), mha_cache(mha.config, 1);
+    RC_ASSERT(forward_all(gqa, tokens, gqa_cache) == forward_all(mha, tokens, mha_cache));
+  });
+}
+
+TEST_CASE("forward rejects tokens and positions outside the model") {
+  ModelConfig config;
+  config.dim = 8;
+  config.hidden_dim = 16;
+  config.n_layers = 1;
+  config.n_heads = 2;
+  config.n_kv_heads = 1;
+  config.vocab_size = 10;
+  config.max_seq_len = 4;
+  const auto w = make_synthetic_weights(config, 1);
+  DenseKVCache cache(config, 1);
+  const std::vector<BatchToken> bad_token{{10, 0, 0, true}}, bad_pos{{1, 0, 4, true}}, negative{{-1, 0, 0, true}};
+  CHECK_THROWS_WITH(forward(w, bad_token, cache), Catch::Contains("outside the vocabulary"));
+  CHECK_THROWS_WITH(forward(w, bad_pos, cache), Catch::Contains("outside the context"));
+  CHECK_THROWS_AS(forward(w, negative, cache), std::invalid_argument);
+}
