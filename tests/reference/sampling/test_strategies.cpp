@@ -104,7 +104,7 @@ TEST_CASE("top-p small cases by hand", "[sampling][top_p]") {
   // Probabilities 0.5, 0.25, 0.125, 0.125 (logits log2 apart).
   const float l = std::log(2.0f);
   const std::vector<float> logits = {3 * l, 2 * l, l, l};
-  CHECK(count_nonzero(distribution(logits, 1.0f, 0, 0.5f)) == 1);   // 0.5 >= 0.5
+  CHECK(count_nonzero(distribution(logits, 1.0f, 0, 0.5f)) == 1);
   CHECK(count_nonzero(distribution(logits, 1.0f, 0, 0.6f)) == 2);
   CHECK(count_nonzero(distribution(logits, 1.0f, 0, 0.76f)) == 3);
   CHECK(count_nonzero(distribution(logits, 1.0f, 0, 0.01f)) == 1);  // always at least one
@@ -112,6 +112,11 @@ TEST_CASE("top-p small cases by hand", "[sampling][top_p]") {
   const std::vector<double> p = distribution(logits, 1.0f, 0, 0.8f);
   CHECK(p[2] > 0.0);
   CHECK(p[3] == 0.0);
+  // Four equal logits: masses exactly 1/4 each, so the running sum hits p =
+  // 0.5 exactly after two tokens; "reaches" means >=, so two are kept, the
+  // lower ids.
+  const std::vector<double> equal = distribution({0.0f, 0.0f, 0.0f, 0.0f}, 1.0f, 0, 0.5f);
+  CHECK(equal == std::vector<double>{0.5, 0.5, 0.0, 0.0});
 }
 
 TEST_CASE("temperature divides the logits before the softmax", "[sampling][temperature]") {
