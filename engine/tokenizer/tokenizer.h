@@ -7,10 +7,13 @@
 // them; GGUF files store SentencePiece's '▁' (U+2581), converted on load/save.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace astrai {
@@ -21,7 +24,9 @@ enum class TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefin
 class Tokenizer {
  public:
   // pieces, scores and types have one entry per id. Throws std::invalid_argument
-  // when they disagree in length or bos/eos are out of range.
+  // when they disagree in length or bos/eos are out of range. Also rejected: an
+  // unk id out of range, a NaN score, and a Byte-typed piece not spelled <0xXX>.
+  // When a piece occurs twice, lookups find its lowest id.
   Tokenizer(std::vector<std::string> pieces, std::vector<float> scores, std::vector<TokenType> types,
             int bos_id = 1, int eos_id = 2, int unk_id = 0);
 
@@ -54,12 +59,25 @@ class Tokenizer {
   const std::vector<float>& scores() const { return scores_; }
   const std::vector<TokenType>& types() const { return types_; }
 
+  // The id of the piece spelled exactly `text`, or -1 when there is none.
+  int piece_id(std::string_view text) const;
+  // The byte-fallback id for `byte`: the id of the piece "<0xXX>" (3 + byte in
+  // llama2.c's files), or unk_id() when the vocabulary has no such piece.
+  int byte_token(uint8_t byte) const;
+
  private:
   std::vector<std::string> pieces_;
   std::vector<float> scores_;
   std::vector<TokenType> types_;
   int bos_id_, eos_id_, unk_id_;
-  // Implementation detail (lookup tables) is the implementer's choice.
+
+  // Heterogeneous lookup: find() takes a string_view without building a string.
+  struct PieceHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int, PieceHash, std::equal_to<>> piece_ids_;
+  std::array<int, 256> byte_ids_{};
 };
 
 }  // namespace astrai

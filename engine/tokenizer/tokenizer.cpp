@@ -1,0 +1,91 @@
+// Tokenizer construction (validation, lookup tables) and decoding. Encoding is
+// in tokenizer_encode.cpp, llama2.c's file format in tokenizer_llama2c.cpp.
+#include "engine/tokenizer/tokenizer.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/tokenizer/byte_piece.h"
+
+namespace astrai {
+
+namespace {
+
+void check_id_in_range(const char* what, int id, size_t vocab_size) {
+  if (id < 0 || size_t(id) >= vocab_size)
+    throw std::invalid_argument(std::string("Tokenizer: ") + what + " " + std::to_string(id) +
+                                " is outside the vocabulary of " + std::to_string(vocab_size) + " pieces");
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores, std::vector<TokenType> types,
+                     int bos_id, int eos_id, int unk_id)
+    : pieces_(std::move(pieces)),
+      scores_(std::move(scores)),
+      types_(std::move(types)),
+      bos_id_(bos_id),
+      eos_id_(eos_id),
+      unk_id_(unk_id) {
+  if (scores_.size() != pieces_.size() || types_.size() != pieces_.size())
+    throw std::invalid_argument("Tokenizer: " + std::to_string(pieces_.size()) + " pieces but " +
+                                std::to_string(scores_.size()) + " scores and " + std::to_string(types_.size()) +
+                                " token types");
+  check_id_in_range("bos id", bos_id_, pieces_.size());
+  check_id_in_range("eos id", eos_id_, pieces_.size());
+  check_id_in_range("unk id", unk_id_, pieces_.size());
+
+  byte_ids_.fill(unk_id_);
+  std::array<bool, 256> byte_seen{};
+  piece_ids_.reserve(pieces_.size());
+  for (size_t id = 0; id < pieces_.size(); ++id) {
+    if (std::isnan(scores_[id]))
+      throw std::invalid_argument("Tokenizer: the score of id " + std::to_string(id) + " is NaN");
+    piece_ids_.try_emplace(pieces_[id], int(id));  // a repeated piece keeps its lowest id
+    if (types_[id] != TokenType::Byte) continue;
+    const auto byte = parse_byte_piece(pieces_[id]);
+    if (!byte)
+      throw std::invalid_argument("Tokenizer: id " + std::to_string(id) + " has type Byte but its piece '" +
+                                  pieces_[id] + "' is not of the form <0xXX>");
+    if (!byte_seen[*byte]) byte_ids_[*byte] = int(id);
+    byte_seen[*byte] = true;
+  }
+}
+
+int Tokenizer::piece_id(std::string_view text) const {
+  const auto it = piece_ids_.find(text);
+  return it == piece_ids_.end() ? -1 : it->second;
+}
+
+int Tokenizer::byte_token(uint8_t byte) const { return byte_ids_[byte]; }
+
+std::string Tokenizer::decode_token(int prev_token, int token) const {
+  if (token < 0 || size_t(token) >= pieces_.size())
+    throw std::invalid_argument("Tokenizer::decode_token: id " + std::to_string(token) +
+                                " is outside the vocabulary of " + std::to_string(pieces_.size()) + " pieces");
+  const std::string& piece = pieces_[size_t(token)];
+  switch (types_[size_t(token)]) {
+    case TokenType::Control:
+      return "";  // <s>, </s> mark sequence structure; they are not text
+    case TokenType::Byte:
+      return std::string(1, char(*parse_byte_piece(piece)));  // validated in the constructor
+    default:
+      break;
+  }
+  // The encoder put a space before the text (the dummy prefix); the first
+  // piece after BOS carries it, so it is dropped there (run.c's decode).
+  if (prev_token == bos_id_ && !piece.empty() && piece[0] == ' ') return piece.substr(1);
+  return piece;
+}
+
+std::string Tokenizer::decode(std::span<const int> ids) const {
+  std::string text;
+  int prev = bos_id_;
+  for (const int id : ids) {
+    text += decode_token(prev, id);
+    prev = id;
+  }
+  return text;
+}
+
+}  // namespace astrai
