@@ -1,0 +1,235 @@
+// Prefix sharing in PageCache and PrefixCache, case by case: hits of whole
+// pages only, the last-token cap, hash collisions that must not share, LRU
+// eviction only under pressure, out-of-room answers without side effects, and
+// the errors misuse gets.
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "engine/kv_cache/page_cache.h"
+#include "engine/kv_cache/prefix_cache.h"
+
+namespace {
+
+using astrai::PageCache;
+using astrai::PrefixCache;
+using Tokens = std::vector<int>;
+
+astrai::ModelConfig small_config() {
+  astrai::ModelConfig c;
+  c.dim = 8;
+  c.hidden_dim = 8;
+  c.n_layers = 2;
+  c.n_heads = 2;
+  c.n_kv_heads = 2;  // kv_dim = 8
+  c.vocab_size = 100;
+  c.max_seq_len = 64;
+  return c;
+}
+
+uint64_t everything_collides(uint64_t, std::span<const int>) { return 42; }
+
+Tokens iota_tokens(int n, int first) {
+  Tokens t(size_t(n), 0);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+Tokens concat(Tokens a, const Tokens& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Admits and "computes" a prompt: rows are left as they are, the commit registers full pages.
+int admit_and_commit(PageCache& cache, int task, const Tokens& prompt) {
+  const std::optional<int> hit = cache.admit(task, prompt);
+  REQUIRE(hit.has_value());
+  cache.commit(task, prompt);
+  return *hit;
+}
+
+}  // namespace
+
+TEST_CASE("Prompts sharing whole pages share them; a different first page shares nothing", "[kv_cache][prefix]") {
+  for (const auto& hash : {astrai::PrefixHash(astrai::default_prefix_hash), astrai::PrefixHash(everything_collides)}) {
+    PageCache cache(small_config(), 16, 4, hash);
+    const Tokens a = iota_tokens(10, 1);  // two full pages and a partial one
+    CHECK(admit_and_commit(cache, 1, a) == 0);
+
+    const Tokens b = concat(Tokens(a.begin(), a.begin() + 8), {50, 51, 52});
+    CHECK(admit_and_commit(cache, 2, b) == 8);
+    CHECK(cache.page_table(2)[0] == cache.page_table(1)[0]);
+    CHECK(cache.page_table(2)[1] == cache.page_table(1)[1]);
+    CHECK(cache.page_table(2)[2] != cache.page_table(1)[2]);
+
+    Tokens c = a;
+    c[0] = 99;  // differs in the first page only
+    CHECK(admit_and_commit(cache, 3, c) == 0);
+    Tokens d = a;
+    d[5] = 99;  // differs in the second page
+    CHECK(admit_and_commit(cache, 4, d) == 4);
+
+    // The last prompt token is always computed: 8 tokens hit one page, 9 tokens two.
+    CHECK(admit_and_commit(cache, 5, Tokens(a.begin(), a.begin() + 8)) == 4);
+    CHECK(admit_and_commit(cache, 6, Tokens(a.begin(), a.begin() + 9)) == 8);
+    CHECK(admit_and_commit(cache, 7, Tokens(a.begin(), a.begin() + 3)) == 0);
+    cache.check_invariants();
+
+    for (int task = 1; task <= 7; ++task) cache.release(task);
+    CHECK(cache.all_free());
+    // Released prefixes stay cached and still hit.
+    CHECK(cache.stats().blocks_cached > 0);
+    CHECK(admit_and_commit(cache, 8, b) == 8);
+    cache.release(8);
+    cache.check_invariants();
+  }
+}
+
+TEST_CASE("A colliding hash never returns another prompt's pages", "[kv_cache][prefix]") {
+  // Every page of every prompt hashes to 42: only the stored tokens and parent
+  // links tell the entries apart.
+  PrefixCache prefixes(8, 2, everything_collides);
+  REQUIRE(prefixes.insert(0, -1, Tokens{1, 2}));
+  REQUIRE(prefixes.insert(1, 0, Tokens{3, 4}));
+  REQUIRE(prefixes.insert(2, -1, Tokens{5, 6}));
+  REQUIRE(prefixes.insert(3, 2, Tokens{3, 4}));  // same tokens as page 1, other parent
+  CHECK(prefixes.match(Tokens{1, 2, 3, 4}, 9) == std::vector<int>{0, 1});
+  CHECK(prefixes.match(Tokens{5, 6, 3, 4, 7}, 9) == std::vector<int>{2, 3});
+  CHECK(prefixes.match(Tokens{3, 4}, 9).empty());           // a second page is not a first page
+  CHECK(prefixes.match(Tokens{1, 2, 5, 6}, 9) == std::vector<int>{0});
+  CHECK(prefixes.match(Tokens{9, 9, 3, 4}, 9).empty());
+  CHECK(prefixes.match(Tokens{1, 2, 3, 4}, 1) == std::vector<int>{0});  // max_pages caps the hit
+  CHECK_FALSE(prefixes.insert(4, 2, Tokens{3, 4}));  // already registered on page 3
+  prefixes.check_invariants();
+
+  // In a PageCache: a same-length prompt with other tokens gets its own pages.
+  PageCache cache(small_config(), 8, 4, everything_collides);
+  const Tokens a = iota_tokens(9, 1), b = iota_tokens(9, 20);
+  CHECK(admit_and_commit(cache, 1, a) == 0);
+  CHECK(admit_and_commit(cache, 2, b) == 0);
+  for (const int page : cache.page_table(2)) {
+    const auto a_pages = cache.page_table(1);
+    CHECK(std::find(a_pages.begin(), a_pages.end(), page) == a_pages.end());
+  }
+  cache.check_invariants();
+}
+
+TEST_CASE("Pages a task shares are never written again", "[kv_cache][prefix]") {
+  PageCache cache(small_config(), 8, 4);
+  const Tokens a = iota_tokens(9, 1);
+  admit_and_commit(cache, 1, a);
+  REQUIRE(admit_and_commit(cache, 2, a) == 8);
+  const std::vector<float> row(8, 1.0f);
+  // Task 2 must start computing at position 8; writing below the hit would
+  // change task 1's keys. Task 1's own registered pages are frozen as well.
+  CHECK_THROWS_AS(cache.view().write(0, 2, 7, row.data(), row.data()), std::logic_error);
+  CHECK_THROWS_AS(cache.view().write(0, 1, 0, row.data(), row.data()), std::logic_error);
+  CHECK_NOTHROW(cache.view().write(0, 2, 8, row.data(), row.data()));
+  CHECK_THROWS_AS(cache.view().write(0, 2, 12, row.data(), row.data()), std::out_of_range);
+  CHECK_THROWS_AS(cache.view().key(2, 2, 0), std::out_of_range);
+  CHECK_THROWS_AS(cache.view().key(0, 3, 0), std::invalid_argument);
+}
+
+TEST_CASE("Cached prefixes are evicted least recently used first, only when no page is free", "[kv_cache][prefix]") {
+  PageCache cache(small_config(), 8, 2);
+  const Tokens a = {1, 1, 2, 2, 3}, b = {4, 4, 5, 5, 6};  // 2 full pages + 1 each
+  admit_and_commit(cache, 1, a);
+  cache.release(1);  // a's 2 full pages cached (the second one older), its third page freed
+  admit_and_commit(cache, 2, b);
+  cache.release(2);
+  CHECK(cache.stats().blocks_cached == 4);
+  CHECK(cache.stats().blocks_free == 4);
+
+  // Four free pages: a 7-token prompt takes them without evicting anything.
+  admit_and_commit(cache, 3, Tokens(7, 7));
+  CHECK(cache.stats().blocks_cached == 4);
+  // No free page left: one more page evicts a's second page, the least recently used.
+  admit_and_commit(cache, 4, Tokens{8});
+  CHECK(cache.stats().blocks_cached == 3);
+  // b reuses both its pages; its third page evicts a's first one.
+  CHECK(admit_and_commit(cache, 5, b) == 4);
+  CHECK(cache.stats().blocks_cached == 0);
+  CHECK_FALSE(cache.admit(6, a).has_value());  // every page held now
+  cache.release(5);
+  CHECK(admit_and_commit(cache, 6, a) == 0);   // a was evicted
+  cache.check_invariants();
+}
+
+TEST_CASE("Evicting a prefix evicts the pages registered after it", "[kv_cache][prefix]") {
+  PrefixCache prefixes(6, 1);
+  REQUIRE(prefixes.insert(0, -1, Tokens{1}));
+  REQUIRE(prefixes.insert(1, 0, Tokens{2}));
+  REQUIRE(prefixes.insert(2, 1, Tokens{3}));
+  REQUIRE(prefixes.insert(3, 0, Tokens{4}));
+  REQUIRE(prefixes.insert(4, -1, Tokens{5}));
+  std::vector<int> removed = prefixes.erase(1);
+  CHECK(removed == std::vector<int>{1, 2});
+  CHECK(prefixes.match(Tokens{1, 4}, 5) == std::vector<int>{0, 3});
+  removed = prefixes.erase(0);
+  CHECK(removed == std::vector<int>{0, 3});
+  CHECK(prefixes.size() == 1);
+  prefixes.check_invariants();
+  CHECK_THROWS_AS(prefixes.erase(0), std::logic_error);
+  CHECK_THROWS_AS(prefixes.insert(5, 2, Tokens{1}), std::logic_error);  // parent no longer registered
+}
+
+TEST_CASE("Out of room is an answer without side effects, never an exception", "[kv_cache][prefix]") {
+  PageCache cache(small_config(), 4, 4);
+  admit_and_commit(cache, 1, iota_tokens(9, 1));  // 3 pages
+  const astrai::KVCacheStats before = cache.stats();
+  CHECK(cache.pages_short_for(iota_tokens(9, 30)) == 2);
+  CHECK_FALSE(cache.admit(2, iota_tokens(9, 30)).has_value());
+  CHECK_FALSE(cache.has_task(2));
+  CHECK_FALSE(cache.reserve(1, 17));  // would need 2 more pages
+  CHECK(cache.page_table(1).size() == 3);
+  const astrai::KVCacheStats after = cache.stats();
+  CHECK(after.blocks_free == before.blocks_free);
+  CHECK(after.blocks_held == before.blocks_held);
+  CHECK(after.tasks == before.tasks);
+  CHECK(cache.reserve(1, 16));  // fits in the last free page
+  CHECK(cache.stats().blocks_free == 0);
+  // A prompt whose hit covers all but what fits is admitted.
+  CHECK(cache.pages_short_for(iota_tokens(9, 1)) == 1);
+  cache.release(1);
+  CHECK(cache.all_free());
+  CHECK(cache.free_tokens() == cache.capacity_tokens());
+}
+
+TEST_CASE("Two tasks computing the same prefix at once register it once", "[kv_cache][prefix]") {
+  PageCache cache(small_config(), 16, 4);
+  const Tokens a = iota_tokens(10, 1);  // two full pages
+  REQUIRE(cache.admit(1, a) == 0);
+  REQUIRE(cache.admit(2, a) == 0);  // nothing committed yet: no hit
+  cache.commit(1, a);
+  cache.commit(2, a);  // duplicates: task 2's pages stay private
+  CHECK(cache.pool().prefix_cache().size() == 2);
+  cache.check_invariants();
+  cache.release(2);
+  cache.release(1);
+  CHECK(cache.stats().blocks_cached == 2);
+  CHECK(cache.admit(3, a) == 8);
+  cache.release(3);
+  CHECK(cache.all_free());
+}
+
+TEST_CASE("Misuse of PageCache throws std::invalid_argument naming the problem", "[kv_cache][prefix]") {
+  PageCache cache(small_config(), 8, 4);
+  CHECK_THROWS_AS(cache.admit(1, Tokens{}), std::invalid_argument);
+  CHECK_THROWS_AS(cache.admit(1, Tokens(65, 1)), std::invalid_argument);
+  REQUIRE(cache.admit(1, Tokens{1, 2, 3}) == 0);
+  CHECK_THROWS_AS(cache.admit(1, Tokens{1}), std::invalid_argument);
+  CHECK_THROWS_AS(cache.reserve(2, 4), std::invalid_argument);
+  CHECK_THROWS_AS(cache.reserve(1, 65), std::invalid_argument);
+  CHECK_THROWS_AS(cache.commit(1, Tokens(5, 1)), std::invalid_argument);  // 4 reserved
+  cache.commit(1, Tokens{1, 2, 3});
+  CHECK_THROWS_AS(cache.commit(1, Tokens{1, 2}), std::invalid_argument);  // cannot shrink
+  CHECK_THROWS_AS(cache.release(2), std::invalid_argument);
+  CHECK_THROWS_WITH(cache.release(2), Catch::Contains("task 2"));
+  CHECK_THROWS_AS(PageCache(small_config(), 0, 4), std::invalid_argument);
+  CHECK_THROWS_AS(PageCache(small_config(), 4, 0), std::invalid_argument);
+  CHECK_THROWS_AS(PageCache(astrai::ModelConfig{}, 4, 4), std::invalid_argument);
+}
