@@ -34,6 +34,7 @@ class Tokenizer {
   // score, an int32 length and the bytes. Token types are inferred (id 0
   // unknown, 1 and 2 control, <0xXX> byte, the rest normal). Throws
   // std::runtime_error naming the problem for a missing, truncated or corrupt file.
+  // vocab_size 0 reads every piece in the file (the file stores no count).
   static Tokenizer load_llama2c(const std::string& path, int vocab_size);
 
   // Ids of `text`, BOS first when add_bos. Never fails: bytes outside the

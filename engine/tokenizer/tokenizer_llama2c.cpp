@@ -27,6 +27,7 @@ class Llama2cReader {
   Llama2cReader(std::string path, std::string bytes) : path_(std::move(path)), bytes_(std::move(bytes)) {}
 
   size_t offset() const { return offset_; }
+  size_t size() const { return bytes_.size(); }
 
   [[noreturn]] void fail(const std::string& where, size_t at, const std::string& problem) const {
     throw std::runtime_error("tokenizer file '" + path_ + "': " + where + " at byte offset " + std::to_string(at) +
@@ -78,7 +79,7 @@ TokenType llama2c_type(int id, const std::string& piece) {
 }  // namespace
 
 Tokenizer Tokenizer::load_llama2c(const std::string& path, int vocab_size) {
-  if (vocab_size < 3)
+  if (vocab_size != 0 && vocab_size < 3)
     throw std::invalid_argument("Tokenizer::load_llama2c('" + path + "'): vocab_size " + std::to_string(vocab_size) +
                                 " is too small (ids 0, 1, 2 are <unk>, <s>, </s>)");
   Llama2cReader reader(path, read_whole_file(path));
@@ -89,7 +90,8 @@ Tokenizer Tokenizer::load_llama2c(const std::string& path, int vocab_size) {
   std::vector<std::string> pieces;
   std::vector<float> scores;
   std::vector<TokenType> types;
-  for (int id = 0; id < vocab_size; ++id) {
+  // vocab_size 0: every piece the file holds (the file carries no count).
+  for (int id = 0; vocab_size == 0 ? reader.offset() < reader.size() : id < vocab_size; ++id) {
     const std::string where = "id " + std::to_string(id);
     const size_t score_at = reader.offset();
     const float score = reader.read<float>(where, "score");
@@ -103,6 +105,7 @@ Tokenizer Tokenizer::load_llama2c(const std::string& path, int vocab_size) {
     scores.push_back(score);
     types.push_back(llama2c_type(id, pieces.back()));
   }
+  if (pieces.size() < 3) reader.fail("end", reader.offset(), "fewer than 3 pieces (<unk>, <s>, </s>)");
   return Tokenizer(std::move(pieces), std::move(scores), std::move(types));
 }
 

@@ -188,3 +188,12 @@ TEST_CASE("load_llama2c: the shared tokenizers load, every prefix of tok512.bin 
     CHECK_THROWS_AS(Tokenizer::load_llama2c(path, 512), std::runtime_error);
   }
 }
+
+TEST_CASE("load_llama2c with vocab_size 0 reads every piece in the file", "[tokenizer][load][shared]") {
+  ASTRAI_REQUIRE_SHARED(tok512, "models/stories260K/tok512.bin");
+  ASTRAI_REQUIRE_SHARED(llama2, "models/llama2-tokenizer/tokenizer.bin");
+  CHECK(Tokenizer::load_llama2c(tok512.string(), 0).vocab_size() == 512);
+  const Tokenizer all = Tokenizer::load_llama2c(llama2.string(), 0);
+  CHECK(all.vocab_size() == 32000);
+  CHECK(all.pieces() == Tokenizer::load_llama2c(llama2.string(), 32000).pieces());
+}

@@ -1,0 +1,109 @@
+#include "engine/inference_engine.h"
+
+#include "engine/executor/reference_executor.h"
+#include "engine/kv_cache/contiguous_cache.h"
+#include "engine/kv_cache/page_cache.h"
+
+namespace astrai {
+
+std::unique_ptr<KVCache> make_kv_cache(const ModelConfig& model, const EngineConfig& config) {
+  const int slots = config.cache_slots > 0 ? config.cache_slots : config.scheduler.max_running_tasks;
+  if (config.cache == KVCacheKind::Contiguous) return std::make_unique<ContiguousCache>(model, slots);
+  const int pages_per_context = (model.max_seq_len + config.page_size - 1) / config.page_size;
+  const int pages = config.cache_pages > 0 ? config.cache_pages : slots * pages_per_context;
+  return std::make_unique<PageCache>(model, pages, config.page_size);
+}
+
+InferenceEngine::InferenceEngine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
+                                 EngineConfig config)
+    : tokenizer_(tokenizer) {
+  if (!executor) throw std::invalid_argument("InferenceEngine needs an executor");
+  if (!tokenizer_) throw std::invalid_argument("InferenceEngine needs a tokenizer");
+  if (tokenizer_->vocab_size() != executor->config().vocab_size)
+    throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
+                                " pieces but the model's vocabulary is " +
+                                std::to_string(executor->config().vocab_size));
+  auto cache = make_kv_cache(executor->config(), config);
+  scheduler_ = std::make_unique<InferenceScheduler>(std::move(executor), std::move(cache), tokenizer_,
+                                                    config.scheduler);
+}
+
+InferenceEngine::InferenceEngine(std::shared_ptr<const ModelWeights> weights,
+                                 std::shared_ptr<const Tokenizer> tokenizer, EngineConfig config)
+    : InferenceEngine(std::make_unique<ReferenceExecutor>(std::move(weights)), std::move(tokenizer), config) {}
+
+InferenceEngine::~InferenceEngine() {
+  if (scheduler_) scheduler_->shutdown();
+}
+
+GenerationRequest InferenceEngine::make_request(const std::string& prompt, const GenerateParams& options) const {
+  GenerationRequest request;
+  request.prompt = prompt;
+  request.max_tokens = options.max_tokens;
+  request.sampling = options.sampling;
+  request.stop = options.stop;
+  return request;
+}
+
+std::shared_ptr<GenerateResult> InferenceEngine::generate_with_request(GenerationRequest request) {
+  std::vector<int> ids = request.prompt_ids ? *request.prompt_ids : tokenize(request.prompt);
+  return scheduler_->submit(std::move(ids), std::move(request));
+}
+
+std::string InferenceEngine::generate(const std::string& prompt, const GenerateParams& options) {
+  return generate_with_request(make_request(prompt, options))->wait().text;
+}
+
+std::vector<std::string> InferenceEngine::generate(const std::vector<std::string>& prompts,
+                                                   const GenerateParams& options) {
+  std::vector<std::shared_ptr<GenerateResult>> results;
+  for (const auto& p : prompts) results.push_back(generate_with_request(make_request(p, options)));
+  std::vector<std::string> texts;
+  for (auto& r : results) texts.push_back(r->wait().text);
+  return texts;
+}
+
+TextStreamHandle InferenceEngine::generate_stream(const std::string& prompt, const GenerateParams& options) {
+  return TextStreamHandle(generate_with_request(make_request(prompt, options)));
+}
+
+MultiStreamHandle InferenceEngine::generate_stream(const std::vector<std::string>& prompts,
+                                                   const GenerateParams& options) {
+  // Every request's callbacks feed one queue, so the reader waits on one
+  // condition variable instead of polling each request.
+  auto shared = std::make_shared<MultiStreamHandle::Shared>();
+  shared->unfinished = prompts.size();
+  std::vector<std::shared_ptr<GenerateResult>> submitted;
+  try {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      GenerationRequest request = make_request(prompts[i], options);
+      request.on_token = [shared, i](const TokenEvent& event) {
+        if (event.text.empty()) return;
+        std::lock_guard lock(shared->mutex);
+        shared->pieces.push_back({i, std::string(event.text)});
+        shared->changed.notify_all();
+      };
+      request.on_finish = [shared](const TaskOutput&) {
+        std::lock_guard lock(shared->mutex);
+        --shared->unfinished;
+        shared->changed.notify_all();
+      };
+      submitted.push_back(generate_with_request(std::move(request)));
+    }
+  } catch (...) {
+    for (auto& r : submitted) cancel(*r);  // all or nothing
+    throw;
+  }
+  return MultiStreamHandle(shared);
+}
+
+std::optional<MultiStreamHandle::Piece> MultiStreamHandle::next() {
+  std::unique_lock lock(shared_->mutex);
+  shared_->changed.wait(lock, [&] { return !shared_->pieces.empty() || shared_->unfinished == 0; });
+  if (shared_->pieces.empty()) return std::nullopt;
+  Piece piece = std::move(shared_->pieces.front());
+  shared_->pieces.pop_front();
+  return piece;
+}
+
+}  // namespace astrai

@@ -1,0 +1,120 @@
+// The engine API: text in, text out, over one continuously batching scheduler.
+//
+//   InferenceEngine engine(load_model("model.gguf"));
+//   std::string text = engine.generate("Once upon a time");
+//   for (auto stream = engine.generate_stream("Once"); auto piece = stream.next();) std::cout << *piece;
+//
+// Every call may come from any thread; requests from all of them are batched
+// together, and batching never changes what a request gets.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/executor/executor.h"
+#include "engine/scheduler/inference_scheduler.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "reference/model_weights.h"
+
+namespace astrai {
+
+enum class KVCacheKind { Contiguous, Paged };
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  KVCacheKind cache = KVCacheKind::Contiguous;
+  int cache_slots = 0;   // contiguous: task slots (0 = scheduler.max_running_tasks)
+  int page_size = 16;    // paged: tokens per page
+  int cache_pages = 0;   // paged: pages (0 = enough for cache_slots full contexts)
+};
+
+// Options for the convenience calls (generate, generate_stream).
+struct GenerateParams {
+  int max_tokens = 256;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+};
+
+// A stream of text pieces of one request.
+class TextStreamHandle {
+ public:
+  explicit TextStreamHandle(std::shared_ptr<GenerateResult> result) : result_(std::move(result)) {}
+  // The next piece, or nullopt at the end.
+  std::optional<std::string> next() { return result_->next_piece(); }
+  GenerateResult& result() { return *result_; }
+
+ private:
+  std::shared_ptr<GenerateResult> result_;
+};
+
+// Pieces of several requests as they come, each tagged with its prompt's index.
+class MultiStreamHandle {
+ public:
+  struct Piece {
+    size_t index;
+    std::string text;
+  };
+  // What the requests' callbacks fill and next() drains.
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<Piece> pieces;
+    size_t unfinished = 0;
+  };
+  explicit MultiStreamHandle(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  // The next piece of any request, or nullopt when all have ended.
+  std::optional<Piece> next();
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+class InferenceEngine {
+ public:
+  // Runs on any executor (the CPU reference, or CUDA when built).
+  InferenceEngine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
+                  EngineConfig config = {});
+  // Runs on the CPU reference.
+  InferenceEngine(std::shared_ptr<const ModelWeights> weights, std::shared_ptr<const Tokenizer> tokenizer,
+                  EngineConfig config = {});
+  ~InferenceEngine();
+
+  std::string generate(const std::string& prompt, const GenerateParams& options = {});
+  std::vector<std::string> generate(const std::vector<std::string>& prompts, const GenerateParams& options = {});
+  TextStreamHandle generate_stream(const std::string& prompt, const GenerateParams& options = {});
+  MultiStreamHandle generate_stream(const std::vector<std::string>& prompts, const GenerateParams& options = {});
+
+  // The general form: returns at once; the result fills in as the scheduler
+  // works (wait(), next_piece(), or the request's on_token callback).
+  std::shared_ptr<GenerateResult> generate_with_request(GenerationRequest request);
+
+  // Tokenizes a prompt as generate() does (BOS first).
+  std::vector<int> tokenize(const std::string& text) const { return tokenizer_->encode(text, true); }
+
+  SchedulerStats get_stats() const { return scheduler_->stats(); }
+  SchedulerStats wait_until_idle() const { return scheduler_->wait_until_idle(); }
+  void cancel(int task_id) { scheduler_->cancel(task_id); }
+  void cancel(const GenerateResult& result) { scheduler_->cancel(result.task_id()); }
+  // Stops accepting work; running requests get `grace` to finish, then are cancelled.
+  void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0)) { scheduler_->shutdown(grace); }
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelConfig& model_config() const { return scheduler_->model_config(); }
+  std::string executor_name() const { return scheduler_->executor_name(); }
+
+ private:
+  GenerationRequest make_request(const std::string& prompt, const GenerateParams& options) const;
+
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::unique_ptr<InferenceScheduler> scheduler_;
+};
+
+// The cache an EngineConfig asks for, sized for the model.
+std::unique_ptr<KVCache> make_kv_cache(const ModelConfig& model, const EngineConfig& config);
+
+}  // namespace astrai

@@ -1,0 +1,61 @@
+// What a caller asks of the engine, and what it gets back.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/sampling/sampling_params.h"
+
+namespace astrai {
+
+// Why a generation ended.
+enum class FinishReason {
+  Eos,           // the model emitted its end-of-sequence token
+  Length,        // max_tokens were generated
+  StopSequence,  // a stop string appeared (it is not part of the text)
+  ContextLimit,  // the next token would not fit the model's context
+  Cancelled,     // cancel() or shutdown()
+  Error,         // the request could not be served (see TaskOutput::error)
+};
+const char* to_string(FinishReason reason);
+
+struct TaskOutput;
+
+// One generated token, as a stream sees it.
+struct TokenEvent {
+  int task_id = 0;
+  int token = 0;
+  std::string_view text;  // newly showable text (may be empty: held back or a control token)
+};
+
+struct GenerationRequest {
+  std::string prompt;                       // tokenized with BOS first...
+  std::optional<std::vector<int>> prompt_ids;  // ...unless the ids are given
+  int max_tokens = 256;                     // new tokens at most
+  SamplingParams sampling;                  // temperature 0 = greedy
+  std::vector<std::string> stop;            // stop sequences (not included in the text)
+  bool ignore_eos = false;                  // keep going past EOS (benchmarks)
+  // Called on the scheduler thread for every generated token: keep it short
+  // (hand the text to another thread); it must not call back into the engine.
+  // A final call with token -1 carries text held back until the end.
+  std::function<void(const TokenEvent&)> on_token;
+  // Called on the scheduler thread once the request has ended, after its
+  // result is complete. Same rules as on_token.
+  std::function<void(const TaskOutput&)> on_finish;
+};
+
+struct TaskOutput {
+  int task_id = 0;
+  std::string text;              // the generated text (stop sequence excluded)
+  std::vector<int> tokens;       // generated ids (a final EOS included)
+  FinishReason reason = FinishReason::Error;
+  std::string stop_sequence;     // which one, when reason == StopSequence
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // prompt tokens whose prefill a prefix-cache hit saved
+  std::string error;             // when reason == Error
+};
+
+}  // namespace astrai

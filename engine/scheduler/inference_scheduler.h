@@ -1,0 +1,137 @@
+// Continuous batching: a background thread that serves every submitted
+// request through one executor and one KV cache.
+//
+// Each iteration of its loop has four phases:
+//   1. cleanup: finish cancelled tasks and give their cache room back;
+//   2. refill:  admit waiting tasks while there are free task places and cache
+//               room (a prefix-cache hit skips the prefill of cached pages);
+//   3. prefill and 4. decode, planned into ONE forward batch: one row for every
+//               running task that is decoding, each at its own position, then
+//               prompt chunks of any lengths up to the step's token budget.
+// Then each task whose last position was computed samples its next token.
+//
+// Batching never changes what a request gets: the executor computes every row
+// with the same arithmetic whatever else is in the batch, chunked prefill
+// equals prefill at once, and each request samples with its own RNG. When the
+// cache runs out, the newest task is preempted (its room freed, its tokens
+// kept) and later recomputed, which by the same argument changes nothing.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/executor/executor.h"
+#include "engine/kv_cache/kv_cache.h"
+#include "engine/scheduler/task.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace astrai {
+
+struct SchedulerConfig {
+  int max_running_tasks = 16;    // tasks decoding or prefilling at once
+  int max_tokens_per_step = 256; // rows of one forward batch; longer prompts are prefilled in chunks
+  int max_waiting_tasks = 1024;  // submit() beyond this throws QueueFullError
+  void validate() const;
+};
+
+struct SchedulerStats {
+  uint64_t total_tasks = 0;      // submitted since start
+  uint64_t total_tokens = 0;     // generated since start
+  int active_tasks = 0;          // running now
+  int waiting_queue = 0;         // submitted, not yet admitted (or preempted)
+  uint64_t steps = 0;            // forward batches run
+  uint64_t prefill_tokens = 0;   // prompt positions computed
+  uint64_t prefix_hit_tokens = 0;// prompt positions a prefix-cache hit saved
+  uint64_t preemptions = 0;
+  KVCacheStats cache;            // at the end of the last step
+};
+
+class QueueFullError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class InferenceScheduler {
+ public:
+  InferenceScheduler(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
+                     std::shared_ptr<const Tokenizer> tokenizer, SchedulerConfig config = {});
+  ~InferenceScheduler();  // shutdown(): cancels what is left
+  InferenceScheduler(const InferenceScheduler&) = delete;
+  InferenceScheduler& operator=(const InferenceScheduler&) = delete;
+
+  // Queues a request whose prompt is already tokenized. Throws
+  // std::invalid_argument for an empty or too long prompt or bad sampling
+  // parameters, QueueFullError when max_waiting_tasks are waiting, and
+  // std::runtime_error after shutdown.
+  std::shared_ptr<GenerateResult> submit(std::vector<int> prompt, GenerationRequest request);
+
+  // Ends a waiting or running task with FinishReason::Cancelled; unknown or
+  // finished ids are ignored.
+  void cancel(int task_id);
+
+  SchedulerStats stats() const;
+  // Blocks until no task is waiting or running, then returns stats() (whose
+  // cache figures then show what is still held: nothing, unless a leak).
+  SchedulerStats wait_until_idle() const;
+
+  // Stops accepting requests, lets running and waiting ones go on for up to
+  // `grace`, cancels the rest, and joins the thread. Idempotent.
+  void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
+
+  const ModelConfig& model_config() const { return executor_->config(); }
+  const std::string executor_name() const { return executor_->name(); }
+
+ private:
+  struct PlannedRows {
+    Task* task;
+    int start;  // first position computed in this step
+    int count;
+  };
+
+  void run();
+  void cleanup();
+  void refill();
+  bool make_room(Task& t, const std::vector<PlannedRows>& plan);
+  std::vector<PlannedRows> plan_step();
+  void run_step(const std::vector<PlannedRows>& plan);
+  void accept_token(Task& task, int token);
+  void preempt(Task& task);
+  void finish(Task& task, FinishReason reason, const std::string& error = "");
+  void remove_finished();
+  void publish_stats();
+
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<KVCache> cache_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  const SchedulerConfig config_;
+
+  // Shared with callers, guarded by mutex_.
+  mutable std::mutex mutex_;
+  mutable std::condition_variable wake_;  // work arrived, or shutdown
+  mutable std::condition_variable idle_;  // the loop published new stats
+  std::deque<std::unique_ptr<Task>> waiting_;
+  std::unordered_set<int> cancel_requests_;
+  SchedulerStats stats_;
+  bool accepting_ = true;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point cancel_deadline_;
+  int next_task_id_ = 1;
+  int unfinished_ = 0;  // submitted and not yet finished
+
+  // Owned by the scheduler thread alone.
+  std::vector<std::unique_ptr<Task>> running_;  // in admission order
+  SchedulerStats local_;                         // counters the thread keeps
+
+  std::thread thread_;
+};
+
+}  // namespace astrai

@@ -1,0 +1,53 @@
+// One request inside the scheduler.
+//
+// tokens holds the prompt followed by every generated token. The K/V of
+// positions [0, n_computed) are in the cache; the next forward step for this
+// task computes positions [n_computed, tokens.size()) and the logits of the
+// last one. Prefill (many positions) and decode (one) are the same thing
+// here, and so is recomputation after preemption: n_computed drops to 0 and
+// the task goes back to the waiting queue with its generated tokens kept.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/scheduler/generate_result.h"
+#include "engine/scheduler/generation_request.h"
+#include "engine/text/text_stream.h"
+#include "reference/sampling/sampler_state.h"
+
+namespace astrai {
+
+struct Task {
+  Task(int id, std::vector<int> prompt, GenerationRequest request, std::vector<int> stop_tokens)
+      : id(id),
+        tokens(std::move(prompt)),
+        prompt_len(int(tokens.size())),
+        max_new_tokens(request.max_tokens),
+        stop_tokens(std::move(stop_tokens)),
+        sampler(request.sampling),
+        text(request.stop),
+        on_token(std::move(request.on_token)),
+        on_finish(std::move(request.on_finish)),
+        result(std::make_shared<GenerateResult>(id)) {}
+
+  int id;
+  std::vector<int> tokens;
+  int prompt_len;
+  int n_computed = 0;
+  int cached_prompt_tokens = 0;  // prefix-cache hit at first admission
+  bool admitted_once = false;
+  int max_new_tokens;
+  std::vector<int> stop_tokens;  // EOS (and BOS for llama2.c-style models); empty with ignore_eos
+  SamplerState sampler;          // this request's own RNG: batching never changes its draws
+  TextStream text;
+  std::function<void(const TokenEvent&)> on_token;
+  std::function<void(const TaskOutput&)> on_finish;
+  std::shared_ptr<GenerateResult> result;
+
+  int generated() const { return int(tokens.size()) - prompt_len; }
+  int pending_positions() const { return int(tokens.size()) - n_computed; }
+};
+
+}  // namespace astrai
