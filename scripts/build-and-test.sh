@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The one command a new user (and CI) runs: install what is needed, build
+# everything, run every test. Exits non-zero if anything fails.
+#
+#   bash scripts/build-and-test.sh
+#
+# Builds:
+#   build/       release build of everything (CUDA too when nvcc is found), all tests
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of the tests of
+#                everything that parses untrusted bytes (model files, tokenizer)
+# Environment: ASTRAI_SHARED_DIR (default ../shared) holds the shared models and
+# llama2.c golden outputs; tests that need them skip, saying so, when absent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+bash scripts/install-deps.sh
+
+jobs=$(nproc)
+configure() {  # dir, options...
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null; else meson setup "$dir" "$@"; fi
+}
+
+echo "== release build"
+configure build --buildtype=release
+ninja -C build -j "$jobs"
+
+echo "== tests (release)"
+meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
+
+echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (file formats, tokenizer)"
+configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false -Dcuda=disabled
+asan_tests=(model_files tokenizer)
+ninja -C build-asan -j "$jobs" tests/engine/model_files/test_model_files tests/engine/tokenizer/test_tokenizer
+# Any sanitizer report fails the run.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs" "${asan_tests[@]}"
+
+passed=0; failed=0
+for log in build/meson-logs/testlog.json build-asan/meson-logs/testlog.json; do
+  passed=$((passed + $(grep -c '"result": "OK"' "$log" || true)))
+  failed=$((failed + $(grep -c '"result": "FAIL"\|"result": "TIMEOUT"\|"result": "ERROR"' "$log" || true)))
+done
+echo "build and tests took $(( $(date +%s) - start )) s"
+echo "test programs: $passed passed, $failed failed"

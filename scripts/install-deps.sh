@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages AstrAI builds and tests with (run as root).
+# Every library comes from Debian; the CUDA backend is built only when nvcc
+# (the CUDA Toolkit at /usr/local/cuda) is present, and is never installed here.
+set -euo pipefail
+
+packages=(
+  build-essential meson ninja-build pkg-config cmake
+  xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev   # reference math
+  nlohmann-json3-dev                                              # JSON
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev          # HTTP server (and what its .pc requires)
+  catch2 librapidcheck-dev libbenchmark-dev                       # tests and benchmarks
+)
+# The official OpenAI/Anthropic clients in tests/clients run on Node.js; a
+# machine that has it already (from anywhere) needs no Debian nodejs/npm.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run this script as root (or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
