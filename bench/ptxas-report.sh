@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Registers, shared memory and spills of every CUDA kernel (-Xptxas -v), per
+# architecture, as docs/cuda.md records them. Needs nvcc, not a GPU.
+# Usage: bench/ptxas-report.sh [sm_90|sm_80]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+arch=${1:-sm_90}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+printf '%-44s %5s %8s %10s %12s\n' kernel regs smem_B spill_st_B spill_ld_B
+for f in cuda/kernels/*.cu; do
+  nvcc -std=c++20 -I. -O3 -c "$f" -o "$out/k.o" -arch="$arch" -Xptxas -v 2>&1 | awk -v file="$(basename "$f" .cu)" '
+    /Compiling entry function/ { name = $0; sub(/.*for .*_Z[^ ]*N6astrai4cuda/, "", name) }
+    /Function properties for/ { fn = $NF }
+    /bytes stack frame/ { st = $5; sl = $9 }
+    /Used [0-9]+ registers/ {
+      regs = $0; sub(/.*Used /, "", regs); sub(/ registers.*/, "", regs)
+      smem = 0; if (match($0, /[0-9]+ bytes smem/)) { smem = substr($0, RSTART, RLENGTH); sub(/ bytes smem/, "", smem) }
+      type = fn ~ /I13__nv_bfloat16E/ ? "bf16" : "f32"
+      kname = fn; sub(/.*cu_[0-9a-f]+/, "", kname); gsub(/[0-9]+/, "", kname); sub(/I.*/, "", kname)
+      printf "%-44s %5s %8s %10s %12s\n", file ":" type, regs, smem, st, sl
+    }'
+done
+echo "(smem_B: static shared memory; the attention kernels add dynamic shared memory of"
+echo " 4 * (80 * head_dim + 592) bytes: 43.3 KiB at head_dim 128, 84.8 KiB at 256)"

@@ -1,0 +1,78 @@
+// plan_batch: grouping rows by sequence and addressing their pages.
+#include "cuda/batch_plan.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+namespace astrai::cuda {
+namespace {
+
+void check_row(const BatchToken& t, const ModelConfig& c) {
+  if (t.token < 0 || t.token >= c.vocab_size)
+    throw std::invalid_argument("forward: token id " + std::to_string(t.token) + " is outside the vocabulary of " +
+                                std::to_string(c.vocab_size));
+  if (t.pos < 0 || t.pos >= c.max_seq_len)
+    throw std::invalid_argument("forward: position " + std::to_string(t.pos) + " is outside the context of " +
+                                std::to_string(c.max_seq_len));
+}
+
+}  // namespace
+
+BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, const ModelConfig& config,
+                     int tile_rows) {
+  BatchPlan plan;
+  const int p = pages.page_size();
+  plan.rows = int(batch.size());
+  plan.pages_per_seq = (config.max_seq_len + p - 1) / p;
+  std::unordered_map<int, int> seq_index;            // task id -> page-table row
+  std::vector<std::vector<int>> rows_of_seq;
+  for (int r = 0; r < plan.rows; ++r) {
+    const BatchToken& t = batch[size_t(r)];
+    check_row(t, config);
+    auto [it, added] = seq_index.try_emplace(t.seq, int(rows_of_seq.size()));
+    if (added) {
+      rows_of_seq.emplace_back();
+      const auto table = pages.page_table(t.seq);  // throws for an unknown task
+      plan.page_tables.resize(plan.page_tables.size() + size_t(plan.pages_per_seq), 0);
+      std::copy(table.begin(), table.end(), plan.page_tables.end() - plan.pages_per_seq);
+    } else if (t.pos <= batch[size_t(rows_of_seq[size_t(it->second)].back())].pos) {
+      throw std::invalid_argument("forward: task " + std::to_string(t.seq) + " has position " +
+                                  std::to_string(t.pos) + " after a row at a position not below it");
+    }
+    const int seq = it->second;
+    rows_of_seq[size_t(seq)].push_back(r);
+    const auto table = pages.page_table(t.seq);
+    if (t.pos >= int(table.size()) * p)
+      throw std::out_of_range("DevicePageCache: position " + std::to_string(t.pos) + " of task " +
+                              std::to_string(t.seq) + " is outside its " + std::to_string(table.size() * size_t(p)) +
+                              " reserved positions");
+    const int page = table[size_t(t.pos / p)];
+    if (pages.pool().is_registered(page))
+      throw std::logic_error("DevicePageCache: position " + std::to_string(t.pos) + " of task " +
+                             std::to_string(t.seq) + " lies in shared prefix page " + std::to_string(page) +
+                             ", which is never written again (the forward pass must start at the prefix hit)");
+    plan.tokens.push_back(t.token);
+    plan.row_pos.push_back(t.pos);
+    plan.row_seq.push_back(seq);
+    plan.row_slot.push_back(page * p + t.pos % p);
+    if (t.want_logits) plan.wanted_rows.push_back(r);
+  }
+  plan.n_seqs = int(rows_of_seq.size());
+  for (const auto& rows : rows_of_seq) {
+    if (rows.size() == 1) {
+      plan.decode_rows.push_back(rows[0]);
+      continue;
+    }
+    for (size_t first = 0; first < rows.size(); first += size_t(tile_rows)) {
+      plan.tile_first.push_back(int(plan.tile_rows.size()));
+      const size_t count = std::min(rows.size() - first, size_t(tile_rows));
+      plan.tile_count.push_back(int(count));
+      plan.tile_rows.insert(plan.tile_rows.end(), rows.begin() + long(first), rows.begin() + long(first + count));
+    }
+  }
+  return plan;
+}
+
+}  // namespace astrai::cuda

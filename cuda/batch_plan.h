@@ -1,0 +1,44 @@
+// The host-side plan of one forward batch on the GPU: which page-table row,
+// cache slot and attention kernel each batch row uses. Pure host code, built
+// and checked before anything is launched, so bad input is a clear exception
+// and never a device fault.
+//
+// Attention routing depends only on a row's own sequence: a sequence with
+// one row in the batch is a decode row; the rows of a sequence with several
+// are cut, in batch order, into prefill tiles of kPrefillTileRows rows.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "engine/kv_cache/page_cache.h"
+#include "reference/batch.h"
+#include "reference/model_config.h"
+
+namespace astrai::cuda {
+
+struct BatchPlan {
+  int rows = 0;
+  int n_seqs = 0;            // distinct sequences, in order of first appearance
+  int pages_per_seq = 0;     // columns of page_tables
+  std::vector<int> tokens;   // [rows]
+  std::vector<int> row_pos;  // [rows]
+  std::vector<int> row_seq;  // [rows]: page-table row
+  std::vector<int> row_slot; // [rows]: page * page_size + pos % page_size, where the row's K/V go
+  std::vector<int> page_tables;  // [n_seqs, pages_per_seq]; unused entries 0
+  std::vector<int> decode_rows;  // rows that are their sequence's only row
+  std::vector<int> tile_first, tile_count, tile_rows;  // prefill tiles: tile_rows[first .. first + count)
+  std::vector<int> wanted_rows;  // rows with want_logits, in batch order
+
+  bool decode_only() const { return tile_first.empty(); }
+};
+
+// Checks every row as the reference and PageCacheView do (token and position
+// in range: std::invalid_argument; task unknown: std::invalid_argument;
+// position outside the task's reserved pages: std::out_of_range; a write into
+// a shared prefix page: std::logic_error) and that the rows of one sequence
+// have increasing positions (std::invalid_argument).
+BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, const ModelConfig& config,
+                     int tile_rows);
+
+}  // namespace astrai::cuda

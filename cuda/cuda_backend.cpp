@@ -1,0 +1,71 @@
+// The CUDA backend's entry points (cuda/cuda_backend.h).
+#include "cuda/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_executor.h"
+#include "cuda/device_info.h"
+#include "cuda/device_page_cache.h"
+
+namespace astrai {
+
+bool cuda_available(std::string* why) {
+  const cuda::DeviceInfo info = cuda::query_devices();
+  std::string reason;
+  if (info.device_count == 0)
+    reason = "no GPU was found (" + (info.error.empty() ? std::string("no CUDA device") : info.error) + ")";
+  else if (info.compute_capability < 80)
+    reason = "device 0 (" + info.name + ") is sm_" + std::to_string(info.compute_capability) +
+             "; the CUDA backend needs sm_80 or newer";
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+std::string cuda_device_description(int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count) {
+    cudaGetLastError();
+    return "";
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "";
+  char text[300];
+  std::snprintf(text, sizeof text, "%s (sm_%d%d, %.1f GiB)", prop.name, prop.major, prop.minor,
+                double(prop.totalGlobalMem) / double(1u << 30));
+  return text;
+}
+
+std::unique_ptr<Executor> make_cuda_executor(std::shared_ptr<const ModelWeights> weights, CudaOptions options) {
+  return std::make_unique<cuda::CudaExecutor>(std::move(weights), options);
+}
+
+namespace {
+
+const cuda::CudaExecutor& as_cuda(const Executor& executor) {
+  const auto* cuda_executor = dynamic_cast<const cuda::CudaExecutor*>(&executor);
+  if (!cuda_executor)
+    throw std::invalid_argument("a CUDA KV cache needs a CUDA executor, not \"" + executor.name() + "\"");
+  return *cuda_executor;
+}
+
+}  // namespace
+
+std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size) {
+  const cuda::CudaExecutor& e = as_cuda(executor);
+  return std::make_unique<cuda::DevicePageCache>(e.config(), n_pages, page_size, e.dtype());
+}
+
+int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction) {
+  const cuda::CudaExecutor& e = as_cuda(executor);
+  size_t free_bytes = 0, total_bytes = 0;
+  ASTRAI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const size_t per_page = cuda::DevicePageCache::bytes_needed(e.config(), 1, page_size, e.dtype());
+  const double pages = double(free_bytes) * fraction / double(per_page);
+  return pages > 2e9 ? 2000000000 : int(pages);
+}
+
+}  // namespace astrai

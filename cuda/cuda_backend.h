@@ -1,0 +1,54 @@
+// The CUDA backend as the rest of the program sees it: plain C++
+// declarations, so this header compiles without nvcc and without the CUDA
+// toolkit. The definitions exist only when meson built cuda/ (the lead's
+// ASTRAI_HAVE_CUDA define says so); code calling them is guarded by it.
+//
+//   std::string why;
+//   if (astrai::cuda_available(&why)) {
+//     auto executor = astrai::make_cuda_executor(weights, {});      // bf16 weights and cache
+//     auto cache = astrai::make_cuda_kv_cache(*executor, n_pages, page_size);
+//     ... InferenceScheduler(std::move(executor), std::move(cache), tokenizer, config)
+//   }
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cuda/dtype.h"
+#include "engine/executor/executor.h"
+#include "engine/kv_cache/kv_cache.h"
+#include "reference/model_weights.h"
+
+namespace astrai {
+
+struct CudaOptions {
+  cuda::DType dtype = cuda::DType::BFloat16;  // weights, GEMM inputs and the KV cache; Float32 for exactness
+  int device = 0;                             // CUDA device ordinal
+  bool cuda_graphs = true;                    // replay repeated decode-step shapes as CUDA graphs
+};
+
+// True when a CUDA device of compute capability 8.0 or newer is visible;
+// otherwise false with the reason in *why ("no CUDA-capable device is
+// detected", "device 0 is sm_75; the CUDA backend needs sm_80 or newer").
+bool cuda_available(std::string* why = nullptr);
+
+// "NVIDIA H200 (sm_90, 139.8 GiB)" for device `device`; "" when there is none.
+std::string cuda_device_description(int device = 0);
+
+// The CUDA executor (name() "cuda-bf16" or "cuda-f32"). Throws
+// std::invalid_argument for a model the kernels do not support (head_dim >
+// 256, more than 16 query heads per KV head) and std::runtime_error when no
+// GPU is usable or the weights do not fit (saying how much they need).
+std::unique_ptr<Executor> make_cuda_executor(std::shared_ptr<const ModelWeights> weights, CudaOptions options = {});
+
+// The KV cache a CUDA executor reads and writes: paged, on the device, in the
+// executor's dtype, with PageCache's bookkeeping (prefix sharing included).
+// Throws std::invalid_argument when `executor` is not a CUDA executor, and
+// std::runtime_error (saying how much was needed) when it does not fit.
+std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size);
+
+// Pages a cache may take so that `fraction` of the device memory free now
+// holds it (for sizing the cache after the weights are loaded).
+int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction = 0.9);
+
+}  // namespace astrai

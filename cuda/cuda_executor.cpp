@@ -1,0 +1,331 @@
+// CudaExecutor: device buffers, the per-layer launch sequence, CUDA graphs.
+#include "cuda/cuda_executor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "cuda/batch_plan.h"
+#include "cuda/cuda_check.h"
+#include "cuda/device_buffer.h"
+#include "cuda/device_page_cache.h"
+#include "cuda/device_weights.h"
+#include "cuda/gemm.h"
+#include "cuda/kernels/kernels.h"
+
+namespace astrai::cuda {
+namespace {
+
+// Page-locked host memory, for asynchronous copies.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes) {
+    ASTRAI_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
+  }
+  ~PinnedBuffer() {
+    if (ptr_) cudaFreeHost(ptr_);
+  }
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    return *this;
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+// Positions per attention split: at least 256, and at most 32 splits per context.
+int split_len_for(int max_seq_len) {
+  const int per_split = (max_seq_len + 31) / 32;
+  const int rounded = (per_split + kAttentionTile - 1) / kAttentionTile * kAttentionTile;
+  return std::max(256, rounded);
+}
+
+void check_supported(const ModelConfig& c) {
+  c.validate();
+  if (c.head_dim() > kAttentionMaxHeadDim)
+    throw std::invalid_argument("CUDA backend: head_dim " + std::to_string(c.head_dim()) + " is above the " +
+                                std::to_string(kAttentionMaxHeadDim) + " the attention kernels support");
+  if (c.n_heads / c.n_kv_heads > kAttentionMaxQueries)
+    throw std::invalid_argument("CUDA backend: " + std::to_string(c.n_heads / c.n_kv_heads) +
+                                " query heads per KV head is above the " + std::to_string(kAttentionMaxQueries) +
+                                " the decode attention kernel supports");
+}
+
+// Sections of the metadata buffer, each `capacity` ints, then the page tables.
+enum MetaSection { kTokens, kPos, kSeq, kSlot, kDecode, kTileFirst, kTileCount, kTileRows, kWanted, kPageTables };
+
+}  // namespace
+
+struct CudaExecutor::Impl {
+  std::shared_ptr<const ModelWeights> host_weights;
+  CudaOptions options;
+  ModelConfig c;
+  int split_len = 0, max_splits = 0, pages_per_seq = 0;
+  cudaStream_t stream = nullptr;
+  DeviceWeights weights;
+  GemmRunner gemm;
+  DeviceBuffer rope_cos, rope_sin;  // [max_seq_len, head_dim / 2]
+
+  // Activations for up to `capacity` rows (grown on demand).
+  int capacity = 0;
+  int meta_page_size = 0;  // page size the page-table section was laid out for
+  DeviceBuffer x, h, qkv, attn, proj, gate_up, hidden, ffn_out, o_partial, lse, logits, meta;
+  PinnedBuffer meta_host, logits_host;
+
+  // CUDA graphs of decode steps, by shape; how often each shape was seen.
+  using GraphKey = std::tuple<int, int, const void*, const void*, int>;
+  std::map<GraphKey, cudaGraphExec_t> graphs;
+  std::map<GraphKey, int> seen;
+  long replays = 0;
+
+  Impl(std::shared_ptr<const ModelWeights> w, CudaOptions o)
+      : host_weights(std::move(w)), options(o), c(checked(host_weights).config),
+        weights((select_device(o.device), *host_weights), o.dtype) {
+    split_len = split_len_for(c.max_seq_len);
+    max_splits = (c.max_seq_len + split_len - 1) / split_len;
+    ASTRAI_CUDA_CHECK(cudaStreamCreate(&stream));  // blocking: ordered with the view's cudaMemcpy calls
+    build_rope_tables();
+  }
+  ~Impl() {
+    clear_graphs();
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  static const ModelWeights& checked(const std::shared_ptr<const ModelWeights>& w) {
+    if (!w) throw std::invalid_argument("CudaExecutor needs model weights");
+    check_supported(w->config);
+    return *w;
+  }
+  static int select_device(int device) {
+    std::string why;
+    if (!cuda_available(&why)) throw std::runtime_error("CUDA backend: " + why);
+    ASTRAI_CUDA_CHECK(cudaSetDevice(device));
+    return device;
+  }
+
+  // cos/sin of pos * theta^(-2i/head_dim), in float exactly as reference/rope.cpp computes them.
+  void build_rope_tables() {
+    const int half = c.head_dim() / 2;
+    std::vector<float> cos_table(size_t(c.max_seq_len) * size_t(half)), sin_table(cos_table.size());
+    for (int pos = 0; pos < c.max_seq_len; ++pos)
+      for (int i = 0; i < half; ++i) {
+        const float freq = 1.0f / std::pow(c.rope_theta, float(2 * i) / float(c.head_dim()));
+        const float angle = float(pos) * freq;
+        cos_table[size_t(pos) * size_t(half) + size_t(i)] = std::cos(angle);
+        sin_table[size_t(pos) * size_t(half) + size_t(i)] = std::sin(angle);
+      }
+    rope_cos = DeviceBuffer(cos_table.size() * 4, "the RoPE cos table");
+    rope_sin = DeviceBuffer(sin_table.size() * 4, "the RoPE sin table");
+    ASTRAI_CUDA_CHECK(cudaMemcpy(rope_cos.get(), cos_table.data(), cos_table.size() * 4, cudaMemcpyHostToDevice));
+    ASTRAI_CUDA_CHECK(cudaMemcpy(rope_sin.get(), sin_table.data(), sin_table.size() * 4, cudaMemcpyHostToDevice));
+  }
+
+  void clear_graphs() {
+    for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
+    graphs.clear();
+    seen.clear();
+  }
+
+  void ensure_capacity(int rows, int page_size) {
+    const int pps = (c.max_seq_len + page_size - 1) / page_size;
+    if (rows <= capacity && pps <= pages_per_seq) return;
+    ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
+    clear_graphs();  // they point into the buffers about to be replaced
+    capacity = std::max({rows, 2 * capacity, 16});
+    pages_per_seq = std::max(pps, pages_per_seq);
+    const size_t C = size_t(capacity), es = dtype_size(options.dtype);
+    const size_t dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim()),
+                 hid = size_t(c.hidden_dim);
+    const size_t partials = C * size_t(c.n_heads) * size_t(max_splits);
+    const std::string rows_text = " for " + std::to_string(capacity) + " rows";
+    x = DeviceBuffer(C * dim * 4, "the residual stream" + rows_text);
+    h = DeviceBuffer(C * dim * es, "normalized activations" + rows_text);
+    qkv = DeviceBuffer(C * (qd + 2 * kvd) * 4, "q/k/v" + rows_text);
+    attn = DeviceBuffer(C * qd * es, "attention outputs" + rows_text);
+    proj = DeviceBuffer(C * dim * 4, "attention projections" + rows_text);
+    gate_up = DeviceBuffer(C * 2 * hid * 4, "gate/up activations" + rows_text);
+    hidden = DeviceBuffer(C * hid * es, "SwiGLU outputs" + rows_text);
+    ffn_out = DeviceBuffer(C * dim * 4, "feed-forward outputs" + rows_text);
+    o_partial = DeviceBuffer(partials * size_t(c.head_dim()) * 4, "attention split outputs" + rows_text);
+    lse = DeviceBuffer(partials * 4, "attention split log-sum-exps" + rows_text);
+    logits = DeviceBuffer(C * size_t(c.vocab_size) * 4, "logits" + rows_text);
+    const size_t meta_ints = C * (size_t(kPageTables) + size_t(pages_per_seq));
+    meta = DeviceBuffer(meta_ints * 4, "batch metadata" + rows_text);
+    meta_host = PinnedBuffer(meta_ints * 4);
+    logits_host = PinnedBuffer(C * size_t(c.vocab_size) * 4);
+  }
+
+  int* meta_at(MetaSection s) const { return meta.as<int>() + size_t(s) * size_t(capacity); }
+
+  // Copies the plan into the pinned staging area and on to the device.
+  void upload_plan(const BatchPlan& plan) {
+    int* host = meta_host.as<int>();
+    const auto put = [&](MetaSection s, const std::vector<int>& v) {
+      std::copy(v.begin(), v.end(), host + size_t(s) * size_t(capacity));
+    };
+    put(kTokens, plan.tokens);
+    put(kPos, plan.row_pos);
+    put(kSeq, plan.row_seq);
+    put(kSlot, plan.row_slot);
+    put(kDecode, plan.decode_rows);
+    put(kTileFirst, plan.tile_first);
+    put(kTileCount, plan.tile_count);
+    put(kTileRows, plan.tile_rows);
+    put(kWanted, plan.wanted_rows);
+    // Page tables with this executor's row stride (pages_per_seq may exceed the plan's).
+    int* tables = host + size_t(kPageTables) * size_t(capacity);
+    for (int s = 0; s < plan.n_seqs; ++s)
+      std::copy_n(plan.page_tables.begin() + long(s) * plan.pages_per_seq, plan.pages_per_seq,
+                  tables + size_t(s) * size_t(pages_per_seq));
+    const size_t ints = size_t(kPageTables) * size_t(capacity) + size_t(plan.n_seqs) * size_t(pages_per_seq);
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(meta.get(), host, ints * 4, cudaMemcpyHostToDevice, stream));
+  }
+
+  AttentionArgs attention_args(const DevicePageCache& kv) const {
+    AttentionArgs a;
+    a.q = qkv.as<float>();
+    a.q_stride = c.q_dim() + 2 * c.kv_dim();
+    a.page_size = kv.page_size();
+    a.page_tables = meta_at(kPageTables);
+    a.pages_per_seq = pages_per_seq;
+    a.row_seq = meta_at(kSeq);
+    a.row_pos = meta_at(kPos);
+    a.n_heads = c.n_heads;
+    a.n_kv_heads = c.n_kv_heads;
+    a.head_dim = c.head_dim();
+    a.split_len = split_len;
+    a.max_splits = max_splits;
+    a.scale = 1.0f / std::sqrt(float(c.head_dim()));
+    a.o_partial = o_partial.as<float>();
+    a.lse_partial = lse.as<float>();
+    return a;
+  }
+
+  // Every launch of one forward pass, in order, on `stream`.
+  void enqueue(const BatchPlan& plan, const DevicePageCache& kv) {
+    const DType t = options.dtype;
+    const int R = plan.rows, W = int(plan.wanted_rows.size());
+    const int qkv_width = c.q_dim() + 2 * c.kv_dim();
+    launch_embedding_gather(weights.token_embedding().get(), t, c.dim, meta_at(kTokens), R, x.as<float>(), stream);
+    AttentionArgs a = attention_args(kv);
+    for (int l = 0; l < c.n_layers; ++l) {
+      const DeviceLayerWeights& L = weights.layer(l);
+      const float* residual = l == 0 ? nullptr : ffn_out.as<float>();
+      launch_residual_rmsnorm(x.as<float>(), residual, L.attn_norm.get(), t, c.dim, c.norm_eps, nullptr, R, h.get(),
+                              stream);
+      gemm.run(h.get(), L.wqkv.get(), t, R, c.dim, qkv_width, qkv.as<float>(), stream);
+      a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
+      launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout, meta_at(kPos),
+                           rope_cos.as<float>(), rope_sin.as<float>(), meta_at(kSlot), a.kv, stream);
+      launch_decode_attention(a, meta_at(kDecode), int(plan.decode_rows.size()), stream);
+      launch_prefill_attention(a, meta_at(kTileFirst), meta_at(kTileCount), meta_at(kTileRows),
+                               int(plan.tile_first.size()), stream);
+      launch_attention_merge(a, R, attn.get(), t, stream);
+      gemm.run(attn.get(), L.wo.get(), t, R, c.q_dim(), c.dim, proj.as<float>(), stream);
+      launch_residual_rmsnorm(x.as<float>(), proj.as<float>(), L.ffn_norm.get(), t, c.dim, c.norm_eps, nullptr, R,
+                              h.get(), stream);
+      gemm.run(h.get(), L.w_gate_up.get(), t, R, c.dim, 2 * c.hidden_dim, gate_up.as<float>(), stream);
+      launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream);
+      gemm.run(hidden.get(), L.w_down.get(), t, R, c.hidden_dim, c.dim, ffn_out.as<float>(), stream);
+    }
+    // The final norm and the classifier for the wanted rows only, gathered to rows 0..W-1.
+    launch_residual_rmsnorm(x.as<float>(), ffn_out.as<float>(), weights.final_norm().get(), t, c.dim, c.norm_eps,
+                            meta_at(kWanted), W, h.get(), stream);
+    gemm.run(h.get(), weights.classifier().get(), t, W, c.dim, c.vocab_size, logits.as<float>(), stream);
+  }
+
+  // Decode steps of a shape seen before run from a graph captured the second time.
+  void run_decode_step(const BatchPlan& plan, const DevicePageCache& kv) {
+    const GraphKey key{plan.rows, int(plan.wanted_rows.size()), kv.layer_keys(0), kv.layer_values(0),
+                       kv.page_size()};
+    if (auto it = graphs.find(key); it != graphs.end()) {
+      ASTRAI_CUDA_CHECK(cudaGraphLaunch(it->second, stream));
+      ++replays;
+      return;
+    }
+    if (++seen[key] < 2) {
+      enqueue(plan, kv);  // first sight: also settles the GEMM algorithms outside any capture
+      return;
+    }
+    ASTRAI_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue(plan, kv);
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken) cudaGraphDestroy(broken);
+      throw;
+    }
+    cudaGraph_t graph = nullptr;
+    ASTRAI_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    ASTRAI_CUDA_CHECK(status);
+    graphs.emplace(key, exec);
+    ASTRAI_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    ++replays;
+  }
+
+  xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& view) {
+    auto* device_view = dynamic_cast<DevicePageCacheView*>(&view);
+    if (!device_view)
+      throw std::invalid_argument(
+          "CudaExecutor::forward needs the KV cache made by make_cuda_kv_cache (a DevicePageCache on the GPU), "
+          "not a host KV cache");
+    const DevicePageCache& kv = device_view->cache();
+    if (kv.dtype() != options.dtype)
+      throw std::invalid_argument(std::string("CudaExecutor::forward: the KV cache holds ") + dtype_name(kv.dtype()) +
+                                  " but the executor computes in " + dtype_name(options.dtype));
+    const ModelConfig& kc = kv.config();
+    if (kc.n_layers != c.n_layers || kc.kv_dim() != c.kv_dim() || kc.max_seq_len != c.max_seq_len)
+      throw std::invalid_argument("CudaExecutor::forward: the KV cache was made for another model (" + kc.describe() +
+                                  ", executor " + c.describe() + ")");
+    const BatchPlan plan = plan_batch(batch, kv.bookkeeping(), c, kPrefillTileRows);
+    const size_t wanted = plan.wanted_rows.size(), vocab = size_t(c.vocab_size);
+    if (plan.rows == 0) return xt::xtensor<float, 2>({size_t(0), vocab});
+    ensure_capacity(plan.rows, kv.page_size());
+    upload_plan(plan);
+    if (options.cuda_graphs && plan.decode_only())
+      run_decode_step(plan, kv);
+    else
+      enqueue(plan, kv);
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(logits_host.as<float>(), logits.get(), wanted * vocab * 4,
+                                      cudaMemcpyDeviceToHost, stream));
+    ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
+    xt::xtensor<float, 2> out({wanted, vocab});
+    std::copy_n(logits_host.as<float>(), wanted * vocab, out.data());
+    return out;
+  }
+};
+
+CudaExecutor::CudaExecutor(std::shared_ptr<const ModelWeights> weights, CudaOptions options)
+    : impl_(std::make_unique<Impl>(std::move(weights), options)) {}
+CudaExecutor::~CudaExecutor() = default;
+
+const ModelConfig& CudaExecutor::config() const { return impl_->c; }
+xt::xtensor<float, 2> CudaExecutor::forward(std::span<const BatchToken> batch, KVCacheView& cache) {
+  return impl_->forward(batch, cache);
+}
+std::string CudaExecutor::name() const { return std::string("cuda-") + dtype_name(impl_->options.dtype); }
+DType CudaExecutor::dtype() const { return impl_->options.dtype; }
+const CudaOptions& CudaExecutor::options() const { return impl_->options; }
+bool CudaExecutor::gemm_batch_invariant() const { return impl_->gemm.batch_invariant(); }
+std::string CudaExecutor::gemm_invariance_note() const { return impl_->gemm.invariance_note(); }
+long CudaExecutor::graph_replays() const { return impl_->replays; }
+
+}  // namespace astrai::cuda

@@ -1,0 +1,58 @@
+// The forward pass on one GPU, behind the Executor interface: the same
+// contract as astrai::forward (reference/forward.h), computing every layer
+// with the kernels of cuda/kernels/ and cuBLASLt GEMMs, reading and writing
+// K/V in a DevicePageCache. Only the logits of the rows that want them are
+// computed and copied back; sampling then runs on the host with the
+// reference sampler, so a seeded request gets the tokens the CPU would give
+// from the same logits.
+//
+// Per layer (R rows; f32 = float32, T = the storage dtype):
+//   h[R,dim] T     = rmsnorm(x += ffn_out of the previous layer)   residual_rmsnorm.cu
+//   qkv[R,..] f32  = h [Wq;Wk;Wv]^T                                 cuBLASLt
+//   q rotated in place, K (rotated) and V written to their pages    rope_kv_write.cu
+//   partial softmax per split: decode rows / prefill tiles          decode_attention.cu, prefill_attention.cu
+//   attn[R,q_dim] T = log-sum-exp merge of the splits               attention_merge.cu
+//   proj f32 = attn Wo^T;  h = rmsnorm(x += proj)                   cuBLASLt, residual_rmsnorm.cu
+//   gate_up f32 = h [Wgate;Wup]^T; hidden T = silu(gate) * up       cuBLASLt, swiglu.cu
+//   ffn_out f32 = hidden Wdown^T                                    cuBLASLt
+// then h = final_norm(x += ffn_out) of the wanted rows only, logits = h C^T.
+//
+// A batch of decode rows only, whose shape (rows, wanted rows, cache) was
+// seen before, is replayed as a CUDA graph: every kernel reads its inputs
+// from fixed device buffers that are refilled before each launch.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cuda/cuda_backend.h"
+#include "engine/executor/executor.h"
+#include "reference/model_weights.h"
+
+namespace astrai::cuda {
+
+class CudaExecutor final : public Executor {
+ public:
+  CudaExecutor(std::shared_ptr<const ModelWeights> weights, CudaOptions options);
+  ~CudaExecutor() override;
+
+  const ModelConfig& config() const override;
+  // Throws std::invalid_argument unless `cache` is the view of a
+  // DevicePageCache of this model and dtype; otherwise as astrai::forward.
+  xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& cache) override;
+  std::string name() const override;
+
+  DType dtype() const;
+  const CudaOptions& options() const;
+  // Whether every GEMM so far used its shape's one algorithm (see gemm.h).
+  bool gemm_batch_invariant() const;
+  std::string gemm_invariance_note() const;
+  // Decode steps replayed from a CUDA graph so far.
+  long graph_replays() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace astrai::cuda

@@ -1,0 +1,90 @@
+// The paged KV cache with its K/V storage on the GPU, driven by the CPU
+// PageCache's own bookkeeping (PagePool: free/held/cached pages and prefix
+// sharing; TaskTable: page tables). admit/reserve/commit/release are
+// PageCache's, unchanged, so prefix hits, eviction and preemption behave
+// exactly as on the CPU; only where the K/V rows live differs.
+//
+// Storage: keys and values, each [n_layers, n_pages, page_size, kv_dim] in
+// the cache dtype; the row of (layer, page, offset) is kv_dim contiguous
+// elements at ((layer * n_pages + page) * page_size + offset) * kv_dim.
+//
+// The CudaExecutor recognises this cache's view (DevicePageCacheView), reads
+// the page tables from bookkeeping() and writes and reads the device rows
+// itself. The view's own write/key/value copy single rows between host and
+// device (slow; for tests and for running the CPU reference on this cache).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cuda/device_buffer.h"
+#include "cuda/dtype.h"
+#include "engine/kv_cache/kv_cache.h"
+#include "engine/kv_cache/page_cache.h"
+#include "reference/model_config.h"
+
+namespace astrai::cuda {
+
+class DevicePageCache;
+
+class DevicePageCacheView final : public KVCacheView {
+ public:
+  explicit DevicePageCacheView(DevicePageCache& cache) : cache_(cache) {}
+  // Same checks and errors as PageCacheView: std::invalid_argument for an
+  // unknown task, std::out_of_range outside its reserved positions,
+  // std::logic_error for a write into a shared prefix page.
+  void write(int layer, int seq, int pos, const float* key, const float* value) override;
+  // A host copy of the row (converted to float), valid until the next call
+  // of the same function on this view.
+  const float* key(int layer, int seq, int pos) const override;
+  const float* value(int layer, int seq, int pos) const override;
+
+  DevicePageCache& cache() const { return cache_; }
+
+ private:
+  DevicePageCache& cache_;
+  mutable std::vector<float> key_row_, value_row_;
+};
+
+class DevicePageCache final : public KVCache {
+ public:
+  // Throws std::invalid_argument for an invalid config, n_pages < 1 or
+  // page_size < 1, and std::runtime_error (saying how much was needed) when
+  // the storage does not fit in device memory.
+  DevicePageCache(const ModelConfig& config, int n_pages, int page_size, DType dtype);
+
+  std::optional<int> admit(int task_id, std::span<const int> prompt) override { return pages_.admit(task_id, prompt); }
+  bool reserve(int task_id, int n_tokens) override { return pages_.reserve(task_id, n_tokens); }
+  void commit(int task_id, std::span<const int> tokens) override { pages_.commit(task_id, tokens); }
+  void release(int task_id) override { pages_.release(task_id); }
+  bool has_task(int task_id) const override { return pages_.has_task(task_id); }
+  KVCacheView& view() override { return view_; }
+  KVCacheStats stats() const override { return pages_.stats(); }
+
+  // Page tables, prefix registrations, invariants. Its own storage and view
+  // are unused (see the constructor).
+  const PageCache& bookkeeping() const { return pages_; }
+  const ModelConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
+  int page_size() const { return pages_.page_size(); }
+  int n_pages() const { return pages_.n_pages(); }
+  // Device storage of one layer: row `slot` = page * page_size + offset.
+  void* layer_keys(int layer) const { return element(keys_, layer); }
+  void* layer_values(int layer) const { return element(values_, layer); }
+  // Bytes of device storage for these dimensions.
+  static size_t bytes_needed(const ModelConfig& config, int n_pages, int page_size, DType dtype);
+
+ private:
+  void* element(const DeviceBuffer& buffer, int layer) const;
+
+  ModelConfig config_;
+  DType dtype_;
+  PageCache pages_;
+  DeviceBuffer keys_;
+  DeviceBuffer values_;
+  DevicePageCacheView view_;
+};
+
+}  // namespace astrai::cuda

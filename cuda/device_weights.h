@@ -1,0 +1,49 @@
+// A model's weights on the GPU in the storage type: bf16 by default, float32
+// for exact comparisons with the CPU reference. Matrices keep the reference's
+// [out, in] row-major layout; the q/k/v projections are stacked into one
+// [q_dim + 2 kv_dim, dim] matrix and gate/up into one [2 hidden, dim] matrix,
+// so each needs one GEMM (row o of the stack is row o of its part: the
+// results are those of the separate products).
+#pragma once
+
+#include <vector>
+
+#include "cuda/device_buffer.h"
+#include "cuda/dtype.h"
+#include "reference/model_weights.h"
+
+namespace astrai::cuda {
+
+struct DeviceLayerWeights {
+  DeviceBuffer attn_norm;  // [dim]
+  DeviceBuffer wqkv;       // [q_dim + 2 kv_dim, dim]: wq, then wk, then wv
+  DeviceBuffer wo;         // [dim, q_dim]
+  DeviceBuffer ffn_norm;   // [dim]
+  DeviceBuffer w_gate_up;  // [2 hidden, dim]: w_gate, then w_up
+  DeviceBuffer w_down;     // [dim, hidden]
+};
+
+class DeviceWeights {
+ public:
+  // Throws std::runtime_error saying how many bytes the weights need and how
+  // many are free when they do not fit in device memory.
+  DeviceWeights(const ModelWeights& weights, DType dtype);
+
+  // Bytes the weights of `config` take on the device in `dtype`.
+  static size_t bytes_needed(const ModelConfig& config, DType dtype);
+
+  DType dtype() const { return dtype_; }
+  const DeviceBuffer& token_embedding() const { return embedding_; }  // [vocab, dim]
+  const DeviceLayerWeights& layer(int l) const { return layers_[size_t(l)]; }
+  const DeviceBuffer& final_norm() const { return final_norm_; }
+  const DeviceBuffer& classifier() const { return classifier_; }  // [vocab, dim]
+
+ private:
+  DType dtype_;
+  DeviceBuffer embedding_;
+  std::vector<DeviceLayerWeights> layers_;
+  DeviceBuffer final_norm_;
+  DeviceBuffer classifier_;
+};
+
+}  // namespace astrai::cuda

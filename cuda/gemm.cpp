@@ -1,0 +1,152 @@
+// GemmRunner: cuBLASLt descriptors and one cached algorithm per weight shape.
+//
+// cuBLASLt is column-major. Row-major y[rows, out] is column-major y^T
+// [out, rows] = W x^T, and row-major W[out, in] is column-major W^T [in, out]:
+// so the matmul is D = op(A) B with A = W (in x out, ld in, op = transpose),
+// B = x^T (in x rows, ld in), D = y^T (out x rows, ld out).
+#include "cuda/gemm.h"
+
+#include <cublasLt.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "cuda/cuda_check.h"
+#include "cuda/device_buffer.h"
+
+#define ASTRAI_CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                            \
+    const cublasStatus_t astrai_blas_status_ = (call);                                            \
+    if (astrai_blas_status_ != CUBLAS_STATUS_SUCCESS)                                             \
+      throw std::runtime_error(std::string("cuBLASLt error in ") + #call + ": status " +          \
+                               std::to_string(int(astrai_blas_status_)));                         \
+  } while (0)
+
+namespace astrai::cuda {
+namespace {
+
+cudaDataType_t cuda_type(DType t) { return t == DType::Float32 ? CUDA_R_32F : CUDA_R_16BF; }
+
+// The descriptors of one problem shape.
+struct Problem {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+
+  Problem(DType dtype, int rows, int in, int out) {
+    ASTRAI_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
+    ASTRAI_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+    ASTRAI_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none));
+    ASTRAI_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, cuda_type(dtype), uint64_t(in), uint64_t(out), in));
+    ASTRAI_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, cuda_type(dtype), uint64_t(in), uint64_t(rows), in));
+    ASTRAI_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_32F, uint64_t(out), uint64_t(rows), out));
+  }
+  ~Problem() {
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+  Problem(const Problem&) = delete;
+  Problem& operator=(const Problem&) = delete;
+};
+
+uint32_t splitk_of(const cublasLtMatmulAlgo_t& algo) {
+  uint32_t splits = 1;
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits,
+                                           &written) != CUBLAS_STATUS_SUCCESS)
+    return 0;  // unknown: treated as split
+  return splits;
+}
+
+}  // namespace
+
+struct GemmRunner::Impl {
+  using ShapeKey = std::tuple<int, int, DType>;           // out, in, dtype
+  using ProblemKey = std::tuple<int, int, DType, int>;    // ... and rows
+  struct Prepared {
+    std::unique_ptr<Problem> problem;
+    cublasLtMatmulAlgo_t algo{};
+  };
+
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  DeviceBuffer workspace;
+  std::map<ShapeKey, cublasLtMatmulAlgo_t> shape_algo;
+  std::map<ProblemKey, Prepared> prepared;
+  std::string note;
+
+  Impl() : workspace(kWorkspaceBytes, "the cuBLASLt workspace") {
+    ASTRAI_CUBLAS_CHECK(cublasLtCreate(&handle));
+    ASTRAI_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    const uint64_t bytes = kWorkspaceBytes;
+    ASTRAI_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                             &bytes, sizeof bytes));
+  }
+  ~Impl() {
+    prepared.clear();
+    if (preference) cublasLtMatmulPreferenceDestroy(preference);
+    if (handle) cublasLtDestroy(handle);
+  }
+
+  // The heuristic's best algorithm without split-K for this problem (or its
+  // best one at all when every candidate splits K, noted).
+  cublasLtMatmulAlgo_t heuristic_algo(const Problem& p, const char* what) {
+    constexpr int kCandidates = 16;
+    cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
+    int returned = 0;
+    ASTRAI_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.d, p.d, preference, kCandidates,
+                                                       results, &returned));
+    if (returned == 0) throw std::runtime_error(std::string("cuBLASLt has no algorithm for ") + what);
+    for (int i = 0; i < returned; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS && splitk_of(results[i].algo) == 1) return results[i].algo;
+    note += std::string("every candidate for ") + what + " splits K; ";
+    return results[0].algo;
+  }
+
+  const Prepared& prepare(DType dtype, int rows, int in, int out) {
+    const ProblemKey key{out, in, dtype, rows};
+    if (auto it = prepared.find(key); it != prepared.end()) return it->second;
+    const std::string what = "y[" + std::to_string(rows) + "x" + std::to_string(out) + "] = x W^T with W[" +
+                             std::to_string(out) + "x" + std::to_string(in) + "] " + dtype_name(dtype);
+    const ShapeKey shape{out, in, dtype};
+    auto algo = shape_algo.find(shape);
+    if (algo == shape_algo.end()) {
+      const Problem representative(dtype, kAlgoRows, in, out);
+      algo = shape_algo.emplace(shape, heuristic_algo(representative, what.c_str())).first;
+    }
+    Prepared ready;
+    ready.problem = std::make_unique<Problem>(dtype, rows, in, out);
+    ready.algo = algo->second;
+    cublasLtMatmulHeuristicResult_t check{};
+    if (cublasLtMatmulAlgoCheck(handle, ready.problem->op, ready.problem->a, ready.problem->b, ready.problem->d,
+                                ready.problem->d, &ready.algo, &check) != CUBLAS_STATUS_SUCCESS ||
+        check.workspaceSize > kWorkspaceBytes) {
+      note += "the shared algorithm does not support " + what + ", which has its own; ";
+      ready.algo = heuristic_algo(*ready.problem, what.c_str());
+    }
+    return prepared.emplace(key, std::move(ready)).first->second;
+  }
+};
+
+GemmRunner::GemmRunner() : impl_(std::make_unique<Impl>()) {}
+GemmRunner::~GemmRunner() = default;
+
+void GemmRunner::run(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
+                     cudaStream_t stream) {
+  if (rows == 0) return;
+  const Impl::Prepared& p = impl_->prepare(dtype, rows, in, out);
+  const float alpha = 1.0f, beta = 0.0f;
+  ASTRAI_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.problem->op, &alpha, w, p.problem->a, x, p.problem->b, &beta,
+                                     y, p.problem->d, y, p.problem->d, &p.algo, impl_->workspace.get(),
+                                     kWorkspaceBytes, stream));
+}
+
+bool GemmRunner::batch_invariant() const { return impl_->note.empty(); }
+std::string GemmRunner::invariance_note() const { return impl_->note; }
+
+}  // namespace astrai::cuda

@@ -1,0 +1,94 @@
+// Host-side launchers of the CUDA backend's kernels, one .cu file each. Every
+// launcher dispatches on the runtime DType (float or bfloat16 storage), checks
+// the launch, and names in its file the reference function it implements.
+// Plain C++ (no CUDA syntax), so the executor and the tests are compiled by g++.
+//
+// Conventions: activations that come out of GEMMs (the residual stream x,
+// q/k/v, projections) are float32; what goes into GEMMs, the weights and the
+// KV cache are `dtype` (void* below). Rows are contiguous; `stride` is the
+// distance between rows in elements.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "cuda/dtype.h"
+#include "reference/model_config.h"
+
+namespace astrai::cuda {
+
+// out[i] = dtype(in[i]) for i < n: the weight upload's conversion.
+void launch_convert_from_float(const float* in, size_t n, void* out, DType dtype, cudaStream_t stream);
+
+// x[r, :] = float(table[tokens[r], :]) for r < rows.       (reference: embed() in forward.cpp)
+void launch_embedding_gather(const void* table, DType dtype, int dim, const int* tokens, int rows, float* x,
+                             cudaStream_t stream);
+
+// For each output row i < out_rows, with r = row_map ? row_map[i] : i:
+//   if delta: x[r, :] += delta[r, :]                       (the residual add of forward.cpp)
+//   out[i, :] = dtype(weight * (x[r, :] / sqrt(mean(x[r, :]^2) + eps)))   (reference: rmsnorm())
+void launch_residual_rmsnorm(float* x, const float* delta, const void* weight, DType dtype, int dim, float eps,
+                             const int* row_map, int out_rows, void* out, cudaStream_t stream);
+
+// Where K and V of one layer live: row `slot` (= page * page_size + offset)
+// of each holds kv_dim = n_kv_heads * head_dim elements of `dtype`.
+struct KVLayer {
+  void* keys = nullptr;
+  void* values = nullptr;
+  DType dtype = DType::Float32;
+};
+
+// qkv: [rows, q_dim + 2 kv_dim] float, q then k then v. Rotates q in place
+// and k by the angle table (cos/sin [max_seq_len, head_dim/2], built on the
+// host exactly as reference/rope.cpp computes angles), then writes rotated K
+// and V into row row_slot[r] of the layer's cache.
+// (reference: apply_rope() in rope.cpp, then write_kv() in forward.cpp)
+void launch_rope_kv_write(float* qkv, int rows, int n_heads, int n_kv_heads, int head_dim, RopeLayout layout,
+                          const int* row_pos, const float* rope_cos, const float* rope_sin, const int* row_slot,
+                          KVLayer kv, cudaStream_t stream);
+
+// What both attention kernels read: queries, the paged cache and the split.
+struct AttentionArgs {
+  const float* q = nullptr;  // row r, head h at q[r * q_stride + h * head_dim] (rotated)
+  int q_stride = 0;
+  KVLayer kv;
+  int page_size = 0;
+  const int* page_tables = nullptr;  // [n_seqs, pages_per_seq]
+  int pages_per_seq = 0;
+  const int* row_seq = nullptr;      // page-table row of each batch row
+  const int* row_pos = nullptr;      // position of each batch row; it attends to positions 0..pos
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int split_len = 0;                 // positions per split, a multiple of kAttentionTile
+  int max_splits = 0;                // ceil(max_seq_len / split_len)
+  float scale = 0.0f;                // 1 / sqrt(head_dim)
+  float* o_partial = nullptr;        // [rows, n_heads, max_splits, head_dim]: softmax-weighted V of a split
+  float* lse_partial = nullptr;      // [rows, n_heads, max_splits]: log-sum-exp of the split's scores
+};
+
+inline constexpr int kAttentionTile = 32;      // key positions per shared-memory tile
+inline constexpr int kAttentionMaxQueries = 16; // query vectors one block handles
+inline constexpr int kPrefillTileRows = 16;    // rows of one sequence per prefill block
+inline constexpr int kAttentionMaxHeadDim = 256;
+
+// Decode: one block per (decode row, KV head, split) handles the row's
+// n_heads / n_kv_heads query heads sharing that KV head (GQA ratio <= 16).
+// (reference: causal_attention() in attention.cpp)
+void launch_decode_attention(const AttentionArgs& args, const int* decode_rows, int n_decode_rows,
+                             cudaStream_t stream);
+
+// Prefill: one block per (tile of up to kPrefillTileRows rows of one
+// sequence, query head, split); tile t covers batch rows
+// tile_rows[tile_first[t] .. tile_first[t] + tile_count[t]).
+// (reference: causal_attention() in attention.cpp)
+void launch_prefill_attention(const AttentionArgs& args, const int* tile_first, const int* tile_count,
+                              const int* tile_rows, int n_tiles, cudaStream_t stream);
+
+// out[r, h*head_dim + d] = dtype(sum_s w_s o_s[d] / sum_s w_s), w_s = exp(lse_s - max lse),
+// over the splits 0 .. row_pos[r] / split_len of every row r < rows.
+void launch_attention_merge(const AttentionArgs& args, int rows, void* out, DType out_dtype, cudaStream_t stream);
+
+// out[r, i] = dtype(silu(gate_up[r, i]) * gate_up[r, hidden + i])    (reference: swiglu_ffn() in swiglu.cpp)
+void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream);
+
+}  // namespace astrai::cuda

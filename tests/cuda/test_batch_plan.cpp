@@ -1,0 +1,76 @@
+// The host-side batch plan (no GPU needed: runs on CI too): rows grouped by
+// sequence, decode rows and prefill tiles, cache slots from the page tables,
+// and the same errors as the reference and PageCacheView for bad rows.
+#include <catch2/catch.hpp>
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
+
+#include <algorithm>
+
+#include "cuda/batch_plan.h"
+#include "engine/model_files/synthetic_model.h"
+
+using namespace astrai;
+
+TEST_CASE("a batch plan routes each sequence's rows and addresses their pages", "[cuda][plan]") {
+  rc::prop("random sequences of random lengths, rows interleaved", [] {
+    ModelConfig config = preset_config("tiny");
+    config.max_seq_len = 200;
+    const int page_size = *rc::gen::element(1, 4, 16);
+    PageCache pages(config, 4 * 200 / page_size + 8, page_size);
+    const int n_seqs = *rc::gen::inRange(1, 5);
+    std::vector<std::vector<BatchToken>> per_seq;
+    std::vector<int> rows_per_seq;
+    for (int s = 0; s < n_seqs; ++s) {
+      const int len = *rc::gen::inRange(1, 200), fresh = *rc::gen::inRange(1, std::min(len, 40) + 1);
+      RC_ASSERT(pages.admit(10 + s, std::vector<int>(size_t(len), 1)).has_value());
+      rows_per_seq.push_back(fresh);
+      per_seq.emplace_back();
+      for (int pos = len - fresh; pos < len; ++pos) per_seq.back().push_back({s, 10 + s, pos, pos == len - 1});
+    }
+    // Interleave the sequences round-robin, keeping each one's positions in order.
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < 40; ++i)
+      for (const auto& rows : per_seq)
+        if (i < rows.size()) batch.push_back(rows[i]);
+    const auto plan = cuda::plan_batch(batch, pages, config, 16);
+    RC_ASSERT(plan.rows == int(batch.size()));
+    RC_ASSERT(plan.n_seqs == n_seqs);
+    int tiled = 0;
+    for (size_t t = 0; t < plan.tile_first.size(); ++t) {
+      RC_ASSERT(plan.tile_count[t] >= 1 && plan.tile_count[t] <= 16);
+      tiled += plan.tile_count[t];
+      for (int i = 1; i < plan.tile_count[t]; ++i) {
+        const int prev = plan.tile_rows[size_t(plan.tile_first[t] + i - 1)];
+        const int row = plan.tile_rows[size_t(plan.tile_first[t] + i)];
+        RC_ASSERT(plan.row_seq[size_t(row)] == plan.row_seq[size_t(prev)]);
+        RC_ASSERT(plan.row_pos[size_t(row)] > plan.row_pos[size_t(prev)]);
+      }
+    }
+    RC_ASSERT(tiled + int(plan.decode_rows.size()) == plan.rows);
+    for (size_t r = 0; r < batch.size(); ++r) {
+      const auto table = pages.page_table(batch[r].seq);
+      RC_ASSERT(plan.row_slot[r] == table[size_t(batch[r].pos / page_size)] * page_size + batch[r].pos % page_size);
+      RC_ASSERT(plan.page_tables[size_t(plan.row_seq[r] * plan.pages_per_seq + batch[r].pos / page_size)] ==
+                table[size_t(batch[r].pos / page_size)]);
+    }
+    RC_ASSERT(int(plan.wanted_rows.size()) == n_seqs);
+    for (int row : plan.decode_rows) RC_ASSERT(rows_per_seq[size_t(batch[size_t(row)].seq - 10)] == 1);
+  });
+}
+
+TEST_CASE("a batch plan rejects rows the forward pass must not run", "[cuda][plan]") {
+  const ModelConfig config = preset_config("tiny");
+  PageCache pages(config, 16, 4);
+  const std::vector<int> prompt = {1, 2, 3, 4, 5, 6};
+  pages.admit(1, prompt);
+  const auto plan_of = [&](std::vector<BatchToken> rows) { return cuda::plan_batch(rows, pages, config, 16); };
+  CHECK_THROWS_AS(plan_of({{config.vocab_size, 1, 0, true}}), std::invalid_argument);  // token
+  CHECK_THROWS_AS(plan_of({{1, 1, config.max_seq_len, true}}), std::invalid_argument);  // context
+  CHECK_THROWS_AS(plan_of({{1, 2, 0, true}}), std::invalid_argument);                   // unknown task
+  CHECK_THROWS_AS(plan_of({{1, 1, 8, true}}), std::out_of_range);                       // not reserved
+  CHECK_THROWS_AS(plan_of({{1, 1, 3, false}, {1, 1, 2, true}}), std::invalid_argument); // order
+  pages.commit(1, prompt);  // page 0 (positions 0..3) becomes a shared prefix
+  CHECK_THROWS_AS(plan_of({{1, 1, 2, true}}), std::logic_error);
+  CHECK_NOTHROW(plan_of({{1, 1, 5, true}}));
+}

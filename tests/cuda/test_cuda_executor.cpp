@@ -1,0 +1,286 @@
+// The whole model on the GPU. Oracles:
+//  - llama2.c's run.c (../shared/golden/stories260K-greedy.json): float32
+//    mode must reproduce its greedy tokens exactly;
+//  - the CPU reference forward pass on synthetic models: float32 logits within
+//    1e-4 (relative, with the tensor's mean magnitude as a floor: the rounding
+//    of float32 sums in other orders, compounded over the layers), bf16
+//    logits within 5e-2 of the reference run on the same bf16-rounded weights
+//    (activations are rounded to bf16 before every GEMM, about 2^-9 each),
+//    and greedy tokens equal to the reference's for the first 32 tokens;
+//  - itself, alone: the batching scheduler on the CUDA executor gives every
+//    request the tokens it gets alone (greedy and seeded sampling), and a request's logits have the same bits whatever else is
+//    in the batch and however its prompt is chunked (batch invariance).
+#include <algorithm>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cuda/bf16_host.h"
+#include "cuda/cuda_executor.h"
+#include "cuda/device_page_cache.h"
+#include "engine/model_files/load_model.h"
+#include "engine/scheduler/inference_scheduler.h"
+#include "reference/sampling/sampler_state.h"
+#include "golden/golden_cases.h"
+#include "reference/dense_kv_cache.h"
+#include "reference/forward.h"
+#include "reference/generate.h"
+#include <xtensor/xview.hpp>
+#include "tests/cuda/gpu_test_support.h"
+#include "tests/support/shared_data.h"
+
+using namespace astrai;
+using cuda::DType;
+
+namespace {
+
+// The reference generation loop (reference/generate.h) with the forward pass
+// on the GPU: prefill at once, then one token at a time, through the paged
+// cache's admit/reserve/commit/release.
+std::vector<int> cuda_generate(cuda::CudaExecutor& executor, cuda::DevicePageCache& cache, std::vector<int> prompt,
+                               const GenerateOptions& options, const TokenChooser& choose) {
+  const int task = 1;
+  const int hit = cache.admit(task, prompt).value();
+  std::vector<BatchToken> batch;
+  for (int pos = hit; pos < int(prompt.size()); ++pos)
+    batch.push_back({prompt[size_t(pos)], task, pos, pos + 1 == int(prompt.size())});
+  auto logits = executor.forward(batch, cache.view());
+  cache.commit(task, prompt);
+  std::vector<int> out;
+  std::vector<int> all = prompt;
+  while (true) {
+    const int next = choose(std::span<const float>(logits.data(), logits.shape(1)));
+    out.push_back(next);
+    all.push_back(next);
+    const bool stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), next) !=
+                      options.stop_tokens.end();
+    if (stop || int(out.size()) == options.max_new_tokens || int(all.size()) >= executor.config().max_seq_len) break;
+    REQUIRE(cache.reserve(task, int(all.size())));
+    const BatchToken row{next, task, int(all.size()) - 1, true};
+    logits = executor.forward(std::span<const BatchToken>(&row, 1), cache.view());
+    cache.commit(task, all);
+  }
+  cache.release(task);
+  return out;
+}
+
+std::shared_ptr<ModelWeights> rounded_to_bf16(const ModelWeights& w) {
+  auto r = std::make_shared<ModelWeights>(w);
+  const auto round = [](auto& t) {
+    for (float& x : t) x = cuda::round_to_bf16(x);
+  };
+  round(r->token_embedding);
+  round(r->final_norm);
+  round(r->classifier);
+  for (auto& L : r->layers) {
+    for (auto* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_down, &L.w_up}) round(*t);
+    round(L.attn_norm);
+    round(L.ffn_norm);
+  }
+  return r;
+}
+
+int pages_for_one_context(const ModelConfig& c, int page_size) { return (c.max_seq_len + page_size - 1) / page_size; }
+
+}  // namespace
+
+TEST_CASE("float32 mode reproduces run.c's greedy tokens on stories260K", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  ASTRAI_REQUIRE_SHARED(golden, "golden/stories260K-greedy.json");
+  ASTRAI_REQUIRE_SHARED(model_path, "models/stories260K/stories260K.bin");
+  ASTRAI_REQUIRE_SHARED(tok_path, "models/stories260K/tok512.bin");
+  const LoadedModel model = load_model(model_path.string(), tok_path.string());
+  cuda::CudaExecutor executor(std::make_shared<ModelWeights>(model.weights), {DType::Float32, 0, true});
+  cuda::DevicePageCache cache(executor.config(), pages_for_one_context(executor.config(), 16), 16, DType::Float32);
+  const auto json = nlohmann::json::parse(std::ifstream(golden));
+  for (const auto& c : json.at("cases")) {
+    const std::vector<int> prompt = c.at("prompt_ids"), expected = c.at("greedy_ids");
+    INFO("prompt: " << c.at("prompt"));
+    GenerateOptions options;
+    options.max_new_tokens = int(c.at("steps")) - int(prompt.size()) + 1;
+    options.stop_tokens = {model.tokenizer.eos_id(), model.tokenizer.bos_id()};
+    CHECK(cuda_generate(executor, cache, prompt, options, argmax) == expected);
+  }
+  CHECK(cache.all_free());
+}
+
+TEST_CASE("synthetic models: logits within tolerance of the reference, greedy tokens equal", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  std::vector<golden::SyntheticCase> cases = golden::synthetic_cases();
+  ModelConfig gqa8 = preset_config("tiny");  // head_dim 64, eight query heads per KV head
+  gqa8.n_heads = 8;
+  gqa8.n_kv_heads = 1;
+  gqa8.dim = 8 * 64;
+  gqa8.max_seq_len = 600;
+  cases.push_back({"gqa8-head64", gqa8, 9, {1, 5, 9, 20, 3, 17, 42, 7, 7, 7, 10, 2, 60, 61, 62, 63, 1, 2}, 40, {}});
+  for (const auto& c : cases) {
+    for (const DType t : {DType::Float32, DType::BFloat16}) {
+      INFO(c.name << " " << cuda::dtype_name(t));
+      const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(c.config, c.seed));
+      const auto oracle = t == DType::Float32 ? weights : rounded_to_bf16(*weights);
+      cuda::CudaExecutor executor(weights, {t, 0, true});
+      cuda::DevicePageCache cache(c.config, pages_for_one_context(c.config, 16), 16, t);
+
+      // Logits of every prompt position, one batch.
+      REQUIRE(cache.admit(0, c.prompt).value() == 0);
+      std::vector<BatchToken> batch;
+      for (int pos = 0; pos < int(c.prompt.size()); ++pos) batch.push_back({c.prompt[size_t(pos)], 0, pos, true});
+      const auto got = executor.forward(batch, cache.view());
+      cache.release(0);
+      DenseKVCache dense(c.config, 1);
+      const auto expected = forward(*oracle, batch, dense);
+      const double rtol = t == DType::Float32 ? 1e-4 : 5e-2;
+      CHECK(test::compare({got.begin(), got.end()}, {expected.begin(), expected.end()}, rtol) == "");
+
+      // Greedy tokens: the first 32 equal the reference's.
+      GenerateOptions options;
+      options.max_new_tokens = 32;
+      const auto want = generate(*oracle, c.prompt, options, argmax);
+      CHECK(cuda_generate(executor, cache, c.prompt, options, argmax) == want);
+    }
+  }
+}
+
+TEST_CASE("a request's logits have the same bits alone, batched with others and chunked", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  const ModelConfig config = preset_config("tiny");
+  const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 4));
+  for (const DType t : {DType::Float32, DType::BFloat16}) {
+    INFO(cuda::dtype_name(t));
+    cuda::CudaExecutor executor(weights, {t, 0, true});
+    const std::vector<int> a = {1, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25};
+    const auto rows_of = [](int task, const std::vector<int>& p, int from, int to) {
+      std::vector<BatchToken> rows;
+      for (int pos = from; pos < to; ++pos) rows.push_back({p[size_t(pos)], task, pos, true});
+      return rows;
+    };
+    // Alone: the whole prompt at once, then three decode steps.
+    std::vector<xt::xtensor<float, 2>> alone;
+    {
+      cuda::DevicePageCache cache(config, 64, 16, t);
+      cache.admit(7, a);
+      alone.push_back(executor.forward(rows_of(7, a, 0, int(a.size())), cache.view()));
+      for (int step = 0; step < 3; ++step) {
+        cache.reserve(7, int(a.size()) + step + 1);
+        const BatchToken row{3 + step, 7, int(a.size()) + step, true};
+        alone.push_back(executor.forward(std::span<const BatchToken>(&row, 1), cache.view()));
+      }
+    }
+    // Batched: the prompt in chunks of 5 beside another prefill, then decode beside two other decode rows.
+    cuda::DevicePageCache cache(config, 64, 16, t);
+    const std::vector<int> b(30, 4), c(12, 5);
+    cache.admit(7, a);
+    cache.admit(8, b);
+    cache.admit(9, c);
+    std::vector<float> prompt_logits;
+    for (int from = 0; from < int(a.size()); from += 5) {
+      const int to = std::min(from + 5, int(a.size()));
+      auto batch = rows_of(8, b, from, from + 5);
+      const auto mine = rows_of(7, a, from, to);
+      batch.insert(batch.begin() + 2, mine.begin(), mine.end());
+      const auto logits = executor.forward(batch, cache.view());
+      const size_t vocab = size_t(config.vocab_size);
+      prompt_logits.insert(prompt_logits.end(), logits.begin() + long(2 * vocab),
+                           logits.begin() + long((2 + mine.size()) * vocab));
+    }
+    CHECK(prompt_logits == std::vector<float>(alone[0].begin(), alone[0].end()));
+    auto fill_c = rows_of(9, c, 0, int(c.size()));
+    executor.forward(fill_c, cache.view());
+    for (int step = 0; step < 3; ++step) {
+      cache.reserve(7, int(a.size()) + step + 1);
+      cache.reserve(9, int(c.size()) + step + 1);
+      const std::vector<BatchToken> batch = {{6, 9, int(c.size()) + step, true},
+                                             {3 + step, 7, int(a.size()) + step, true},
+                                             {2, 8, 20 + step, true}};
+      const auto logits = executor.forward(batch, cache.view());
+      const auto row = xt::xtensor<float, 1>(xt::row(logits, 1));
+      CHECK(std::vector<float>(row.begin(), row.end()) ==
+            std::vector<float>(alone[size_t(step) + 1].begin(), alone[size_t(step) + 1].end()));
+    }
+    INFO(executor.gemm_invariance_note());
+    CHECK(executor.gemm_batch_invariant());
+  }
+}
+
+TEST_CASE("the CUDA executor refuses caches it cannot use, with clear errors", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  const ModelConfig config = preset_config("tiny");
+  const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 1));
+  cuda::CudaExecutor executor(weights, {DType::Float32, 0, true});
+  DenseKVCache host(config, 1);
+  const BatchToken row{1, 0, 0, true};
+  CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&row, 1), host), std::invalid_argument);
+  cuda::DevicePageCache bf16_cache(config, 8, 16, DType::BFloat16);
+  bf16_cache.admit(0, std::vector<int>{1});
+  CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&row, 1), bf16_cache.view()), std::invalid_argument);
+  cuda::DevicePageCache cache(config, 8, 16, DType::Float32);
+  CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&row, 1), cache.view()), std::invalid_argument);
+  cache.admit(0, std::vector<int>{1});
+  const BatchToken far{1, 0, 40, true};  // beyond the one reserved page
+  CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&far, 1), cache.view()), std::out_of_range);
+  const BatchToken bad_token{config.vocab_size, 0, 0, true};
+  CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&bad_token, 1), cache.view()), std::invalid_argument);
+}
+
+TEST_CASE("the batching scheduler on the CUDA executor gives each request what it gets alone", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  const ModelConfig config = preset_config("stories260K");
+  const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 12));
+  const auto tokenizer = std::make_shared<Tokenizer>(make_synthetic_tokenizer(config.vocab_size));
+  for (const DType t : {DType::Float32, DType::BFloat16}) {
+    INFO(cuda::dtype_name(t));
+    struct Job {
+      std::vector<int> prompt;
+      SamplingParams sampling;
+      int max_tokens;
+    };
+    std::vector<Job> jobs;
+    for (int i = 0; i < 12; ++i) {
+      Job job;
+      job.prompt.push_back(1);
+      for (int k = 0; k < 3 + 7 * i % 40; ++k) job.prompt.push_back(3 + (i * 31 + k * 17) % 500);
+      job.sampling.temperature = i % 3 == 0 ? 0.0f : 0.8f;
+      job.sampling.top_k = i % 2 ? 40 : 0;
+      job.sampling.top_p = i % 4 == 1 ? 0.9f : 1.0f;
+      job.sampling.seed = 1000 + uint64_t(i);
+      job.max_tokens = 10 + 5 * (i % 5);
+      jobs.push_back(job);
+    }
+    // Alone, one request at a time.
+    std::vector<std::vector<int>> alone;
+    {
+      cuda::CudaExecutor executor(weights, {t, 0, true});
+      cuda::DevicePageCache cache(config, 64, 16, t);
+      for (const auto& job : jobs) {
+        GenerateOptions options;
+        options.max_new_tokens = job.max_tokens;
+        options.stop_tokens = {tokenizer->eos_id(), tokenizer->bos_id()};
+        SamplerState sampler(job.sampling);
+        alone.push_back(cuda_generate(executor, cache, job.prompt, options,
+                                      [&](std::span<const float> logits) { return sampler.next(logits); }));
+      }
+    }
+    // All at once through the scheduler: chunked prefill beside decode rows.
+    auto executor = std::make_unique<cuda::CudaExecutor>(weights, CudaOptions{t, 0, true});
+    auto cache = std::make_unique<cuda::DevicePageCache>(config, 200, 16, t);
+    SchedulerConfig scheduler_config;
+    scheduler_config.max_running_tasks = 8;
+    scheduler_config.max_tokens_per_step = 24;
+    InferenceScheduler scheduler(std::move(executor), std::move(cache), tokenizer, scheduler_config);
+    std::vector<std::shared_ptr<GenerateResult>> results;
+    for (const auto& job : jobs) {
+      GenerationRequest request;
+      request.max_tokens = job.max_tokens;
+      request.sampling = job.sampling;
+      results.push_back(scheduler.submit(job.prompt, request));
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const auto out = results[i]->wait_for(std::chrono::seconds(120));
+      REQUIRE(out.has_value());
+      INFO("request " << i << ": " << out->error);
+      CHECK(out->tokens == alone[i]);
+    }
+    CHECK(scheduler.wait_until_idle().cache.blocks_held == 0);
+  }
+}
