@@ -16,14 +16,27 @@ std::unique_ptr<KVCache> make_kv_cache(const ModelConfig& model, const EngineCon
 
 InferenceEngine::InferenceEngine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
                                  EngineConfig config)
-    : tokenizer_(tokenizer) {
+    : tokenizer_(std::move(tokenizer)) {
   if (!executor) throw std::invalid_argument("InferenceEngine needs an executor");
+  auto cache = make_kv_cache(executor->config(), config);
+  start(std::move(executor), std::move(cache), config);
+}
+
+InferenceEngine::InferenceEngine(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
+                                 std::shared_ptr<const Tokenizer> tokenizer, EngineConfig config)
+    : tokenizer_(std::move(tokenizer)) {
+  start(std::move(executor), std::move(cache), config);
+}
+
+void InferenceEngine::start(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
+                            const EngineConfig& config) {
+  if (!executor) throw std::invalid_argument("InferenceEngine needs an executor");
+  if (!cache) throw std::invalid_argument("InferenceEngine needs a KV cache");
   if (!tokenizer_) throw std::invalid_argument("InferenceEngine needs a tokenizer");
   if (tokenizer_->vocab_size() != executor->config().vocab_size)
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                                 " pieces but the model's vocabulary is " +
                                 std::to_string(executor->config().vocab_size));
-  auto cache = make_kv_cache(executor->config(), config);
   scheduler_ = std::make_unique<InferenceScheduler>(std::move(executor), std::move(cache), tokenizer_,
                                                     config.scheduler);
 }
@@ -57,7 +70,12 @@ std::string InferenceEngine::generate(const std::string& prompt, const GenerateP
 std::vector<std::string> InferenceEngine::generate(const std::vector<std::string>& prompts,
                                                    const GenerateParams& options) {
   std::vector<std::shared_ptr<GenerateResult>> results;
-  for (const auto& p : prompts) results.push_back(generate_with_request(make_request(p, options)));
+  try {
+    for (const auto& p : prompts) results.push_back(generate_with_request(make_request(p, options)));
+  } catch (...) {
+    for (auto& r : results) cancel(*r);  // all or nothing, like generate_stream
+    throw;
+  }
   std::vector<std::string> texts;
   for (auto& r : results) texts.push_back(r->wait().text);
   return texts;

@@ -79,6 +79,10 @@ class InferenceEngine {
   // Runs on any executor (the CPU reference, or CUDA when built).
   InferenceEngine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,
                   EngineConfig config = {});
+  // Runs on any executor with a cache it can use (the CUDA executor needs its
+  // device cache; config's cache fields are then ignored).
+  InferenceEngine(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
+                  std::shared_ptr<const Tokenizer> tokenizer, EngineConfig config = {});
   // Runs on the CPU reference.
   InferenceEngine(std::shared_ptr<const ModelWeights> weights, std::shared_ptr<const Tokenizer> tokenizer,
                   EngineConfig config = {});
@@ -108,6 +112,8 @@ class InferenceEngine {
   std::string executor_name() const { return scheduler_->executor_name(); }
 
  private:
+  // Checks the parts and starts the scheduler (shared by the constructors).
+  void start(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache, const EngineConfig& config);
   GenerationRequest make_request(const std::string& prompt, const GenerateParams& options) const;
 
   std::shared_ptr<const Tokenizer> tokenizer_;

@@ -40,10 +40,13 @@ struct GenerationRequest {
   bool ignore_eos = false;                  // keep going past EOS (benchmarks)
   // Called on the scheduler thread for every generated token: keep it short
   // (hand the text to another thread); it must not call back into the engine.
-  // A final call with token -1 carries text held back until the end.
+  // A final call with token -1 carries text held back until the end. If it
+  // throws, it is not called again and the request ends with
+  // FinishReason::Error naming the exception; other requests go on.
   std::function<void(const TokenEvent&)> on_token;
-  // Called on the scheduler thread once the request has ended, after its
-  // result is complete. Same rules as on_token.
+  // Called on the scheduler thread once the request has ended, with its final
+  // output, just before the GenerateResult completes. Same rules as on_token;
+  // an exception it throws is ignored (the output is already final).
   std::function<void(const TaskOutput&)> on_finish;
 };
 

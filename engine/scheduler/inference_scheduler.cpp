@@ -18,6 +18,14 @@ InferenceScheduler::InferenceScheduler(std::unique_ptr<Executor> executor, std::
     : executor_(std::move(executor)), cache_(std::move(cache)), tokenizer_(std::move(tokenizer)), config_(config) {
   config_.validate();
   if (!executor_ || !cache_ || !tokenizer_) throw std::invalid_argument("scheduler: executor, cache and tokenizer are required");
+  // A task alone must be able to reach the model's context, as the reference
+  // loop does; a smaller cache would end it early (ContextLimit) with fewer
+  // tokens than the reference gives, or fail to readmit it after preemption.
+  const int context = executor_->config().max_seq_len;
+  if (cache_->capacity_tokens() < context)
+    throw std::invalid_argument("scheduler: the KV cache holds " + std::to_string(cache_->capacity_tokens()) +
+                                " tokens, less than the model's context of " + std::to_string(context) +
+                                " tokens (give it room for at least one whole context)");
   stats_.cache = cache_->stats();
   thread_ = std::thread([this] { run(); });
 }
@@ -185,7 +193,10 @@ bool InferenceScheduler::make_room(Task& t, const std::vector<PlannedRows>& plan
       const bool alone = std::none_of(running_.begin(), running_.end(),
                                       [&](const auto& o) { return o.get() != &t && !o->result->done(); });
       if (alone)
-        finish(t, FinishReason::ContextLimit);  // no one else holds room: the cache is its context
+        // Unreachable while the cache holds a whole context (checked at
+        // construction); should a cache still refuse, ending the task beats
+        // preempting and readmitting it forever.
+        finish(t, FinishReason::ContextLimit);
       else
         preempt(t);
       return false;
@@ -242,11 +253,14 @@ void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
     cache_->commit(t.id, std::span<const int>(t.tokens.data(), size_t(t.n_computed)));
     if (t.n_computed != int(t.tokens.size())) continue;  // more prompt chunks to come
     const std::span<const float> row(logits.data() + logits_row++ * logits.shape(1), logits.shape(1));
+    int token = 0;
     try {
-      accept_token(t, t.sampler.next(row));
+      token = t.sampler.next(row);
     } catch (const std::exception& e) {
       finish(t, FinishReason::Error, std::string("sampling failed: ") + e.what());
+      continue;
     }
+    accept_token(t, token);
   }
 }
 
@@ -254,10 +268,12 @@ void InferenceScheduler::accept_token(Task& t, int token) {
   t.tokens.push_back(token);
   ++local_.total_tokens;
   const std::string piece = t.text.push(tokenizer_->decode_token(t.tokens[t.tokens.size() - 2], token));
-  if (t.on_token) t.on_token(TokenEvent{t.id, token, piece});
+  notify_token(t, TokenEvent{t.id, token, piece});
   t.result->push_piece(piece);
   const int context = executor_->config().max_seq_len;
-  if (std::find(t.stop_tokens.begin(), t.stop_tokens.end(), token) != t.stop_tokens.end())
+  if (!t.callback_error.empty())
+    finish(t, FinishReason::Error, t.callback_error);
+  else if (std::find(t.stop_tokens.begin(), t.stop_tokens.end(), token) != t.stop_tokens.end())
     finish(t, FinishReason::Eos);
   else if (t.text.stopped())
     finish(t, FinishReason::StopSequence);
@@ -265,6 +281,20 @@ void InferenceScheduler::accept_token(Task& t, int token) {
     finish(t, FinishReason::Length);
   else if (int(t.tokens.size()) - 1 >= context)  // the new token's position is past the context
     finish(t, FinishReason::ContextLimit);
+}
+
+// The caller's callback runs on this thread: if it throws, only its own
+// request ends (with FinishReason::Error), never the loop serving everyone.
+void InferenceScheduler::notify_token(Task& t, const TokenEvent& event) {
+  if (!t.on_token) return;
+  try {
+    t.on_token(event);
+  } catch (const std::exception& e) {
+    t.callback_error = std::string("the on_token callback threw: ") + e.what();
+  } catch (...) {
+    t.callback_error = "the on_token callback threw a non-standard exception";
+  }
+  if (!t.callback_error.empty()) t.on_token = nullptr;  // not called again
 }
 
 void InferenceScheduler::preempt(Task& task) {
@@ -279,13 +309,17 @@ void InferenceScheduler::preempt(Task& task) {
   waiting_.push_front(std::move(owned));  // first in line to come back
 }
 
-void InferenceScheduler::finish(Task& task, FinishReason reason, const std::string& error) {
+void InferenceScheduler::finish(Task& task, FinishReason reason, std::string error) {
   if (task.result->done()) return;
   if (cache_->has_task(task.id)) cache_->release(task.id);
   const std::string tail = task.text.finish();
   if (!tail.empty()) {
-    if (task.on_token) task.on_token(TokenEvent{task.id, -1, tail});
+    notify_token(task, TokenEvent{task.id, -1, tail});
     task.result->push_piece(tail);
+  }
+  if (!task.callback_error.empty() && reason != FinishReason::Error) {
+    reason = FinishReason::Error;
+    error = task.callback_error;
   }
   TaskOutput out;
   out.task_id = task.id;
@@ -296,7 +330,14 @@ void InferenceScheduler::finish(Task& task, FinishReason reason, const std::stri
   out.prompt_tokens = task.prompt_len;
   out.cached_prompt_tokens = task.cached_prompt_tokens;
   out.error = error;
-  if (task.on_finish) task.on_finish(out);
+  if (task.on_finish) {
+    // Nothing is left to report a failure to (the output is final), but the
+    // result must still complete and the loop go on.
+    try {
+      task.on_finish(out);
+    } catch (...) {
+    }
+  }
   task.result->finish(std::move(out));
   std::lock_guard lock(mutex_);
   --unfinished_;

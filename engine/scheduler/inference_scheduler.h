@@ -62,6 +62,8 @@ class QueueFullError : public std::runtime_error {
 
 class InferenceScheduler {
  public:
+  // Throws std::invalid_argument for an invalid config, a missing part, or a
+  // cache that cannot hold one whole context of the model.
   InferenceScheduler(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
                      std::shared_ptr<const Tokenizer> tokenizer, SchedulerConfig config = {});
   ~InferenceScheduler();  // shutdown(): cancels what is left
@@ -105,7 +107,8 @@ class InferenceScheduler {
   void run_step(const std::vector<PlannedRows>& plan);
   void accept_token(Task& task, int token);
   void preempt(Task& task);
-  void finish(Task& task, FinishReason reason, const std::string& error = "");
+  void notify_token(Task& task, const TokenEvent& event);
+  void finish(Task& task, FinishReason reason, std::string error = "");
   void remove_finished();
   void publish_stats();
 

@@ -44,6 +44,7 @@ struct Task {
   TextStream text;
   std::function<void(const TokenEvent&)> on_token;
   std::function<void(const TaskOutput&)> on_finish;
+  std::string callback_error;    // set when on_token threw: the task ends with this error
   std::shared_ptr<GenerateResult> result;
 
   int generated() const { return int(tokens.size()) - prompt_len; }

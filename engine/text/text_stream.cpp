@@ -8,12 +8,12 @@ namespace astrai {
 
 TextStream::TextStream(std::vector<std::string> stop_sequences) {
   for (auto& s : stop_sequences)
-    if (!s.empty()) stops_.push_back(std::move(s));
+    if (!s.empty()) stops_.push_back(sanitize_utf8(s));
 }
 
-// Shows the first n pending bytes.
+// Shows the first n pending bytes (a character boundary: see push()).
 std::string TextStream::emit(size_t n) {
-  std::string piece = sanitize_utf8(std::string_view(pending_).substr(0, n));
+  std::string piece = pending_.substr(0, n);
   pending_.erase(0, n);
   emitted_ += piece;
   return piece;
@@ -34,11 +34,10 @@ size_t TextStream::held_for_stop_prefix() const {
   return held;
 }
 
-std::string TextStream::push(std::string_view bytes) {
-  if (stopped()) return "";
-  pending_.append(bytes);
-  // Invariant: text already shown never ends with the start of a stop
-  // sequence, so any occurrence lies wholly inside pending_.
+// Ends the text before the earliest stop sequence in pending_ (the longest on
+// a tie), if there is one. Invariant: text already shown never ends with the
+// start of a stop sequence, so any occurrence lies wholly inside pending_.
+bool TextStream::cut_at_stop() {
   size_t first = std::string::npos;
   for (const auto& stop : stops_) {
     const size_t at = pending_.find(stop);
@@ -47,17 +46,34 @@ std::string TextStream::push(std::string_view bytes) {
       matched_stop_ = stop;
     }
   }
-  if (first != std::string::npos) {
-    std::string piece = emit(first);
-    pending_.clear();
-    return piece;
-  }
-  const size_t held = std::max(held_for_stop_prefix(), incomplete_utf8_tail(pending_));
-  return emit(pending_.size() - held);
+  if (first == std::string::npos) return false;
+  pending_.resize(first);
+  unfinished_.clear();
+  return true;
+}
+
+std::string TextStream::push(std::string_view bytes) {
+  if (stopped()) return "";
+  // Everything but a character still being completed is final: made valid
+  // UTF-8 now, so stop sequences are matched against the text as shown.
+  std::string raw = std::move(unfinished_);
+  raw.append(bytes);
+  const size_t tail = incomplete_utf8_tail(raw);
+  pending_ += sanitize_utf8(std::string_view(raw).substr(0, raw.size() - tail));
+  unfinished_ = raw.substr(raw.size() - tail);
+  if (cut_at_stop()) return emit(pending_.size());
+  // pending_ and the stops are valid UTF-8, so a held stop prefix starts on a
+  // character boundary and no shown piece splits a character.
+  return emit(pending_.size() - held_for_stop_prefix());
 }
 
 std::string TextStream::finish() {
   if (stopped()) return "";
+  // The unfinished character will never complete: it is shown as U+FFFD,
+  // which may complete a stop sequence.
+  pending_ += sanitize_utf8(unfinished_);
+  unfinished_.clear();
+  cut_at_stop();
   return emit(pending_.size());
 }
 

@@ -1,0 +1,270 @@
+// The shared machinery of the engine tests (see engine_harness.h).
+#include "tests/engine/scheduler/engine_harness.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+#include "engine/model_files/synthetic_model.h"
+#include "engine/model_files/synthetic_tokenizer.h"
+#include "tests/engine/scheduler/reference_oracle.h"
+
+namespace astrai::test {
+
+const TinyModel& tiny_model() {
+  static const TinyModel model = [] {
+    ModelConfig c;
+    c.dim = 32;
+    c.hidden_dim = 64;
+    c.n_layers = 2;
+    c.n_heads = 4;
+    c.n_kv_heads = 2;
+    c.vocab_size = 300;
+    c.max_seq_len = 64;
+    TinyModel m;
+    m.weights = std::make_shared<const ModelWeights>(make_synthetic_weights(c, 20240611));
+    m.tokenizer = std::make_shared<const Tokenizer>(make_synthetic_tokenizer(c.vocab_size));
+    return m;
+  }();
+  return model;
+}
+
+EngineConfig contiguous_config(int max_running, int tokens_per_step) {
+  EngineConfig config;
+  config.scheduler.max_running_tasks = max_running;
+  config.scheduler.max_tokens_per_step = tokens_per_step;
+  config.cache = KVCacheKind::Contiguous;
+  return config;
+}
+
+EngineConfig paged_config(int max_running, int tokens_per_step, int n_pages) {
+  EngineConfig config = contiguous_config(max_running, tokens_per_step);
+  config.cache = KVCacheKind::Paged;
+  config.page_size = 4;
+  config.cache_pages = n_pages;
+  return config;
+}
+
+Watchdog::Watchdog(std::string what, std::chrono::milliseconds limit) {
+  thread_ = std::thread([this, what = std::move(what), limit] {
+    std::unique_lock lock(mutex_);
+    if (!disarmed_.wait_for(lock, limit, [&] { return done_; })) {
+      std::fprintf(stderr, "HANG: %s did not return within %lld ms\n", what.c_str(), (long long)limit.count());
+      std::abort();
+    }
+  });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+  }
+  disarmed_.notify_all();
+  thread_.join();
+}
+
+std::vector<int> random_prompt(std::mt19937& rng, int length) {
+  std::uniform_int_distribution<int> id(3, tiny_model().vocab() - 1);
+  std::vector<int> prompt(size_t(length), 0);
+  for (int& t : prompt) t = id(rng);
+  return prompt;
+}
+
+PlannedRequest random_request(std::mt19937& rng, const RandomRequestShape& shape) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p; };
+  PlannedRequest r;
+  r.prompt = random_prompt(rng, uniform(shape.min_prompt, shape.max_prompt));
+  r.max_tokens = uniform(shape.min_tokens, shape.max_tokens);
+  if (chance(shape.sampled_fraction)) {
+    r.sampling.temperature = float(uniform(5, 15)) / 10.0f;
+    r.sampling.top_k = uniform(0, 60);
+    r.sampling.top_p = float(uniform(50, 100)) / 100.0f;
+    r.sampling.seed = uint64_t(uniform(0, 1 << 30));
+  } else {
+    r.sampling.temperature = 0.0f;
+  }
+  if (chance(shape.cancelled_fraction)) r.cancel_after = uniform(0, r.max_tokens);
+  if (chance(shape.stop_fraction)) {
+    auto printable = [&] { return char(uniform(' ', '~')); };
+    r.stop = {std::string(1, printable()), std::string{printable(), printable()}};
+  }
+  return r;
+}
+
+std::vector<PlannedRequest> random_requests(std::mt19937& rng, int n, const RandomRequestShape& shape) {
+  std::vector<PlannedRequest> requests;
+  for (int i = 0; i < n; ++i) requests.push_back(random_request(rng, shape));
+  return requests;
+}
+
+void compute_expected(std::vector<PlannedRequest>& requests) {
+  const TinyModel& m = tiny_model();
+  for (auto& r : requests)
+    r.expected = reference_tokens(*m.weights, *m.tokenizer, r.prompt, r.max_tokens, r.sampling, r.ignore_eos);
+}
+
+namespace {
+
+GenerationRequest engine_request(const PlannedRequest& planned, const std::shared_ptr<RequestLog>& log) {
+  GenerationRequest request;
+  request.prompt_ids = planned.prompt;
+  request.max_tokens = planned.max_tokens;
+  request.sampling = planned.sampling;
+  request.ignore_eos = planned.ignore_eos;
+  request.stop = planned.stop;
+  // The callbacks own the log too: it outlives the request even if a test fails early.
+  request.on_token = [log](const TokenEvent& event) {
+    std::lock_guard lock(log->mutex);
+    log->on_token_text += event.text;
+    if (event.token >= 0) ++log->tokens_seen;
+  };
+  request.on_finish = [log](const TaskOutput&) {
+    std::lock_guard lock(log->mutex);
+    ++log->on_finish_calls;
+    log->finish_called = true;
+  };
+  return request;
+}
+
+}  // namespace
+
+namespace {
+
+// Cancels every submitted request that has reached its cancel point; true when
+// no cancel point is left.
+bool send_due_cancels(InferenceEngine& engine, const std::vector<PlannedRequest>& requests,
+                      const std::vector<std::shared_ptr<RequestLog>>& logs) {
+  bool all_sent = true;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    RequestLog& log = *logs[i];
+    const int at = requests[i].cancel_after;
+    if (!log.result || at < 0 || at == kMayBeCancelled || log.cancel_sent) continue;
+    if (log.tokens_seen >= at || log.result->done()) {
+      engine.cancel(*log.result);
+      log.cancel_sent = true;
+    } else {
+      all_sent = false;
+    }
+  }
+  return all_sent;
+}
+
+// Polls `condition` (sending due cancels meanwhile) until it holds; FAILs past the deadline.
+template <typename Condition>
+void poll_until(InferenceEngine& engine, const std::vector<PlannedRequest>& requests,
+                const std::vector<std::shared_ptr<RequestLog>>& logs, const Condition& condition, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
+  while (!condition()) {
+    send_due_cancels(engine, requests, logs);
+    if (std::chrono::steady_clock::now() > deadline) FAIL("timed out waiting for " << what);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<RequestLog>> submit_requests(InferenceEngine& engine,
+                                                         const std::vector<PlannedRequest>& requests,
+                                                         Submission how) {
+  std::vector<std::shared_ptr<RequestLog>> logs;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (how == Submission::Staggered && i > 0) {
+      const RequestLog& previous = *logs.back();
+      poll_until(engine, requests, logs, [&] { return previous.tokens_seen > 0 || previous.result->done(); },
+                 "the previous request's first token");
+    }
+    auto log = std::make_shared<RequestLog>();
+    log->result = engine.generate_with_request(engine_request(requests[i], log));
+    logs.push_back(std::move(log));
+    send_due_cancels(engine, requests, logs);
+  }
+  return logs;
+}
+
+void finish_requests(InferenceEngine& engine, const std::vector<PlannedRequest>& requests,
+                     std::vector<std::shared_ptr<RequestLog>>& logs) {
+  poll_until(engine, requests, logs, [&] { return send_due_cancels(engine, requests, logs); },
+             "the cancellation points");
+  for (size_t i = 0; i < logs.size(); ++i) {
+    INFO("request " << i << " of " << logs.size());
+    REQUIRE(logs[i]->result->wait_for(kWaitTimeout).has_value());
+  }
+}
+
+std::vector<std::shared_ptr<RequestLog>> run_requests(InferenceEngine& engine,
+                                                      const std::vector<PlannedRequest>& requests,
+                                                      Submission how) {
+  auto logs = submit_requests(engine, requests, how);
+  finish_requests(engine, requests, logs);
+  return logs;
+}
+
+TaskOutput output_of(RequestLog& log) {
+  const std::optional<TaskOutput> out = log.result->wait_for(kWaitTimeout);
+  REQUIRE(out.has_value());
+  return *out;
+}
+
+void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std::shared_ptr<RequestLog>>& logs) {
+  const TinyModel& m = tiny_model();
+  REQUIRE(requests.size() == logs.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const PlannedRequest& r = requests[i];
+    RequestLog& log = *logs[i];
+    const TaskOutput out = output_of(log);
+    INFO("request " << i << ": prompt of " << r.prompt.size() << " tokens, max_tokens " << r.max_tokens
+                    << ", temperature " << r.sampling.temperature << ", top_k " << r.sampling.top_k << ", top_p "
+                    << r.sampling.top_p << ", seed " << r.sampling.seed.value_or(0) << ", cancel_after "
+                    << r.cancel_after << ", finished as " << to_string(out.reason));
+    REQUIRE(out.error.empty());
+    CHECK(out.prompt_tokens == int(r.prompt.size()));
+    // The reference's tokens, cut after the one that completes a stop sequence.
+    const StopOutcome full = expected_stop_outcome(token_bytes(*m.tokenizer, r.prompt, r.expected), r.stop);
+    const std::vector<int> expected(r.expected.begin(), r.expected.begin() + std::ptrdiff_t(full.n_tokens));
+    if (out.reason == FinishReason::Cancelled) {
+      REQUIRE(r.cancel_after >= 0);
+      REQUIRE(out.tokens.size() <= expected.size());
+      REQUIRE(std::equal(out.tokens.begin(), out.tokens.end(), expected.begin()));
+    } else {
+      REQUIRE(out.tokens == expected);
+      if (full.matched.empty())
+        REQUIRE(out.reason == reference_reason(*m.tokenizer, r.expected, r.max_tokens, r.ignore_eos));
+      else
+        REQUIRE(out.reason == FinishReason::StopSequence);
+    }
+    // The text follows from the tokens' bytes and the stop sequences alone, and
+    // every way of streaming it agrees.
+    const StopOutcome got = expected_stop_outcome(token_bytes(*m.tokenizer, r.prompt, out.tokens), r.stop);
+    CHECK(out.text == got.text);
+    CHECK(out.stop_sequence == got.matched);
+    for (const auto& s : r.stop) CHECK(out.text.find(s) == std::string::npos);
+    {
+      std::lock_guard lock(log.mutex);
+      CHECK(log.on_token_text == out.text);
+      CHECK(log.on_finish_calls == 1);
+    }
+    CHECK(log.tokens_seen == int(out.tokens.size()));
+    std::string streamed;
+    while (auto piece = log.result->next_piece()) streamed += *piece;  // never blocks: the request has ended
+    CHECK(streamed == out.text);
+  }
+}
+
+SchedulerStats require_all_free(InferenceEngine& engine) {
+  SchedulerStats stats;
+  {
+    Watchdog guard("wait_until_idle");
+    stats = engine.wait_until_idle();
+  }
+  CHECK(stats.active_tasks == 0);
+  CHECK(stats.waiting_queue == 0);
+  CHECK(stats.cache.tasks == 0);
+  CHECK(stats.cache.blocks_held == 0);
+  CHECK(stats.cache.blocks_held + stats.cache.blocks_cached + stats.cache.blocks_free == stats.cache.blocks_total);
+  return stats;
+}
+
+}  // namespace astrai::test

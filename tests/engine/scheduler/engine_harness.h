@@ -1,0 +1,137 @@
+// What every engine test needs: a tiny synthetic model, engines over either
+// KV cache, random requests with their reference answers, a way to submit
+// them (together or staggered, with cancellations) and the checks that every
+// scenario ends with: each output equals the sequential reference, streamed
+// pieces concatenate to the text, and no cache page or slot is still held.
+//
+// Catch2 v2 assertions are not thread-safe: the scheduler thread's callbacks
+// only record into RequestLog, and all checks run on the test thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/inference_engine.h"
+#include "engine/scheduler/generation_request.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "reference/model_weights.h"
+#include "tests/engine/text/utf8_oracle.h"
+
+namespace astrai::test {
+
+// Longest any single wait of a test may take before it counts as a hang.
+inline constexpr std::chrono::milliseconds kWaitTimeout{20'000};
+
+// dim 32, hidden 64, 2 layers, 4 heads, 2 kv heads, vocab 300, context 64:
+// small enough that hundreds of requests and their references take seconds,
+// and a context short enough for generations to reach it.
+struct TinyModel {
+  std::shared_ptr<const ModelWeights> weights;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  int context() const { return weights->config.max_seq_len; }
+  int vocab() const { return weights->config.vocab_size; }
+};
+const TinyModel& tiny_model();
+
+// Engine configurations. Paged caches use 4-token pages; n_pages 0 means
+// enough for every running task's whole context.
+EngineConfig contiguous_config(int max_running, int tokens_per_step);
+EngineConfig paged_config(int max_running, int tokens_per_step, int n_pages = 0);
+
+// Aborts the whole program (naming `what`) unless disarmed within `limit`:
+// the guard around calls that have no timeout of their own (generate(),
+// streams, wait_until_idle), so that a hang fails CI instead of blocking it.
+class Watchdog {
+ public:
+  Watchdog(std::string what, std::chrono::milliseconds limit = 2 * kWaitTimeout);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable disarmed_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// One request of a scenario and its right answer.
+struct PlannedRequest {
+  std::vector<int> prompt;
+  int max_tokens = 16;
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  int cancel_after = -1;  // < 0: never cancelled; else cancelled once this many tokens exist (0: at once)
+  std::vector<std::string> stop;  // stop sequences
+  std::vector<int> expected;  // the reference's tokens, stop sequences ignored (fill with compute_expected)
+};
+
+// cancel_after for requests that the test does not cancel itself but that may
+// end cancelled all the same (by shutdown).
+inline constexpr int kMayBeCancelled = 1 << 30;
+
+struct RandomRequestShape {
+  int min_prompt = 1, max_prompt = 40;
+  int min_tokens = 1, max_tokens = 60;
+  double sampled_fraction = 0.0;    // the rest are greedy (temperature 0)
+  double cancelled_fraction = 0.0;  // cancelled after a random number of tokens
+  double stop_fraction = 0.0;       // given stop sequences (one or two printable ASCII characters)
+};
+
+// Prompt of random ids >= 3 (never <unk>, BOS or EOS).
+std::vector<int> random_prompt(std::mt19937& rng, int length);
+PlannedRequest random_request(std::mt19937& rng, const RandomRequestShape& shape);
+std::vector<PlannedRequest> random_requests(std::mt19937& rng, int n, const RandomRequestShape& shape);
+// Runs the sequential reference for every request (the expensive part, done once).
+void compute_expected(std::vector<PlannedRequest>& requests);
+
+// What one submitted request left behind.
+struct RequestLog {
+  std::shared_ptr<GenerateResult> result;
+  std::mutex mutex;
+  std::string on_token_text;          // on_token pieces, concatenated
+  std::atomic<int> tokens_seen = 0;   // on_token calls with a real token
+  std::atomic<bool> finish_called = false;
+  int on_finish_calls = 0;
+  bool cancel_sent = false;           // by the test thread
+};
+
+enum class Submission {
+  Together,   // all at once
+  Staggered,  // each one only after the previous one has produced a token (or ended)
+};
+
+// Submits the requests (with an on_token/on_finish recorder), cancelling
+// those whose cancel point comes while others are still being submitted.
+std::vector<std::shared_ptr<RequestLog>> submit_requests(InferenceEngine& engine,
+                                                         const std::vector<PlannedRequest>& requests,
+                                                         Submission how);
+// Cancels the rest at their cancel points and waits (with kWaitTimeout) for
+// every request to end. REQUIREs that none hangs.
+void finish_requests(InferenceEngine& engine, const std::vector<PlannedRequest>& requests,
+                     std::vector<std::shared_ptr<RequestLog>>& logs);
+// Both of the above.
+std::vector<std::shared_ptr<RequestLog>> run_requests(InferenceEngine& engine,
+                                                      const std::vector<PlannedRequest>& requests,
+                                                      Submission how);
+
+
+// The engine's output for request r must be the reference's tokens (a prefix
+// of them when cancelled), with the reference's finish reason, and its
+// streamed pieces (on_token and next_piece) must concatenate to its text.
+void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std::shared_ptr<RequestLog>>& logs);
+
+// The end of every scenario: the engine goes idle and holds no slot or page.
+SchedulerStats require_all_free(InferenceEngine& engine);
+
+// output.tokens of request `log` (REQUIREs that it ended).
+TaskOutput output_of(RequestLog& log);
+
+}  // namespace astrai::test

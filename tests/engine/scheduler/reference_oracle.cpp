@@ -1,0 +1,40 @@
+// The sequential reference loop as the oracle of the engine tests.
+#include "tests/engine/scheduler/reference_oracle.h"
+
+#include <algorithm>
+
+#include "reference/generate.h"
+#include "reference/sampling/sampler_state.h"
+
+namespace astrai::test {
+
+std::vector<int> reference_tokens(const ModelWeights& weights, const Tokenizer& tokenizer,
+                                  std::span<const int> prompt, int max_tokens, const SamplingParams& sampling,
+                                  bool ignore_eos) {
+  GenerateOptions options;
+  options.max_new_tokens = max_tokens;
+  if (!ignore_eos) options.stop_tokens = {tokenizer.eos_id(), tokenizer.bos_id()};
+  SamplerState sampler(sampling);
+  return generate(weights, prompt, options, [&](std::span<const float> logits) { return sampler.next(logits); });
+}
+
+FinishReason reference_reason(const Tokenizer& tokenizer, const std::vector<int>& tokens, int max_tokens,
+                              bool ignore_eos) {
+  const int last = tokens.back();
+  if (!ignore_eos && (last == tokenizer.eos_id() || last == tokenizer.bos_id())) return FinishReason::Eos;
+  if (int(tokens.size()) == max_tokens) return FinishReason::Length;
+  return FinishReason::ContextLimit;
+}
+
+std::vector<std::string> token_bytes(const Tokenizer& tokenizer, std::span<const int> prompt,
+                                     const std::vector<int>& tokens) {
+  std::vector<std::string> bytes;
+  int previous = prompt.back();
+  for (int token : tokens) {
+    bytes.push_back(tokenizer.decode_token(previous, token));
+    previous = token;
+  }
+  return bytes;
+}
+
+}  // namespace astrai::test

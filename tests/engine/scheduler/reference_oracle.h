@@ -1,0 +1,34 @@
+// The right answer for one engine request: the sequential reference loop
+// (reference/generate.h) run alone on the same prompt, with a fresh
+// SamplerState of the same parameters. Kept in its own translation unit so
+// that engine tests never see the reference loop's option struct.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/scheduler/generation_request.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "reference/model_weights.h"
+#include "reference/sampling/sampling_params.h"
+
+namespace astrai::test {
+
+// Tokens astrai::generate chooses for `prompt` with max_new_tokens = max_tokens,
+// stop tokens {EOS, BOS} (none with ignore_eos) and SamplerState(sampling).
+std::vector<int> reference_tokens(const ModelWeights& weights, const Tokenizer& tokenizer,
+                                  std::span<const int> prompt, int max_tokens, const SamplingParams& sampling,
+                                  bool ignore_eos = false);
+
+// Why the reference stopped after `tokens`: EOS/BOS last, else max_tokens
+// reached, else the context.
+FinishReason reference_reason(const Tokenizer& tokenizer, const std::vector<int>& tokens, int max_tokens,
+                              bool ignore_eos = false);
+
+// The raw bytes of `tokens` following `prompt`, one entry per token, as
+// Tokenizer::decode_token gives them (what the engine's text is made of).
+std::vector<std::string> token_bytes(const Tokenizer& tokenizer, std::span<const int> prompt,
+                                     const std::vector<int>& tokens);
+
+}  // namespace astrai::test

@@ -1,0 +1,168 @@
+// Stop sequences and the streaming APIs: a stop string ends a request at the
+// token that completes it and never shows in its text, and every way of
+// receiving text (wait(), next_piece(), on_token, the multi-stream handle,
+// generate() of one prompt or of a list) agrees.
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/engine/scheduler/engine_harness.h"
+#include "tests/engine/scheduler/reference_oracle.h"
+
+namespace {
+
+using namespace astrai;
+using namespace astrai::test;
+
+bool printable(char c) { return c >= ' ' && c <= '~'; }
+
+// A stop sequence found in the reference's own output, spanning the boundary
+// between two tokens when it can (the case where text must be held back), or
+// "" when the output has no printable ASCII character at all.
+std::string stop_from_output(const std::vector<std::string>& bytes) {
+  for (size_t j = bytes.size() / 2; j < bytes.size(); ++j)
+    if (j > 0 && !bytes[j - 1].empty() && !bytes[j].empty() && printable(bytes[j - 1].back()) &&
+        printable(bytes[j].front()))
+      return std::string{bytes[j - 1].back(), bytes[j].front()};
+  for (const auto& b : bytes)
+    for (char c : b)
+      if (printable(c)) return std::string(1, c);
+  return "";
+}
+
+std::string joined(const std::vector<std::string>& pieces) {
+  std::string all;
+  for (const auto& p : pieces) all += p;
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("A stop sequence ends the request at the token completing it and never shows in the text",
+          "[engine][stop]") {
+  const TinyModel& m = tiny_model();
+  std::mt19937 rng(909);
+  std::vector<PlannedRequest> requests;
+  for (int attempt = 0; attempt < 40 && requests.size() < 10; ++attempt) {
+    PlannedRequest r;
+    r.prompt = random_prompt(rng, 1 + attempt % 20);
+    r.max_tokens = 40;
+    r.sampling.temperature = attempt % 2 ? 1.0f : 0.0f;
+    r.sampling.seed = uint64_t(attempt);
+    r.ignore_eos = true;
+    std::vector<PlannedRequest> one{r};
+    compute_expected(one);
+    const std::string stop = stop_from_output(token_bytes(*m.tokenizer, r.prompt, one[0].expected));
+    if (stop.empty()) continue;
+    // The found stop, one that never appears, and one that contains the found one (so never matches first).
+    one[0].stop = {"~~never~~", stop, stop + "~~never~~"};
+    requests.push_back(one[0]);
+  }
+  REQUIRE(requests.size() == 10);
+  for (const EngineConfig& config : {contiguous_config(4, 8), paged_config(3, 5, 30)}) {
+    InferenceEngine engine(m.weights, m.tokenizer, config);
+    auto logs = run_requests(engine, requests, Submission::Together);
+    check_outputs(requests, logs);  // tokens cut at the stop, text by the stop rule, streams agree
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const TaskOutput out = output_of(*logs[i]);
+      INFO("request " << i << ", stop '" << requests[i].stop[1] << "'");
+      CHECK(out.reason == FinishReason::StopSequence);
+      CHECK(out.stop_sequence == requests[i].stop[1]);
+      CHECK(out.tokens.size() < requests[i].expected.size() + 1);
+    }
+    require_all_free(engine);
+  }
+}
+
+TEST_CASE("generate() of a list gives what generate() gives each prompt alone, which is the reference's text",
+          "[engine][api]") {
+  const TinyModel& m = tiny_model();
+  InferenceEngine engine(m.weights, m.tokenizer, paged_config(3, 8));
+  const std::vector<std::string> prompts = {"Once upon a time", "", "The cat sat", "x", "Hello, hello, hello world"};
+  GenerateParams options;
+  options.max_tokens = 24;
+  for (const float temperature : {0.0f, 1.0f}) {
+    options.sampling.temperature = temperature;
+    options.sampling.seed = 12345;
+    std::vector<std::string> together;
+    {
+      Watchdog guard("generate(list)");
+      together = engine.generate(prompts, options);
+    }
+    REQUIRE(together.size() == prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      INFO("prompt '" << prompts[i] << "', temperature " << temperature);
+      std::string alone;
+      {
+        Watchdog guard("generate(prompt)");
+        alone = engine.generate(prompts[i], options);
+      }
+      CHECK(together[i] == alone);
+      const std::vector<int> ids = engine.tokenize(prompts[i]);
+      const auto tokens = reference_tokens(*m.weights, *m.tokenizer, ids, options.max_tokens, options.sampling);
+      CHECK(alone == oracle_sanitize(joined(token_bytes(*m.tokenizer, ids, tokens))));
+    }
+  }
+  require_all_free(engine);
+}
+
+TEST_CASE("A text stream's pieces, read while the request runs, concatenate to its whole text", "[engine][api]") {
+  const TinyModel& m = tiny_model();
+  InferenceEngine engine(m.weights, m.tokenizer, contiguous_config(2, 4));
+  GenerateParams options;
+  options.max_tokens = 40;
+  options.sampling.temperature = 0.0f;
+  // Keep others running beside the stream.
+  auto others = engine.generate_stream(std::vector<std::string>{"a", "b", "c"}, options);
+  for (const std::string& stop : std::vector<std::string>{"", "e", " t"}) {
+    options.stop = stop.empty() ? std::vector<std::string>{} : std::vector<std::string>{stop};
+    TextStreamHandle stream = engine.generate_stream("Once upon a time there was", options);
+    std::string streamed;
+    {
+      Watchdog guard("TextStreamHandle::next");
+      while (auto piece = stream.next()) streamed += *piece;
+    }
+    const auto out = stream.result().wait_for(kWaitTimeout);
+    REQUIRE(out.has_value());
+    INFO("stop '" << stop << "'");
+    CHECK(streamed == out->text);
+    if (!stop.empty()) CHECK(out->text.find(stop) == std::string::npos);
+  }
+  {
+    Watchdog guard("MultiStreamHandle::next");
+    while (others.next()) {
+    }
+  }
+  require_all_free(engine);
+}
+
+TEST_CASE("The multi-stream handle delivers each request's pieces, which concatenate to its text",
+          "[engine][api]") {
+  const TinyModel& m = tiny_model();
+  InferenceEngine engine(m.weights, m.tokenizer, paged_config(2, 6));
+  const std::vector<std::string> prompts = {"One", "Two two", "", "Four four four four", "Five"};
+  GenerateParams options;
+  options.max_tokens = 20;
+  options.sampling.temperature = 0.0f;
+  options.stop = {"q"};
+  std::map<size_t, std::string> texts;
+  {
+    Watchdog guard("MultiStreamHandle::next");
+    MultiStreamHandle stream = engine.generate_stream(prompts, options);
+    while (auto piece = stream.next()) {
+      REQUIRE(piece->index < prompts.size());
+      CHECK(!piece->text.empty());
+      texts[piece->index] += piece->text;
+    }
+    CHECK(!stream.next().has_value());  // stays ended
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    INFO("prompt " << i);
+    Watchdog guard("generate(prompt)");
+    CHECK(texts[i] == engine.generate(prompts[i], options));
+  }
+  require_all_free(engine);
+}
