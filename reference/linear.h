@@ -12,7 +12,8 @@ namespace astrai {
 // are and however many there are. A single sgemm over all rows would be faster
 // for big batches, but OpenBLAS's sgemm changes its summation order with the
 // number of rows (tests/reference/test_linear.cpp shows it), which would make a
-// request's tokens depend on what else is batched with it.
+// request's tokens depend on what else is batched with it. BLAS runs on one
+// thread (see linear.cpp), so the bits are also the same on every machine.
 xt::xtensor<float, 2> linear(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 2>& W);
 
 }  // namespace astrai

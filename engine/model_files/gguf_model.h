@@ -1,0 +1,42 @@
+// A Llama model and its tokenizer as a GGUF file, following llama.cpp's
+// conventions for architecture `llama` (metadata keys, tensor names, the
+// SentencePiece vocabulary with '▁' for spaces). See docs/model-files.md for
+// the full mapping.
+#pragma once
+
+#include <string>
+
+#include "engine/tokenizer/tokenizer.h"
+#include "reference/model_weights.h"
+
+namespace astrai {
+
+// How write_gguf_model stores the 2-D weight matrices. 1-D norm weights are
+// always F32, as llama.cpp's converters store them.
+enum class GgufDType { F32, F16, BF16 };
+// "f32", "f16", "bf16" (as `astrai convert --dtype` takes them); throws
+// std::invalid_argument listing the choices for anything else.
+GgufDType parse_gguf_dtype(const std::string& name);
+std::string gguf_dtype_name(GgufDType dtype);
+
+struct GgufModel {
+  ModelWeights weights;
+  Tokenizer tokenizer;
+  std::string name;           // general.name, "" when absent
+  std::string chat_template;  // tokenizer.chat_template, "" when absent
+};
+
+// Reads a `llama` GGUF with F32/F16/BF16 tensors. A missing output.weight
+// means a classifier tied to the embedding. Throws std::runtime_error naming
+// the file and the key or tensor at fault.
+GgufModel read_gguf_model(const std::string& path);
+
+// Writes weights and tokenizer as a `llama` GGUF (version 3). output.weight is
+// omitted when the classifier equals the embedding bit for bit. Throws
+// std::invalid_argument for weights in the rotate-half RoPE layout (GGUF's
+// `llama` expects adjacent pairs) or a tokenizer whose size differs from the
+// model's vocabulary; std::runtime_error when the file cannot be written.
+void write_gguf_model(const std::string& path, const ModelWeights& weights, const Tokenizer& tokenizer,
+                      GgufDType dtype, const std::string& name);
+
+}  // namespace astrai

@@ -1,0 +1,61 @@
+// Writes GGUF version 3 files: metadata of any value type and float32 tensors
+// stored as F32, F16 or BF16, with every tensor's data aligned to the file's
+// alignment (general.alignment, 32 by default).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "engine/model_files/gguf_types.h"
+
+namespace astrai {
+
+class GgufWriter {
+ public:
+  // A power-of-two alignment; other than the default 32, it is recorded as
+  // the general.alignment metadata key.
+  explicit GgufWriter(uint32_t alignment = 32);
+
+  // Throws std::invalid_argument for a duplicate key, or an array whose
+  // elements do not all have its element_type.
+  void add_metadata(const std::string& key, GgufValue value);
+
+  // A tensor with ggml dimensions ne (ne[0] varies fastest, 1 to 4 of them)
+  // from data.size() == product(ne) float32 values, stored as `type`
+  // (F32, F16 or BF16; 16-bit types round to nearest even). Throws
+  // std::invalid_argument for a duplicate name or bad arguments.
+  void add_tensor(const std::string& name, std::vector<uint64_t> ne, std::span<const float> data, GgmlType type);
+
+  // A row-major xtensor: shape [out][in] is stored with ne = [in, out].
+  template <size_t N>
+  void add_tensor(const std::string& name, const xt::xtensor<float, N>& t, GgmlType type) {
+    std::vector<uint64_t> ne(t.shape().rbegin(), t.shape().rend());
+    add_tensor(name, std::move(ne), std::span<const float>(t.data(), t.size()), type);
+  }
+
+  // Writes the file (through a temporary beside it, renamed at the end).
+  // Throws std::runtime_error naming the path when writing fails.
+  void write(const std::string& path) const;
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    std::vector<uint64_t> ne;
+    GgmlType type;
+    std::vector<std::byte> bytes;  // already converted to `type`
+  };
+  uint32_t alignment_;
+  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  std::unordered_set<std::string> keys_;
+  std::vector<PendingTensor> tensors_;
+  std::unordered_set<std::string> tensor_names_;
+};
+
+}  // namespace astrai

@@ -1,0 +1,319 @@
+// GGUF models: random small models and synthetic tokenizers survive
+// write -> read exactly (F32) or as the independently rounded values (F16,
+// BF16); the file follows llama.cpp's names; stories260K converted to GGUF
+// loads identical to the original; malformed models fail naming the problem.
+#include <catch2/catch.hpp>
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
+
+#include <functional>
+
+#include "engine/model_files/gguf_model.h"
+#include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/load_model.h"
+#include "engine/model_files/synthetic_model.h"
+#include "engine/model_files/synthetic_tokenizer.h"
+#include "tests/engine/model_files/gguf_test_files.h"
+#include "tests/engine/model_files/model_compare.h"
+
+using namespace astrai;
+using astrai::test::compare_weights;
+using astrai::test::same_tokenizer;
+using Catch::Matchers::Contains;
+
+namespace {
+
+ModelConfig small_config(int kv_heads, int group, int half_head, int hidden, int layers, int vocab, int ctx) {
+  ModelConfig c;
+  c.n_kv_heads = kv_heads;
+  c.n_heads = kv_heads * group;
+  c.dim = c.n_heads * half_head * 2;
+  c.hidden_dim = hidden;
+  c.n_layers = layers;
+  c.vocab_size = vocab;
+  c.max_seq_len = ctx;
+  return c;
+}
+
+rc::Gen<ModelConfig> gen_config() {
+  return rc::gen::apply(
+      [](int kv, int group, int half_head, int hidden, int layers, int vocab, int ctx, float theta, float eps) {
+        ModelConfig c = small_config(kv, group, half_head, hidden, layers, vocab, ctx);
+        c.rope_theta = theta;
+        c.norm_eps = eps;
+        return c;
+      },
+      rc::gen::inRange(1, 4), rc::gen::inRange(1, 4), rc::gen::inRange(1, 5), rc::gen::inRange(1, 25),
+      rc::gen::inRange(1, 4), rc::gen::inRange(259, 300), rc::gen::inRange(1, 65),
+      rc::gen::element(10000.0f, 500000.0f, 1234.5f), rc::gen::element(1e-5f, 1e-6f, 3.3e-7f));
+}
+
+// Synthetic weights with values that stress 16-bit rounding: beyond the half
+// range, subnormal in half, negative zero, a tie.
+ModelWeights stressed_weights(const ModelConfig& c, uint64_t seed, bool tied) {
+  ModelWeights w = make_synthetic_weights(c, seed);
+  w.layers[0].wq(0, 0) = 70000.0f;
+  w.layers[0].wq(0, 1) = 1e-8f;
+  w.layers[0].wk(0, 0) = -0.0f;
+  w.layers[0].w_up(0, 0) = 1.0f + 1.0f / 2048.0f;
+  w.token_embedding(0, 0) = -3e38f;
+  if (tied) w.classifier = w.token_embedding;
+  return w;
+}
+
+// Copies a GGUF file through GgufReader/GgufWriter, letting `edit` change the
+// metadata and tensors on the way: malformed models made from valid ones.
+struct TensorCopy {
+  std::string name;
+  std::vector<uint64_t> ne;
+  GgmlType type;
+  std::vector<float> data;
+};
+using Metadata = std::vector<std::pair<std::string, GgufValue>>;
+
+std::string rewrite_gguf(const std::string& src, const std::function<void(Metadata&, std::vector<TensorCopy>&)>& edit) {
+  const GgufReader g(src);
+  Metadata metadata = g.metadata();
+  std::vector<TensorCopy> tensors;
+  for (const auto& t : g.tensors()) {
+    TensorCopy copy{t.name, t.ne, t.type, std::vector<float>(t.n_elements)};
+    g.read_tensor_floats(t, copy.data);
+    tensors.push_back(std::move(copy));
+  }
+  edit(metadata, tensors);
+  GgufWriter w;
+  for (auto& [key, value] : metadata) w.add_metadata(key, value);
+  for (auto& t : tensors) w.add_tensor(t.name, t.ne, t.data, t.type);
+  const auto out = astrai::test::scratch_file("rewritten").string();
+  w.write(out);
+  return out;
+}
+
+GgufValue* find_key(Metadata& m, const std::string& key) {
+  for (auto& [k, v] : m)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+void set_key(Metadata& m, const std::string& key, GgufValue value) {
+  if (auto* v = find_key(m, key)) *v = std::move(value);
+  else m.emplace_back(key, std::move(value));
+}
+
+void erase_key(Metadata& m, const std::string& key) {
+  std::erase_if(m, [&](const auto& kv) { return kv.first == key; });
+}
+
+// A small valid model file to corrupt.
+std::string small_model_file(const ModelConfig& c, bool tied = true) {
+  const auto path = astrai::test::scratch_file("small-model").string();
+  write_gguf_model(path, stressed_weights(c, 7, tied), make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "tiny");
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("GGUF model round trip: weights, config and tokenizer", "[gguf_model]") {
+  rc::prop("write then read", [] {
+    const ModelConfig config = *gen_config();
+    const auto seed = *rc::gen::arbitrary<uint64_t>();
+    const bool tied = *rc::gen::arbitrary<bool>();
+    const auto dtype = *rc::gen::element(GgufDType::F32, GgufDType::F16, GgufDType::BF16);
+    const ModelWeights original = stressed_weights(config, seed, tied);
+    const Tokenizer tokenizer = make_synthetic_tokenizer(config.vocab_size);
+    const auto path = astrai::test::scratch_file("model").string();
+    write_gguf_model(path, original, tokenizer, dtype, "rt-model");
+
+    const GgufModel back = read_gguf_model(path);
+    RC_ASSERT(compare_weights(back.weights, original, dtype) == "");
+    RC_ASSERT(same_tokenizer(back.tokenizer, tokenizer));
+    RC_ASSERT(back.name == "rt-model");
+    RC_ASSERT(back.chat_template.empty());
+    // Tied embeddings are stored once, as llama.cpp does.
+    RC_ASSERT((GgufReader(path).find_tensor("output.weight") == nullptr) == tied);
+    std::filesystem::remove(path);
+  });
+}
+
+TEST_CASE("GGUF model files use llama.cpp's keys, names and types", "[gguf_model]") {
+  const ModelConfig c = small_config(2, 2, 2, 10, 2, 400, 16);
+  const auto path = astrai::test::scratch_file("names").string();
+  write_gguf_model(path, stressed_weights(c, 1, false), make_synthetic_tokenizer(400), GgufDType::F16, "names");
+  const GgufReader g(path);
+  CHECK(g.get_string("general.architecture") == "llama");
+  CHECK(g.get_string("general.name") == "names");
+  CHECK(g.get("general.file_type") == GgufValue(uint32_t(1)));
+  CHECK(g.get("llama.context_length") == GgufValue(uint32_t(16)));
+  CHECK(g.get("llama.embedding_length") == GgufValue(uint32_t(16)));
+  CHECK(g.get("llama.block_count") == GgufValue(uint32_t(2)));
+  CHECK(g.get("llama.feed_forward_length") == GgufValue(uint32_t(10)));
+  CHECK(g.get("llama.attention.head_count") == GgufValue(uint32_t(4)));
+  CHECK(g.get("llama.attention.head_count_kv") == GgufValue(uint32_t(2)));
+  CHECK(g.get("llama.rope.dimension_count") == GgufValue(uint32_t(4)));
+  CHECK(g.get("llama.rope.freq_base") == GgufValue(10000.0f));
+  CHECK(g.get("llama.attention.layer_norm_rms_epsilon") == GgufValue(1e-5f));
+  CHECK(g.get("llama.vocab_size") == GgufValue(uint32_t(400)));
+  CHECK(g.get_string("tokenizer.ggml.model") == "llama");
+  const auto tokens = g.get_string_array("tokenizer.ggml.tokens");
+  REQUIRE(tokens.size() == 400);
+  CHECK(tokens[0] == "<unk>");
+  CHECK(tokens[3 + 0x20] == "<0x20>");            // byte pieces unchanged
+  CHECK(tokens[259] == "\xE2\x96\x81");           // the piece " " is stored as U+2581
+  CHECK(tokens[259 + 95] == "\xE2\x96\x81" "a");  // " a"
+  CHECK(g.get_array("tokenizer.ggml.scores").element_type == GgufValueType::Float32);
+  CHECK(g.get_array("tokenizer.ggml.token_type").element_type == GgufValueType::Int32);
+  const auto types = g.get_int_array("tokenizer.ggml.token_type");
+  CHECK(types[0] == 2);
+  CHECK(types[1] == 3);
+  CHECK(types[3] == 6);
+  CHECK(types[259] == 1);
+  CHECK(g.get("tokenizer.ggml.bos_token_id") == GgufValue(uint32_t(1)));
+  CHECK(g.get("tokenizer.ggml.eos_token_id") == GgufValue(uint32_t(2)));
+  CHECK(g.get("tokenizer.ggml.unknown_token_id") == GgufValue(uint32_t(0)));
+
+  const std::vector<std::string> names = {"token_embd.weight", "blk.0.attn_norm.weight", "blk.0.attn_q.weight",
+                                          "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight",
+                                          "blk.0.ffn_norm.weight", "blk.0.ffn_gate.weight", "blk.0.ffn_down.weight",
+                                          "blk.0.ffn_up.weight", "blk.1.attn_norm.weight"};
+  for (const auto& n : names) CHECK(g.find_tensor(n) != nullptr);
+  CHECK(g.tensors().size() == 1 + 2 * 9 + 2);  // + output_norm and (untied) output
+  CHECK(g.tensor("token_embd.weight").ne == std::vector<uint64_t>{16, 400});
+  CHECK(g.tensor("blk.1.attn_k.weight").ne == std::vector<uint64_t>{16, 8});
+  CHECK(g.tensor("blk.0.ffn_down.weight").ne == std::vector<uint64_t>{10, 16});
+  CHECK(g.tensor("blk.0.ffn_down.weight").type == GgmlType::F16);
+  CHECK(g.tensor("output.weight").type == GgmlType::F16);
+  CHECK(g.tensor("blk.0.attn_norm.weight").type == GgmlType::F32);  // norms stay F32
+  CHECK(g.tensor("output_norm.weight").type == GgmlType::F32);
+}
+
+TEST_CASE("stories260K converted to GGUF loads identical to the original", "[gguf_model]") {
+  ASTRAI_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
+  ASTRAI_REQUIRE_SHARED(tok, "models/stories260K/tok512.bin");
+  const ModelWeights original = load_llama2c_checkpoint(model.string());
+  const Tokenizer original_tok = Tokenizer::load_llama2c(tok.string(), 512);
+  for (const auto dtype : {GgufDType::F32, GgufDType::F16, GgufDType::BF16}) {
+    INFO("dtype " << gguf_dtype_name(dtype));
+    const auto out = astrai::test::scratch_file("stories260K-" + gguf_dtype_name(dtype)).string();
+    convert_llama2c_to_gguf(model.string(), tok.string(), out, dtype);
+    const GgufModel g = read_gguf_model(out);
+    CHECK(compare_weights(g.weights, original, dtype) == "");
+    CHECK(same_tokenizer(g.tokenizer, original_tok));
+    CHECK(g.name == "stories260K");
+    CHECK(GgufReader(out).find_tensor("output.weight") == nullptr);  // shared classifier
+    const std::string text = "Once upon a time, there was a little girl named Lily.";
+    CHECK(g.tokenizer.encode(text) == original_tok.encode(text));
+    std::filesystem::remove(out);
+  }
+}
+
+TEST_CASE("GGUF model reader: optional keys and chat template", "[gguf_model]") {
+  const ModelConfig c = small_config(2, 1, 2, 6, 1, 260, 8);  // n_kv_heads == n_heads
+  const auto src = small_model_file(c);
+  const auto rewritten = rewrite_gguf(src, [](Metadata& m, std::vector<TensorCopy>&) {
+    set_key(m, "tokenizer.chat_template", "{{ messages }}");
+    erase_key(m, "llama.attention.head_count_kv");  // defaults to head_count
+    erase_key(m, "llama.rope.freq_base");           // defaults to 10000
+    erase_key(m, "llama.vocab_size");               // from the token list
+    erase_key(m, "llama.rope.dimension_count");
+    erase_key(m, "tokenizer.ggml.bos_token_id");  // defaults 1, 2, 0
+    set_key(m, "llama.block_count", int32_t(1));  // any integer type will do
+  });
+  const GgufModel g = read_gguf_model(rewritten);
+  CHECK(g.chat_template == "{{ messages }}");
+  CHECK(g.weights.config.n_kv_heads == 2);
+  CHECK(g.weights.config.vocab_size == 260);
+  CHECK(g.tokenizer.bos_id() == 1);
+  CHECK(compare_weights(g.weights, read_gguf_model(src).weights, GgufDType::F32) == "");
+}
+
+TEST_CASE("GGUF model reader names what is wrong with a malformed model", "[gguf_model]") {
+  const ModelConfig c = small_config(1, 2, 2, 6, 1, 260, 8);
+  const auto src = small_model_file(c, false);
+  auto expect_error = [&](const std::function<void(Metadata&, std::vector<TensorCopy>&)>& edit,
+                          const std::string& message) {
+    const auto path = rewrite_gguf(src, edit);
+    REQUIRE_THROWS_WITH(read_gguf_model(path), Contains(path) && Contains(message));
+  };
+  auto meta = [](std::function<void(Metadata&)> f) {
+    return [f](Metadata& m, std::vector<TensorCopy>&) { f(m); };
+  };
+  auto tensors = [](std::function<void(std::vector<TensorCopy>&)> f) {
+    return [f](Metadata&, std::vector<TensorCopy>& t) { f(t); };
+  };
+  expect_error(meta([](Metadata& m) { set_key(m, "general.architecture", "gpt2"); }),
+               "architecture 'gpt2' is not supported (only 'llama')");
+  expect_error(meta([](Metadata& m) { erase_key(m, "general.architecture"); }),
+               "metadata key 'general.architecture' is missing");
+  expect_error(meta([](Metadata& m) { set_key(m, "llama.embedding_length", "wide"); }),
+               "'llama.embedding_length' has type string, expected an integer");
+  expect_error(meta([](Metadata& m) { set_key(m, "llama.block_count", uint32_t(0)); }),
+               "'llama.block_count' is 0, expected a positive 32-bit count");
+  expect_error(meta([](Metadata& m) { set_key(m, "llama.block_count", uint64_t(1) << 40); }),
+               "'llama.block_count' is 1099511627776, expected a positive 32-bit count");
+  expect_error(meta([](Metadata& m) { set_key(m, "llama.attention.head_count", uint32_t(3)); }),
+               "dim is not a multiple of n_heads");
+  expect_error(meta([](Metadata& m) { erase_key(m, "llama.attention.layer_norm_rms_epsilon"); }),
+               "'llama.attention.layer_norm_rms_epsilon' is missing");
+  expect_error(meta([](Metadata& m) { set_key(m, "llama.rope.dimension_count", uint32_t(2)); }),
+               "partial RoPE is not supported");
+  expect_error(meta([](Metadata& m) { set_key(m, "llama.block_count", uint32_t(2)); }),
+               "tensor 'blk.1.attn_norm.weight' is missing");
+  expect_error(meta([](Metadata& m) {
+                 set_key(m, "llama.embedding_length", uint32_t(1 << 30));  // no allocation before the shape check
+                 erase_key(m, "llama.rope.dimension_count");
+               }),
+               "tensor 'token_embd.weight' has shape [260, 8], expected [260, 1073741824]");
+  expect_error(meta([](Metadata& m) { set_key(m, "tokenizer.ggml.model", "gpt2"); }),
+               "tokenizer.ggml.model 'gpt2' is not supported");
+  expect_error(meta([](Metadata& m) {
+                 set_key(m, "tokenizer.ggml.tokens", make_gguf_array(std::vector<std::string>(259, "x")));
+                 erase_key(m, "llama.vocab_size");
+               }),
+               "tensor 'token_embd.weight' has shape [260, 8], expected [259, 8]");
+  expect_error(meta([](Metadata& m) {
+                 set_key(m, "tokenizer.ggml.tokens", make_gguf_array(std::vector<std::string>(259, "x")));
+               }),
+               "tokenizer has 259 tokens, the model's vocabulary 260");
+  expect_error(meta([](Metadata& m) { set_key(m, "tokenizer.ggml.scores", make_gguf_array(std::vector<float>(3))); }),
+               "invalid tokenizer");
+  expect_error(meta([](Metadata& m) {
+                 std::vector<int32_t> types(260, 1);
+                 types[5] = 9;
+                 set_key(m, "tokenizer.ggml.token_type", make_gguf_array(types));
+               }),
+               "token_type of id 5 is 9, not a llama token type (1-6)");
+  expect_error(meta([](Metadata& m) { set_key(m, "tokenizer.ggml.eos_token_id", uint32_t(260)); }),
+               "invalid tokenizer: Tokenizer: eos id 260 is outside the vocabulary");
+  expect_error(meta([](Metadata& m) { set_key(m, "tokenizer.ggml.tokens", make_gguf_array(std::vector<float>(260))); }),
+               "is an array of float32, expected an array of string");
+  expect_error(tensors([](std::vector<TensorCopy>& t) {
+                 std::erase_if(t, [](const TensorCopy& x) { return x.name == "blk.0.ffn_up.weight"; });
+               }),
+               "tensor 'blk.0.ffn_up.weight' is missing");
+  expect_error(tensors([](std::vector<TensorCopy>& t) {
+                 for (auto& x : t)
+                   if (x.name == "output.weight") x.ne = {4, 520};
+               }),
+               "tensor 'output.weight' has shape [520, 4], expected [260, 8]");
+}
+
+TEST_CASE("write_gguf_model refuses what GGUF's llama layout cannot hold", "[gguf_model]") {
+  const ModelConfig c = small_config(1, 2, 2, 6, 1, 260, 8);
+  ModelWeights w = make_synthetic_weights(c, 3);
+  const auto path = astrai::test::scratch_file("refused").string();
+  REQUIRE_THROWS_WITH(write_gguf_model(path, w, make_synthetic_tokenizer(261), GgufDType::F32, "x"),
+                      Contains("tokenizer has 261 pieces, the model's vocabulary 260"));
+  w.config.rope_layout = RopeLayout::RotateHalf;
+  REQUIRE_THROWS_WITH(write_gguf_model(path, w, make_synthetic_tokenizer(260), GgufDType::F32, "x"),
+                      Contains("rotate-half"));
+  w.config.rope_layout = RopeLayout::AdjacentPairs;
+  w.layers[0].wq = xt::zeros<float>({3, 3});
+  REQUIRE_THROWS_WITH(write_gguf_model(path, w, make_synthetic_tokenizer(260), GgufDType::F32, "x"),
+                      Contains("layer 0 wq has shape [3, 3]"));
+  CHECK(parse_gguf_dtype("f32") == GgufDType::F32);
+  CHECK(parse_gguf_dtype("f16") == GgufDType::F16);
+  CHECK(parse_gguf_dtype("bf16") == GgufDType::BF16);
+  REQUIRE_THROWS_WITH(parse_gguf_dtype("q8_0"), "unknown GGUF tensor type 'q8_0' (choose f32, f16 or bf16)");
+}
