@@ -1,0 +1,103 @@
+#include "cli/arguments.h"
+
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace astrai::cli {
+
+Arguments& Arguments::option(const std::string& name, const std::string& help, const std::string& fallback) {
+  order_.push_back(name);
+  specs_[name] = {help, fallback, false};
+  return *this;
+}
+
+Arguments& Arguments::flag(const std::string& name, const std::string& help) {
+  order_.push_back(name);
+  specs_[name] = {help, "", true};
+  return *this;
+}
+
+int Arguments::parse(std::span<const std::string_view> args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string arg(args[i]);
+    if (arg == "--help" || arg == "-h") {
+      std::cout << usage();
+      return 0;
+    }
+    const auto spec = specs_.find(arg);
+    if (spec == specs_.end()) {
+      std::cerr << "unknown argument '" << arg << "'\n\n" << usage();
+      return 2;
+    }
+    if (spec->second.is_flag) {
+      values_[arg] = "1";
+      continue;
+    }
+    if (i + 1 >= args.size()) {
+      std::cerr << "option " << arg << " needs a value\n\n" << usage();
+      return 2;
+    }
+    values_[arg] = std::string(args[++i]);
+  }
+  return -1;
+}
+
+bool Arguments::has(const std::string& name) const { return values_.count(name) > 0; }
+
+std::string Arguments::get(const std::string& name) const {
+  if (auto v = values_.find(name); v != values_.end()) return v->second;
+  return specs_.at(name).fallback;
+}
+
+long long Arguments::get_int(const std::string& name) const {
+  const std::string value = get(name);
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) throw std::invalid_argument(name + " expects an integer, got '" + value + "'");
+  return n;
+}
+
+double Arguments::get_double(const std::string& name) const {
+  const std::string value = get(name);
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) throw std::invalid_argument(name + " expects a number, got '" + value + "'");
+  return x;
+}
+
+std::string Arguments::usage() const {
+  std::ostringstream out;
+  out << "usage: " << summary_ << "\n\noptions:\n";
+  for (const auto& name : order_) {
+    const Spec& s = specs_.at(name);
+    out << "  " << name << (s.is_flag ? "" : " VALUE") << "\n      " << s.help;
+    if (!s.fallback.empty()) out << " (default: " << s.fallback << ")";
+    out << "\n";
+  }
+  return out.str();
+}
+
+int run_reporting_errors(std::string_view command, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "astrai " << command << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "astrai " << command << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace astrai::cli

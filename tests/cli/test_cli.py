@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `astrai` program: each subcommand as a user runs it.
+
+Usage (meson runs it): test_cli.py PATH/TO/astrai SOURCE_ROOT
+The shared models and llama2.c golden outputs come from $ASTRAI_SHARED_DIR or
+SOURCE_ROOT/../shared; the checks that need them say so and skip when absent.
+Prints 'N passed, N failed' last; exits non-zero on any failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ASTRAI, SOURCE_ROOT = sys.argv[1], sys.argv[2]
+SHARED = os.environ.get("ASTRAI_SHARED_DIR") or os.path.join(os.path.dirname(os.path.abspath(SOURCE_ROOT)), "shared")
+MODEL = os.path.join(SHARED, "models/stories260K/stories260K.bin")
+TOK512 = os.path.join(SHARED, "models/stories260K/tok512.bin")
+LLAMA2_TOK = os.path.join(SHARED, "models/llama2-tokenizer/tokenizer.bin")
+GOLDEN = os.path.join(SHARED, "golden/stories260K-greedy.json")
+SCRATCH = tempfile.mkdtemp(prefix="astrai-cli-test-")
+
+results = {"passed": 0, "failed": 0}
+
+
+def run(*args, stdin=None):
+    return subprocess.run([ASTRAI, *args], input=stdin, capture_output=True, text=True, timeout=300)
+
+
+def check(name, condition, detail=""):
+    results["passed" if condition else "failed"] += 1
+    print(("ok     " if condition else "FAILED ") + name + ("" if condition else "\n       " + detail))
+
+
+def have_shared(*paths):
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        print("SKIPPED: shared data not found: " + ", ".join(missing) + " (set ASTRAI_SHARED_DIR)")
+    return not missing
+
+
+def test_generate_matches_llama2c(model_args, label):
+    golden = json.load(open(GOLDEN))
+    for case in golden["cases"]:
+        max_tokens = case["steps"] - len(case["prompt_ids"]) + 1  # run.c's -n counts positions
+        out = run("generate", *model_args, "--prompt", case["prompt"], "--max-tokens", str(max_tokens),
+                  "--temperature", "0", "--print-ids")
+        lines = out.stdout.rstrip("\n").split("\n")
+        ids = [int(x) for x in lines[-1].split()] if out.returncode == 0 else []
+        text = "\n".join(lines[:-1])
+        check(f"generate ({label}) ids for {case['prompt']!r}", ids == case["greedy_ids"], out.stderr[-500:])
+        # The CLI ends the text with a newline; the golden text is the continuation itself.
+        check(f"generate ({label}) text for {case['prompt']!r}", text == case["greedy_text"],
+              repr(text[:80]) + " vs " + repr(case["greedy_text"][:80]))
+
+
+def main():
+    check("no arguments prints usage and exits 2", run().returncode == 2)
+    check("unknown command exits 2", run("frobnicate").returncode == 2)
+    check("--help exits 0", run("generate", "--help").returncode == 0)
+    bad = run("generate", "--model", os.path.join(SCRATCH, "missing.gguf"), "--prompt", "x")
+    check("a missing model file is a clear error", bad.returncode == 1 and "missing.gguf" in bad.stderr, bad.stderr)
+    check("a bad number is a usage error", run("generate", "--model", "m", "--max-tokens", "ten").returncode == 2)
+
+    tiny = os.path.join(SCRATCH, "tiny.gguf")
+    made = run("make-model", "--preset", "tiny", "--vocab", "300", "--seed", "7", "-o", tiny)
+    check("make-model writes a GGUF file", made.returncode == 0 and os.path.getsize(tiny) > 0, made.stderr)
+    gen = run("generate", "--model", tiny, "--prompt", "hello", "--max-tokens", "5", "--temperature", "0",
+              "--print-ids")
+    ids = gen.stdout.rstrip("\n").split("\n")[-1].split()
+    check("a synthetic model generates 5 tokens", gen.returncode == 0 and len(ids) <= 5 and len(ids) >= 1, gen.stderr)
+    again = run("generate", "--model", tiny, "--prompt", "hello", "--max-tokens", "5", "--temperature", "0",
+                "--print-ids")
+    check("greedy generation is deterministic", again.stdout == gen.stdout)
+    seeded = [run("generate", "--model", tiny, "--prompt", "hi", "--max-tokens", "8", "--seed", "42", "--print-ids")
+              .stdout for _ in range(2)]
+    check("seeded sampling is repeatable", seeded[0] == seeded[1] and seeded[0] != "")
+    corrupt = os.path.join(SCRATCH, "corrupt.gguf")
+    with open(tiny, "rb") as f, open(corrupt, "wb") as g:
+        g.write(f.read()[:1000])
+    bad = run("generate", "--model", corrupt, "--prompt", "x")
+    check("a truncated GGUF is a clear error, not a crash", bad.returncode == 1 and "corrupt.gguf" in bad.stderr,
+          f"rc={bad.returncode} {bad.stderr}")
+
+    if have_shared(MODEL, TOK512, GOLDEN):
+        test_generate_matches_llama2c(["--model", MODEL, "--tokenizer", TOK512], "llama2.c checkpoint")
+        gguf = os.path.join(SCRATCH, "stories260K.gguf")
+        conv = run("convert", "--model", MODEL, "--tokenizer", TOK512, "-o", gguf)
+        check("convert writes the GGUF file", conv.returncode == 0 and os.path.exists(gguf), conv.stderr)
+        test_generate_matches_llama2c(["--model", gguf], "GGUF conversion")
+
+    for name, tok in (("tok512", TOK512), ("llama2", LLAMA2_TOK)):
+        golden_path = os.path.join(SHARED, f"golden/{name}-tokenizer.json")
+        if not have_shared(tok, golden_path):
+            continue
+        cases = [c for c in json.load(open(golden_path))["cases"] if "\n" not in c["text"]]
+        out = run("tokenize", "--tokenizer", tok, stdin="".join(c["text"] + "\n" for c in cases))
+        got = [[int(x) for x in line.split()] for line in out.stdout.splitlines()]
+        check(f"tokenize ({name}) matches run.c on {len(cases)} lines", got == [c["ids"] for c in cases], out.stderr)
+
+    print(f"{results['passed']} passed, {results['failed']} failed")
+    return 1 if results["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
