@@ -5,6 +5,16 @@
 #include <stdexcept>
 
 namespace astrai::cli {
+namespace {
+
+// "--top-k expects an integer, got 'ten'"
+std::string bad_value(const std::string& name, const char* expected, const std::string& value) {
+  std::ostringstream msg;
+  msg << name << " expects " << expected << ", got '" << value << "'";
+  return msg.str();
+}
+
+}  // namespace
 
 Arguments& Arguments::option(const std::string& name, const std::string& help, const std::string& fallback) {
   order_.push_back(name);
@@ -31,7 +41,7 @@ int Arguments::parse(std::span<const std::string_view> args) {
       return 2;
     }
     if (spec->second.is_flag) {
-      values_[arg] = "1";
+      values_[arg] = std::string(1, '1');  // (a char* assignment trips GCC 12's false -Wrestrict)
       continue;
     }
     if (i + 1 >= args.size()) {
@@ -59,7 +69,7 @@ long long Arguments::get_int(const std::string& name) const {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != value.size()) throw std::invalid_argument(name + " expects an integer, got '" + value + "'");
+  if (used == 0 || used != value.size()) throw std::invalid_argument(bad_value(name, "an integer", value));
   return n;
 }
 
@@ -72,7 +82,7 @@ double Arguments::get_double(const std::string& name) const {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != value.size()) throw std::invalid_argument(name + " expects a number, got '" + value + "'");
+  if (used == 0 || used != value.size()) throw std::invalid_argument(bad_value(name, "a number", value));
   return x;
 }
 

@@ -1,13 +1,12 @@
-// astrai generate: continue a prompt with the sequential reference loop
-// (reference/generate.h), the oracle every other path is compared with.
+// astrai generate: continue a prompt. It runs one request through the
+// engine on the chosen backend (the CPU reference unless CUDA is built and a
+// GPU is present), which gives exactly what the sequential reference loop
+// (reference/generate.h) gives: tests/golden checks both against llama2.c.
 #include <iostream>
 
 #include "cli/arguments.h"
+#include "cli/backend.h"
 #include "cli/commands.h"
-#include "engine/model_files/load_model.h"
-#include "engine/text/text_stream.h"
-#include "reference/generate.h"
-#include "reference/sampling/sampler_state.h"
 
 namespace astrai::cli {
 
@@ -21,37 +20,37 @@ int run_generate(std::span<const std::string_view> argv) {
       .option("--top-k", "keep the k most likely tokens (0 = all)", "50")
       .option("--top-p", "keep the smallest set of tokens whose probability reaches p", "1.0")
       .option("--seed", "seed of the sampler (default: drawn at random)")
+      .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
       .flag("--print-ids", "after the text, print one line with the generated token ids");
   if (int status = args.parse(argv); status >= 0) return status;
   return run_reporting_errors("generate", [&] {
     if (!args.has("--model")) throw std::invalid_argument("--model is required");
     // Options first: a typo is reported before a model is loaded.
-    SamplingParams params;
-    params.temperature = float(args.get_double("--temperature"));
-    params.top_k = int(args.get_int("--top-k"));
-    params.top_p = float(args.get_double("--top-p"));
-    if (args.has("--seed")) params.seed = uint64_t(args.get_int("--seed"));
-    SamplerState sampler(params);
-    GenerateOptions options;
-    options.max_new_tokens = int(args.get_int("--max-tokens"));
+    GenerationRequest request;
+    request.prompt = args.get("--prompt");
+    request.max_tokens = int(args.get_int("--max-tokens"));
+    request.sampling.temperature = float(args.get_double("--temperature"));
+    request.sampling.top_k = int(args.get_int("--top-k"));
+    request.sampling.top_p = float(args.get_double("--top-p"));
+    if (args.has("--seed")) request.sampling.seed = uint64_t(args.get_int("--seed"));
+    request.sampling.validate();
 
     const LoadedModel model = load_model(args.get("--model"), args.get("--tokenizer"));
-    const std::vector<int> prompt = model.tokenizer.encode(args.get("--prompt"), true);
-    // llama2.c models end a story by starting the next one with BOS.
-    options.stop_tokens = {model.tokenizer.eos_id(), model.tokenizer.bos_id()};
-    // Text is printed as the engine streams it: never half a UTF-8
-    // character, invalid bytes (a model may emit any) as U+FFFD.
-    TextStream text;
-    int previous = prompt.back();
-    const auto ids = generate(model.weights, prompt, options, [&](std::span<const float> logits) {
-      const int token = sampler.next(logits);
-      std::cout << text.push(model.tokenizer.decode_token(previous, token)) << std::flush;
-      previous = token;
-      return token;
-    });
-    std::cout << text.finish() << "\n";
+    EngineConfig config;
+    config.scheduler.max_running_tasks = 1;  // one request: one cache slot
+    std::string backend;
+    const auto engine = make_engine(model, config, args.get("--backend"), &backend);
+    std::cerr << "astrai generate: " << model.name << " (" << model.weights.config.describe() << ") on " << backend
+              << "\n";
+
+    // Pieces arrive as the engine streams them: never half a UTF-8 character.
+    const auto result = engine->generate_with_request(std::move(request));
+    while (const auto piece = result->next_piece()) std::cout << *piece << std::flush;
+    const TaskOutput out = result->wait();
+    std::cout << "\n";
+    if (out.reason == FinishReason::Error) throw std::runtime_error(out.error);
     if (args.has("--print-ids")) {
-      for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+      for (size_t i = 0; i < out.tokens.size(); ++i) std::cout << (i ? " " : "") << out.tokens[i];
       std::cout << "\n";
     }
     return 0;
