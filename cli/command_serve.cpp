@@ -1,0 +1,181 @@
+// astrai serve: the engine over HTTP (OpenAI and Anthropic chat APIs), on the
+// backend --backend picks (cli/backend.h). The listener starts first and the model loads in the
+// background, so /health answers at once (model_loaded false until ready).
+// Without --model it serves a synthetic model with random weights, created
+// once in the cache folder, and says loudly that its output is meaningless.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "cli/arguments.h"
+#include "cli/backend.h"
+#include "cli/commands.h"
+#include "engine/chat/chat_template.h"
+#include "engine/model_files/load_model.h"
+#include "server/default_model.h"
+#include "server/http_server.h"
+
+namespace astrai::cli {
+namespace {
+
+// SIGINT/SIGTERM, or a failed model load, wake the main thread through a
+// pipe: a handler may run on any thread (OpenBLAS starts its own before
+// main, with signals unblocked), and write() is async-signal-safe.
+int stop_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int) {
+  const char byte = 's';
+  if (write(stop_pipe[1], &byte, 1) < 0) {
+    // Nothing to do: the pipe is full only if a stop is already pending.
+  }
+}
+
+void install_stop_handlers() {
+  if (pipe(stop_pipe) != 0) throw std::runtime_error("cannot create the stop pipe");
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+void wait_for_stop() {
+  char byte;
+  while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+int int_in_range(const Arguments& args, const std::string& name, long long lo, long long hi) {
+  const long long n = args.get_int(name);
+  if (n < lo || n > hi)
+    throw std::invalid_argument(name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                ", got " + std::to_string(n));
+  return int(n);
+}
+
+EngineConfig engine_config(const Arguments& args) {
+  EngineConfig config;
+  config.scheduler.max_running_tasks = int_in_range(args, "--max-running", 1, 4096);
+  config.scheduler.max_waiting_tasks = int_in_range(args, "--max-waiting", 1, 1 << 20);
+  config.scheduler.max_tokens_per_step = std::max(config.scheduler.max_tokens_per_step,
+                                                  config.scheduler.max_running_tasks);
+  const std::string cache = args.get("--cache");
+  if (cache == "contiguous")
+    config.cache = KVCacheKind::Contiguous;
+  else if (cache == "paged")
+    config.cache = KVCacheKind::Paged;
+  else
+    throw std::invalid_argument("--cache must be 'contiguous' or 'paged', got '" + cache + "'");
+  return config;
+}
+
+ServerOptions server_options(const Arguments& args) {
+  ServerOptions options;
+  options.host = args.get("--host");
+  options.port = int_in_range(args, "--port", 0, 65535);
+  options.api_key = args.get("--api-key");
+  const long long body = args.get_int("--max-body-bytes");
+  if (body < 1) throw std::invalid_argument("--max-body-bytes must be at least 1");
+  options.max_body_bytes = size_t(body);
+  options.threads = int_in_range(args, "--threads", 1, 4096);
+  options.log_requests = !args.has("--quiet");
+  return options;
+}
+
+}  // namespace
+
+int run_serve(std::span<const std::string_view> argv) {
+  Arguments args("astrai serve [--model M [--tokenizer T]] [--host H] [--port P] [options]");
+  args.option("--model", "a GGUF file or a llama2.c checkpoint (default: a synthetic model with random weights)")
+      .option("--tokenizer", "llama2.c tokenizer.bin (default: the GGUF's own, or tok<vocab>.bin beside a checkpoint)")
+      .option("--host", "address to listen on", "127.0.0.1")
+      .option("--port", "port to listen on (0 = any free port)", "8000")
+      .option("--api-key", "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every route but /health")
+      .option("--max-body-bytes", "larger request bodies get 413", "4194304")
+      .option("--chat-template", "auto (from the model's metadata), plain, llama2, chatml or llama3", "auto")
+      .option("--max-running", "requests generating at once", "16")
+      .option("--max-waiting", "requests queued beyond those; more get 503 with Retry-After", "1024")
+      .option("--cache", "KV cache: contiguous or paged (the CUDA backend always pages)", "contiguous")
+      .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
+      .option("--threads", "HTTP worker threads (each open stream holds one)", "64")
+      .flag("--quiet", "do not log one line per request");
+  if (int status = args.parse(argv); status >= 0) return status;
+
+  std::string model_path;
+  ServerOptions options;
+  EngineConfig config;
+  const std::string template_name = args.get("--chat-template");
+  const std::string backend = args.get("--backend");
+  try {
+    options = server_options(args);
+    config = engine_config(args);
+    if (template_name != "auto") make_chat_template(template_name);  // throws for an unknown name
+    if (backend != "auto" && backend != "reference" && backend != "cuda")
+      throw std::invalid_argument("--backend must be auto, reference or cuda, got '" + backend + "'");
+    if (args.has("--tokenizer") && !args.has("--model"))
+      throw std::invalid_argument("--tokenizer needs --model");
+    if (args.has("--model")) {
+      model_path = args.get("--model");
+      if (!std::filesystem::exists(model_path)) throw std::invalid_argument("model file not found: " + model_path);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "astrai serve: " << e.what() << "\n";
+    return 2;
+  }
+
+  try {
+    install_stop_handlers();
+    if (model_path.empty()) {
+      const auto path = ensure_default_model(default_cache_dir());
+      std::cerr << default_model_warning(path);
+      model_path = path.string();
+    }
+    HttpServer server(options);
+    const int port = server.start();
+    std::cerr << "astrai serve: listening on http://" << options.host << ":" << port << " (loading " << model_path
+              << ")" << std::endl;
+
+    std::mutex load_mutex;
+    std::string load_error;
+    std::thread loader([&] {
+      try {
+        const LoadedModel model = load_model(model_path, args.get("--tokenizer"));
+        std::string description;
+        auto engine = make_engine(model, config, backend, &description);
+        const std::string chosen = template_name == "auto" ? detect_chat_template(model.chat_template) : template_name;
+        auto served = make_served_model(std::move(engine), model.name, chosen);
+        std::cerr << "astrai serve: model '" << served->name << "' ready (" << model.weights.config.describe()
+                  << ", chat template " << served->chat_template->name() << ", " << description << ")" << std::endl;
+        server.set_model(std::move(served));
+      } catch (const std::exception& e) {
+        std::lock_guard lock(load_mutex);
+        load_error = e.what();
+        on_stop_signal(0);  // wakes the main thread
+      }
+    });
+
+    wait_for_stop();
+    loader.join();
+    if (auto model = server.model()) model->engine->shutdown();  // ends open streams (cancelled)
+    server.stop();
+    std::lock_guard lock(load_mutex);
+    if (!load_error.empty()) {
+      std::cerr << "astrai serve: cannot load the model: " << load_error << "\n";
+      return 1;
+    }
+    std::cerr << "astrai serve: stopped\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "astrai serve: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace astrai::cli

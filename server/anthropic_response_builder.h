@@ -1,0 +1,28 @@
+// Anthropic's Messages API (POST /v1/messages).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "server/response_builder.h"
+
+namespace astrai {
+
+class AnthropicResponseBuilder : public ResponseBuilder {
+ public:
+  explicit AnthropicResponseBuilder(std::string model);
+
+  ChatRequest prepare(const nlohmann::ordered_json& body) override;
+  std::string format_stream_start(int prompt_tokens) override;
+  std::string format_chunk(std::string_view text) override;
+  std::string format_stream_end(const CompletionResult& result) override;
+  nlohmann::ordered_json format_response(const CompletionResult& result) override;
+  nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
+  std::string format_stream_error(ErrorKind kind, const std::string& message) override;
+
+ private:
+  std::string model_;
+  std::string id_;
+};
+
+}  // namespace astrai

@@ -1,0 +1,34 @@
+// What a chat request asks for once a protocol's JSON shape is unpacked, and
+// what it got: the common ground between ProtocolHandler and the
+// ResponseBuilders of each protocol.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/chat/chat_message.h"
+#include "engine/scheduler/generation_request.h"
+#include "reference/sampling/sampling_params.h"
+
+namespace astrai {
+
+inline constexpr int kDefaultMaxTokens = 256;
+
+struct ChatRequest {
+  std::vector<ChatMessage> messages;  // in order; never empty
+  int max_tokens = kDefaultMaxTokens;
+  SamplingParams sampling;            // temperature 1, top_k 50, top_p 1 unless given
+  std::vector<std::string> stop;      // stop sequences, none empty
+  bool stream = false;
+  bool ignore_eos = false;            // extension: always generate max_tokens
+};
+
+struct CompletionResult {
+  std::string text;           // stop sequence excluded
+  FinishReason reason = FinishReason::Eos;
+  std::string stop_sequence;  // when reason == StopSequence
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+
+}  // namespace astrai

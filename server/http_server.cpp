@@ -1,0 +1,197 @@
+#include "server/http_server.h"
+
+#include <sys/socket.h>
+
+#include <csignal>
+#include <iostream>
+#include <stdexcept>
+
+#include <httplib.h>
+
+#include "server/api_key.h"
+#include "server/json_text.h"
+#include "server/protocol_handler.h"
+#include "server/protocols.h"
+
+namespace astrai {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed
+// when Debian compiled the library). Thirty-two clients connecting at once
+// overflow it, and Linux then drops or resets some of their handshakes.
+// Calling listen() again on the bound socket sets a larger backlog.
+class WideBacklogServer : public httplib::Server {
+ public:
+  bool widen_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
+
+void send_json(httplib::Response& response, int status, const json& body) {
+  response.status = status;
+  response.set_content(json_text(body), "application/json");
+}
+
+const char* status_text(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Request body too large";
+    case 414: return "URI Too Long";
+    case 500: return "Internal Server Error";
+    default: return "HTTP error";
+  }
+}
+
+json stats_json(const SchedulerStats& s) {
+  return {{"total_tasks", s.total_tasks},
+          {"total_tokens", s.total_tokens},
+          {"active_tasks", s.active_tasks},
+          {"waiting_queue", s.waiting_queue},
+          {"steps", s.steps},
+          {"prefill_tokens", s.prefill_tokens},
+          {"prefix_hit_tokens", s.prefix_hit_tokens},
+          {"preemptions", s.preemptions},
+          {"cache",
+           {{"block_tokens", s.cache.block_tokens},
+            {"blocks_total", s.cache.blocks_total},
+            {"blocks_held", s.cache.blocks_held},
+            {"blocks_cached", s.cache.blocks_cached},
+            {"blocks_free", s.cache.blocks_free},
+            {"tasks", s.cache.tasks}}}};
+}
+
+// One entry that both SDKs read: OpenAI's {id, object, created, owned_by}
+// and Anthropic's {type, id, display_name, created_at}.
+json models_json(const ServedModel& model) {
+  const json entry = {{"id", model.name},           {"object", "model"},
+                      {"created", model.created},   {"owned_by", "astrai"},
+                      {"type", "model"},            {"display_name", model.name},
+                      {"chat_template", model.chat_template->name()}};
+  return {{"object", "list"}, {"data", json::array({entry})}, {"has_more", false},
+          {"first_id", model.name}, {"last_id", model.name}};
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
+  if (options_.threads < 1) throw std::invalid_argument("server: threads must be at least 1");
+  if (options_.max_body_bytes < 1) throw std::invalid_argument("server: max_body_bytes must be at least 1");
+  server_ = std::make_unique<WideBacklogServer>();
+  install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::set_model(std::shared_ptr<ServedModel> model) {
+  std::lock_guard lock(model_mutex_);
+  model_ = std::move(model);
+}
+
+std::shared_ptr<ServedModel> HttpServer::model() const {
+  std::lock_guard lock(model_mutex_);
+  return model_;
+}
+
+std::shared_ptr<ServedModel> HttpServer::loaded_model(httplib::Response& response) const {
+  auto model = this->model();
+  if (!model) send_json(response, 503, {{"detail", "Engine not initialized"}});
+  return model;
+}
+
+bool HttpServer::authorized(const httplib::Request& request, httplib::Response& response) const {
+  if (options_.api_key.empty()) return true;
+  if (api_key_matches(options_.api_key, request.get_header_value("Authorization"),
+                      request.get_header_value("x-api-key")))
+    return true;
+  const Protocol& protocol = protocol_for_errors(request.path, request.has_header("anthropic-version"));
+  const auto builder = protocol.make_builder("");
+  response.set_header("WWW-Authenticate", "Bearer");
+  send_json(response, 401,
+            builder->format_error(ErrorKind::Authentication,
+                                  "missing or invalid API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'"));
+  return false;
+}
+
+void HttpServer::install_routes() {
+  httplib::Server& s = *server_;
+  const auto threads = size_t(options_.threads);
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_payload_max_length(options_.max_body_bytes);
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", "ok"}, {"model_loaded", model() != nullptr}});
+  });
+  s.Get("/stats", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    if (auto model = loaded_model(res)) send_json(res, 200, stats_json(model->engine->get_stats()));
+  });
+  s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    if (auto model = loaded_model(res)) send_json(res, 200, models_json(*model));
+  });
+  for (const Protocol& protocol : protocols()) {
+    s.Post(protocol.path, [this, &protocol](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req, res)) return;
+      auto model = loaded_model(res);
+      if (!model) return;
+      std::shared_ptr<ResponseBuilder> builder = protocol.make_builder(model->name);
+      ProtocolHandler(req, model, std::move(builder), options_.stream_heartbeat).handle(res);
+    });
+  }
+
+  // Statuses httplib sets itself (404 no route, 413 body too large, 400
+  // malformed HTTP) get a JSON body; responses our handlers wrote keep theirs.
+  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string detail = status_text(res.status);
+    if (res.status == 413) detail += " (the limit is " + std::to_string(options_.max_body_bytes) + " bytes)";
+    send_json(res, res.status, {{"detail", detail}});
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+    std::string what = "unknown exception";
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::cerr << "astrai serve: internal error on " << req.method << " " << req.path << ": " << what << "\n";
+    send_json(res, 500, {{"detail", "Internal server error"}});
+  });
+  if (options_.log_requests) {
+    // Method, path and status only: request and response content is never logged.
+    s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      std::cerr << "astrai serve: " << req.method << " " << req.path << " " << res.status << "\n";
+    });
+  }
+}
+
+int HttpServer::start() {
+  if (listener_.joinable()) throw std::logic_error("server: start() called twice");
+  std::signal(SIGPIPE, SIG_IGN);
+  if (options_.port == 0) {
+    port_ = server_->bind_to_any_port(options_.host);
+    if (port_ < 0) throw std::runtime_error("cannot listen on " + options_.host + " (any port)");
+  } else {
+    if (!server_->bind_to_port(options_.host, options_.port))
+      throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                               " (in use, or not an address of this machine)");
+    port_ = options_.port;
+  }
+  if (!static_cast<WideBacklogServer&>(*server_).widen_backlog(SOMAXCONN))
+    throw std::runtime_error("cannot set the listen backlog on " + options_.host + ":" + std::to_string(port_));
+  listener_ = std::thread([this] { server_->listen_after_bind(); });
+  return port_;
+}
+
+void HttpServer::stop() {
+  if (!listener_.joinable()) return;
+  server_->stop();
+  listener_.join();
+}
+
+}  // namespace astrai

@@ -1,0 +1,67 @@
+// The HTTP front of the engine (cpp-httplib):
+//   POST /v1/chat/completions  OpenAI Chat Completions     (OpenAIResponseBuilder)
+//   POST /v1/messages          Anthropic Messages           (AnthropicResponseBuilder)
+//   GET  /v1/models            the served model
+//   GET  /health               {"status": "ok", "model_loaded": bool}; never needs the API key
+//   GET  /stats                the scheduler's counters and the KV cache's occupancy
+// The listener starts before the model is loaded: until set_model(), /health
+// says model_loaded false and the other routes answer 503 "Engine not
+// initialized". See docs/server.md for formats and errors.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "server/served_model.h"
+#include "server/server_options.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace astrai {
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();  // stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port and serves on a background thread; returns the port
+  // (the one chosen when options.port is 0). Throws std::runtime_error when
+  // the address cannot be bound. Ignores SIGPIPE process-wide: a client that
+  // disconnects must make a write fail, not kill the process.
+  int start();
+  // Stops listening and waits for the worker threads. Open streams end when
+  // their requests do: shut the engine down first to end them promptly.
+  // Idempotent.
+  void stop();
+
+  // Serves `model` from now on (thread-safe).
+  void set_model(std::shared_ptr<ServedModel> model);
+  std::shared_ptr<ServedModel> model() const;
+
+  int port() const { return port_; }
+
+ private:
+  void install_routes();
+  // False (with a 401 written in the protocol's error shape) when an API key
+  // is required and the request does not carry it.
+  bool authorized(const httplib::Request& request, httplib::Response& response) const;
+  // The model, or nullptr with a 503 written.
+  std::shared_ptr<ServedModel> loaded_model(httplib::Response& response) const;
+
+  const ServerOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread listener_;
+  int port_ = 0;
+
+  mutable std::mutex model_mutex_;
+  std::shared_ptr<ServedModel> model_;
+};
+
+}  // namespace astrai

@@ -1,0 +1,172 @@
+// OpenAI's shapes, field by field:
+//   request:  messages [{role: system|developer|user|assistant, content: string | [{type: text, text}]}],
+//             max_tokens | max_completion_tokens, temperature, top_p, top_k (extension), seed,
+//             stop (string or list), stream, stream_options.include_usage, n (must be 1)
+//   response: {id: chatcmpl-…, object: chat.completion, created, model,
+//              choices: [{index: 0, message: {role: assistant, content}, finish_reason: stop|length}],
+//              usage: {prompt_tokens, completion_tokens, total_tokens}}
+//   stream:   chunks {id, object: chat.completion.chunk, created, model, choices: [{index, delta, finish_reason}]}:
+//             delta {role: assistant}, then {content}s, then {} with the finish_reason, then a chunk with
+//             choices [] and the usage, then [DONE].
+#include "server/openai_response_builder.h"
+
+#include "server/request_id.h"
+#include "server/sse.h"
+#include "server/validation.h"
+
+namespace astrai {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+const char* openai_finish_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::Eos:
+    case FinishReason::StopSequence: return "stop";
+    case FinishReason::Length:
+    case FinishReason::ContextLimit: return "length";
+    default: return "stop";  // Cancelled/Error never reach a normal ending
+  }
+}
+
+json usage_of(const CompletionResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+}
+
+std::optional<ChatRole> openai_role(const std::string& role) {
+  if (role == "system" || role == "developer") return ChatRole::System;
+  if (role == "user") return ChatRole::User;
+  if (role == "assistant") return ChatRole::Assistant;
+  return std::nullopt;
+}
+
+void read_messages(FieldChecker& check, const json& body, ChatRequest& request) {
+  const json loc = json::array({"body", "messages"});
+  const json* messages = check.field(body, json::array({"body"}), "messages", true);
+  if (!messages || !check.is_array(*messages, loc)) return;
+  if (messages->empty()) check.add(loc, "List should have at least 1 item after validation, not 0", "too_short");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json item_loc = loc_append(loc, i);
+    const json& item = (*messages)[i];
+    if (!check.is_object(item, item_loc)) continue;
+    ChatMessage message;
+    bool ok = true;
+    if (const json* role = check.field(item, item_loc, "role", true)) {
+      auto name = check.string(*role, loc_append(item_loc, "role"));
+      auto parsed = name ? openai_role(*name) : std::nullopt;
+      if (name && !parsed)
+        check.add(loc_append(item_loc, "role"), "Input should be 'system', 'developer', 'user' or 'assistant'",
+                  "literal_error");
+      if (parsed) message.role = *parsed; else ok = false;
+    } else {
+      ok = false;
+    }
+    std::optional<std::string> content;
+    if (const json* c = check.field(item, item_loc, "content", true))
+      content = read_text_content(check, *c, loc_append(item_loc, "content"));
+    if (ok && content) request.messages.push_back({message.role, std::move(*content)});
+  }
+}
+
+}  // namespace
+
+OpenAIResponseBuilder::OpenAIResponseBuilder(std::string model)
+    : model_(std::move(model)), id_(random_id("chatcmpl-")), created_(unix_time_now()) {}
+
+ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
+  FieldChecker check;
+  ChatRequest request;
+  read_messages(check, body, request);
+  const CommonParameters p = read_common_parameters(check, body);
+  const json loc = json::array({"body"});
+  // max_completion_tokens is the newer name of max_tokens; it wins when both are given.
+  std::optional<int> max_tokens = p.max_tokens;
+  if (const json* v = check.field(body, loc, "max_completion_tokens"))
+    if (auto n = check.integer(*v, loc_append(loc, "max_completion_tokens"))) {
+      check.at_least(double(*n), 1, loc_append(loc, "max_completion_tokens"));
+      max_tokens = int(std::min<long long>(*n, 1 << 30));
+    }
+  if (const json* v = check.field(body, loc, "stop"))
+    read_stop_sequences(check, *v, loc_append(loc, "stop"), true, request.stop);
+  if (const json* v = check.field(body, loc, "n"))
+    if (auto n = check.integer(*v, loc_append(loc, "n")); n && *n != 1)
+      check.add(loc_append(loc, "n"), "Input should be 1 (one choice per request is supported)", "literal_error");
+  if (const json* options = check.field(body, loc, "stream_options");
+      options && check.is_object(*options, loc_append(loc, "stream_options"))) {
+    const json options_loc = loc_append(loc, "stream_options");
+    if (const json* v = check.field(*options, options_loc, "include_usage"))
+      include_usage_ = check.boolean(*v, loc_append(options_loc, "include_usage"));
+  }
+  check.throw_if_any();
+  if (max_tokens) request.max_tokens = *max_tokens;
+  if (p.temperature) request.sampling.temperature = *p.temperature;
+  if (p.top_p) request.sampling.top_p = *p.top_p;
+  if (p.top_k) request.sampling.top_k = *p.top_k;
+  request.sampling.seed = p.seed;
+  request.stream = p.stream;
+  request.ignore_eos = p.ignore_eos;
+  return request;
+}
+
+json OpenAIResponseBuilder::chunk(json delta, const json& finish_reason) const {
+  json c = {{"id", id_},
+            {"object", "chat.completion.chunk"},
+            {"created", created_},
+            {"model", model_},
+            {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+  if (include_usage_.value_or(false)) c["usage"] = nullptr;
+  return c;
+}
+
+std::string OpenAIResponseBuilder::format_stream_start(int) {
+  return sse_data(chunk({{"role", "assistant"}}, nullptr));
+}
+
+std::string OpenAIResponseBuilder::format_chunk(std::string_view text) {
+  return sse_data(chunk({{"content", std::string(text)}}, nullptr));
+}
+
+std::string OpenAIResponseBuilder::format_stream_end(const CompletionResult& result) {
+  std::string out = sse_data(chunk(json::object(), openai_finish_reason(result.reason)));
+  if (include_usage_.value_or(true)) {
+    const json usage_chunk = {{"id", id_},         {"object", "chat.completion.chunk"}, {"created", created_},
+                              {"model", model_},   {"choices", json::array()},          {"usage", usage_of(result)}};
+    out += sse_data(usage_chunk);
+  }
+  return out + sse_data_literal("[DONE]");
+}
+
+json OpenAIResponseBuilder::format_response(const CompletionResult& result) {
+  return {{"id", id_},
+          {"object", "chat.completion"},
+          {"created", created_},
+          {"model", model_},
+          {"choices", json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", result.text}}},
+                                    {"finish_reason", openai_finish_reason(result.reason)}}})},
+          {"usage", usage_of(result)}};
+}
+
+json OpenAIResponseBuilder::format_error(ErrorKind kind, const std::string& message) const {
+  const char* type = "invalid_request_error";
+  json code = nullptr;
+  switch (kind) {
+    case ErrorKind::InvalidRequest: break;
+    case ErrorKind::ContextLength: code = "context_length_exceeded"; break;
+    case ErrorKind::Authentication: code = "invalid_api_key"; break;
+    case ErrorKind::Overloaded: type = "server_error"; code = "server_overloaded"; break;
+    case ErrorKind::Unavailable: type = "server_error"; code = "service_unavailable"; break;
+    case ErrorKind::Internal: type = "server_error"; break;
+  }
+  return {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}};
+}
+
+std::string OpenAIResponseBuilder::format_stream_error(ErrorKind kind, const std::string& message) {
+  // OpenAI's streams report a late failure as a data event carrying an error object.
+  return sse_data(format_error(kind, message)) + sse_data_literal("[DONE]");
+}
+
+}  // namespace astrai

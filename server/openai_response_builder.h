@@ -1,0 +1,36 @@
+// OpenAI's Chat Completions API (POST /v1/chat/completions).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "server/response_builder.h"
+
+namespace astrai {
+
+class OpenAIResponseBuilder : public ResponseBuilder {
+ public:
+  explicit OpenAIResponseBuilder(std::string model);
+
+  ChatRequest prepare(const nlohmann::ordered_json& body) override;
+  std::string format_stream_start(int prompt_tokens) override;
+  std::string format_chunk(std::string_view text) override;
+  std::string format_stream_end(const CompletionResult& result) override;
+  nlohmann::ordered_json format_response(const CompletionResult& result) override;
+  nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
+  std::string format_stream_error(ErrorKind kind, const std::string& message) override;
+
+ private:
+  // A chat.completion.chunk with one choice carrying `delta`.
+  nlohmann::ordered_json chunk(nlohmann::ordered_json delta, const nlohmann::ordered_json& finish_reason) const;
+
+  std::string model_;
+  std::string id_;
+  int64_t created_;
+  // stream_options.include_usage: true puts "usage": null in every chunk as
+  // OpenAI does; false (explicitly) leaves out the final usage chunk.
+  std::optional<bool> include_usage_;
+};
+
+}  // namespace astrai

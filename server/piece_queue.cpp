@@ -1,0 +1,33 @@
+#include "server/piece_queue.h"
+
+namespace astrai {
+
+void PieceQueue::push(std::string_view text) {
+  if (text.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    text_ += text;
+  }
+  changed_.notify_all();
+}
+
+void PieceQueue::finish(const TaskOutput& output) {
+  {
+    std::lock_guard lock(mutex_);
+    output_ = output;
+  }
+  changed_.notify_all();
+}
+
+PieceQueue::Batch PieceQueue::next(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return !text_.empty() || output_.has_value(); });
+  Batch batch;
+  batch.text.swap(text_);
+  // The scheduler pushes a request's last text before finishing it, so the
+  // output only goes out with (or after) all of the text.
+  if (output_) batch.output = output_;
+  return batch;
+}
+
+}  // namespace astrai

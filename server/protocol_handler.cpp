@@ -1,0 +1,170 @@
+#include "server/protocol_handler.h"
+
+#include <httplib.h>
+
+#include "server/json_text.h"
+#include "server/piece_queue.h"
+#include "server/sse.h"
+#include "server/validation.h"
+
+namespace astrai {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+CompletionResult completion_of(const TaskOutput& out) {
+  CompletionResult r;
+  r.text = out.text;
+  r.reason = out.reason;
+  r.stop_sequence = out.stop_sequence;
+  r.prompt_tokens = out.prompt_tokens;
+  r.completion_tokens = int(out.tokens.size());
+  return r;
+}
+
+// A request that ended without a normal finish, as an error to report.
+std::optional<std::pair<ErrorKind, std::string>> failure_of(const TaskOutput& out) {
+  if (out.reason == FinishReason::Error) return std::pair{ErrorKind::Internal, "generation failed: " + out.error};
+  if (out.reason == FinishReason::Cancelled)
+    return std::pair{ErrorKind::Unavailable, std::string("the request was cancelled (the server is shutting down)")};
+  return std::nullopt;
+}
+
+// Everything a stream needs after the handler has returned.
+struct StreamState {
+  std::shared_ptr<ServedModel> model;
+  std::shared_ptr<ResponseBuilder> builder;
+  std::shared_ptr<PieceQueue> queue;
+  int task_id = 0;
+  int prompt_tokens = 0;
+  std::chrono::milliseconds heartbeat;
+};
+
+// httplib calls this once on the worker thread; it writes the whole stream.
+// Returns false (and cancels the task) when the client stopped taking it.
+bool write_stream(const StreamState& s, httplib::DataSink& sink) {
+  auto send = [&](const std::string& bytes) { return sink.write(bytes.data(), bytes.size()); };
+  auto abandon = [&] {
+    s.model->engine->cancel(s.task_id);
+    return false;
+  };
+  if (!send(s.builder->format_stream_start(s.prompt_tokens))) return abandon();
+  for (;;) {
+    PieceQueue::Batch batch = s.queue->next(s.heartbeat);
+    if (!batch.text.empty() && !send(s.builder->format_chunk(batch.text))) return abandon();
+    if (batch.output) {
+      const auto failure = failure_of(*batch.output);
+      const std::string tail = failure ? s.builder->format_stream_error(failure->first, failure->second)
+                                       : s.builder->format_stream_end(completion_of(*batch.output));
+      if (!send(tail)) return false;
+      sink.done();
+      return true;
+    }
+    if (batch.text.empty() && !send(sse_comment("waiting"))) return abandon();
+  }
+}
+
+}  // namespace
+
+json json_invalid_detail(size_t error_byte, const std::string& what) {
+  const json error = {{"loc", json::array({"body", error_byte})},
+                      {"msg", "JSON decode error"},
+                      {"type", "json_invalid"},
+                      {"ctx", {{"error", what}}}};
+  return {{"detail", json::array({error})}};
+}
+
+ProtocolHandler::ProtocolHandler(const httplib::Request& request, std::shared_ptr<ServedModel> model,
+                                 std::shared_ptr<ResponseBuilder> builder, std::chrono::milliseconds heartbeat)
+    : request_(request), model_(std::move(model)), builder_(std::move(builder)), heartbeat_(heartbeat) {}
+
+void ProtocolHandler::send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const {
+  response.status = http_status(kind);
+  response.set_content(json_text(builder_->format_error(kind, message)), "application/json");
+}
+
+void ProtocolHandler::handle(httplib::Response& response) {
+  json body;
+  try {
+    body = json::parse(request_.body);
+  } catch (const json::parse_error& e) {
+    response.status = 422;
+    const size_t byte = e.byte > 0 ? e.byte - 1 : 0;  // nlohmann counts from 1
+    response.set_content(json_text(json_invalid_detail(byte, e.what())), "application/json");
+    return;
+  }
+  ChatRequest chat;
+  try {
+    if (!body.is_object())
+      throw ValidationError({{json::array({"body"}), "Input should be a valid dictionary", "dict_type"}});
+    chat = builder_->prepare(body);
+  } catch (const ValidationError& e) {
+    response.status = 422;
+    response.set_content(json_text(e.body()), "application/json");
+    return;
+  }
+
+  InferenceEngine& engine = *model_->engine;
+  std::vector<int> prompt = model_->encode(chat.messages);
+  const int context = engine.model_config().max_seq_len;
+  if (int(prompt.size()) >= context) {
+    return send_error(response, ErrorKind::ContextLength,
+                      "the prompt has " + std::to_string(prompt.size()) + " tokens but the model's context holds " +
+                          std::to_string(context) + ": at most " + std::to_string(context - 1) +
+                          " prompt tokens fit, leaving room for one generated token");
+  }
+  const int prompt_tokens = int(prompt.size());
+
+  GenerationRequest request;
+  request.prompt_ids = std::move(prompt);
+  request.max_tokens = chat.max_tokens;
+  request.sampling = chat.sampling;
+  request.stop = chat.stop;
+  request.ignore_eos = chat.ignore_eos;
+  std::shared_ptr<PieceQueue> queue;
+  if (chat.stream) {
+    queue = std::make_shared<PieceQueue>();
+    request.on_token = [queue](const TokenEvent& event) { queue->push(event.text); };
+    request.on_finish = [queue](const TaskOutput& output) { queue->finish(output); };
+  }
+  std::shared_ptr<GenerateResult> result;
+  try {
+    result = engine.generate_with_request(std::move(request));
+  } catch (const QueueFullError& e) {
+    response.set_header("Retry-After", "1");
+    return send_error(response, ErrorKind::Overloaded, std::string(e.what()) + "; retry later");
+  } catch (const std::invalid_argument& e) {
+    return send_error(response, ErrorKind::InvalidRequest, e.what());
+  } catch (const std::runtime_error& e) {
+    return send_error(response, ErrorKind::Unavailable, e.what());
+  }
+  if (chat.stream)
+    respond_stream(response, result->task_id(), prompt_tokens, std::move(queue));
+  else
+    respond_whole(response, result);
+}
+
+void ProtocolHandler::respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result) const {
+  const TaskOutput out = result->wait();
+  if (const auto failure = failure_of(out)) return send_error(response, failure->first, failure->second);
+  response.status = 200;
+  response.set_content(json_text(builder_->format_response(completion_of(out))), "application/json");
+}
+
+void ProtocolHandler::respond_stream(httplib::Response& response, int task_id, int prompt_tokens,
+                                     std::shared_ptr<PieceQueue> queue) const {
+  auto state = std::make_shared<StreamState>(StreamState{model_, builder_, std::move(queue), task_id, prompt_tokens,
+                                                         heartbeat_});
+  response.status = 200;
+  response.set_header("Cache-Control", "no-cache");
+  response.set_chunked_content_provider(
+      "text/event-stream", [state](size_t, httplib::DataSink& sink) { return write_stream(*state, sink); },
+      // Runs when the response is destroyed: a stream that never ran to its
+      // end (connection lost before or during it) must not leave its task.
+      [state](bool success) {
+        if (!success) state->model->engine->cancel(state->task_id);
+      });
+}
+
+}  // namespace astrai

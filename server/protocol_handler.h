@@ -1,0 +1,57 @@
+// Serves one chat request, whatever its protocol: parses the body, has the
+// protocol's ResponseBuilder read it, builds the prompt with the model's chat
+// template, submits it to the engine, and answers whole or as a stream of
+// server-sent events, every byte of which the builder formats.
+//
+// Streams: the request's on_token callback feeds a PieceQueue that this
+// request's HTTP worker thread drains (never the scheduler thread). A write
+// that fails (the client went away, or stopped reading for the write
+// timeout) cancels the engine task, which frees its cache; while no text
+// comes, an SSE comment is written every `heartbeat` so a departed client is
+// noticed even before the first token.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/response_builder.h"
+#include "server/served_model.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace astrai {
+
+class ProtocolHandler {
+ public:
+  ProtocolHandler(const httplib::Request& request, std::shared_ptr<ServedModel> model,
+                  std::shared_ptr<ResponseBuilder> builder,
+                  std::chrono::milliseconds heartbeat = std::chrono::milliseconds(1000));
+
+  // Fills the response: 200 (JSON or an event stream), 422 for a body that
+  // is not valid JSON or fails validation, 400 for a prompt longer than the
+  // context, 503 with Retry-After when the engine's queue is full.
+  void handle(httplib::Response& response);
+
+ private:
+  void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
+  void respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result) const;
+  void respond_stream(httplib::Response& response, int task_id, int prompt_tokens,
+                      std::shared_ptr<class PieceQueue> queue) const;
+
+  const httplib::Request& request_;
+  std::shared_ptr<ServedModel> model_;
+  std::shared_ptr<ResponseBuilder> builder_;
+  std::chrono::milliseconds heartbeat_;
+};
+
+// The {"detail": [...]} body of a 422 for a body that is not JSON: type
+// json_invalid, loc ["body", offset of the offending byte].
+nlohmann::ordered_json json_invalid_detail(size_t error_byte, const std::string& what);
+
+}  // namespace astrai

@@ -1,0 +1,56 @@
+// One chat protocol's shapes (strategy pattern): how its requests read and
+// how its responses, streamed or whole, and its errors are written.
+// ProtocolHandler does the work the protocols share (parse, encode the prompt,
+// run the engine, stream) and asks a ResponseBuilder for every byte that goes
+// out, so adding a protocol is writing one builder (and registering it in
+// protocols.cpp).
+//
+// A builder serves one request: it is made per request with the served
+// model's name, and holds that response's id and creation time.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "server/chat_request.h"
+
+namespace astrai {
+
+// What went wrong, in words every protocol has; each builder names them its
+// own way (OpenAI's type/code, Anthropic's error.type).
+enum class ErrorKind {
+  InvalidRequest,  // 400
+  ContextLength,   // 400: the prompt does not fit the model's context
+  Authentication,  // 401
+  Overloaded,      // 503 with Retry-After: the waiting queue is full
+  Unavailable,     // 503: shutting down, or the request was cancelled
+  Internal,        // 500
+};
+int http_status(ErrorKind kind);
+
+class ResponseBuilder {
+ public:
+  virtual ~ResponseBuilder() = default;
+
+  // Reads the request body (a JSON object) into the common request. Throws
+  // ValidationError naming every bad field.
+  virtual ChatRequest prepare(const nlohmann::ordered_json& body) = 0;
+
+  // A stream's first bytes, before any text.
+  virtual std::string format_stream_start(int prompt_tokens) = 0;
+  // The bytes carrying one piece of text.
+  virtual std::string format_chunk(std::string_view text) = 0;
+  // A stream's last bytes, once the request ended normally.
+  virtual std::string format_stream_end(const CompletionResult& result) = 0;
+  // The non-streamed response body.
+  virtual nlohmann::ordered_json format_response(const CompletionResult& result) = 0;
+
+  // An error response body, and the same error as a stream's last bytes (for
+  // a request that fails after its stream began).
+  virtual nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const = 0;
+  virtual std::string format_stream_error(ErrorKind kind, const std::string& message) = 0;
+};
+
+}  // namespace astrai

@@ -1,0 +1,144 @@
+// The official OpenAI and Anthropic SDKs against a running `astrai serve`.
+// This script starts nothing: run.sh starts the server and passes
+//   ASTRAI_SERVER_URL  e.g. http://127.0.0.1:41234 (loopback only)
+//   ASTRAI_API_KEY     the key the server was started with
+// The SDKs send the key their own way (OpenAI: Authorization: Bearer,
+// Anthropic: x-api-key), so both header forms are exercised.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+
+const serverUrl = process.env.ASTRAI_SERVER_URL;
+const apiKey = process.env.ASTRAI_API_KEY ?? 'unused';
+if (!serverUrl) throw new Error('set ASTRAI_SERVER_URL to the server, e.g. http://127.0.0.1:8000 (run.sh does)');
+if (new URL(serverUrl).hostname !== '127.0.0.1') throw new Error(`refusing to test ${serverUrl}: loopback only`);
+
+const openai = new OpenAI({ baseURL: `${serverUrl}/v1`, apiKey, maxRetries: 0 });
+const anthropic = new Anthropic({ baseURL: serverUrl, apiKey, maxRetries: 0 });
+const messages = [{ role: 'user', content: 'Once upon a time' }];
+
+describe('OpenAI SDK', () => {
+  test('models.list names the served model', async () => {
+    const models = [];
+    for await (const model of openai.models.list()) models.push(model);
+    assert.equal(models.length, 1);
+    assert.equal(models[0].object, 'model');
+    assert.ok(models[0].id.length > 0);
+  });
+
+  test('chat.completions.create, whole and streamed, agree', async () => {
+    const whole = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 24, temperature: 0 });
+    assert.match(whole.id, /^chatcmpl-/);
+    assert.equal(whole.object, 'chat.completion');
+    assert.equal(whole.choices.length, 1);
+    assert.equal(whole.choices[0].message.role, 'assistant');
+    assert.equal(typeof whole.choices[0].message.content, 'string');
+    assert.ok(['stop', 'length'].includes(whole.choices[0].finish_reason));
+    assert.equal(whole.usage.total_tokens, whole.usage.prompt_tokens + whole.usage.completion_tokens);
+
+    const stream = await openai.chat.completions.create({
+      model: 'astrai', messages, max_tokens: 24, temperature: 0, stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let finishReason = null;
+    let usage = null;
+    for await (const chunk of stream) {
+      assert.equal(chunk.object, 'chat.completion.chunk');
+      if (chunk.usage) usage = chunk.usage;
+      for (const choice of chunk.choices) {
+        text += choice.delta.content ?? '';
+        finishReason = choice.finish_reason ?? finishReason;
+      }
+    }
+    assert.equal(text, whole.choices[0].message.content);
+    assert.equal(finishReason, whole.choices[0].finish_reason);
+    assert.deepEqual(usage, whole.usage);
+  });
+
+  test('the streaming helper assembles the same completion', async () => {
+    const whole = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 16, temperature: 0 });
+    const runner = openai.chat.completions.stream({ model: 'astrai', messages, max_tokens: 16, temperature: 0 });
+    const final = await runner.finalChatCompletion();
+    assert.equal(final.choices[0].message.content, whole.choices[0].message.content);
+  });
+
+  test('a stop sequence ends the text', async () => {
+    const whole = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 40, temperature: 0 });
+    const text = whole.choices[0].message.content;
+    const at = [...text].findIndex((ch, i) => i > 0 && /[a-z]/.test(ch));
+    assert.ok(at >= 0, `no letter to stop at in ${JSON.stringify(text)}`);
+    const stop = [...text][at];
+    const stopped = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 40, temperature: 0, stop });
+    assert.equal(stopped.choices[0].message.content, text.slice(0, text.indexOf(stop)));
+    assert.equal(stopped.choices[0].finish_reason, 'stop');
+  });
+
+  test('validation errors surface as 422', async () => {
+    await assert.rejects(
+      openai.chat.completions.create({ model: 'astrai', messages, temperature: -1 }),
+      (error) => error instanceof OpenAI.UnprocessableEntityError && error.status === 422);
+  });
+
+  test('a wrong key is an AuthenticationError', async () => {
+    const wrong = new OpenAI({ baseURL: `${serverUrl}/v1`, apiKey: `${apiKey}-wrong`, maxRetries: 0 });
+    await assert.rejects(wrong.chat.completions.create({ model: 'astrai', messages }),
+      (error) => error instanceof OpenAI.AuthenticationError && error.status === 401);
+  });
+});
+
+describe('Anthropic SDK', () => {
+  test('messages.create, whole and streamed, agree', async () => {
+    const whole = await anthropic.messages.create({ model: 'astrai', messages, max_tokens: 24, temperature: 0 });
+    assert.match(whole.id, /^msg_/);
+    assert.equal(whole.type, 'message');
+    assert.equal(whole.role, 'assistant');
+    assert.equal(whole.content.length, 1);
+    assert.equal(whole.content[0].type, 'text');
+    assert.ok(['end_turn', 'max_tokens'].includes(whole.stop_reason));
+    assert.ok(whole.usage.input_tokens > 0);
+
+    const stream = await anthropic.messages.create({
+      model: 'astrai', messages, max_tokens: 24, temperature: 0, stream: true,
+    });
+    const kinds = [];
+    let text = '';
+    for await (const event of stream) {
+      kinds.push(event.type);
+      if (event.type === 'content_block_delta') text += event.delta.text;
+      if (event.type === 'message_delta') assert.equal(event.delta.stop_reason, whole.stop_reason);
+    }
+    assert.equal(kinds[0], 'message_start');
+    assert.equal(kinds.at(-1), 'message_stop');
+    assert.equal(text, whole.content[0].text);
+  });
+
+  test('the stream helper gives text events and the final message', async () => {
+    const whole = await anthropic.messages.create({
+      model: 'astrai', system: 'You tell stories.', messages, max_tokens: 16, temperature: 0,
+    });
+    let text = '';
+    const stream = anthropic.messages.stream({
+      model: 'astrai', system: [{ type: 'text', text: 'You tell stories.' }], messages, max_tokens: 16, temperature: 0,
+    });
+    stream.on('text', (piece) => { text += piece; });
+    const final = await stream.finalMessage();
+    assert.equal(final.content[0].text, whole.content[0].text);
+    assert.equal(text, whole.content[0].text);
+    assert.equal(final.usage.output_tokens, whole.usage.output_tokens);
+  });
+
+  test('validation errors surface as 422', async () => {
+    await assert.rejects(
+      anthropic.messages.create({ model: 'astrai', messages: [], max_tokens: 8 }),
+      (error) => error instanceof Anthropic.UnprocessableEntityError && error.status === 422);
+  });
+
+  test('a wrong key is an AuthenticationError', async () => {
+    const wrong = new Anthropic({ baseURL: serverUrl, apiKey: `${apiKey}-wrong`, maxRetries: 0 });
+    await assert.rejects(wrong.messages.create({ model: 'astrai', messages, max_tokens: 8 }),
+      (error) => error instanceof Anthropic.AuthenticationError && error.status === 401);
+  });
+});

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs the official OpenAI and Anthropic Node.js SDKs (clients.test.mjs)
+# against `astrai serve` with its synthetic model:
+#   tests/clients/run.sh [path/to/astrai]      (default: build/cli/astrai)
+# Starts the server on a free loopback port (--port 0) with a random API key,
+# waits for /health to report the model loaded, runs `npm ci` and
+# `node --test`, and stops the server whatever happens. Needs Node.js >= 20
+# and npm (which fetches the pinned SDKs from its registry). Only 127.0.0.1
+# is ever contacted besides the npm registry.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+astrai="${1:-$here/../../build/cli/astrai}"
+[ -x "$astrai" ] || { echo "run.sh: no astrai program at $astrai (build it, or pass its path)" >&2; exit 2; }
+astrai="$(cd "$(dirname "$astrai")" && pwd)/$(basename "$astrai")"
+
+work="$(mktemp -d)"
+log="$work/serve.log"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid"
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+api_key="astrai-test-$RANDOM$RANDOM"
+# A private cache folder: the synthetic model is written there on first use.
+XDG_CACHE_HOME="$work/cache" "$astrai" serve --host 127.0.0.1 --port 0 --api-key "$api_key" >"$log" 2>&1 &
+server_pid=$!
+
+# The server prints "listening on http://127.0.0.1:PORT" once bound.
+url=""
+for _ in $(seq 1 300); do
+  url="$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log" | head -n 1 | sed 's/^listening on //')" || true
+  [ -n "$url" ] && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; echo "run.sh: the server exited" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$url" ] || { cat "$log" >&2; echo "run.sh: the server did not start listening" >&2; exit 1; }
+
+# Wait until the model is loaded (/health needs no key).
+node --input-type=module -e "
+  for (let i = 0; i < 600; i++) {
+    try {
+      const health = await (await fetch('$url/health')).json();
+      if (health.model_loaded) process.exit(0);
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  console.error('run.sh: the model did not load within 60 s');
+  process.exit(1);
+" || { cat "$log" >&2; exit 1; }
+
+cd "$here"
+npm ci --no-audit --no-fund --loglevel=error
+status=0
+ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" node --test || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "--- server log ---" >&2
+  cat "$log" >&2
+fi
+exit "$status"

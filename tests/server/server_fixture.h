@@ -1,0 +1,123 @@
+// An in-process server for the tests: a tiny synthetic model behind a real
+// HttpServer on a free loopback port, spoken to over real HTTP with
+// httplib::Client. The executor can be paused and slowed, so tests that need
+// a request to be running, queued or mid-stream at a given moment arrange it
+// instead of racing for it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/executor/reference_executor.h"
+#include "engine/inference_engine.h"
+#include "server/http_server.h"
+
+namespace astrai::test {
+
+using json = nlohmann::ordered_json;
+
+// The reference executor with a gate: while paused, forward() waits.
+class GatedExecutor final : public Executor {
+ public:
+  GatedExecutor(std::shared_ptr<const ModelWeights> weights, std::chrono::microseconds step_delay);
+  const ModelConfig& config() const override { return inner_.config(); }
+  xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& cache) override;
+  std::string name() const override { return "gated-cpu-reference"; }
+
+  void pause();
+  void resume();
+  // Blocks until a forward() call is waiting at the closed gate.
+  void wait_until_blocked();
+
+ private:
+  ReferenceExecutor inner_;
+  std::chrono::microseconds step_delay_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool paused_ = false;
+  int blocked_ = 0;
+};
+
+struct TestServerOptions {
+  int context = 256;
+  int max_running = 16;
+  int max_waiting = 1024;
+  KVCacheKind cache = KVCacheKind::Contiguous;
+  std::chrono::microseconds step_delay{0};  // added to every forward step
+  std::string api_key;
+  size_t max_body_bytes = 4 * 1024 * 1024;
+  bool load_model = true;                   // false: the server starts without one (503 until set_model)
+  bool log_requests = false;
+  std::string chat_template = "plain";
+};
+
+// The tiny Llama-shaped model every server test uses (synthetic weights and
+// vocabulary, fixed seed).
+ModelConfig tiny_config(int context);
+
+class TestServer {
+ public:
+  explicit TestServer(TestServerOptions options = {});
+  ~TestServer();
+
+  int port() const { return port_; }
+  HttpServer& server() { return *server_; }
+  GatedExecutor& executor() { return *executor_; }
+  InferenceEngine& engine() { return *model_->engine; }
+  std::shared_ptr<ServedModel> model() const { return model_; }
+  // Serves the model (for servers started with load_model = false).
+  void load();
+
+  // A client for this server, with timeouts generous enough for CI.
+  std::unique_ptr<httplib::Client> client() const;
+
+  // Polls /stats until no task is running or waiting; returns that /stats body.
+  json wait_until_idle(std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) const;
+
+ private:
+  TestServerOptions options_;
+  GatedExecutor* executor_ = nullptr;  // owned by the engine
+  std::shared_ptr<ServedModel> model_;
+  std::unique_ptr<HttpServer> server_;
+  int port_ = 0;
+};
+
+struct Reply {
+  int status = 0;
+  std::string error;  // transport failure (try_post only)
+  std::string body;
+  httplib::Headers headers;
+  json body_json() const;  // fails the test when the body is not JSON
+  std::string header(const std::string& name) const;
+};
+
+// For threads (Catch's assertions are not thread-safe): the reply, or the
+// transport error's name in Reply::error with status 0.
+Reply try_post(const TestServer& server, const std::string& path, const json& body);
+
+Reply get(const TestServer& server, const std::string& path, const httplib::Headers& headers = {});
+Reply post(const TestServer& server, const std::string& path, const std::string& body,
+           const httplib::Headers& headers = {});
+Reply post(const TestServer& server, const std::string& path, const json& body, const httplib::Headers& headers = {});
+
+// One server-sent event, parsed as the SSE specification says: "field: value"
+// lines (one space after the colon dropped), comment lines (":") ignored, a
+// blank line ends the event, several data lines are joined by "\n".
+struct SseEvent {
+  std::string event;  // "" when the event named none
+  std::string data;
+};
+std::vector<SseEvent> parse_sse(const std::string& stream);
+
+// Simple chat bodies: one user message.
+json openai_body(const std::string& content, int max_tokens, bool stream = false);
+json anthropic_body(const std::string& content, int max_tokens, bool stream = false);
+
+}  // namespace astrai::test

@@ -1,0 +1,202 @@
+// Every error the API gives: 422 validation (FastAPI's detail shape, naming
+// the field), 400 for a prompt longer than the context, 413 for a body over
+// the limit, 503 with Retry-After when the queue is full. After each, the
+// server goes on serving.
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "tests/server/server_fixture.h"
+
+namespace astrai::test {
+namespace {
+
+// The one error of a 422 body, checked against loc and type.
+void check_422(const Reply& reply, const json& loc, const std::string& type) {
+  INFO(reply.body);
+  REQUIRE(reply.status == 422);
+  const json body = reply.body_json();
+  REQUIRE(body["detail"].is_array());
+  bool found = false;
+  for (const json& e : body["detail"]) {
+    CHECK(e["msg"].is_string());
+    CHECK_FALSE(e["msg"].get<std::string>().empty());
+    if (e["loc"] == loc && e["type"] == type) found = true;
+  }
+  CHECK(found);
+}
+
+json with(json body, const std::string& key, const json& value) {
+  body[key] = value;
+  return body;
+}
+
+json with_message(json body, const json& message) {
+  body["messages"] = json::array({message});
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("422: each invalid field is named, for both protocols", "[errors][validation]") {
+  TestServer server;
+  struct Protocol {
+    const char* path;
+    json body;
+  };
+  for (const Protocol& p : {Protocol{"/v1/chat/completions", openai_body("Hi", 4)},
+                            Protocol{"/v1/messages", anthropic_body("Hi", 4)}}) {
+    INFO(p.path);
+    json no_messages = p.body;
+    no_messages.erase("messages");
+    check_422(post(server, p.path, no_messages), {"body", "messages"}, "missing");
+    check_422(post(server, p.path, with(p.body, "messages", "Hi")), {"body", "messages"}, "list_type");
+    check_422(post(server, p.path, with(p.body, "messages", json::array())), {"body", "messages"}, "too_short");
+    check_422(post(server, p.path, with(p.body, "messages", json::array({"Hi"}))), {"body", "messages", 0},
+              "dict_type");
+    check_422(post(server, p.path, with_message(p.body, {{"content", "Hi"}})), {"body", "messages", 0, "role"},
+              "missing");
+    check_422(post(server, p.path, with_message(p.body, {{"role", "wizard"}, {"content", "Hi"}})),
+              {"body", "messages", 0, "role"}, "literal_error");
+    check_422(post(server, p.path, with_message(p.body, {{"role", 3}, {"content", "Hi"}})),
+              {"body", "messages", 0, "role"}, "string_type");
+    check_422(post(server, p.path, with_message(p.body, {{"role", "user"}})), {"body", "messages", 0, "content"},
+              "missing");
+    check_422(post(server, p.path, with_message(p.body, {{"role", "user"}, {"content", ""}})),
+              {"body", "messages", 0, "content"}, "string_too_short");
+    check_422(post(server, p.path, with_message(p.body, {{"role", "user"}, {"content", 42}})),
+              {"body", "messages", 0, "content"}, "string_type");
+    check_422(post(server, p.path,
+                   with_message(p.body, {{"role", "user"},
+                                         {"content", json::array({{{"type", "image"}, {"text", "x"}}})}})),
+              {"body", "messages", 0, "content", 0, "type"}, "literal_error");
+    check_422(post(server, p.path, with(p.body, "temperature", -0.5)), {"body", "temperature"}, "greater_than_equal");
+    check_422(post(server, p.path, with(p.body, "temperature", "hot")), {"body", "temperature"}, "float_type");
+    check_422(post(server, p.path, with(p.body, "top_p", 0)), {"body", "top_p"}, "greater_than");
+    check_422(post(server, p.path, with(p.body, "top_p", 1.5)), {"body", "top_p"}, "less_than_equal");
+    check_422(post(server, p.path, with(p.body, "top_k", -1)), {"body", "top_k"}, "greater_than_equal");
+    check_422(post(server, p.path, with(p.body, "top_k", 2.5)), {"body", "top_k"}, "int_from_float");
+    check_422(post(server, p.path, with(p.body, "max_tokens", 0)), {"body", "max_tokens"}, "greater_than_equal");
+    check_422(post(server, p.path, with(p.body, "max_tokens", "ten")), {"body", "max_tokens"}, "int_type");
+    check_422(post(server, p.path, with(p.body, "stream", "yes")), {"body", "stream"}, "bool_type");
+    check_422(post(server, p.path, with(p.body, "seed", "lucky")), {"body", "seed"}, "int_type");
+    check_422(post(server, p.path, with(p.body, "ignore_eos", 1)), {"body", "ignore_eos"}, "bool_type");
+    check_422(post(server, p.path, std::string("[1, 2]")), {"body"}, "dict_type");
+  }
+  // Protocol-specific fields.
+  check_422(post(server, "/v1/chat/completions", with(openai_body("Hi", 4), "stop", json::array({""}))),
+            {"body", "stop", 0}, "string_too_short");
+  check_422(post(server, "/v1/chat/completions", with(openai_body("Hi", 4), "stop", 5)), {"body", "stop"},
+            "list_type");
+  check_422(post(server, "/v1/chat/completions", with(openai_body("Hi", 4), "n", 2)), {"body", "n"},
+            "literal_error");
+  check_422(post(server, "/v1/chat/completions", with(openai_body("Hi", 4), "max_completion_tokens", 0)),
+            {"body", "max_completion_tokens"}, "greater_than_equal");
+  check_422(post(server, "/v1/messages", with(anthropic_body("Hi", 4), "stop_sequences", "END")),
+            {"body", "stop_sequences"}, "list_type");
+  check_422(post(server, "/v1/messages", with(anthropic_body("Hi", 4), "system", "")), {"body", "system"},
+            "string_too_short");
+  check_422(post(server, "/v1/messages", with_message(anthropic_body("Hi", 4), {{"role", "system"}, {"content", "x"}})),
+            {"body", "messages", 0, "role"}, "literal_error");
+
+  // Several problems are reported together.
+  const Reply many = post(server, "/v1/messages",
+                          with(with(anthropic_body("Hi", 4), "temperature", -1), "top_k", -1));
+  CHECK(many.body_json()["detail"].size() == 2);
+  // And the server still serves.
+  CHECK(post(server, "/v1/messages", anthropic_body("Hi", 4)).status == 200);
+}
+
+TEST_CASE("422 json_invalid for a body that is not JSON", "[errors][validation]") {
+  TestServer server;
+  for (const char* path : {"/v1/chat/completions", "/v1/messages"}) {
+    for (const std::string& body : {std::string("not json"), std::string("{\"messages\": ["), std::string("")}) {
+      const Reply reply = post(server, path, body);
+      INFO(path << " " << body << " -> " << reply.body);
+      REQUIRE(reply.status == 422);
+      const json detail = reply.body_json()["detail"];
+      REQUIRE(detail.size() == 1);
+      CHECK(detail[0]["type"] == "json_invalid");
+      CHECK(detail[0]["loc"][0] == "body");
+      CHECK(detail[0]["loc"][1].is_number_integer());
+    }
+  }
+}
+
+TEST_CASE("400 when the prompt does not fit the context, saying how many tokens", "[errors]") {
+  TestServer server;  // context 256
+  std::string long_text;
+  for (int i = 0; i < 120; ++i) long_text += "word" + std::to_string(i) + " ";
+  const size_t prompt_tokens = server.engine().tokenize(long_text).size();
+  REQUIRE(prompt_tokens >= 256);
+  const Reply openai = post(server, "/v1/chat/completions", openai_body(long_text, 4));
+  CHECK(openai.status == 400);
+  const json error = openai.body_json()["error"];
+  CHECK(error["type"] == "invalid_request_error");
+  CHECK(error["code"] == "context_length_exceeded");
+  const std::string message = error["message"];
+  CHECK(message.find(std::to_string(prompt_tokens) + " tokens") != std::string::npos);
+  CHECK(message.find("256") != std::string::npos);
+
+  const Reply anthropic = post(server, "/v1/messages", anthropic_body(long_text, 4));
+  CHECK(anthropic.status == 400);
+  CHECK(anthropic.body_json()["type"] == "error");
+  CHECK(anthropic.body_json()["error"]["type"] == "invalid_request_error");
+  CHECK(anthropic.body_json()["error"]["message"] == message);
+}
+
+TEST_CASE("413 for a body over --max-body-bytes; at the limit it is read", "[errors]") {
+  TestServerOptions options;
+  options.max_body_bytes = 2048;
+  TestServer server(options);
+  json body = openai_body("", 2);
+  const std::string skeleton = body.dump();
+  body["messages"][0]["content"] = std::string(2048 - skeleton.size(), 'a');
+  const std::string at_limit = body.dump();
+  REQUIRE(at_limit.size() == 2048);
+  CHECK(post(server, "/v1/chat/completions", at_limit).status != 413);
+
+  body["messages"][0]["content"] = std::string(4096, 'a');
+  const Reply over = post(server, "/v1/chat/completions", body);
+  CHECK(over.status == 413);
+  CHECK(over.body_json()["detail"].get<std::string>().find("2048") != std::string::npos);
+  CHECK(get(server, "/health").status == 200);
+}
+
+TEST_CASE("503 with Retry-After when the waiting queue is full", "[errors]") {
+  TestServerOptions options;
+  options.max_running = 1;
+  options.max_waiting = 1;
+  TestServer server(options);
+  server.executor().pause();
+  // A runs (held at the paused executor), B waits, C finds the queue full.
+  Reply a, b;
+  std::jthread first([&] { a = try_post(server, "/v1/chat/completions", openai_body("first", 3)); });
+  server.executor().wait_until_blocked();
+  std::jthread second([&] { b = try_post(server, "/v1/messages", anthropic_body("second", 3)); });
+  // total_tasks counts submissions at once (the other figures are published
+  // after each step, and the scheduler is held inside A's step).
+  for (int i = 0; i < 5000 && server.engine().get_stats().total_tasks < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(server.engine().get_stats().total_tasks == 2);
+
+  const Reply openai = post(server, "/v1/chat/completions", openai_body("third", 3));
+  CHECK(openai.status == 503);
+  CHECK(openai.header("Retry-After") == "1");
+  CHECK(openai.body_json()["error"]["code"] == "server_overloaded");
+  const Reply anthropic = post(server, "/v1/messages", anthropic_body("third", 3, true));
+  CHECK(anthropic.status == 503);
+  CHECK(anthropic.header("Retry-After") == "1");
+  CHECK(anthropic.body_json()["error"]["type"] == "overloaded_error");
+
+  server.executor().resume();
+  first.join();
+  second.join();
+  CHECK(a.error == "");
+  CHECK(a.status == 200);
+  CHECK(b.error == "");
+  CHECK(b.status == 200);
+  CHECK(server.wait_until_idle()["total_tasks"] == 2);
+}
+
+}  // namespace astrai::test

@@ -1,0 +1,66 @@
+// The chat template a served model gets: named by --chat-template, else
+// recognised from the GGUF's tokenizer.chat_template, else plain.
+#include <catch2/catch.hpp>
+
+#include "engine/model_files/synthetic_model.h"
+#include "engine/model_files/synthetic_tokenizer.h"
+#include "server/default_model.h"
+#include "server/served_model.h"
+#include "tests/support/shared_data.h"
+#include "tests/server/server_fixture.h"
+
+namespace astrai::test {
+namespace {
+
+LoadedModel tiny_loaded_model(const std::string& chat_template) {
+  const ModelConfig config = tiny_config(64);
+  return LoadedModel{make_synthetic_weights(config, 3), make_synthetic_tokenizer(config.vocab_size), "tiny", "gguf",
+                     chat_template};
+}
+
+}  // namespace
+
+TEST_CASE("A served model takes its chat template from the metadata unless one is named", "[served_model]") {
+  const std::string chatml = "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + "
+                             "'<|im_end|>\\n'}}{% endfor %}";
+  CHECK(make_served_model(tiny_loaded_model(chatml), EngineConfig{}, "auto")->chat_template->name() == "chatml");
+  CHECK(make_served_model(tiny_loaded_model(""), EngineConfig{}, "auto")->chat_template->name() == "plain");
+  CHECK(make_served_model(tiny_loaded_model(chatml), EngineConfig{}, "llama2")->chat_template->name() == "llama2");
+  CHECK_THROWS_WITH(make_served_model(tiny_loaded_model(""), EngineConfig{}, "vicuna"),
+                    Catch::Contains("unknown chat template 'vicuna'") && Catch::Contains("chatml"));
+}
+
+TEST_CASE("The chat template shapes the prompt the server submits", "[served_model]") {
+  TestServerOptions options;
+  options.chat_template = "llama2";
+  TestServer server(options);
+  const json reply = post(server, "/v1/chat/completions", openai_body("Hello", 6)).body_json();
+  // [INST] Hello [/INST] after BOS, tokenized as one text.
+  const auto expected_ids = server.engine().tokenize("[INST] Hello [/INST]");
+  CHECK(reply["usage"]["prompt_tokens"] == expected_ids.size());
+  GenerationRequest request;
+  request.prompt_ids = expected_ids;
+  request.max_tokens = 6;
+  request.sampling.temperature = 0;
+  CHECK(reply["choices"][0]["message"]["content"] ==
+        server.engine().generate_with_request(std::move(request))->wait().text);
+}
+
+TEST_CASE("The default synthetic model is written once to the cache folder and loads", "[served_model]") {
+  const auto cache = scratch_dir() / "server-default-model";
+  std::filesystem::remove_all(cache);
+  const auto path = ensure_default_model(cache);
+  REQUIRE(std::filesystem::exists(path));
+  CHECK(path.parent_path() == cache);
+  const auto written = std::filesystem::last_write_time(path);
+  CHECK(ensure_default_model(cache) == path);  // reused, not rewritten
+  CHECK(std::filesystem::last_write_time(path) == written);
+  const LoadedModel model = load_model(path.string());
+  CHECK(model.format == "gguf");
+  CHECK(model.weights.config.max_seq_len == 512);
+  CHECK(model.tokenizer.vocab_size() == 512);
+  CHECK(default_model_warning(path).find("MEANINGLESS") != std::string::npos);
+  CHECK(default_model_warning(path).find("--model") != std::string::npos);
+}
+
+}  // namespace astrai::test
