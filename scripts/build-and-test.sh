@@ -6,8 +6,8 @@
 #
 # Builds:
 #   build/       release build of everything (CUDA too when nvcc is found), all tests
-#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of the tests of
-#                everything that parses untrusted bytes (model files, tokenizer)
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of every CPU test
+#   build-fuzz/  clang libFuzzer targets (scripts/fuzz.sh), each run for 60 s
 # Environment: ASTRAI_SHARED_DIR (default ../shared) holds the shared models and
 # llama2.c golden outputs; tests that need them skip, saying so, when absent.
 set -euo pipefail
@@ -29,13 +29,24 @@ ninja -C build -j "$jobs"
 echo "== tests (release)"
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
 
-echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (file formats, tokenizer)"
-configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false -Dcuda=disabled
-asan_tests=(model_files tokenizer)
-ninja -C build-asan -j "$jobs" tests/engine/model_files/test_model_files tests/engine/tokenizer/test_tokenizer
-# Any sanitizer report fails the run.
+# ---- sanitizers and fuzzing (see docs/reliability.md) ----
+echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (every CPU test program)"
+asan_start=$(date +%s)
+# -fno-sanitize-recover=all: every UBSan report aborts its test program
+# (halt_on_error=1 alone would not stop checks compiled as recoverable).
+configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false \
+  -Dcuda=disabled -Dcpp_args=-fno-sanitize-recover=all
+ninja -C build-asan -j "$jobs"
+# Any sanitizer report fails the run. Property tests keep their full case counts.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs" "${asan_tests[@]}"
+  meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs"
+echo "sanitizer build and tests took $(( $(date +%s) - asan_start )) s"
+fuzz_start=$(date +%s)
+# Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 60; 0 skips), from
+# its committed corpus; a crash fails the run and leaves the input in tests/fuzz/crashes/.
+if [ "${ASTRAI_FUZZ_SECONDS:-60}" -gt 0 ]; then bash scripts/fuzz.sh "${ASTRAI_FUZZ_SECONDS:-60}"; fi
+echo "fuzzing (build and run) took $(( $(date +%s) - fuzz_start )) s"
+# ---- end of sanitizers and fuzzing ----
 
 passed=0; failed=0
 for log in build/meson-logs/testlog.json build-asan/meson-logs/testlog.json; do

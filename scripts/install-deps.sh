@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev                                              # JSON
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev          # HTTP server (and what its .pc requires)
   catch2 librapidcheck-dev libbenchmark-dev                       # tests and benchmarks
+  clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh)
 )
 # The official OpenAI/Anthropic clients in tests/clients run on Node.js; a
 # machine that has it already (from anywhere) needs no Debian nodejs/npm.

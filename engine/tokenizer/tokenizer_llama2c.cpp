@@ -42,16 +42,21 @@ class Llama2cReader {
   }
 
   std::string read_bytes(const std::string& where, size_t count) {
+    check_available(where, "piece bytes", count);  // before allocating: count comes from the file
     std::string text(count, '\0');
     take(where, "piece bytes", count, text.data());
     return text;
   }
 
  private:
-  void take(const std::string& where, const char* field, size_t count, void* out) {
+  void check_available(const std::string& where, const char* field, size_t count) const {
     if (bytes_.size() - offset_ < count)
       fail(where, offset_, std::string("file truncated: ") + field + " needs " + std::to_string(count) +
                                " bytes but only " + std::to_string(bytes_.size() - offset_) + " remain");
+  }
+
+  void take(const std::string& where, const char* field, size_t count, void* out) {
+    check_available(where, field, count);
     std::memcpy(out, bytes_.data() + offset_, count);
     offset_ += count;
   }
