@@ -30,6 +30,9 @@ echo "== tests (release)"
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
 
 # ---- sanitizers and fuzzing (see docs/reliability.md) ----
+echo "== the official OpenAI and Anthropic Node.js clients against astrai serve (loopback)"
+bash tests/clients/run.sh build/cli/astrai
+
 echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (every CPU test program)"
 asan_start=$(date +%s)
 # -fno-sanitize-recover=all: every UBSan report aborts its test program
