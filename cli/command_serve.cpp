@@ -167,7 +167,7 @@ int run_serve(std::span<const std::string_view> argv) {
     server.stop();
     std::lock_guard lock(load_mutex);
     if (!load_error.empty()) {
-      std::cerr << "astrai serve: cannot load the model: " << load_error << "\n";
+      std::cerr << "astrai serve: cannot serve the model: " << load_error << "\n";
       return 1;
     }
     std::cerr << "astrai serve: stopped\n";

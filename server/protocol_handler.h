@@ -27,6 +27,8 @@ struct Response;
 
 namespace astrai {
 
+class PieceQueue;
+
 class ProtocolHandler {
  public:
   ProtocolHandler(const httplib::Request& request, std::shared_ptr<ServedModel> model,
@@ -42,7 +44,7 @@ class ProtocolHandler {
   void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
   void respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result) const;
   void respond_stream(httplib::Response& response, int task_id, int prompt_tokens,
-                      std::shared_ptr<class PieceQueue> queue) const;
+                      std::shared_ptr<PieceQueue> queue) const;
 
   const httplib::Request& request_;
   std::shared_ptr<ServedModel> model_;
