@@ -7,21 +7,9 @@
 #include <unordered_map>
 
 namespace astrai::cuda {
-namespace {
-
-void check_row(const BatchToken& t, const ModelConfig& c) {
-  if (t.token < 0 || t.token >= c.vocab_size)
-    throw std::invalid_argument("forward: token id " + std::to_string(t.token) + " is outside the vocabulary of " +
-                                std::to_string(c.vocab_size));
-  if (t.pos < 0 || t.pos >= c.max_seq_len)
-    throw std::invalid_argument("forward: position " + std::to_string(t.pos) + " is outside the context of " +
-                                std::to_string(c.max_seq_len));
-}
-
-}  // namespace
-
 BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, const ModelConfig& config,
                      int tile_rows) {
+  check_batch(config, batch);  // reference/batch.h: ids and positions in range
   BatchPlan plan;
   const int p = pages.page_size();
   plan.rows = int(batch.size());
@@ -30,7 +18,6 @@ BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, 
   std::vector<std::vector<int>> rows_of_seq;
   for (int r = 0; r < plan.rows; ++r) {
     const BatchToken& t = batch[size_t(r)];
-    check_row(t, config);
     auto [it, added] = seq_index.try_emplace(t.seq, int(rows_of_seq.size()));
     if (added) {
       rows_of_seq.emplace_back();

@@ -15,17 +15,6 @@
 namespace astrai {
 namespace {
 
-void check_batch(const ModelConfig& c, std::span<const BatchToken> batch) {
-  for (const auto& t : batch) {
-    if (t.token < 0 || t.token >= c.vocab_size)
-      throw std::invalid_argument("forward: token id " + std::to_string(t.token) + " is outside the vocabulary of " +
-                                  std::to_string(c.vocab_size));
-    if (t.pos < 0 || t.pos >= c.max_seq_len)
-      throw std::invalid_argument("forward: position " + std::to_string(t.pos) + " is outside the context of " +
-                                  std::to_string(c.max_seq_len));
-  }
-}
-
 // x[r] = token_embedding[batch[r].token]
 xt::xtensor<float, 2> embed(const ModelWeights& w, std::span<const BatchToken> batch) {
   xt::xtensor<float, 2> x({batch.size(), size_t(w.config.dim)});
