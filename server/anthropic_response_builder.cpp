@@ -73,13 +73,7 @@ ChatRequest AnthropicResponseBuilder::prepare(const json& body) {
   if (const json* v = check.field(body, loc, "stop_sequences"))
     read_stop_sequences(check, *v, loc_append(loc, "stop_sequences"), false, request.stop);
   check.throw_if_any();
-  if (p.max_tokens) request.max_tokens = *p.max_tokens;
-  if (p.temperature) request.sampling.temperature = *p.temperature;
-  if (p.top_p) request.sampling.top_p = *p.top_p;
-  if (p.top_k) request.sampling.top_k = *p.top_k;
-  request.sampling.seed = p.seed;
-  request.stream = p.stream;
-  request.ignore_eos = p.ignore_eos;
+  apply_common_parameters(p, request);
   return request;
 }
 

@@ -101,13 +101,8 @@ ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
       include_usage_ = check.boolean(*v, loc_append(options_loc, "include_usage"));
   }
   check.throw_if_any();
-  if (max_tokens) request.max_tokens = *max_tokens;
-  if (p.temperature) request.sampling.temperature = *p.temperature;
-  if (p.top_p) request.sampling.top_p = *p.top_p;
-  if (p.top_k) request.sampling.top_k = *p.top_k;
-  request.sampling.seed = p.seed;
-  request.stream = p.stream;
-  request.ignore_eos = p.ignore_eos;
+  apply_common_parameters(p, request);
+  if (max_tokens) request.max_tokens = *max_tokens;  // max_completion_tokens when given
   return request;
 }
 

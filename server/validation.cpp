@@ -204,4 +204,14 @@ void read_stop_sequences(FieldChecker& check, const json& value, const json& loc
   for (size_t i = 0; i < value.size(); ++i) one(value[i], loc_append(loc, i));
 }
 
+void apply_common_parameters(const CommonParameters& p, ChatRequest& request) {
+  if (p.max_tokens) request.max_tokens = *p.max_tokens;
+  if (p.temperature) request.sampling.temperature = *p.temperature;
+  if (p.top_p) request.sampling.top_p = *p.top_p;
+  if (p.top_k) request.sampling.top_k = *p.top_k;
+  request.sampling.seed = p.seed;
+  request.stream = p.stream;
+  request.ignore_eos = p.ignore_eos;
+}
+
 }  // namespace astrai

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/chat_request.h"
 #include "engine/chat/chat_message.h"
 
 namespace astrai {
@@ -79,6 +80,8 @@ struct CommonParameters {
   bool ignore_eos = false;
 };
 CommonParameters read_common_parameters(FieldChecker& check, const nlohmann::ordered_json& body);
+// Copies the fields that were given into the request (defaults stay otherwise).
+void apply_common_parameters(const CommonParameters& p, ChatRequest& request);
 
 // Message text as both protocols allow it: a non-empty string, or a list of
 // {"type": "text", "text": "..."} blocks (joined by "\n"). nullopt on error.
