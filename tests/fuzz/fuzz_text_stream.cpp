@@ -16,7 +16,8 @@
 // all bytes, decided at the end.
 //  1. the pieces returned by push() and finish() concatenate to text();
 //  2. text() equals the oracle's answer, and stopped() whether it stopped;
-//  3. text() is valid UTF-8 and contains no stop string;
+//  3. text() and every streamed piece are valid UTF-8; text() contains no
+//     stop string;
 //  4. after a stop, push() returns "".
 #include <algorithm>
 #include <string>
@@ -136,10 +137,13 @@ int fuzz_text_stream(const uint8_t* data, size_t size) {
   for (const auto& piece : c.pieces) {
     const std::string shown = stream.push(piece);
     if (stopped_before) check(shown.empty(), "push after a stop returns nothing");
+    check(is_valid_utf8(shown), "every streamed piece is valid UTF-8 (no character split)");
     streamed += shown;
     stopped_before = stream.stopped();
   }
-  streamed += stream.finish();
+  const std::string last = stream.finish();
+  check(is_valid_utf8(last), "the piece finish() returns is valid UTF-8");
+  streamed += last;
 
   check(streamed == stream.text(), "streamed pieces concatenate to text()");
   const Expected want = oracle(c);
