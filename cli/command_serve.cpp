@@ -9,7 +9,10 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -52,6 +55,26 @@ void wait_for_stop() {
   }
 }
 
+// Joins the HTTP workers. After the engine's shutdown every handler ends
+// promptly; a worker can still be reading from a client that sends slowly,
+// for up to the read timeout per read. Past `deadline` the process exits
+// without them: the requests they read can no longer be served anyway.
+void stop_workers_within(HttpServer& server, std::chrono::seconds deadline) {
+  std::promise<void> stopped;
+  auto done = stopped.get_future();
+  std::thread stopper([&] {
+    server.stop();
+    stopped.set_value();
+  });
+  if (done.wait_for(deadline) == std::future_status::ready) {
+    stopper.join();
+    return;
+  }
+  std::cerr << "astrai serve: connections still open " << deadline.count() << " s after shutdown; exiting without them"
+            << std::endl;
+  std::_Exit(0);
+}
+
 int int_in_range(const Arguments& args, const std::string& name, long long lo, long long hi) {
   const long long n = args.get_int(name);
   if (n < lo || n > hi)
@@ -85,6 +108,9 @@ ServerOptions server_options(const Arguments& args) {
   if (body < 1) throw std::invalid_argument("--max-body-bytes must be at least 1");
   options.max_body_bytes = size_t(body);
   options.threads = int_in_range(args, "--threads", 1, 4096);
+  options.read_timeout = std::chrono::seconds(int_in_range(args, "--read-timeout", 1, 3600));
+  options.request_timeout = std::chrono::seconds(int_in_range(args, "--request-timeout", 1, 3600));
+  options.keep_alive_timeout = std::chrono::seconds(int_in_range(args, "--keep-alive-timeout", 1, 3600));
   options.log_requests = !args.has("--quiet");
   return options;
 }
@@ -105,17 +131,24 @@ int run_serve(std::span<const std::string_view> argv) {
       .option("--cache", "KV cache: contiguous or paged (the CUDA backend always pages)", "contiguous")
       .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
       .option("--threads", "HTTP worker threads (each open stream holds one)", "64")
+      .option("--read-timeout", "seconds a request's bytes may stop arriving before it is dropped", "10")
+      .option("--request-timeout", "seconds a request body may take to arrive whole (else 408)", "30")
+      .option("--keep-alive-timeout", "seconds an idle connection stays open", "5")
+      .option("--shutdown-grace",
+              "on SIGINT/SIGTERM, seconds running requests may take to finish before they are cancelled", "10")
       .flag("--quiet", "do not log one line per request");
   if (int status = args.parse(argv); status >= 0) return status;
 
   std::string model_path;
   ServerOptions options;
   EngineConfig config;
+  std::chrono::seconds grace{};
   const std::string template_name = args.get("--chat-template");
   const std::string backend = args.get("--backend");
   try {
     options = server_options(args);
     config = engine_config(args);
+    grace = std::chrono::seconds(int_in_range(args, "--shutdown-grace", 0, 3600));
     if (template_name != "auto") make_chat_template(template_name);  // throws for an unknown name
     if (backend != "auto" && backend != "reference" && backend != "cuda")
       throw std::invalid_argument("--backend must be auto, reference or cuda, got '" + backend + "'");
@@ -162,9 +195,19 @@ int run_serve(std::span<const std::string_view> argv) {
     });
 
     wait_for_stop();
+    {
+      std::lock_guard lock(load_mutex);
+      if (load_error.empty())
+        std::cerr << "astrai serve: stopping: no new connections; running requests have " << grace.count()
+                  << " s to finish" << std::endl;
+    }
+    // Graceful shutdown: stop accepting at once, let running requests finish
+    // within the grace period, cancel the rest (their clients get an error
+    // response or event), then wait for the workers to write those out.
+    server.stop_accepting();
     loader.join();
-    if (auto model = server.model()) model->engine->shutdown();  // ends open streams (cancelled)
-    server.stop();
+    if (auto model = server.model()) model->engine->shutdown(grace);
+    stop_workers_within(server, options.read_timeout + std::chrono::seconds(2));
     std::lock_guard lock(load_mutex);
     if (!load_error.empty()) {
       std::cerr << "astrai serve: cannot serve the model: " << load_error << "\n";

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <stdexcept>
@@ -38,6 +39,7 @@ const char* status_text(int status) {
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 413: return "Request body too large";
     case 414: return "URI Too Long";
     case 500: return "Internal Server Error";
@@ -79,6 +81,9 @@ json models_json(const ServedModel& model) {
 HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   if (options_.threads < 1) throw std::invalid_argument("server: threads must be at least 1");
   if (options_.max_body_bytes < 1) throw std::invalid_argument("server: max_body_bytes must be at least 1");
+  if (options_.read_timeout.count() < 1 || options_.request_timeout.count() < 1 ||
+      options_.keep_alive_timeout.count() < 1)
+    throw std::invalid_argument("server: timeouts must be at least 1 second");
   server_ = std::make_unique<WideBacklogServer>();
   install_routes();
 }
@@ -101,6 +106,31 @@ std::shared_ptr<ServedModel> HttpServer::loaded_model(httplib::Response& respons
   return model;
 }
 
+bool HttpServer::read_body(const httplib::ContentReader& read, httplib::Response& response, std::string& body) const {
+  const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+  bool late = false;
+  const bool whole = read([&](const char* data, size_t size) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      late = true;
+      return false;
+    }
+    body.append(data, size);
+    return true;
+  });
+  if (whole) return true;
+  if (late) {
+    // The rest of the body is still on its way: the connection cannot carry
+    // another request.
+    response.set_header("Connection", "close");
+    send_json(response, 408,
+              {{"detail", "the request body did not arrive within " + std::to_string(options_.request_timeout.count()) +
+                              " s of its headers"}});
+  }
+  // Otherwise httplib has set 413 (too large) or 400 (broken or stalled
+  // longer than the read timeout); the error handler writes the body.
+  return false;
+}
+
 bool HttpServer::authorized(const httplib::Request& request, httplib::Response& response) const {
   if (options_.api_key.empty()) return true;
   if (api_key_matches(options_.api_key, request.get_header_value("Authorization"),
@@ -120,6 +150,8 @@ void HttpServer::install_routes() {
   const auto threads = size_t(options_.threads);
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_payload_max_length(options_.max_body_bytes);
+  s.set_read_timeout(options_.read_timeout);
+  s.set_keep_alive_timeout(options_.keep_alive_timeout.count());
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, {{"status", "ok"}, {"model_loaded", model() != nullptr}});
@@ -132,20 +164,29 @@ void HttpServer::install_routes() {
     if (!authorized(req, res)) return;
     if (auto model = loaded_model(res)) send_json(res, 200, models_json(*model));
   });
+  // The chat routes read their bodies themselves, under a deadline (see
+  // read_body); httplib would wait for a trickled body as long as each byte
+  // came within the read timeout.
   for (const Protocol& protocol : protocols()) {
-    s.Post(protocol.path, [this, &protocol](const httplib::Request& req, httplib::Response& res) {
-      if (!authorized(req, res)) return;
+    s.Post(protocol.path, [this, &protocol](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& read) {
+      httplib::Request with_body = req;
+      if (!read_body(read, res, with_body.body)) return;
+      if (!authorized(with_body, res)) return;
       auto model = loaded_model(res);
       if (!model) return;
       std::shared_ptr<ResponseBuilder> builder = protocol.make_builder(model->name);
-      ProtocolHandler(req, model, std::move(builder), options_.stream_heartbeat).handle(res);
+      ProtocolHandler(with_body, model, std::move(builder), options_.stream_heartbeat).handle(res);
     });
   }
 
   // Statuses httplib sets itself (404 no route, 413 body too large, 400
   // malformed HTTP) get a JSON body; responses our handlers wrote keep theirs.
-  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+  // An unknown route answers 401, not 404, to a request without the key: no
+  // route but /health tells an unauthenticated client anything.
+  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404 && !authorized(req, res)) return httplib::Server::HandlerResponse::Handled;
     std::string detail = status_text(res.status);
     if (res.status == 413) detail += " (the limit is " + std::to_string(options_.max_body_bytes) + " bytes)";
     send_json(res, res.status, {{"detail", detail}});
@@ -188,9 +229,16 @@ int HttpServer::start() {
   return port_;
 }
 
+void HttpServer::stop_accepting() {
+  // httplib's stop() closes the listening socket (once: a second call would
+  // find it closed); its listen thread then waits for the workers, which
+  // stop() below joins.
+  if (listener_.joinable()) std::call_once(stop_listening_, [this] { server_->stop(); });
+}
+
 void HttpServer::stop() {
   if (!listener_.joinable()) return;
-  server_->stop();
+  stop_accepting();
   listener_.join();
 }
 

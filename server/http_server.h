@@ -20,6 +20,7 @@ namespace httplib {
 class Server;
 struct Request;
 struct Response;
+class ContentReader;
 }  // namespace httplib
 
 namespace astrai {
@@ -36,7 +37,10 @@ class HttpServer {
   // the address cannot be bound. Ignores SIGPIPE process-wide: a client that
   // disconnects must make a write fail, not kill the process.
   int start();
-  // Stops listening and waits for the worker threads. Open streams end when
+  // Closes the listening socket: no new connection is accepted, and kept-
+  // alive connections close after their current request. Returns at once.
+  void stop_accepting();
+  // Stops accepting and waits for the worker threads. Open streams end when
   // their requests do: shut the engine down first to end them promptly.
   // Idempotent.
   void stop();
@@ -52,12 +56,16 @@ class HttpServer {
   // False (with a 401 written in the protocol's error shape) when an API key
   // is required and the request does not carry it.
   bool authorized(const httplib::Request& request, httplib::Response& response) const;
+  // Reads a POST body within options_.request_timeout; false with the
+  // error status set (408 late, 413 too large, 400 broken) otherwise.
+  bool read_body(const httplib::ContentReader& read, httplib::Response& response, std::string& body) const;
   // The model, or nullptr with a 503 written.
   std::shared_ptr<ServedModel> loaded_model(httplib::Response& response) const;
 
   const ServerOptions options_;
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
+  std::once_flag stop_listening_;
   int port_ = 0;
 
   mutable std::mutex model_mutex_;

@@ -2,16 +2,20 @@
 
 #include <httplib.h>
 
+#include "server/chat_request_parser.h"
+#include "server/client_socket.h"
 #include "server/json_text.h"
 #include "server/piece_queue.h"
 #include "server/sse.h"
-#include "server/validation.h"
 
 namespace astrai {
 
 using json = nlohmann::ordered_json;
 
 namespace {
+
+// How often a non-streamed request looks whether its client is still there.
+constexpr std::chrono::milliseconds kClientCheckInterval{250};
 
 CompletionResult completion_of(const TaskOutput& out) {
   CompletionResult r;
@@ -67,14 +71,6 @@ bool write_stream(const StreamState& s, httplib::DataSink& sink) {
 
 }  // namespace
 
-json json_invalid_detail(size_t error_byte, const std::string& what) {
-  const json error = {{"loc", json::array({"body", error_byte})},
-                      {"msg", "JSON decode error"},
-                      {"type", "json_invalid"},
-                      {"ctx", {{"error", what}}}};
-  return {{"detail", json::array({error})}};
-}
-
 ProtocolHandler::ProtocolHandler(const httplib::Request& request, std::shared_ptr<ServedModel> model,
                                  std::shared_ptr<ResponseBuilder> builder, std::chrono::milliseconds heartbeat)
     : request_(request), model_(std::move(model)), builder_(std::move(builder)), heartbeat_(heartbeat) {}
@@ -85,25 +81,13 @@ void ProtocolHandler::send_error(httplib::Response& response, ErrorKind kind, co
 }
 
 void ProtocolHandler::handle(httplib::Response& response) {
-  json body;
-  try {
-    body = json::parse(request_.body);
-  } catch (const json::parse_error& e) {
-    response.status = 422;
-    const size_t byte = e.byte > 0 ? e.byte - 1 : 0;  // nlohmann counts from 1
-    response.set_content(json_text(json_invalid_detail(byte, e.what())), "application/json");
+  ParsedChatRequest parsed = parse_chat_request(*builder_, request_.body);
+  if (!parsed.ok()) {
+    response.status = parsed.status;
+    response.set_content(json_text(parsed.error_body), "application/json");
     return;
   }
-  ChatRequest chat;
-  try {
-    if (!body.is_object())
-      throw ValidationError({{json::array({"body"}), "Input should be a valid dictionary", "dict_type"}});
-    chat = builder_->prepare(body);
-  } catch (const ValidationError& e) {
-    response.status = 422;
-    response.set_content(json_text(e.body()), "application/json");
-    return;
-  }
+  ChatRequest chat = std::move(*parsed.request);
 
   InferenceEngine& engine = *model_->engine;
   std::vector<int> prompt = model_->encode(chat.messages);
@@ -146,7 +130,15 @@ void ProtocolHandler::handle(httplib::Response& response) {
 }
 
 void ProtocolHandler::respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result) const {
-  const TaskOutput out = result->wait();
+  // Waits in slices, looking between them whether the client is still there:
+  // a client that left must not keep its task generating (and holding cache)
+  // for nobody. A cancelled task ends at once with FinishReason::Cancelled.
+  const auto client = ClientSocket::find(request_.local_port, request_.remote_addr, request_.remote_port);
+  std::optional<TaskOutput> waited;
+  while (!(waited = result->wait_for(kClientCheckInterval))) {
+    if (client && client->closed_by_peer()) model_->engine->cancel(result->task_id());
+  }
+  const TaskOutput& out = *waited;
   if (const auto failure = failure_of(out)) return send_error(response, failure->first, failure->second);
   response.status = 200;
   response.set_content(json_text(builder_->format_response(completion_of(out))), "application/json");

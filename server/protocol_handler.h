@@ -52,8 +52,4 @@ class ProtocolHandler {
   std::chrono::milliseconds heartbeat_;
 };
 
-// The {"detail": [...]} body of a 422 for a body that is not JSON: type
-// json_invalid, loc ["body", offset of the offending byte].
-nlohmann::ordered_json json_invalid_detail(size_t error_byte, const std::string& what);
-
 }  // namespace astrai

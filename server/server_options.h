@@ -15,6 +15,14 @@ struct ServerOptions {
   int threads = 64;                          // httplib workers; each open stream holds one
   bool log_requests = true;                  // method, path, status per request (never content)
   std::chrono::milliseconds stream_heartbeat{1000};  // idle time before a stream writes an SSE comment
+  // Slow or silent clients (see docs/reliability.md). A client whose request
+  // bytes stop arriving for read_timeout is dropped; a request body must
+  // arrive whole within request_timeout of its headers (else 408), so that
+  // a body trickled a byte at a time cannot hold a worker for ever; an idle
+  // kept-alive connection is closed after keep_alive_timeout.
+  std::chrono::seconds read_timeout{10};
+  std::chrono::seconds request_timeout{30};
+  std::chrono::seconds keep_alive_timeout{5};
 };
 
 }  // namespace astrai

@@ -75,6 +75,7 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   server_options.threads = 48;
   server_options.log_requests = options_.log_requests;
   server_options.stream_heartbeat = std::chrono::milliseconds(50);
+  server_options.request_timeout = options_.request_timeout;
   server_ = std::make_unique<HttpServer>(server_options);
   if (options_.load_model) server_->set_model(model_);
   port_ = server_->start();

@@ -56,6 +56,7 @@ struct TestServerOptions {
   bool load_model = true;                   // false: the server starts without one (503 until set_model)
   bool log_requests = false;
   std::string chat_template = "plain";
+  std::chrono::seconds request_timeout{30};  // a request body must arrive within this
 };
 
 // The tiny Llama-shaped model every server test uses (synthetic weights and

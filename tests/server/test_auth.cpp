@@ -69,6 +69,14 @@ TEST_CASE("With --api-key every route but /health needs the key", "[auth]") {
   CHECK(models.body_json()["error"]["type"] == "authentication_error");
   // /health stays open.
   CHECK(get(server, "/health").status == 200);
+  // A route that does not exist tells a client without the key nothing either:
+  // 401, and 404 only with the key.
+  for (const std::string path : {"/", "/admin", "/v1", "/v1/completions", "/health/x"}) {
+    INFO(path);
+    CHECK(get(server, path).status == 401);
+    CHECK(post(server, path, json{{"a", 1}}).status == 401);
+    CHECK(get(server, path, {{"Authorization", "Bearer test-key-123"}}).status == 404);
+  }
 }
 
 }  // namespace astrai::test

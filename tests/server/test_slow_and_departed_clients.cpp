@@ -1,0 +1,134 @@
+// Clients that leave or dawdle, spoken to over raw sockets so that the test
+// decides exactly when bytes go out and when the connection closes:
+//  * a non-streamed request whose client disconnects is cancelled (its task
+//    and cache freed) instead of generating to its end for nobody;
+//  * a request body trickled slower than the request timeout gets 408, and
+//    the server goes on serving others.
+// (The process-level versions, with many clients at once, are in
+// tests/reliability/.)
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "tests/server/server_fixture.h"
+
+namespace astrai::test {
+namespace {
+
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(uint16_t(port));
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    if (fd_ < 0 || connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0)
+      throw std::runtime_error("cannot connect to the test server");
+  }
+  ~RawConnection() { close(); }
+  void send(const std::string& bytes) const {
+    if (::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) != ssize_t(bytes.size()))
+      throw std::runtime_error("send failed");
+  }
+  // What has arrived within `wait` ("" if nothing).
+  std::string receive(std::chrono::milliseconds wait) const {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, int(wait.count())) <= 0) return "";
+    char buffer[4096];
+    const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+    return n > 0 ? std::string(buffer, size_t(n)) : "";
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string request_head(const std::string& path, size_t content_length) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(content_length) + "\r\n\r\n";
+}
+
+json long_request(int max_tokens) {
+  json body = openai_body("Once upon a time", max_tokens);
+  body["ignore_eos"] = true;  // runs to max_tokens whatever the model says
+  return body;
+}
+
+}  // namespace
+
+TEST_CASE("A non-streamed request whose client disconnects is cancelled", "[disconnect]") {
+  TestServerOptions options;
+  options.context = 512;
+  options.cache = KVCacheKind::Paged;
+  options.step_delay = std::chrono::milliseconds(5);  // 200 tokens take >= 1 s unless cancelled
+  TestServer server(options);
+  const int max_tokens = 200;
+  const std::string body = long_request(max_tokens).dump();
+
+  // The control: a client that stays gets all its tokens.
+  const json before = server.wait_until_idle();
+  REQUIRE(post(server, "/v1/chat/completions", long_request(max_tokens)).status == 200);
+  const json after_control = server.wait_until_idle();
+  REQUIRE(after_control["total_tokens"].get<int>() - before["total_tokens"].get<int>() == max_tokens);
+
+  // The same request from a client that leaves once generation has begun.
+  {
+    RawConnection client(server.port());
+    server.executor().pause();
+    client.send(request_head("/v1/chat/completions", body.size()) + body);
+    server.executor().wait_until_blocked();  // the request is in a forward step now
+    client.close();
+    server.executor().resume();
+  }
+  const json after = server.wait_until_idle();
+  const int generated = after["total_tokens"].get<int>() - after_control["total_tokens"].get<int>();
+  INFO("tokens generated for the departed client: " << generated);
+  // It is noticed within the handler's check interval (250 ms, about 50 steps here).
+  CHECK(generated < max_tokens);
+  CHECK(after["active_tasks"] == 0);
+  CHECK(after["cache"]["blocks_held"] == 0);
+  CHECK(after["cache"]["tasks"] == 0);
+}
+
+TEST_CASE("A request body trickled slower than the request timeout gets 408", "[slow]") {
+  TestServerOptions options;
+  options.request_timeout = std::chrono::seconds(1);
+  TestServer server(options);
+  const std::string body = openai_body("Hello", 2).dump();
+
+  RawConnection client(server.port());
+  client.send(request_head("/v1/chat/completions", body.size()));
+  const auto start = std::chrono::steady_clock::now();
+  std::string reply;
+  // One byte every 100 ms: each arrives well within the read timeout, the
+  // whole would take seconds.
+  for (size_t i = 0; i < body.size() && reply.empty(); ++i) {
+    client.send(body.substr(i, 1));
+    reply = client.receive(std::chrono::milliseconds(100));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The head and the body may come in separate segments.
+  for (std::string more; !(more = client.receive(std::chrono::milliseconds(300))).empty();) reply += more;
+  INFO(reply);
+  CHECK(reply.rfind("HTTP/1.1 408 ", 0) == 0);
+  CHECK(reply.find("did not arrive within 1 s") != std::string::npos);
+  CHECK(seconds < 3.0);
+  // Others are served as before.
+  CHECK(post(server, "/v1/chat/completions", openai_body("Hello", 2)).status == 200);
+  CHECK(server.wait_until_idle()["total_tasks"] == 1);
+}
+
+}  // namespace astrai::test
