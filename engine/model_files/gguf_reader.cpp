@@ -24,11 +24,34 @@ constexpr uint32_t kMaxDims = 4;          // GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 8;       // deeper nesting is corruption, and would recurse deeply
 constexpr uint64_t kMinKeyValueBytes = 8 + 4 + 1;        // empty key, type tag, smallest value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims = 0, type, offset
+// Metadata is decoded into GgufValues of sizeof(GgufValue) bytes each, so a
+// file of one-byte array elements would take ~40 times its size in memory.
+// The largest real metadata (a 256k-piece vocabulary with its merges) takes
+// a few tens of MiB; beyond this budget the file is refused before anything
+// is allocated for it.
+constexpr uint64_t kMaxMetadataMemory = uint64_t(256) << 20;
 
-std::string read_gguf_string(ByteReader& r, const std::string& what) {
+// Counts the memory that decoding the metadata will take, failing past kMaxMetadataMemory.
+class MetadataBudget {
+ public:
+  void charge(ByteReader& r, uint64_t count, uint64_t bytes_each, const std::string& what) {
+    const auto bytes = checked_mul(count, bytes_each);
+    if (!bytes || *bytes > kMaxMetadataMemory - used_) {
+      r.fail(what + ": metadata would take more than " + std::to_string(kMaxMetadataMemory >> 20) +
+             " MiB of memory (" + std::to_string(count) + " values); this reader refuses it");
+    }
+    used_ += *bytes;
+  }
+
+ private:
+  uint64_t used_ = 0;
+};
+
+std::string read_gguf_string(ByteReader& r, const std::string& what, MetadataBudget* budget = nullptr) {
   const uint64_t length = r.read<uint64_t>(what + " length");
   // read_bytes checks the length against the bytes left before anything is allocated.
   const auto bytes = r.read_bytes(length, what);
+  if (budget) budget->charge(r, length, 1, what);
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
@@ -52,9 +75,9 @@ GgufValueType read_value_type(ByteReader& r, const std::string& what) {
   return GgufValueType(tag);
 }
 
-GgufValue read_value(ByteReader& r, GgufValueType type, const std::string& what, int depth);
+GgufValue read_value(ByteReader& r, GgufValueType type, const std::string& what, int depth, MetadataBudget& budget);
 
-GgufArray read_array(ByteReader& r, const std::string& what, int depth) {
+GgufArray read_array(ByteReader& r, const std::string& what, int depth, MetadataBudget& budget) {
   if (depth >= kMaxArrayNesting) r.fail(what + ": arrays nested deeper than " + std::to_string(kMaxArrayNesting));
   GgufArray array;
   array.element_type = read_value_type(r, what + " element type");
@@ -63,12 +86,14 @@ GgufArray read_array(ByteReader& r, const std::string& what, int depth) {
     r.fail(what + ": array of " + std::to_string(count) + " " + gguf_value_type_name(array.element_type) +
            " values cannot fit in the " + std::to_string(r.remaining()) + " bytes left");
   }
+  budget.charge(r, count, sizeof(GgufValue), what);
   array.elements.reserve(size_t(count));
-  for (uint64_t i = 0; i < count; ++i) array.elements.push_back(read_value(r, array.element_type, what, depth + 1));
+  for (uint64_t i = 0; i < count; ++i)
+    array.elements.push_back(read_value(r, array.element_type, what, depth + 1, budget));
   return array;
 }
 
-GgufValue read_value(ByteReader& r, GgufValueType type, const std::string& what, int depth) {
+GgufValue read_value(ByteReader& r, GgufValueType type, const std::string& what, int depth, MetadataBudget& budget) {
   switch (type) {
     case GgufValueType::Uint8: return r.read<uint8_t>(what);
     case GgufValueType::Int8: return r.read<int8_t>(what);
@@ -82,8 +107,8 @@ GgufValue read_value(ByteReader& r, GgufValueType type, const std::string& what,
       if (b > 1) r.fail(what + ": bool value " + std::to_string(b) + " is neither 0 nor 1");
       return b == 1;
     }
-    case GgufValueType::String: return read_gguf_string(r, what);
-    case GgufValueType::Array: return read_array(r, what, depth);
+    case GgufValueType::String: return read_gguf_string(r, what, &budget);
+    case GgufValueType::Array: return read_array(r, what, depth, budget);
     case GgufValueType::Uint64: return r.read<uint64_t>(what);
     case GgufValueType::Int64: return r.read<int64_t>(what);
     case GgufValueType::Float64: return r.read<double>(what);
@@ -148,11 +173,13 @@ void GgufReader::parse() {
   const uint64_t n_kv = r.read<uint64_t>("metadata count");
   if (n_kv > r.remaining() / kMinKeyValueBytes)
     r.fail("metadata count " + std::to_string(n_kv) + " cannot fit in the " + std::to_string(r.remaining()) + " bytes left");
+  MetadataBudget budget;
   for (uint64_t i = 0; i < n_kv; ++i) {
-    std::string key = read_gguf_string(r, "metadata key " + std::to_string(i));
+    std::string key = read_gguf_string(r, "metadata key " + std::to_string(i), &budget);
     const std::string what = "metadata '" + key + "'";
     const auto type = read_value_type(r, what + " type");
-    GgufValue value = read_value(r, type, what, 0);
+    budget.charge(r, 1, sizeof(GgufValue) + sizeof(std::string), what);
+    GgufValue value = read_value(r, type, what, 0, budget);
     if (!metadata_index_.emplace(key, metadata_.size()).second) r.fail("duplicate " + what);
     metadata_.emplace_back(std::move(key), std::move(value));
   }

@@ -80,3 +80,23 @@ TEST_CASE("A GGUF claiming 2^31 - 1 layers fails with a clean error, not an allo
   const auto path = model_claiming_layers(uint32_t(std::numeric_limits<int32_t>::max()));
   REQUIRE_THROWS_WITH(read_gguf_model(path), Contains("tensor 'blk.1.attn_norm.weight' is missing"));
 }
+
+TEST_CASE("GGUF metadata that would take more than 256 MiB of memory is refused before it is allocated",
+          "[gguf][untrusted]") {
+  // Each array element becomes a GgufValue of sizeof(GgufValue) bytes in
+  // memory (40 with libstdc++), so an 8 MiB file of one-byte elements would
+  // take over 300 MiB; a 1 MiB one (40 MiB) is within the budget.
+  auto array_file = [](uint64_t count) {
+    test::ByteBuilder body;
+    body.u64(5).raw("bytes").u32(uint32_t(GgufValueType::Array)).u32(uint32_t(GgufValueType::Uint8)).u64(count);
+    return test::gguf_file(0, 1, body.bytes() + std::string(size_t(count), '\1'));
+  };
+  const GgufReader fits = test::parse_gguf_bytes(array_file(uint64_t(1) << 20));
+  CHECK(fits.get_array("bytes").elements.size() == (size_t(1) << 20));
+
+  const std::string too_much = array_file(uint64_t(8) << 20);
+  const long before = peak_rss_mib();
+  REQUIRE_THROWS_WITH(test::parse_gguf_bytes(too_much),
+                      Contains("metadata 'bytes'") && Contains("more than 256 MiB of memory"));
+  CHECK(peak_rss_mib() - before < 64);
+}
