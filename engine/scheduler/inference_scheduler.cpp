@@ -44,10 +44,7 @@ std::shared_ptr<GenerateResult> InferenceScheduler::submit(std::vector<int> prom
   if (request.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
   request.sampling.validate();
   std::vector<int> stop_tokens;
-  if (!request.ignore_eos) {
-    // llama2.c-style models end a text by starting the next one with BOS.
-    stop_tokens = {tokenizer_->eos_id(), tokenizer_->bos_id()};
-  }
+  if (!request.ignore_eos) stop_tokens = tokenizer_->end_of_generation_ids();
   std::lock_guard lock(mutex_);
   if (!accepting_) throw std::runtime_error("the engine is shutting down");
   if (int(waiting_.size()) >= config_.max_waiting_tasks)
@@ -267,13 +264,17 @@ void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
 void InferenceScheduler::accept_token(Task& t, int token) {
   t.tokens.push_back(token);
   ++local_.total_tokens;
-  const std::string piece = t.text.push(tokenizer_->decode_token(t.tokens[t.tokens.size() - 2], token));
+  // A stop token is listed in the ids but is never text: EOS decodes to ""
+  // anyway, but a user-defined <|im_end|> would otherwise show its spelling.
+  const bool stop_token = std::find(t.stop_tokens.begin(), t.stop_tokens.end(), token) != t.stop_tokens.end();
+  const std::string piece =
+      stop_token ? std::string() : t.text.push(tokenizer_->decode_token(t.tokens[t.tokens.size() - 2], token));
   notify_token(t, TokenEvent{t.id, token, piece});
   t.result->push_piece(piece);
   const int context = executor_->config().max_seq_len;
   if (!t.callback_error.empty())
     finish(t, FinishReason::Error, t.callback_error);
-  else if (std::find(t.stop_tokens.begin(), t.stop_tokens.end(), token) != t.stop_tokens.end())
+  else if (stop_token)
     finish(t, FinishReason::Eos);
   else if (t.text.stopped())
     finish(t, FinishReason::StopSequence);

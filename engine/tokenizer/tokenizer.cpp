@@ -2,6 +2,8 @@
 // in tokenizer_encode.cpp, llama2.c's file format in tokenizer_llama2c.cpp.
 #include "engine/tokenizer/tokenizer.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <stdexcept>
 
@@ -50,6 +52,18 @@ Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores,
     if (!byte_seen[*byte]) byte_ids_[*byte] = int(id);
     byte_seen[*byte] = true;
   }
+
+  static constexpr std::string_view kEndOfTurnPieces[] = {
+      "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "<|end|>", "<end_of_turn>"};
+  end_of_generation_ids_ = {eos_id_, bos_id_};
+  for (size_t id = 0; id < pieces_.size(); ++id) {
+    if (types_[id] != TokenType::Control && types_[id] != TokenType::UserDefined) continue;
+    if (std::find(std::begin(kEndOfTurnPieces), std::end(kEndOfTurnPieces), pieces_[id]) != std::end(kEndOfTurnPieces))
+      end_of_generation_ids_.push_back(int(id));
+  }
+  std::sort(end_of_generation_ids_.begin(), end_of_generation_ids_.end());
+  end_of_generation_ids_.erase(std::unique(end_of_generation_ids_.begin(), end_of_generation_ids_.end()),
+                               end_of_generation_ids_.end());
 }
 
 int Tokenizer::piece_id(std::string_view text) const {

@@ -60,6 +60,15 @@ class Tokenizer {
   const std::vector<float>& scores() const { return scores_; }
   const std::vector<TokenType>& types() const { return types_; }
 
+  // The tokens after which a generation ends (unless the request ignores
+  // EOS), as llama.cpp's end-of-generation set: EOS; BOS (llama2.c models end
+  // a story by starting the next one); and every control or user-defined
+  // token spelled as a chat format's end of turn or of text: <|eot_id|>,
+  // <|eom_id|>, <|end_of_text|> (Llama 3), <|im_end|>, <|endoftext|>
+  // (ChatML), <|end|> (Phi-3), <end_of_turn> (Gemma). A normal piece with the
+  // same spelling is text, not a stop. Sorted, without repeats.
+  const std::vector<int>& end_of_generation_ids() const { return end_of_generation_ids_; }
+
   // The id of the piece spelled exactly `text`, or -1 when there is none.
   int piece_id(std::string_view text) const;
   // The byte-fallback id for `byte`: the id of the piece "<0xXX>" (3 + byte in
@@ -71,6 +80,7 @@ class Tokenizer {
   std::vector<float> scores_;
   std::vector<TokenType> types_;
   int bos_id_, eos_id_, unk_id_;
+  std::vector<int> end_of_generation_ids_;
 
   // Heterogeneous lookup: find() takes a string_view without building a string.
   struct PieceHash {

@@ -2,6 +2,7 @@
 // token that completes it and never shows in its text, and every way of
 // receiving text (wait(), next_piece(), on_token, the multi-stream handle,
 // generate() of one prompt or of a list) agrees.
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -165,4 +166,72 @@ TEST_CASE("The multi-stream handle delivers each request's pieces, which concate
     CHECK(texts[i] == engine.generate(prompts[i], options));
   }
   require_all_free(engine);
+}
+
+TEST_CASE("A chat format's end-of-turn token ends a request and is never text, unless it is a normal piece",
+          "[engine][stop]") {
+  const TinyModel& m = tiny_model();
+  std::mt19937 rng(4242);
+  // A greedy request's reference output without EOS or BOS in it; its 4th
+  // token becomes the end-of-turn token.
+  std::vector<PlannedRequest> plan{PlannedRequest{}};
+  auto ends_early = [&](const std::vector<int>& ids) {
+    return std::count_if(ids.begin(), ids.end(), [&](int id) {
+      return id == m.tokenizer->eos_id() || id == m.tokenizer->bos_id();
+    }) > 0;
+  };
+  for (int attempt = 0; attempt < 50 && (plan[0].expected.empty() || ends_early(plan[0].expected)); ++attempt) {
+    plan[0].prompt = random_prompt(rng, 6);
+    plan[0].max_tokens = 12;
+    plan[0].sampling.temperature = 0.0f;  // greedy
+    plan[0].ignore_eos = true;
+    compute_expected(plan);
+  }
+  const std::vector<int> expected = plan[0].expected;
+  REQUIRE(expected.size() == 12);
+  REQUIRE_FALSE(ends_early(expected));
+  const int eot = expected[3];
+  // The stop must come at its first occurrence, and the tokens before it must be ordinary ones.
+  const auto first = std::find(expected.begin(), expected.end(), eot);
+  const int stop_index = int(first - expected.begin());
+  REQUIRE(eot > 2);
+
+  for (const TokenType type : {TokenType::Control, TokenType::UserDefined, TokenType::Normal}) {
+    for (const std::string spelling : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>"}) {
+      std::vector<std::string> pieces = m.tokenizer->pieces();
+      std::vector<TokenType> types = m.tokenizer->types();
+      pieces[size_t(eot)] = spelling;
+      types[size_t(eot)] = type;
+      auto tokenizer = std::make_shared<const Tokenizer>(pieces, m.tokenizer->scores(), types);
+      const bool ends = type != TokenType::Normal;
+      INFO(spelling << (ends ? " (control or user-defined)" : " (normal)"));
+      CHECK(std::count(tokenizer->end_of_generation_ids().begin(), tokenizer->end_of_generation_ids().end(), eot) ==
+            (ends ? 1 : 0));
+
+      InferenceEngine engine(m.weights, tokenizer, contiguous_config(2, 8));
+      GenerationRequest request;
+      request.prompt_ids = plan[0].prompt;
+      request.max_tokens = 12;
+      request.sampling.temperature = 0.0f;
+      const TaskOutput out = engine.generate_with_request(std::move(request))->wait();
+      if (ends) {
+        CHECK(out.reason == FinishReason::Eos);
+        CHECK(out.tokens == std::vector<int>(expected.begin(), expected.begin() + stop_index + 1));
+        // The text is what the same request gives when cut just before the stop.
+        REQUIRE(stop_index >= 1);  // holds for this seed; a stop at once would leave nothing to compare
+        GenerationRequest shorter;
+        shorter.prompt_ids = plan[0].prompt;
+        shorter.max_tokens = stop_index;
+        shorter.sampling.temperature = 0.0f;
+        const TaskOutput cut = engine.generate_with_request(std::move(shorter))->wait();
+        CHECK(cut.reason == FinishReason::Length);
+        CHECK(out.text == cut.text);
+        CHECK(out.text.find(spelling) == std::string::npos);
+      } else {
+        CHECK(out.tokens == expected);
+        CHECK(out.text.find(spelling) != std::string::npos);
+      }
+      require_all_free(engine);
+    }
+  }
 }
