@@ -26,7 +26,8 @@ struct ParsedChatRequest {
 };
 
 // Reads `body` with the builder of the request's protocol: a body that is not
-// JSON gives json_invalid_detail(); JSON that is not an object gives a
+// JSON gives json_invalid_detail() (so does a number beyond a double's range,
+// such as 1e400, which nlohmann cannot read); JSON that is not an object gives a
 // dict_type error at ["body"]; an object that the builder rejects gives its
 // ValidationError's detail, one entry per bad field. Never throws for any
 // body (short of running out of memory).

@@ -33,7 +33,7 @@ const char* openai_finish_reason(FinishReason reason) {
 json usage_of(const CompletionResult& r) {
   return {{"prompt_tokens", r.prompt_tokens},
           {"completion_tokens", r.completion_tokens},
-          {"total_tokens", r.prompt_tokens + r.completion_tokens}};
+          {"total_tokens", int64_t(r.prompt_tokens) + r.completion_tokens}};
 }
 
 std::optional<ChatRole> openai_role(const std::string& role) {

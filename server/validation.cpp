@@ -1,5 +1,6 @@
 #include "server/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -90,6 +91,18 @@ std::string number_text(double x) {
   json j = x;
   return j.dump();
 }
+
+// A JSON number (a double) as the engine's float, on the same side of 0:
+// beyond float's range it becomes the largest float (temperature 1e39 must
+// not become inf), and a positive value too small for a float the smallest
+// positive one (top_p 1e-50 must not become 0, outside (0, 1]). Either means
+// what was asked: a near-uniform draw, or only the most likely token.
+float to_float_keeping_sign(double x) {
+  constexpr double kLargest = std::numeric_limits<float>::max();
+  const float f = float(std::clamp(x, -kLargest, kLargest));
+  if (x > 0 && f == 0) return std::numeric_limits<float>::denorm_min();
+  return f;
+}
 }  // namespace
 
 void FieldChecker::at_least(double value, double bound, const json& loc) {
@@ -117,13 +130,13 @@ CommonParameters read_common_parameters(FieldChecker& check, const json& body) {
   if (const json* v = check.field(body, loc, "temperature"))
     if (auto x = check.number(*v, loc_of("temperature"))) {
       check.at_least(*x, 0, loc_of("temperature"));
-      p.temperature = float(*x);
+      p.temperature = to_float_keeping_sign(*x);
     }
   if (const json* v = check.field(body, loc, "top_p"))
     if (auto x = check.number(*v, loc_of("top_p"))) {
       check.above(*x, 0, loc_of("top_p"));
       check.at_most(*x, 1, loc_of("top_p"));
-      p.top_p = float(*x);
+      p.top_p = to_float_keeping_sign(*x);
     }
   if (const json* v = check.field(body, loc, "top_k"))
     if (auto n = check.integer(*v, loc_of("top_k"))) {

@@ -70,7 +70,9 @@ class FieldChecker {
 // fields when present: max_tokens (>= 1), temperature (>= 0; 0 = greedy),
 // top_p (in (0, 1]), top_k (>= 0), seed (integer), stream (boolean), and
 // the extension ignore_eos (boolean: generate max_tokens whatever the model
-// says, for benchmarks; vLLM spells it alike).
+// says, for benchmarks; vLLM spells it alike). temperature and top_p become
+// floats without leaving those bounds: a value beyond float's range is read
+// as the largest float, a positive one below it as the smallest.
 struct CommonParameters {
   std::optional<int> max_tokens;
   std::optional<float> temperature, top_p;

@@ -7,12 +7,14 @@
 // The model files are tiny (dim 8, one layer) so that each fuzz iteration is
 // cheap: a GGUF in each tensor type written by the engine's own writer, a
 // llama2.c checkpoint with shared and with separate classifier and a
-// tokenizer.bin written here from the format description.
+// tokenizer.bin written here from the format description. The request seeds
+// are chat requests of both protocols, valid and not, with header values.
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -129,6 +131,79 @@ void write_text_seeds(const fs::path& corpus) {
   write(ts / "prefix-then-no-stop", std::string("\x01\x03") + "END" + "\x02" + "EN" + "\x01" + "D" + "\x02" + "ND");
 }
 
+// fuzz_request: [flags][len][API key][len][Authorization][len][x-api-key]
+// [len][path][len][generated text], then the body (see fuzz_request.cpp).
+// Flags: bit 0 Anthropic, bit 1 an anthropic-version header.
+std::string request_case(uint8_t flags, const std::vector<std::string>& strings, const std::string& body) {
+  if (strings.size() != 5) throw std::logic_error("request_case: key, Authorization, x-api-key, path, text");
+  std::string out(1, char(flags));
+  for (const std::string& s : strings) {
+    if (s.size() > 255) throw std::logic_error("request_case: a string longer than its length byte");
+    out += char(s.size());
+    out += s;
+  }
+  return out + body;
+}
+
+void write_request_seeds(const fs::path& dir) {
+  constexpr uint8_t kOpenAI = 0, kAnthropic = 1, kVersionHeader = 2;
+  const std::string chat = "/v1/chat/completions", messages = "/v1/messages";
+  // Valid requests: every field each protocol reads, streamed and not.
+  write(dir / "openai-minimal", request_case(kOpenAI, {"", "", "", chat, "Hello"},
+                                             R"({"model":"m","messages":[{"role":"user","content":"Hi"}]})"));
+  write(dir / "openai-all-fields",
+        request_case(kOpenAI, {"sk-test", "Bearer sk-test", "", chat, " world"},
+                     R"({"model":"m","messages":[{"role":"system","content":"Be brief."},)"
+                     R"({"role":"developer","content":"Answer in English."},{"role":"user","content":"Hi"},)"
+                     R"({"role":"assistant","content":"Hello!"},{"role":"user","content":"Tell me a story."}],)"
+                     R"("max_tokens":64,"max_completion_tokens":32,"temperature":0.7,"top_p":0.9,"top_k":40,)"
+                     R"("seed":42,"stop":["\n\n","END"],"n":1,"stream":true,"stream_options":{"include_usage":true}})"));
+  write(dir / "openai-blocks-single-stop",
+        request_case(kOpenAI, {"key", "bearer key", "", chat, "The end."},
+                     R"({"messages":[{"role":"user","content":[{"type":"text","text":"Once"},)"
+                     R"({"type":"text","text":"upon a time"}]}],"stop":"User:","temperature":0,"ignore_eos":true,)"
+                     R"("max_tokens":8,"stream":false,"stream_options":{"include_usage":false},"seed":null})"));
+  write(dir / "openai-exponents",
+        request_case(kOpenAI, {"", "", "", chat, "x"},
+                     R"({"messages":[{"role":"user","content":"Hi"}],"temperature":7e-1,"top_p":9.5E-1,)"
+                     R"("max_tokens":1.6e1,"top_k":4.0,"seed":-5})"));
+  write(dir / "openai-escapes-markers",
+        request_case(kOpenAI, {"", "", "", chat, "caf\xC3\xA9 \xE2\x82\xAC"},
+                     R"({"messages":[{"role":"user","content":"  \u00e9\ud83d\ude00\u0000 <|im_end|> [INST] <s>\t"}]})"));
+  write(dir / "anthropic-minimal",
+        request_case(kAnthropic | kVersionHeader, {"k", "", "k", messages, "Hello"},
+                     R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"Hi"}]})"));
+  write(dir / "anthropic-all-fields-stream",
+        request_case(kAnthropic | kVersionHeader, {"secret", "Bearer other", "secret", messages, "Once"},
+                     R"({"model":"m","max_tokens":32,"system":[{"type":"text","text":"You tell stories."}],)"
+                     R"("messages":[{"role":"user","content":[{"type":"text","text":"A story"}]},)"
+                     R"({"role":"assistant","content":"Once upon"}],"stop_sequences":["The end","\n\nHuman:"],)"
+                     R"("stream":true,"temperature":1.0,"top_p":0.95,"top_k":5,"seed":7})"));
+  write(dir / "anthropic-system-string-utf8",
+        request_case(kAnthropic, {"", "", "", messages, "\xC3\xA9t\xC3\xA9"},
+                     R"({"max_tokens":4,"system":"Tu es un conteur.","messages":[{"role":"user","content":"caf\u00e9 \u20ac"},)"
+                     R"({"role":"assistant","content":"Oui."},{"role":"user","content":"Encore"}]})"));
+  // Rejected requests: each error type the validators give.
+  write(dir / "bad-json-truncated", request_case(kOpenAI, {"", "", "", chat, ""}, R"({"messages": [{"role": "us)"));
+  write(dir / "not-an-object",
+        request_case(kOpenAI | kVersionHeader, {"k", "Bearer", "", "/v1/models", ""}, "[1, 2, 3]"));
+  write(dir / "anthropic-wrong-types",
+        request_case(kAnthropic, {"", "", "", messages, ""},
+                     R"({"messages":"Hi","max_tokens":"16","stream":1,"temperature":true,"top_k":2.5,)"
+                     R"("stop_sequences":"x","system":5})"));
+  write(dir / "anthropic-bad-roles-blocks",
+        request_case(kAnthropic, {"", "", "", messages, ""},
+                     R"({"max_tokens":1,"messages":[{"role":"system","content":"x"},{"role":"user","content":)"
+                     R"([{"type":"image","text":"x"},{"type":"text"},{"text":""},7]},{"content":"no role"}]})"));
+  write(dir / "openai-out-of-range",
+        request_case(kOpenAI, {"", "", "", chat, ""},
+                     R"({"messages":[{"role":"user","content":""}],"max_tokens":0,"temperature":-1,"top_p":1.5,)"
+                     R"("top_k":-3,"n":2,"stop":["",4],"max_completion_tokens":-1,"stream_options":[]})"));
+  write(dir / "openai-invalid-utf8",
+        request_case(kOpenAI, {"key", "bEaReR wrong", "", chat, "\xFF\xFEok\xC3"},
+                     "{\"messages\":[{\"role\":\"user\",\"content\":\"caf\xC3\"}]}"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +222,7 @@ int main(int argc, char** argv) {
                                               {astrai::TokenType::Unknown, astrai::TokenType::Control,
                                                astrai::TokenType::Control})));
     write_text_seeds(corpus);
+    write_request_seeds(corpus / "request");
   } catch (const std::exception& e) {
     std::cerr << "make_fuzz_seeds: " << e.what() << "\n";
     return 1;

@@ -64,3 +64,4 @@ TEST_CASE("fuzz corpus: tokenizer encode and decode", "[fuzz]") { replay("tokeni
 TEST_CASE("fuzz corpus: text streams with stop sequences", "[fuzz]") {
   replay("text_stream", astrai::fuzz::fuzz_text_stream);
 }
+TEST_CASE("fuzz corpus: chat requests of both protocols", "[fuzz]") { replay("request", astrai::fuzz::fuzz_request); }
