@@ -56,23 +56,25 @@ void wait_for_stop() {
 }
 
 // Joins the HTTP workers. After the engine's shutdown every handler ends
-// promptly; a worker can still be reading from a client that sends slowly,
-// for up to the read timeout per read. Past `deadline` the process exits
-// without them: the requests they read can no longer be served anyway.
-void stop_workers_within(HttpServer& server, std::chrono::seconds deadline) {
+// promptly, but a worker can still be waiting on a client that is idle or
+// sends slowly (up to the keep-alive or read timeout). Those get a second to
+// finish writing what they have, then their connections are shut down; if a
+// worker is still stuck a second later, the process exits without it.
+void stop_workers(HttpServer& server) {
   std::promise<void> stopped;
   auto done = stopped.get_future();
   std::thread stopper([&] {
     server.stop();
     stopped.set_value();
   });
-  if (done.wait_for(deadline) == std::future_status::ready) {
-    stopper.join();
-    return;
+  if (done.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
+    server.close_connections();
+    if (done.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
+      std::cerr << "astrai serve: a connection is still open after shutdown; exiting without it" << std::endl;
+      std::_Exit(0);
+    }
   }
-  std::cerr << "astrai serve: connections still open " << deadline.count() << " s after shutdown; exiting without them"
-            << std::endl;
-  std::_Exit(0);
+  stopper.join();
 }
 
 int int_in_range(const Arguments& args, const std::string& name, long long lo, long long hi) {
@@ -207,7 +209,7 @@ int run_serve(std::span<const std::string_view> argv) {
     server.stop_accepting();
     loader.join();
     if (auto model = server.model()) model->engine->shutdown(grace);
-    stop_workers_within(server, options.read_timeout + std::chrono::seconds(2));
+    stop_workers(server);
     std::lock_guard lock(load_mutex);
     if (!load_error.empty()) {
       std::cerr << "astrai serve: cannot serve the model: " << load_error << "\n";

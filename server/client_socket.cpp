@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received (glibc's netinet/tcp.h lacks it)
+
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace astrai {
@@ -45,29 +48,88 @@ bool matches(int fd, int local_port, const std::string& remote_addr, int remote_
 
 }  // namespace
 
-std::optional<ClientSocket> ClientSocket::find(int local_port, const std::string& remote_addr, int remote_port) {
+// Calls visit(own) with a dup() of each open socket for which
+// accept(fd) holds, until visit returns false. The check is made again on the
+// dup: between the first check and dup() the number may have been closed and
+// reused for another connection. visit owns `own` when it returns true.
+template <class Accept, class Visit>
+void for_each_socket(Accept accept, Visit visit) {
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return std::nullopt;
-  std::optional<ClientSocket> found;
+  if (!dir) return;
   const int dir_fd = dirfd(dir);
   while (const dirent* entry = readdir(dir)) {
     char* end = nullptr;
     const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dir_fd) continue;
-    if (!matches(int(fd), local_port, remote_addr, remote_port)) continue;
-    // Check again on our own descriptor: between the first check and dup()
-    // the number may have been closed and reused for another connection.
+    if (end == entry->d_name || *end != '\0' || fd == dir_fd || !accept(int(fd))) continue;
     const int own = fcntl(int(fd), F_DUPFD_CLOEXEC, 0);
     if (own < 0) continue;
-    if (matches(own, local_port, remote_addr, remote_port)) {
-      found.emplace(ClientSocket(own));
-      break;
+    if (!accept(own)) {
+      close(own);
+      continue;
     }
-    close(own);
+    if (!visit(own)) break;
   }
   closedir(dir);
+}
+
+std::optional<ClientSocket> ClientSocket::find(int local_port, const std::string& remote_addr, int remote_port) {
+  std::optional<ClientSocket> found;
+  for_each_socket([&](int fd) { return matches(fd, local_port, remote_addr, remote_port); },
+                  [&](int own) {
+                    found.emplace(ClientSocket(own));
+                    return false;
+                  });
   return found;
 }
+
+std::vector<ClientSocket> ClientSocket::all(int local_port) {
+  std::vector<ClientSocket> sockets;
+  for_each_socket(
+      [&](int fd) {
+        sockaddr_storage local{}, peer{};
+        socklen_t local_size = sizeof local, peer_size = sizeof peer;
+        std::string address;
+        int port = 0;
+        return getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) == 0 &&
+               getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) == 0 &&
+               address_and_port(local, address, port) && port == local_port;
+      },
+      [&](int own) {
+        sockets.push_back(ClientSocket(own));
+        return true;
+      });
+  return sockets;
+}
+
+std::string ClientSocket::peer() const {
+  sockaddr_storage peer{};
+  socklen_t size = sizeof peer;
+  std::string address;
+  int port = 0;
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || !address_and_port(peer, address, port))
+    return "";
+  return address + ":" + std::to_string(port);
+}
+
+uint64_t ClientSocket::bytes_received() const {
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return 0;
+  // Kernels before 4.1 fill a shorter struct without this field.
+  if (size < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) return 0;
+  return info.tcpi_bytes_received;
+}
+
+bool ClientSocket::unread_request_head_complete() const {
+  std::string unread(64 * 1024, '\0');
+  const ssize_t n = recv(fd_, unread.data(), unread.size(), MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return false;
+  unread.resize(size_t(n));
+  return unread.find("\r\n\r\n") != std::string::npos;
+}
+
+void ClientSocket::finish_sending() const { shutdown(fd_, SHUT_WR); }
+void ClientSocket::shut_down() const { shutdown(fd_, SHUT_RDWR); }
 
 ClientSocket::~ClientSocket() {
   if (fd_ >= 0) close(fd_);

@@ -10,6 +10,7 @@
 #include <httplib.h>
 
 #include "server/api_key.h"
+#include "server/client_socket.h"
 #include "server/json_text.h"
 #include "server/protocol_handler.h"
 #include "server/protocols.h"
@@ -34,6 +35,11 @@ void send_json(httplib::Response& response, int status, const json& body) {
   response.set_content(json_text(body), "application/json");
 }
 
+// The most header bytes a request may carry (httplib's own limit is 8 KiB a
+// line, with no limit on the number of lines). Also counted: the REMOTE_ADDR,
+// REMOTE_PORT, LOCAL_ADDR and LOCAL_PORT entries httplib adds itself.
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+
 const char* status_text(int status) {
   switch (status) {
     case 400: return "Bad Request";
@@ -47,7 +53,7 @@ const char* status_text(int status) {
   }
 }
 
-json stats_json(const SchedulerStats& s) {
+json stats_json(const SchedulerStats& s, const ConnectionWatchdog::Counts& http) {
   return {{"total_tasks", s.total_tasks},
           {"total_tokens", s.total_tokens},
           {"active_tasks", s.active_tasks},
@@ -62,7 +68,10 @@ json stats_json(const SchedulerStats& s) {
             {"blocks_held", s.cache.blocks_held},
             {"blocks_cached", s.cache.blocks_cached},
             {"blocks_free", s.cache.blocks_free},
-            {"tasks", s.cache.tasks}}}};
+            {"tasks", s.cache.tasks}}},
+          {"http",
+           {{"connections_timed_out", http.timed_out},
+            {"connections_too_large", http.too_large}}}};
 }
 
 // One entry that both SDKs read: OpenAI's {id, object, created, owned_by}
@@ -106,28 +115,38 @@ std::shared_ptr<ServedModel> HttpServer::loaded_model(httplib::Response& respons
   return model;
 }
 
+void HttpServer::request_started(const httplib::Request& request) const {
+  if (watchdog_) watchdog_->request_started(request.remote_addr, request.remote_port);
+}
+
 bool HttpServer::read_body(const httplib::ContentReader& read, httplib::Response& response, std::string& body) const {
   const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
-  bool late = false;
+  bool late = false, too_large = false;
   const bool whole = read([&](const char* data, size_t size) {
     if (std::chrono::steady_clock::now() > deadline) {
       late = true;
+      return false;
+    }
+    // httplib checks a Content-Length against the limit, not a chunked body.
+    if (size > options_.max_body_bytes - body.size()) {
+      too_large = true;
       return false;
     }
     body.append(data, size);
     return true;
   });
   if (whole) return true;
+  // The rest of the body may still be on its way: the connection cannot
+  // carry another request (the error handler marks it to be closed).
   if (late) {
-    // The rest of the body is still on its way: the connection cannot carry
-    // another request.
-    response.set_header("Connection", "close");
     send_json(response, 408,
               {{"detail", "the request body did not arrive within " + std::to_string(options_.request_timeout.count()) +
                               " s of its headers"}});
+  } else if (too_large) {
+    response.status = 413;  // the error handler writes the body
   }
   // Otherwise httplib has set 413 (too large) or 400 (broken or stalled
-  // longer than the read timeout); the error handler writes the body.
+  // longer than the read timeout).
   return false;
 }
 
@@ -153,14 +172,31 @@ void HttpServer::install_routes() {
   s.set_read_timeout(options_.read_timeout);
   s.set_keep_alive_timeout(options_.keep_alive_timeout.count());
 
+  // httplib 0.11 limits each header line (8 KiB), not their number. The
+  // watchdog stops a head that grows past the body limit plus 1 MiB while it
+  // arrives; a complete head over kMaxHeaderBytes is refused here.
+  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    size_t bytes = 0;
+    for (const auto& [name, value] : req.headers) bytes += name.size() + value.size() + 4;  // ": " and CRLF
+    if (bytes <= kMaxHeaderBytes) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Connection", "close");
+    send_json(res, 431,
+              {{"detail", "the request's headers take " + std::to_string(bytes) + " bytes; the limit is " +
+                              std::to_string(kMaxHeaderBytes)}});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, {{"status", "ok"}, {"model_loaded", model() != nullptr}});
   });
   s.Get("/stats", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
-    if (auto model = loaded_model(res)) send_json(res, 200, stats_json(model->engine->get_stats()));
+    request_started(req);
+    if (auto model = loaded_model(res))
+      send_json(res, 200, stats_json(model->engine->get_stats(), watchdog_ ? watchdog_->counts() : ConnectionWatchdog::Counts{}));
   });
   s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    request_started(req);
     if (!authorized(req, res)) return;
     if (auto model = loaded_model(res)) send_json(res, 200, models_json(*model));
   });
@@ -170,6 +206,7 @@ void HttpServer::install_routes() {
   for (const Protocol& protocol : protocols()) {
     s.Post(protocol.path, [this, &protocol](const httplib::Request& req, httplib::Response& res,
                                             const httplib::ContentReader& read) {
+      request_started(req);
       httplib::Request with_body = req;
       if (!read_body(read, res, with_body.body)) return;
       if (!authorized(with_body, res)) return;
@@ -185,6 +222,11 @@ void HttpServer::install_routes() {
   // An unknown route answers 401, not 404, to a request without the key: no
   // route but /health tells an unauthenticated client anything.
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    // After these the connection's bytes can no longer be trusted to start
+    // the next request (part of a body may be unread): it is closed once the
+    // response is out (see the logger below).
+    if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414)
+      res.set_header("Connection", "close");
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404 && !authorized(req, res)) return httplib::Server::HandlerResponse::Handled;
     std::string detail = status_text(res.status);
@@ -203,12 +245,19 @@ void HttpServer::install_routes() {
     std::cerr << "astrai serve: internal error on " << req.method << " " << req.path << ": " << what << "\n";
     send_json(res, 500, {{"detail", "Internal server error"}});
   });
-  if (options_.log_requests) {
+  // httplib calls the logger once the response is written. httplib 0.11
+  // keeps a connection open whatever the response's Connection header says,
+  // so a response marked "Connection: close" ends the sending direction here:
+  // the client sees the response, then end of file.
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    if (watchdog_) watchdog_->request_ended(req.remote_addr, req.remote_port);
+    if (res.get_header_value("Connection") == "close")
+      if (const auto client = ClientSocket::find(req.local_port, req.remote_addr, req.remote_port))
+        client->finish_sending();
     // Method, path and status only: request and response content is never logged.
-    s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    if (options_.log_requests)
       std::cerr << "astrai serve: " << req.method << " " << req.path << " " << res.status << "\n";
-    });
-  }
+  });
 }
 
 int HttpServer::start() {
@@ -225,6 +274,10 @@ int HttpServer::start() {
   }
   if (!static_cast<WideBacklogServer&>(*server_).widen_backlog(SOMAXCONN))
     throw std::runtime_error("cannot set the listen backlog on " + options_.host + ":" + std::to_string(port_));
+  // A request head may take up to the whole body limit plus 1 MiB (headers)
+  // before the watchdog cuts it off; httplib itself bounds only each line.
+  watchdog_ = std::make_unique<ConnectionWatchdog>(port_, options_.request_timeout,
+                                                   uint64_t(options_.max_body_bytes) + (uint64_t(1) << 20));
   listener_ = std::thread([this] { server_->listen_after_bind(); });
   return port_;
 }
@@ -236,10 +289,16 @@ void HttpServer::stop_accepting() {
   if (listener_.joinable()) std::call_once(stop_listening_, [this] { server_->stop(); });
 }
 
+void HttpServer::close_connections() {
+  if (port_ > 0)
+    for (const ClientSocket& client : ClientSocket::all(port_)) client.shut_down();
+}
+
 void HttpServer::stop() {
   if (!listener_.joinable()) return;
   stop_accepting();
   listener_.join();
+  watchdog_.reset();
 }
 
 }  // namespace astrai

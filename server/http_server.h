@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "server/connection_watchdog.h"
 #include "server/served_model.h"
 #include "server/server_options.h"
 
@@ -40,6 +41,10 @@ class HttpServer {
   // Closes the listening socket: no new connection is accepted, and kept-
   // alive connections close after their current request. Returns at once.
   void stop_accepting();
+  // Shuts down every open client connection (both directions): workers
+  // waiting on a silent or slow client return at once. For shutdown, once
+  // the engine has ended every request.
+  void close_connections();
   // Stops accepting and waits for the worker threads. Open streams end when
   // their requests do: shut the engine down first to end them promptly.
   // Idempotent.
@@ -59,6 +64,9 @@ class HttpServer {
   // Reads a POST body within options_.request_timeout; false with the
   // error status set (408 late, 413 too large, 400 broken) otherwise.
   bool read_body(const httplib::ContentReader& read, httplib::Response& response, std::string& body) const;
+  // A handler has the request's head: its connection is busy until the
+  // response is written (see ConnectionWatchdog).
+  void request_started(const httplib::Request& request) const;
   // The model, or nullptr with a 503 written.
   std::shared_ptr<ServedModel> loaded_model(httplib::Response& response) const;
 
@@ -66,6 +74,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   std::once_flag stop_listening_;
+  std::unique_ptr<ConnectionWatchdog> watchdog_;  // from start() to stop()
   int port_ = 0;
 
   mutable std::mutex model_mutex_;

@@ -1,9 +1,13 @@
-// Clients that leave or dawdle, spoken to over raw sockets so that the test
-// decides exactly when bytes go out and when the connection closes:
+// Clients that leave, dawdle or send too much, spoken to over raw sockets so
+// that the test decides exactly when bytes go out and when the connection
+// closes:
 //  * a non-streamed request whose client disconnects is cancelled (its task
 //    and cache freed) instead of generating to its end for nobody;
 //  * a request body trickled slower than the request timeout gets 408, and
-//    the server goes on serving others.
+//    the server goes on serving others;
+//  * a chunked body over the body limit gets 413 (httplib checks only a
+//    Content-Length), headers over 64 KiB get 431, and either way the
+//    connection ends after the answer.
 // (The process-level versions, with many clients at once, are in
 // tests/reliability/.)
 #include <arpa/inet.h>
@@ -13,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -129,6 +134,63 @@ TEST_CASE("A request body trickled slower than the request timeout gets 408", "[
   // Others are served as before.
   CHECK(post(server, "/v1/chat/completions", openai_body("Hello", 2)).status == 200);
   CHECK(server.wait_until_idle()["total_tasks"] == 1);
+}
+
+namespace {
+
+// Everything the server sends until it ends the connection (or 5 s pass).
+std::string read_until_closed(const RawConnection& client) {
+  std::string all;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < give_up) {
+    const std::string more = client.receive(std::chrono::milliseconds(200));
+    if (more.empty() && !all.empty()) {
+      // Nothing more for a while: closed (receive returns "" at end of file too).
+      if (client.receive(std::chrono::milliseconds(0)).empty()) break;
+    }
+    all += more;
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("A chunked body over the body limit gets 413", "[limits]") {
+  TestServerOptions options;
+  options.max_body_bytes = 4096;
+  TestServer server(options);
+  RawConnection client(server.port());
+  client.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              "Transfer-Encoding: chunked\r\n\r\n");
+  const std::string chunk(1000, ' ');  // JSON whitespace: a valid body if it were allowed to end
+  char size_line[16];
+  std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
+  for (int i = 0; i < 5; ++i) client.send(size_line + chunk + "\r\n");
+  const std::string reply = read_until_closed(client);
+  INFO(reply);
+  CHECK(reply.rfind("HTTP/1.1 413 ", 0) == 0);
+  CHECK(reply.find("the limit is 4096 bytes") != std::string::npos);
+  CHECK(reply.find("Connection: close") != std::string::npos);
+  CHECK(server.wait_until_idle()["total_tasks"] == 0);
+}
+
+TEST_CASE("Request headers over 64 KiB get 431", "[limits]") {
+  TestServer server;
+  RawConnection client(server.port());
+  std::string head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (int i = 0; i < 2000; ++i) head += "X-Filler-" + std::to_string(i) + ": " + std::string(40, 'v') + "\r\n";
+  client.send(head + "\r\n");
+  const std::string reply = read_until_closed(client);
+  INFO(reply.substr(0, 300));
+  CHECK(reply.rfind("HTTP/1.1 431 ", 0) == 0);
+  CHECK(reply.find("the limit is 65536") != std::string::npos);
+  // A head just under the limit (1000 lines of about 56 bytes) is served.
+  RawConnection fine(server.port());
+  head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  for (int i = 0; i < 1000; ++i) head += "X-Filler-" + std::to_string(i) + ": " + std::string(40, 'v') + "\r\n";
+  REQUIRE(head.size() > 55000);
+  fine.send(head + "\r\n");
+  CHECK(read_until_closed(fine).rfind("HTTP/1.1 200 ", 0) == 0);
 }
 
 }  // namespace astrai::test
