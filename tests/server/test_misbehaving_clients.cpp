@@ -4,7 +4,8 @@
 //  * a non-streamed request whose client disconnects is cancelled (its task
 //    and cache freed) instead of generating to its end for nobody;
 //  * a request body trickled slower than the request timeout gets 408, and
-//    the server goes on serving others;
+//    the server goes on serving others; a request head trickled slower is
+//    cut off by the connection watchdog;
 //  * a chunked body over the body limit gets 413 (httplib checks only a
 //    Content-Length), headers over 64 KiB get 431, and either way the
 //    connection ends after the answer.
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -51,6 +53,17 @@ class RawConnection {
     char buffer[4096];
     const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
     return n > 0 ? std::string(buffer, size_t(n)) : "";
+  }
+  bool try_send(const std::string& bytes) const {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size());
+  }
+  // Whether the server ends the connection (end of file or reset) within `wait`.
+  bool closed_by_server(std::chrono::milliseconds wait) const {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, int(wait.count())) <= 0) return false;
+    char byte;
+    const ssize_t n = recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
   }
   void close() {
     if (fd_ >= 0) ::close(fd_);
@@ -134,6 +147,26 @@ TEST_CASE("A request body trickled slower than the request timeout gets 408", "[
   // Others are served as before.
   CHECK(post(server, "/v1/chat/completions", openai_body("Hello", 2)).status == 200);
   CHECK(server.wait_until_idle()["total_tasks"] == 1);
+}
+
+TEST_CASE("A request head trickled slower than the request timeout is cut off", "[slow]") {
+  TestServerOptions options;
+  options.request_timeout = std::chrono::seconds(1);
+  TestServer server(options);
+  RawConnection client(server.port());
+  client.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+  const auto start = std::chrono::steady_clock::now();
+  // One header byte every 100 ms, each well within the read timeout (10 s).
+  bool cut_off = false;
+  const std::string header = "X-Slow: " + std::string(100, 'x');
+  for (size_t i = 0; i < header.size() && !cut_off; ++i)
+    cut_off = !client.try_send(header.substr(i, 1)) || client.closed_by_server(std::chrono::milliseconds(100));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(cut_off);
+  CHECK(seconds < 3.0);  // 1 s timeout + the watchdog's 250 ms interval + margin
+  const json stats = get(server, "/stats").body_json();
+  CHECK(stats["http"]["connections_timed_out"] == 1);
+  CHECK(stats["http"]["connections_too_large"] == 0);
 }
 
 namespace {
