@@ -134,7 +134,9 @@ int run_serve(std::span<const std::string_view> argv) {
       .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
       .option("--threads", "HTTP worker threads (each open stream holds one)", "64")
       .option("--read-timeout", "seconds a request's bytes may stop arriving before it is dropped", "10")
-      .option("--request-timeout", "seconds a request body may take to arrive whole (else 408)", "30")
+      .option("--request-timeout",
+              "seconds a request's head may take to arrive (else the connection is cut), and then its body (else 408)",
+              "30")
       .option("--keep-alive-timeout", "seconds an idle connection stays open", "5")
       .option("--shutdown-grace",
               "on SIGINT/SIGTERM, seconds running requests may take to finish before they are cancelled", "10")

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/tcp.h>  // tcp_info with tcpi_bytes_received (glibc's netinet/tcp.h lacks it)
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <set>
 
 namespace astrai {
 
@@ -84,6 +86,10 @@ std::optional<ClientSocket> ClientSocket::find(int local_port, const std::string
 
 std::vector<ClientSocket> ClientSocket::all(int local_port) {
   std::vector<ClientSocket> sockets;
+  // One entry per connection: a handler may hold its own dup() of its
+  // client's socket (find()), which /proc/self/fd lists too. Descriptors of
+  // one socket share its inode.
+  std::set<ino_t> seen;
   for_each_socket(
       [&](int fd) {
         sockaddr_storage local{}, peer{};
@@ -95,6 +101,11 @@ std::vector<ClientSocket> ClientSocket::all(int local_port) {
                address_and_port(local, address, port) && port == local_port;
       },
       [&](int own) {
+        struct stat st {};
+        if (fstat(own, &st) != 0 || !seen.insert(st.st_ino).second) {
+          close(own);
+          return true;
+        }
         sockets.push_back(ClientSocket(own));
         return true;
       });

@@ -23,7 +23,8 @@ class ClientSocket {
   // nullopt when no such socket is open (the client already left).
   static std::optional<ClientSocket> find(int local_port, const std::string& remote_addr, int remote_port);
   // Every connected TCP socket of this process whose local port is
-  // `local_port` (the server's client connections).
+  // `local_port` (the server's client connections), one per connection even
+  // when several descriptors refer to it.
   static std::vector<ClientSocket> all(int local_port);
 
   ClientSocket(ClientSocket&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }

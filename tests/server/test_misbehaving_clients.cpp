@@ -169,6 +169,32 @@ TEST_CASE("A request head trickled slower than the request timeout is cut off", 
   CHECK(stats["http"]["connections_too_large"] == 0);
 }
 
+TEST_CASE("The watchdog never cuts a busy kept-alive connection, however much it has sent before", "[slow]") {
+  // The head limit is the body limit plus 1 MiB, counted from the previous
+  // response. A non-streamed request holds a second descriptor of its socket
+  // (to notice a departed client); the watchdog must still see one connection,
+  // busy, not a new idle one that has "sent" everything since it opened.
+  TestServerOptions options;
+  options.max_body_bytes = 1 << 20;
+  options.step_delay = std::chrono::milliseconds(5);  // 120 tokens take >= 0.6 s: the watchdog looks twice
+  TestServer server(options);
+  auto client = server.client();
+  client->set_keep_alive(true);
+  json body = openai_body("Once upon a time", 120);
+  body["ignore_eos"] = true;
+  // 0.9 MB of JSON whitespace per request: 2.7 MB in all on one connection.
+  const std::string padded = body.dump() + std::string(900 * 1000, ' ');
+  for (int i = 0; i < 3; ++i) {
+    INFO("request " << i);
+    const auto reply = client->Post("/v1/chat/completions", padded, "application/json");
+    REQUIRE(reply);
+    CHECK(reply->status == 200);
+  }
+  const json stats = get(server, "/stats").body_json();
+  CHECK(stats["http"]["connections_too_large"] == 0);
+  CHECK(stats["total_tokens"] == 3 * 120);
+}
+
 namespace {
 
 // Everything the server sends until it ends the connection (or 5 s pass).
