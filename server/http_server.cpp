@@ -175,14 +175,29 @@ void HttpServer::install_routes() {
   // httplib 0.11 limits each header line (8 KiB), not their number. The
   // watchdog stops a head that grows past the body limit plus 1 MiB while it
   // arrives; a complete head over kMaxHeaderBytes is refused here.
+  // Also refused: a body whose length is ambiguous (RFC 9112 section 6.3).
+  // httplib would take one of two Content-Lengths, or the Content-Length
+  // beside Transfer-Encoding; a proxy in front might take the other, and
+  // read the rest as a second request of the attacker's making.
   s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     size_t bytes = 0;
     for (const auto& [name, value] : req.headers) bytes += name.size() + value.size() + 4;  // ": " and CRLF
-    if (bytes <= kMaxHeaderBytes) return httplib::Server::HandlerResponse::Unhandled;
+    std::string refusal;
+    int status = 400;
+    if (bytes > kMaxHeaderBytes) {
+      status = 431;
+      refusal = "the request's headers take " + std::to_string(bytes) + " bytes; the limit is " +
+                std::to_string(kMaxHeaderBytes);
+    } else if (req.has_header("Content-Length") && req.has_header("Transfer-Encoding")) {
+      refusal = "a request may not carry both Content-Length and Transfer-Encoding";
+    } else {
+      for (size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
+        if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length"))
+          refusal = "the request carries different Content-Length values";
+    }
+    if (refusal.empty()) return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("Connection", "close");
-    send_json(res, 431,
-              {{"detail", "the request's headers take " + std::to_string(bytes) + " bytes; the limit is " +
-                              std::to_string(kMaxHeaderBytes)}});
+    send_json(res, status, {{"detail", refusal}});
     return httplib::Server::HandlerResponse::Handled;
   });
 

@@ -8,7 +8,10 @@
 //    cut off by the connection watchdog;
 //  * a chunked body over the body limit gets 413 (httplib checks only a
 //    Content-Length), headers over 64 KiB get 431, and either way the
-//    connection ends after the answer.
+//    connection ends after the answer;
+//  * a body whose length is ambiguous (two different Content-Lengths, or a
+//    Content-Length beside Transfer-Encoding) gets 400: a proxy in front may
+//    read another length than httplib, the way requests are smuggled.
 // (The process-level versions, with many clients at once, are in
 // tests/reliability/.)
 #include <arpa/inet.h>
@@ -23,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -250,6 +254,32 @@ TEST_CASE("Request headers over 64 KiB get 431", "[limits]") {
   REQUIRE(head.size() > 55000);
   fine.send(head + "\r\n");
   CHECK(read_until_closed(fine).rfind("HTTP/1.1 200 ", 0) == 0);
+}
+
+TEST_CASE("A body whose length is ambiguous gets 400 and ends the connection", "[limits]") {
+  TestServer server;
+  const std::string body = openai_body("Hello", 2).dump();
+  const std::string length = std::to_string(body.size());
+  const std::vector<std::string> heads = {
+      "Content-Length: " + length + "\r\nContent-Length: " + std::to_string(body.size() + 5) + "\r\n",
+      "Content-Length: " + length + "\r\nTransfer-Encoding: chunked\r\n",
+  };
+  for (const std::string& lengths : heads) {
+    INFO(lengths);
+    RawConnection client(server.port());
+    client.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                lengths + "\r\n" + body);
+    const std::string reply = read_until_closed(client);
+    CHECK(reply.rfind("HTTP/1.1 400 ", 0) == 0);
+    CHECK(reply.find("Connection: close") != std::string::npos);
+  }
+  // The same length twice is not ambiguous.
+  RawConnection client(server.port());
+  client.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+              "Content-Type: application/json\r\nContent-Length: " + length + "\r\nContent-Length: " + length +
+              "\r\n\r\n" + body);
+  CHECK(read_until_closed(client).rfind("HTTP/1.1 200 ", 0) == 0);
+  CHECK(server.wait_until_idle()["total_tasks"] == 1);
 }
 
 }  // namespace astrai::test
