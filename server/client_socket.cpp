@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -48,12 +49,10 @@ bool matches(int fd, int local_port, const std::string& remote_addr, int remote_
          address_and_port(peer, address, port) && port == remote_port && address == remote_addr;
 }
 
-}  // namespace
-
-// Calls visit(own) with a dup() of each open socket for which
-// accept(fd) holds, until visit returns false. The check is made again on the
-// dup: between the first check and dup() the number may have been closed and
-// reused for another connection. visit owns `own` when it returns true.
+// Calls visit(own) with a dup() of each open descriptor for which accept(fd)
+// holds, until visit returns false. The check is made again on the dup:
+// between the first check and dup() the number may have been closed and
+// reused for another connection. visit takes ownership of `own`.
 template <class Accept, class Visit>
 void for_each_socket(Accept accept, Visit visit) {
   DIR* dir = opendir("/proc/self/fd");
@@ -73,6 +72,8 @@ void for_each_socket(Accept accept, Visit visit) {
   }
   closedir(dir);
 }
+
+}  // namespace
 
 std::optional<ClientSocket> ClientSocket::find(int local_port, const std::string& remote_addr, int remote_port) {
   std::optional<ClientSocket> found;
