@@ -38,15 +38,28 @@ bool address_and_port(const sockaddr_storage& a, std::string& address, int& port
   return true;
 }
 
-bool matches(int fd, int local_port, const std::string& remote_addr, int remote_port) {
+// A connected TCP socket's local port and peer, as httplib reports them;
+// nullopt for anything else (a listening socket, a pipe, a file).
+struct Endpoints {
+  int local_port = 0;
+  std::string peer_address;
+  int peer_port = 0;
+};
+std::optional<Endpoints> endpoints_of(int fd) {
   sockaddr_storage local{}, peer{};
   socklen_t local_size = sizeof local, peer_size = sizeof peer;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0) return false;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0) return false;
-  std::string address, unused;
-  int port = 0, local_p = 0;
-  return address_and_port(local, unused, local_p) && local_p == local_port &&
-         address_and_port(peer, address, port) && port == remote_port && address == remote_addr;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0) return std::nullopt;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0) return std::nullopt;
+  Endpoints e;
+  std::string local_address;
+  if (!address_and_port(local, local_address, e.local_port) || !address_and_port(peer, e.peer_address, e.peer_port))
+    return std::nullopt;
+  return e;
+}
+
+bool matches(int fd, int local_port, const std::string& remote_addr, int remote_port) {
+  const auto e = endpoints_of(fd);
+  return e && e->local_port == local_port && e->peer_port == remote_port && e->peer_address == remote_addr;
 }
 
 // Calls visit(own) with a dup() of each open descriptor for which accept(fd)
@@ -93,13 +106,8 @@ std::vector<ClientSocket> ClientSocket::all(int local_port) {
   std::set<ino_t> seen;
   for_each_socket(
       [&](int fd) {
-        sockaddr_storage local{}, peer{};
-        socklen_t local_size = sizeof local, peer_size = sizeof peer;
-        std::string address;
-        int port = 0;
-        return getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) == 0 &&
-               getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) == 0 &&
-               address_and_port(local, address, port) && port == local_port;
+        const auto e = endpoints_of(fd);
+        return e && e->local_port == local_port;
       },
       [&](int own) {
         struct stat st {};
@@ -114,13 +122,8 @@ std::vector<ClientSocket> ClientSocket::all(int local_port) {
 }
 
 std::string ClientSocket::peer() const {
-  sockaddr_storage peer{};
-  socklen_t size = sizeof peer;
-  std::string address;
-  int port = 0;
-  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &size) != 0 || !address_and_port(peer, address, port))
-    return "";
-  return address + ":" + std::to_string(port);
+  const auto e = endpoints_of(fd_);
+  return e ? e->peer_address + ":" + std::to_string(e->peer_port) : "";
 }
 
 uint64_t ClientSocket::bytes_received() const {
