@@ -1,8 +1,15 @@
 // Properties of reference/forward.h on synthetic models: decoding with the
 // cache equals one forward over the whole sequence (what RoPE-before-cache-
 // write guarantees), chunked prefill equals prefill at once, batching never
-// changes a row, and GQA equals MHA with repeated K/V heads. All are exact:
-// each row's arithmetic is the same whatever the batch (see reference/linear.h).
+// changes a row, and GQA equals MHA with repeated K/V heads.
+//
+// The first three are exact, and each says why: they compare the same model
+// on the same rows, and every row goes through the same BLAS calls with the
+// same matrices whatever the batch (reference/linear.h: one sgemv per row), so
+// the arithmetic is identical. The GQA property compares two different models,
+// whose K/V projections are different BLAS problems ([kv_dim, dim] against
+// [q_dim, dim] matrices); a BLAS may round a row differently with the matrix's
+// height (OpenBLAS's AVX-512 sgemv does), so that one holds to a tolerance.
 #include <cmath>
 #include <vector>
 
@@ -14,6 +21,7 @@
 #include "engine/model_files/synthetic_model.h"
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"
+#include "tests/reference/random_tensors.h"
 
 using namespace astrai;
 
@@ -58,6 +66,8 @@ TEST_CASE("decoding token by token with the cache equals one forward over the se
     for (size_t i = 0; i < tokens.size(); ++i) {
       const BatchToken t{tokens[i], 0, int(i), true};
       const auto step = forward(w, std::span<const BatchToken>(&t, 1), step_cache);
+      // Exact: row i's projections are the same sgemv calls in both runs, and its
+      // attention reads the same cached rows in the same order.
       RC_ASSERT(xt::row(step, 0) == xt::row(full, i));
     }
   });
@@ -74,6 +84,8 @@ TEST_CASE("prefill in chunks equals prefill at once") {
     const std::vector<int> head(tokens.begin(), tokens.begin() + cut), tail(tokens.begin() + cut, tokens.end());
     const auto a = forward_all(w, head, chunk_cache);
     const auto b = forward_all(w, tail, chunk_cache, 0, cut);
+    // Exact: the same per-row arithmetic; the tail reads the head's K/V from the cache
+    // instead of from its own batch, and those rows hold the same bits.
     RC_ASSERT(a == xt::view(once, xt::range(0, cut), xt::all()));
     RC_ASSERT(b == xt::view(once, xt::range(cut, int(tokens.size())), xt::all()));
   });
@@ -95,6 +107,8 @@ TEST_CASE("a sequence's logits do not depend on the other sequences in its batch
     const auto both = forward(w, batch, both_cache);
     size_t row = 0, a_row = 0;
     for (const auto& t : batch) {
+      // Exact: a row never mixes with another sequence's rows (one sgemv per row,
+      // attention over its own sequence only).
       if (t.seq == 0) RC_ASSERT(xt::row(both, row) == xt::row(a_alone, a_row++));
       ++row;
     }
@@ -102,7 +116,20 @@ TEST_CASE("a sequence's logits do not depend on the other sequences in its batch
 }
 
 TEST_CASE("a GQA model equals the MHA model with K/V weights repeated per head") {
-  rc::prop("GQA forward == MHA forward", [] {
+  // Not bit for bit: the GQA model projects K and V with a [kv_dim, dim] matrix
+  // and the MHA model with a [q_dim, dim] one holding the same rows repeated.
+  // A BLAS kernel may sum a row in another order depending on the matrix height
+  // (OpenBLAS's AVX-512 sgemv does, OPENBLAS_CORETYPE=Haswell does not), so K
+  // and V may differ in their last bit or two (relative ~1e-7, dot products of
+  // at most 192 terms). Everything after them is the same arithmetic on nearly
+  // the same numbers through at most three small layers. Measured with
+  // OPENBLAS_CORETYPE=Cooperlake (the AVX-512 kernel): 1,976 of 40,000 cases
+  // differ at all, the worst by 1.4e-6 normwise relative. 1e-5 leaves seven
+  // times that, and a wrong head mapping (query head h reading kv head
+  // h % n_kv instead of h / group) is off by O(1).
+  // The attention-level property in test_attention.cpp is the exact one: there
+  // both caches hold bit-identical K/V rows.
+  rc::prop("GQA forward ~ MHA forward", [] {
     auto config = draw_config();
     const auto gqa = make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
     ModelWeights mha = gqa;
@@ -121,7 +148,9 @@ TEST_CASE("a GQA model equals the MHA model with K/V weights repeated per head")
     mha.validate_shapes();
     const auto tokens = draw_tokens(config, 1);
     DenseKVCache gqa_cache(gqa.config, 1), mha_cache(mha.config, 1);
-    RC_ASSERT(forward_all(gqa, tokens, gqa_cache) == forward_all(mha, tokens, mha_cache));
+    const auto got = forward_all(gqa, tokens, gqa_cache), want = forward_all(mha, tokens, mha_cache);
+    RC_ASSERT(astrai::test::all_finite(got));
+    RC_ASSERT(astrai::test::relative_error(got, want) <= 1e-5);
   });
 }
 
