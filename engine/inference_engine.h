@@ -102,6 +102,8 @@ class InferenceEngine {
 
   SchedulerStats get_stats() const { return scheduler_->stats(); }
   SchedulerStats wait_until_idle() const { return scheduler_->wait_until_idle(); }
+  // False once shutdown() has begun (new requests are then refused).
+  bool accepting() const { return scheduler_->accepting(); }
   void cancel(int task_id) { scheduler_->cancel(task_id); }
   void cancel(const GenerateResult& result) { scheduler_->cancel(result.task_id()); }
   // Stops accepting work; running requests get `grace` to finish, then are cancelled.

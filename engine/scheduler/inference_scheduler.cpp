@@ -72,10 +72,16 @@ SchedulerStats InferenceScheduler::stats() const {
 
 SchedulerStats InferenceScheduler::wait_until_idle() const {
   std::unique_lock lock(mutex_);
-  // unfinished_ reaches 0 before the loop publishes fresh stats; the stats
-  // then still count the last task, so this also waits for that publication.
-  idle_.wait(lock, [&] { return unfinished_ == 0 && stats_.active_tasks == 0 && stats_.waiting_queue == 0; });
+  // unfinished_ reaches 0 inside a step, before the loop has removed the task
+  // and published; waiting for the publication that follows the last finish
+  // gives stats that describe the idle loop (and show a task it failed to remove).
+  idle_.wait(lock, [&] { return unfinished_ == 0 && finished_published_ == finished_; });
   return stats_;
+}
+
+bool InferenceScheduler::accepting() const {
+  std::lock_guard lock(mutex_);
+  return accepting_;
 }
 
 void InferenceScheduler::shutdown(std::chrono::milliseconds grace) {
@@ -342,6 +348,7 @@ void InferenceScheduler::finish(Task& task, FinishReason reason, std::string err
   task.result->finish(std::move(out));
   std::lock_guard lock(mutex_);
   --unfinished_;
+  ++finished_;
 }
 
 void InferenceScheduler::remove_finished() {
@@ -357,6 +364,7 @@ void InferenceScheduler::publish_stats() {
   stats_.active_tasks = int(running_.size());
   stats_.waiting_queue = int(waiting_.size());
   stats_.cache = cache_->stats();
+  finished_published_ = finished_;
   idle_.notify_all();
 }
 

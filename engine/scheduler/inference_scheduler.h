@@ -81,9 +81,14 @@ class InferenceScheduler {
   void cancel(int task_id);
 
   SchedulerStats stats() const;
-  // Blocks until no task is waiting or running, then returns stats() (whose
-  // cache figures then show what is still held: nothing, unless a leak).
+  // Blocks until every submitted task has finished and the loop has published
+  // its stats after the last one finished, then returns them. Those stats show
+  // what is still held: no running or waiting task and no cache page, unless
+  // the scheduler leaks (a finished task left running shows as active_tasks > 0
+  // at once, rather than as a hang).
   SchedulerStats wait_until_idle() const;
+  // False once shutdown() has begun: submit() then throws.
+  bool accepting() const;
 
   // Stops accepting requests, lets running and waiting ones go on for up to
   // `grace`, cancels the rest, and joins the thread. Idempotent.
@@ -129,6 +134,8 @@ class InferenceScheduler {
   std::chrono::steady_clock::time_point cancel_deadline_;
   int next_task_id_ = 1;
   int unfinished_ = 0;  // submitted and not yet finished
+  uint64_t finished_ = 0;            // tasks finished since start
+  uint64_t finished_published_ = 0;  // finished_ when stats_ was last published
 
   // Owned by the scheduler thread alone.
   std::vector<std::unique_ptr<Task>> running_;  // in admission order

@@ -1,6 +1,7 @@
 // The shared machinery of the engine tests (see engine_harness.h).
 #include "tests/engine/scheduler/engine_harness.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -116,10 +117,13 @@ GenerationRequest engine_request(const PlannedRequest& planned, const std::share
   request.ignore_eos = planned.ignore_eos;
   request.stop = planned.stop;
   // The callbacks own the log too: it outlives the request even if a test fails early.
-  request.on_token = [log](const TokenEvent& event) {
-    std::lock_guard lock(log->mutex);
-    log->on_token_text += event.text;
-    if (event.token >= 0) ++log->tokens_seen;
+  request.on_token = [log, hook = planned.on_token_hook](const TokenEvent& event) {
+    {
+      std::lock_guard lock(log->mutex);
+      log->on_token_text += event.text;
+      if (event.token >= 0) ++log->tokens_seen;
+    }
+    if (hook) hook(event);
   };
   request.on_finish = [log](const TaskOutput&) {
     std::lock_guard lock(log->mutex);
@@ -253,14 +257,48 @@ void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std:
   }
 }
 
+void check_batches(const std::vector<std::vector<BatchToken>>& batches, const SchedulerConfig& config) {
+  REQUIRE(!batches.empty());
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const auto& batch = batches[b];
+    INFO("batch " << b << " of " << batches.size() << ": " << batch.size() << " rows");
+    REQUIRE(!batch.empty());
+    REQUIRE(int(batch.size()) <= config.max_tokens_per_step);
+    std::vector<int> seqs;
+    for (size_t r = 0; r < batch.size(); ++r) {
+      const bool continues = r > 0 && batch[r].seq == batch[r - 1].seq;
+      if (continues) {
+        REQUIRE(batch[r].pos == batch[r - 1].pos + 1);  // one run of consecutive positions
+        REQUIRE(!batch[r - 1].want_logits);             // only a run's last row samples
+      } else {
+        REQUIRE(std::find(seqs.begin(), seqs.end(), batch[r].seq) == seqs.end());  // one run per task
+        seqs.push_back(batch[r].seq);
+      }
+    }
+    REQUIRE(int(seqs.size()) <= config.max_running_tasks);
+  }
+}
+
+uint64_t cached_prompt_tokens_of(std::vector<std::shared_ptr<RequestLog>>& logs) {
+  uint64_t sum = 0;
+  for (auto& log : logs) sum += uint64_t(output_of(*log).cached_prompt_tokens);
+  return sum;
+}
+
 SchedulerStats require_all_free(InferenceEngine& engine) {
   SchedulerStats stats;
   {
     Watchdog guard("wait_until_idle");
     stats = engine.wait_until_idle();
   }
-  CHECK(stats.active_tasks == 0);
-  CHECK(stats.waiting_queue == 0);
+  if (stats.active_tasks != 0 || stats.waiting_queue != 0) {
+    // Every request has ended, yet the loop still counts tasks: it kept
+    // finished ones. Its shutdown would then wait on them forever, so stop
+    // here, loudly, instead of hanging until a timeout.
+    std::fprintf(stderr, "FATAL: every request ended but the engine reports %d running and %d waiting tasks\n",
+                 stats.active_tasks, stats.waiting_queue);
+    std::abort();
+  }
   CHECK(stats.cache.tasks == 0);
   CHECK(stats.cache.blocks_held == 0);
   CHECK(stats.cache.blocks_held + stats.cache.blocks_cached + stats.cache.blocks_free == stats.cache.blocks_total);

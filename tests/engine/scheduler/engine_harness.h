@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -26,8 +27,10 @@
 
 namespace astrai::test {
 
-// Longest any single wait of a test may take before it counts as a hang.
-inline constexpr std::chrono::milliseconds kWaitTimeout{20'000};
+// Longest any single wait of a test may take before it counts as a hang. A
+// hang detector, not a speed claim: no assertion depends on how fast the
+// machine is, so this is generous enough for a loaded 2-core sanitizer run.
+inline constexpr std::chrono::milliseconds kWaitTimeout{120'000};
 
 // dim 32, hidden 64, 2 layers, 4 heads, 2 kv heads, vocab 300, context 64:
 // small enough that hundreds of requests and their references take seconds,
@@ -71,6 +74,9 @@ struct PlannedRequest {
   int cancel_after = -1;  // < 0: never cancelled; else cancelled once this many tokens exist (0: at once)
   std::vector<std::string> stop;  // stop sequences
   std::vector<int> expected;  // the reference's tokens, stop sequences ignored (fill with compute_expected)
+  // Called on the scheduler thread after each token is recorded (e.g. a gate
+  // that holds the loop still while the test acts).
+  std::function<void(const TokenEvent&)> on_token_hook;
 };
 
 // cancel_after for requests that the test does not cancel itself but that may
@@ -130,6 +136,16 @@ void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std:
 
 // The end of every scenario: the engine goes idle and holds no slot or page.
 SchedulerStats require_all_free(InferenceEngine& engine);
+
+// What the scheduler may put in one forward batch: at least one and at most
+// max_tokens_per_step rows, of at most max_running_tasks tasks, each task's
+// rows one run of consecutive positions of which only the last may want logits.
+void check_batches(const std::vector<std::vector<BatchToken>>& batches, const SchedulerConfig& config);
+
+// prefix_hit_tokens counts each request's prefix-cache hit at its first
+// admission only (a preempted task re-admitted onto its own pages is not a
+// hit): the sum of the outputs' cached_prompt_tokens.
+uint64_t cached_prompt_tokens_of(std::vector<std::shared_ptr<RequestLog>>& logs);
 
 // output.tokens of request `log` (REQUIREs that it ended).
 TaskOutput output_of(RequestLog& log);

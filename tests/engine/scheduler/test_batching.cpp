@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/engine/scheduler/engine_harness.h"
+#include "tests/engine/scheduler/recording_executor.h"
 
 namespace {
 
@@ -31,13 +32,19 @@ std::vector<NamedConfig> batching_configs() {
   };
 }
 
+// Runs the requests through an engine whose executor records every batch, and
+// checks both what came out (the reference's tokens) and what the scheduler
+// planned (the step budget and the shape of each batch).
 void run_scenario(const NamedConfig& named, const std::vector<PlannedRequest>& requests, Submission how) {
   INFO("engine: " << named.name);
   const TinyModel& m = tiny_model();
-  InferenceEngine engine(m.weights, m.tokenizer, named.config);
+  auto batch_log = std::make_shared<BatchLog>();
+  InferenceEngine engine(std::make_unique<RecordingExecutor>(m.weights, batch_log), m.tokenizer, named.config);
   auto logs = run_requests(engine, requests, how);
   check_outputs(requests, logs);
-  require_all_free(engine);
+  const SchedulerStats stats = require_all_free(engine);
+  CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
+  check_batches(batch_log->snapshot(), named.config.scheduler);
 }
 
 }  // namespace
@@ -80,12 +87,18 @@ TEST_CASE("A page cache too small for all running requests preempts them, and th
   compute_expected(requests);
   for (const Submission how : {Submission::Together, Submission::Staggered}) {
     const TinyModel& m = tiny_model();
-    InferenceEngine engine(m.weights, m.tokenizer, paged_config(6, 16, 20));
+    const EngineConfig config = paged_config(6, 16, 20);
+    auto batch_log = std::make_shared<BatchLog>();
+    InferenceEngine engine(std::make_unique<RecordingExecutor>(m.weights, batch_log), m.tokenizer, config);
     auto logs = run_requests(engine, requests, how);
     check_outputs(requests, logs);
     const SchedulerStats stats = require_all_free(engine);
-    CHECK(stats.preemptions > 0);
     INFO("preemptions: " << stats.preemptions);
+    CHECK(stats.preemptions > 0);
+    // A preempted task comes back onto its own cached pages: that is not a
+    // prefix hit, and must not be counted as one.
+    CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
+    check_batches(batch_log->snapshot(), config.scheduler);
   }
 }
 
