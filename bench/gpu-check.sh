@@ -11,6 +11,11 @@ started=$(date +%s)
 
 echo "== device"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+# A GPU machine must run every CUDA test: with one listed, a test or benchmark
+# that skips ("SKIPPED: ...", e.g. a driver too old for the CUDA runtime) fails
+# this check instead of reporting "passed".
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then export ASTRAI_EXPECT_GPU=1; else export ASTRAI_EXPECT_GPU=0; fi
+echo "ASTRAI_EXPECT_GPU=$ASTRAI_EXPECT_GPU"
 
 echo "== configure and build (sm_90 and sm_80 code, compute_90 PTX, as cuda/meson.build sets)"
 if [ ! -d "$build" ]; then
@@ -25,14 +30,18 @@ status=0
 declare -A result
 for t in test_cuda test_cuda_kernels test_cuda_executor; do
   if timeout 240 "$build/tests/cuda/$t" > "$log/$t.txt" 2>&1; then result[$t]=passed; else result[$t]=FAILED; status=1; fi
+  if grep -q SKIPPED "$log/$t.txt"; then
+    grep -A2 SKIPPED "$log/$t.txt" | head -n 3
+    if [ "$ASTRAI_EXPECT_GPU" = 1 ]; then result[$t]="FAILED (skipped on a GPU machine)"; status=1; fi
+  fi
   echo "$t: ${result[$t]} ($(grep -E '^(All tests passed|test cases:)' "$log/$t.txt" | tail -n 1))"
-  grep -q SKIPPED "$log/$t.txt" && grep -A2 SKIPPED "$log/$t.txt" | head -n 3
 done
 
 echo "== kernel benchmarks"
 timeout 240 "$build/bench/bench_cuda" --benchmark_out="$log/bench_cuda.json" --benchmark_out_format=json \
   > "$log/bench_cuda.txt" 2>&1 || status=1
 cat "$log/bench_cuda.txt"
+if [ "$ASTRAI_EXPECT_GPU" = 1 ] && grep -q '^SKIPPED' "$log/bench_cuda.txt"; then status=1; fi
 
 echo "== PyTorch comparison"
 if command -v python3 > /dev/null; then

@@ -14,18 +14,29 @@
 #include "cuda/device_buffer.h"
 #include "cuda/dtype.h"
 
-// Skips the rest of the test case, saying why, when no usable GPU is present
-// (Catch2 v2 has no SKIP: a WARN and a return, so the case passes).
-#define ASTRAI_REQUIRE_GPU()                                 \
-  do {                                                       \
-    std::string astrai_why_;                                 \
-    if (!::astrai::cuda_available(&astrai_why_)) {           \
-      WARN("SKIPPED: " << astrai_why_);                      \
-      return;                                                \
-    }                                                        \
+// Skips the rest of the test case, saying why, when no GPU is present
+// (Catch2 v2 has no SKIP: a WARN and a return, so the case passes). When the
+// machine does have one (see gpu_expected) but the runtime cannot use it (a
+// driver too old for the CUDA runtime, a device in use), the case FAILS: a
+// GPU machine must never report a pass for tests that did not run.
+#define ASTRAI_REQUIRE_GPU()                                                                     \
+  do {                                                                                           \
+    std::string astrai_why_;                                                                     \
+    if (!::astrai::cuda_available(&astrai_why_)) {                                               \
+      std::string astrai_listed_;                                                                \
+      if (::astrai::test::gpu_expected(&astrai_listed_))                                         \
+        FAIL("a GPU is present (" << astrai_listed_ << ") but CUDA cannot use it: " << astrai_why_); \
+      WARN("SKIPPED: " << astrai_why_);                                                          \
+      return;                                                                                    \
+    }                                                                                            \
   } while (0)
 
 namespace astrai::test {
+
+// Whether this machine has a GPU that the CUDA tests must run on: true when
+// ASTRAI_EXPECT_GPU=1, false when ASTRAI_EXPECT_GPU=0, otherwise true when
+// `nvidia-smi -L` lists a GPU. `listed` receives the evidence.
+bool gpu_expected(std::string* listed = nullptr);
 
 // Tolerances, per storage type, for |actual - expected| <= rtol * (|expected| + mean|expected|):
 // relative to each element, with the tensor's mean magnitude as a floor so

@@ -6,7 +6,11 @@
 //    of float32 sums in other orders, compounded over the layers), bf16
 //    logits within 5e-2 of the reference run on the same bf16-rounded weights
 //    (activations are rounded to bf16 before every GEMM, about 2^-9 each),
-//    and greedy tokens equal to the reference's for the first 32 tokens;
+//    and greedy tokens equal to the reference's over the steps that those
+//    tolerances cannot decide otherwise (tests/support/greedy_margins.h): in
+//    float32 that is all 32 tokens (asserted), in bf16 the steps before the
+//    first whose top-two gap is within the bf16 error (for the rotate-half
+//    model the gap at step 25 is 2.1637 vs 2.1607, and bf16 may pick either);
 //  - itself, alone: the batching scheduler on the CUDA executor gives every
 //    request the tokens it gets alone (greedy and seeded sampling), and a request's logits have the same bits whatever else is
 //    in the batch and however its prompt is chunked (batch invariance).
@@ -28,6 +32,7 @@
 #include "reference/generate.h"
 #include <xtensor/xview.hpp>
 #include "tests/cuda/gpu_test_support.h"
+#include "tests/support/greedy_margins.h"
 #include "tests/support/shared_data.h"
 
 using namespace astrai;
@@ -100,7 +105,16 @@ TEST_CASE("float32 mode reproduces run.c's greedy tokens on stories260K", "[cuda
     GenerateOptions options;
     options.max_new_tokens = int(c.at("steps")) - int(prompt.size()) + 1;
     options.stop_tokens = {model.tokenizer.eos_id(), model.tokenizer.bos_id()};
-    CHECK(cuda_generate(executor, cache, prompt, options, argmax) == expected);
+    // Exact over every step the float32 logits tolerance (1e-4, as for the
+    // synthetic models below) cannot decide otherwise, judged on the CPU
+    // reference's margins (whose tokens equal run.c's: tests/golden).
+    std::vector<test::GreedyStep> steps;
+    REQUIRE(generate(model.weights, prompt, options, test::recording_argmax(steps)) == expected);
+    const size_t decided = test::decided_steps(steps, 1e-4);
+    INFO("steps decided beyond the float32 tolerance: " << decided << " of " << steps.size());
+    CHECK(decided * 10 >= steps.size() * 9);  // nearly all: the golden check must still bite
+    CHECK(test::first(cuda_generate(executor, cache, prompt, options, argmax), decided) ==
+          test::first(expected, decided));
   }
   CHECK(cache.all_free());
 }
@@ -133,11 +147,35 @@ TEST_CASE("synthetic models: logits within tolerance of the reference, greedy to
       const double rtol = t == DType::Float32 ? 1e-4 : 5e-2;
       CHECK(test::compare({got.begin(), got.end()}, {expected.begin(), expected.end()}, rtol) == "");
 
-      // Greedy tokens: the first 32 equal the reference's.
       GenerateOptions options;
       options.max_new_tokens = 32;
-      const auto want = generate(*oracle, c.prompt, options, argmax);
-      CHECK(cuda_generate(executor, cache, c.prompt, options, argmax) == want);
+      std::vector<test::GreedyStep> steps;
+      std::vector<std::vector<float>> want_rows;
+      const TokenChooser record = test::recording_argmax(steps);
+      const auto want = generate(*oracle, c.prompt, options, [&](std::span<const float> row) {
+        want_rows.emplace_back(row.begin(), row.end());
+        return record(row);
+      });
+
+      // Every decode step's logits, teacher-forced (the reference's tokens fed
+      // back, so both sides see the same sequence), within the tolerance.
+      size_t step = 0;
+      std::string first_mismatch;
+      cuda_generate(executor, cache, c.prompt, options, [&](std::span<const float> row) {
+        const std::string d = test::compare({row.begin(), row.end()}, want_rows.at(step), rtol);
+        if (!d.empty() && first_mismatch.empty()) first_mismatch = "step " + std::to_string(step) + ": " + d;
+        return want.at(step++);
+      });
+      CHECK(step == want.size());
+      CHECK(first_mismatch == "");
+
+      // Free-running greedy tokens equal the reference's wherever the logits
+      // tolerance cannot change the argmax; in float32 that must be every step.
+      const size_t decided = test::decided_steps(steps, rtol);
+      INFO("steps decided beyond the " << rtol << " logits tolerance: " << decided << " of " << steps.size());
+      if (t == DType::Float32) REQUIRE(decided == steps.size());
+      const auto got_tokens = cuda_generate(executor, cache, c.prompt, options, argmax);
+      CHECK(test::first(got_tokens, decided) == test::first(want, decided));
     }
   }
 }

@@ -3,11 +3,16 @@
 #include <catch2/catch.hpp>
 
 #include "cuda/device_info.h"
+#include "tests/cuda/gpu_test_support.h"
 
 TEST_CASE("the CUDA runtime reports the devices, or why there are none", "[cuda]") {
   const auto info = astrai::cuda::query_devices();
   if (info.device_count == 0) {
-    WARN("SKIPPED: no GPU was found (" << (info.error.empty() ? "no device" : info.error) << ")");
+    const std::string why = info.error.empty() ? "no device" : info.error;
+    std::string listed;
+    if (astrai::test::gpu_expected(&listed))
+      FAIL("a GPU is present (" << listed << ") but the CUDA runtime finds none: " << why);
+    WARN("SKIPPED: no GPU was found (" << why << ")");
     CHECK(info.name.empty());
     return;
   }
