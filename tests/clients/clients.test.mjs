@@ -15,6 +15,11 @@ const apiKey = process.env.ASTRAI_API_KEY ?? 'unused';
 if (!serverUrl) throw new Error('set ASTRAI_SERVER_URL to the server, e.g. http://127.0.0.1:8000 (run.sh does)');
 if (new URL(serverUrl).hostname !== '127.0.0.1') throw new Error(`refusing to test ${serverUrl}: loopback only`);
 
+// Tokens of the prompt below, counted by `astrai tokenize` (run.sh): the
+// usage figures must match it, not just add up.
+const promptTokens = Number(process.env.ASTRAI_PROMPT_TOKENS);
+if (!(promptTokens > 1)) throw new Error('set ASTRAI_PROMPT_TOKENS to the prompt\'s token count (run.sh does)');
+
 const openai = new OpenAI({ baseURL: `${serverUrl}/v1`, apiKey, maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: serverUrl, apiKey, maxRetries: 0 });
 const messages = [{ role: 'user', content: 'Once upon a time' }];
@@ -36,6 +41,9 @@ describe('OpenAI SDK', () => {
     assert.equal(whole.choices[0].message.role, 'assistant');
     assert.equal(typeof whole.choices[0].message.content, 'string');
     assert.ok(['stop', 'length'].includes(whole.choices[0].finish_reason));
+    // Fewer tokens than allowed can only mean the model ended the text.
+    if (whole.usage.completion_tokens < 24) assert.equal(whole.choices[0].finish_reason, 'stop');
+    assert.equal(whole.usage.prompt_tokens, promptTokens);
     assert.equal(whole.usage.total_tokens, whole.usage.prompt_tokens + whole.usage.completion_tokens);
 
     const stream = await openai.chat.completions.create({
@@ -56,6 +64,55 @@ describe('OpenAI SDK', () => {
     assert.equal(text, whole.choices[0].message.content);
     assert.equal(finishReason, whole.choices[0].finish_reason);
     assert.deepEqual(usage, whole.usage);
+  });
+
+  test('a completion cut by max_tokens says length, and counts exactly max_tokens', async () => {
+    const whole = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 24, temperature: 0 });
+    const n = whole.usage.completion_tokens;
+    assert.ok(n >= 2, `the synthetic model ended after ${n} token(s): nothing to cut`);
+    // Greedy: a request for n - 1 tokens is the same generation, stopped early.
+    for (const stream of [false, true]) {
+      const request = { model: 'astrai', messages, max_tokens: n - 1, temperature: 0 };
+      let finishReason, usage, text = '';
+      if (stream) {
+        const chunks = await openai.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+        for await (const chunk of chunks) {
+          if (chunk.usage) usage = chunk.usage;
+          for (const choice of chunk.choices) {
+            text += choice.delta.content ?? '';
+            finishReason = choice.finish_reason ?? finishReason;
+          }
+        }
+      } else {
+        const cut = await openai.chat.completions.create(request);
+        ({ usage } = cut);
+        finishReason = cut.choices[0].finish_reason;
+        text = cut.choices[0].message.content;
+      }
+      assert.equal(finishReason, 'length', `stream: ${stream}`);
+      assert.equal(usage.completion_tokens, n - 1);
+      assert.equal(usage.prompt_tokens, promptTokens);
+      assert.ok(whole.choices[0].message.content.startsWith(text));
+    }
+  });
+
+  test('a raw stream is server-sent events of JSON chunks ending with data: [DONE]', async () => {
+    const response = await fetch(`${serverUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ model: 'astrai', messages, max_tokens: 8, temperature: 0, stream: true }),
+    });
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type'), /^text\/event-stream/);
+    const body = await response.text();
+    const events = body.split('\n\n').filter((e) => e.length > 0);
+    assert.equal(events.at(-1), 'data: [DONE]');
+    assert.equal(body.slice(-2), '\n\n');
+    for (const event of events.slice(0, -1)) {
+      assert.ok(event.startsWith('data: '), event);
+      assert.equal(JSON.parse(event.slice(6)).object, 'chat.completion.chunk');
+    }
+    assert.equal(events.filter((e) => e === 'data: [DONE]').length, 1);
   });
 
   test('the streaming helper assembles the same completion', async () => {
@@ -98,7 +155,9 @@ describe('Anthropic SDK', () => {
     assert.equal(whole.content.length, 1);
     assert.equal(whole.content[0].type, 'text');
     assert.ok(['end_turn', 'max_tokens'].includes(whole.stop_reason));
-    assert.ok(whole.usage.input_tokens > 0);
+    if (whole.usage.output_tokens < 24) assert.equal(whole.stop_reason, 'end_turn');
+    assert.equal(whole.stop_sequence, null);
+    assert.equal(whole.usage.input_tokens, promptTokens);
 
     const stream = await anthropic.messages.create({
       model: 'astrai', messages, max_tokens: 24, temperature: 0, stream: true,
@@ -113,6 +172,34 @@ describe('Anthropic SDK', () => {
     assert.equal(kinds[0], 'message_start');
     assert.equal(kinds.at(-1), 'message_stop');
     assert.equal(text, whole.content[0].text);
+  });
+
+  test('a message cut by max_tokens says max_tokens; a stop sequence says stop_sequence', async () => {
+    const whole = await anthropic.messages.create({ model: 'astrai', messages, max_tokens: 24, temperature: 0 });
+    const n = whole.usage.output_tokens;
+    assert.ok(n >= 2, `the synthetic model ended after ${n} token(s): nothing to cut`);
+    const cut = await anthropic.messages.create({ model: 'astrai', messages, max_tokens: n - 1, temperature: 0 });
+    assert.equal(cut.stop_reason, 'max_tokens');
+    assert.equal(cut.usage.output_tokens, n - 1);
+    assert.equal(cut.usage.input_tokens, promptTokens);
+    assert.ok(whole.content[0].text.startsWith(cut.content[0].text));
+
+    const text = whole.content[0].text;
+    const at = [...text].findIndex((ch, i) => i > 0 && /[a-z]/.test(ch));
+    assert.ok(at >= 0, `no letter to stop at in ${JSON.stringify(text)}`);
+    const stop = [...text][at];
+    for (const stream of [false, true]) {
+      const request = { model: 'astrai', messages, max_tokens: 24, temperature: 0, stop_sequences: [stop] };
+      let message;
+      if (stream) {
+        message = await anthropic.messages.stream(request).finalMessage();
+      } else {
+        message = await anthropic.messages.create(request);
+      }
+      assert.equal(message.stop_reason, 'stop_sequence', `stream: ${stream}`);
+      assert.equal(message.stop_sequence, stop);
+      assert.equal(message.content[0].text, text.slice(0, text.indexOf(stop)));
+    }
   });
 
   test('the stream helper gives text events and the final message', async () => {

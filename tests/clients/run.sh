@@ -54,10 +54,17 @@ node --input-type=module -e "
   process.exit(1);
 " || { cat "$log" >&2; exit 1; }
 
+# The prompt's token count, from the tokenizer alone (astrai tokenize, BOS
+# first), for the usage checks: the served synthetic model's plain template
+# makes a single user message exactly its text.
+model_file="$(ls "$work"/cache/astrai/*.gguf | head -n 1)"
+prompt_tokens="$(printf 'Once upon a time\n' | "$astrai" tokenize --model "$model_file" | wc -w)"
+[ "$prompt_tokens" -gt 1 ] || { echo "run.sh: could not count the prompt's tokens" >&2; exit 1; }
+
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 status=0
-ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" node --test || status=$?
+ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" node --test || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log ---" >&2
   cat "$log" >&2
