@@ -62,6 +62,7 @@ json stats_json(const SchedulerStats& s, const ConnectionWatchdog::Counts& http)
           {"prefill_tokens", s.prefill_tokens},
           {"prefix_hit_tokens", s.prefix_hit_tokens},
           {"preemptions", s.preemptions},
+          {"cancel_requests", s.cancel_requests},
           {"cache",
            {{"block_tokens", s.cache.block_tokens},
             {"blocks_total", s.cache.blocks_total},

@@ -61,6 +61,7 @@ std::shared_ptr<GenerateResult> InferenceScheduler::submit(std::vector<int> prom
 
 void InferenceScheduler::cancel(int task_id) {
   std::lock_guard lock(mutex_);
+  ++stats_.cancel_requests;
   cancel_requests_.insert(task_id);
   wake_.notify_all();
 }
@@ -358,9 +359,10 @@ void InferenceScheduler::remove_finished() {
 
 void InferenceScheduler::publish_stats() {
   std::lock_guard lock(mutex_);
-  const uint64_t total_tasks = stats_.total_tasks;
+  const uint64_t total_tasks = stats_.total_tasks, cancel_requests = stats_.cancel_requests;
   stats_ = local_;
-  stats_.total_tasks = total_tasks;
+  stats_.total_tasks = total_tasks;  // both counted by the callers' threads, not the loop
+  stats_.cancel_requests = cancel_requests;
   stats_.active_tasks = int(running_.size());
   stats_.waiting_queue = int(waiting_.size());
   stats_.cache = cache_->stats();

@@ -52,6 +52,7 @@ struct SchedulerStats {
   uint64_t prefill_tokens = 0;   // prompt positions computed
   uint64_t prefix_hit_tokens = 0;// prompt positions a prefix-cache hit saved
   uint64_t preemptions = 0;
+  uint64_t cancel_requests = 0;  // cancel() calls since start (counted at once, like total_tasks)
   KVCacheStats cache;            // at the end of the last step
 };
 

@@ -80,7 +80,8 @@ class TestServer {
   std::unique_ptr<httplib::Client> client() const;
 
   // Polls /stats until no task is running or waiting; returns that /stats body.
-  json wait_until_idle(std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) const;
+  // The timeout detects a hang; it is no speed claim.
+  json wait_until_idle(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) const;
 
  private:
   TestServerOptions options_;

@@ -176,7 +176,7 @@ TEST_CASE("503 with Retry-After when the waiting queue is full", "[errors]") {
   std::jthread second([&] { b = try_post(server, "/v1/messages", anthropic_body("second", 3)); });
   // total_tasks counts submissions at once (the other figures are published
   // after each step, and the scheduler is held inside A's step).
-  for (int i = 0; i < 5000 && server.engine().get_stats().total_tasks < 2; ++i)
+  for (int i = 0; i < 60000 && server.engine().get_stats().total_tasks < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   REQUIRE(server.engine().get_stats().total_tasks == 2);
 

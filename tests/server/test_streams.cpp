@@ -105,8 +105,13 @@ TEST_CASE("A client that disconnects while queued is cancelled before it runs", 
   server.executor().wait_until_blocked();
   // Queued behind it: the stream opens (role chunk), then the client leaves.
   read_then_disconnect(server, "/v1/chat/completions", openai_body("second", 50, true), 1);
-  // The server notices at its next heartbeat write (50 ms here) and cancels.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // The server notices at its next heartbeat write (50 ms here) and cancels;
+  // wait for that cancel() (counted at once, though the loop is held) rather
+  // than for a fixed time, so a slow machine cannot let the second request run.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (server.engine().get_stats().cancel_requests < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(server.engine().get_stats().cancel_requests >= 1);
   server.executor().resume();
   first.join();
   REQUIRE(running.status == 200);
@@ -159,8 +164,18 @@ TEST_CASE("Shutting the engine down ends open streams with an error event", "[st
   {
     std::jthread a([&] { openai_reply = try_post(server, "/v1/chat/completions", openai); });
     std::jthread b([&] { anthropic_reply = try_post(server, "/v1/messages", anthropic); });
-    while (server.engine().get_stats().total_tokens < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    server.engine().shutdown();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (server.engine().get_stats().total_tokens < 4 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Hold the loop inside a step while shutdown() begins, so that neither
+    // 200-token stream can finish first however slow this thread is.
+    server.executor().pause();
+    server.executor().wait_until_blocked();
+    REQUIRE(server.engine().get_stats().total_tokens < 400);
+    std::jthread stopper([&] { server.engine().shutdown(); });
+    while (server.engine().accepting() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    server.executor().resume();
   }
   REQUIRE(openai_reply.status == 200);
   const auto openai_events = parse_sse(openai_reply.body);

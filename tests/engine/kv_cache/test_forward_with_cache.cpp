@@ -83,6 +83,9 @@ TEST_CASE("Forward with PageCache equals DenseKVCache, prefix hits included", "[
 
     astrai::PageCache cache(config, 2 * ((config.max_seq_len + page_size - 1) / page_size), page_size);
     RC_ASSERT(cache.admit(10, a) == std::optional<int>(0));
+    // Exact, here and below: a cache only stores and returns the float rows the
+    // forward pass wrote, and attention reads them in position order whatever
+    // the page layout, so the arithmetic is the same as with the dense cache.
     RC_ASSERT(forward_rows(w, a, cache.view(), 10, 0) == dense_a);
     cache.commit(10, a);
 
@@ -119,6 +122,7 @@ TEST_CASE("Forward with ContiguousCache equals DenseKVCache", "[kv_cache][forwar
     RC_ASSERT(cache.admit(6, prompt) == std::optional<int>(0));
     const auto dense_logits = forward_rows(w, prompt, dense, 0, 0);
     const auto cache_logits = forward_rows(w, prompt, cache.view(), 6, 0);
+    // Exact: the same rows, read in the same order (see the PageCache case).
     RC_ASSERT(cache_logits == dense_logits);
     const int n_decode = *rc::gen::inRange(0, 6);
     const Tokens dense_out = decode(w, nullptr, dense, 0, prompt, xt::row(dense_logits, len - 1), n_decode);
