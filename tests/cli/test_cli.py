@@ -48,6 +48,8 @@ def test_generate_matches_llama2c(model_args, label):
         lines = out.stdout.rstrip("\n").split("\n")
         ids = [int(x) for x in lines[-1].split()] if out.returncode == 0 else []
         text = "\n".join(lines[:-1])
+        # Exact: the CLI runs the reference, whose greedy tokens equal run.c's with
+        # every step decided by more than rounding (tests/golden asserts that premise).
         check(f"generate ({label}) ids for {case['prompt']!r}", ids == case["greedy_ids"], out.stderr[-500:])
         # The CLI ends the text with a newline; the golden text is the continuation itself.
         check(f"generate ({label}) text for {case['prompt']!r}", text == case["greedy_text"],
