@@ -37,7 +37,7 @@ void launch_attention_merge(const AttentionArgs& args, int rows, void* out, DTyp
   if (rows == 0) return;
   const dim3 grid(unsigned(rows), unsigned(args.n_heads));
   const unsigned threads = args.head_dim >= 128 ? 128u : 64u;
-  ASTRAI_DISPATCH_DTYPE(out_dtype, attention_merge_kernel<Elem><<<grid, threads, 0, stream>>>(
+  ASTRAI_DISPATCH_DTYPE(out_dtype, ASTRAI_LAUNCH(attention_merge_kernel<Elem>, grid, threads, 0, stream)(
                                        args, static_cast<Elem*>(out)));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }

@@ -18,6 +18,7 @@
 
 #include <math_constants.h>
 
+#include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
 
@@ -181,10 +182,13 @@ __device__ void attend_split(const AttentionArgs& a, const int* page_table, int 
 }
 
 // Opts a kernel into more than 48 KiB of dynamic shared memory when the head
-// dimension needs it (head_dim > 128).
+// dimension needs it (head_dim > 128). A refusal is an error, not a silent
+// launch failure later.
 template <typename Kernel>
 inline void allow_attention_smem(Kernel kernel, size_t bytes) {
-  if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (bytes > 48 * 1024)
+    ASTRAI_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
 }  // namespace astrai::cuda

@@ -18,7 +18,7 @@ __global__ void convert_kernel(const float* __restrict__ in, size_t n, T* __rest
 void launch_convert_from_float(const float* in, size_t n, void* out, DType dtype, cudaStream_t stream) {
   if (n == 0) return;
   const unsigned blocks = unsigned(n / 256 + 1 < 65536 ? n / 256 + 1 : 65536);
-  ASTRAI_DISPATCH_DTYPE(dtype, convert_kernel<Elem><<<blocks, 256, 0, stream>>>(in, n, static_cast<Elem*>(out)));
+  ASTRAI_DISPATCH_DTYPE(dtype, ASTRAI_LAUNCH(convert_kernel<Elem>, blocks, 256, 0, stream)(in, n, static_cast<Elem*>(out)));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

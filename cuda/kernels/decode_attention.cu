@@ -18,7 +18,7 @@ namespace {
 template <typename T>
 __global__ void __launch_bounds__(kAttentionThreads)
     decode_attention_kernel(const AttentionArgs a, const int* __restrict__ decode_rows) {
-  extern __shared__ float smem[];
+  ASTRAI_DYNAMIC_SHARED(float, smem);
   const int r = decode_rows[blockIdx.x], kv_head = blockIdx.y, split = blockIdx.z;
   const int pos = a.row_pos[r];
   const int begin = split * a.split_len;
@@ -49,7 +49,7 @@ void launch_decode_attention(const AttentionArgs& args, const int* decode_rows, 
   const size_t smem = size_t(attention_smem_floats(args.head_dim)) * sizeof(float);
   ASTRAI_DISPATCH_DTYPE(args.kv.dtype, {
     allow_attention_smem(decode_attention_kernel<Elem>, smem);
-    decode_attention_kernel<Elem><<<grid, kAttentionThreads, smem, stream>>>(args, decode_rows);
+    ASTRAI_LAUNCH(decode_attention_kernel<Elem>, grid, kAttentionThreads, smem, stream)(args, decode_rows);
   });
   ASTRAI_CUDA_CHECK_LAUNCH();
 }

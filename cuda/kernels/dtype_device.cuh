@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 
 #include "cuda/dtype.h"
+#include "cuda/kernels/launch.cuh"  // last: in the emulated build it defines CUDA's built-ins
 
 namespace astrai::cuda {
 

@@ -21,7 +21,7 @@ __global__ void embedding_gather_kernel(const T* __restrict__ table, int dim, co
 void launch_embedding_gather(const void* table, DType dtype, int dim, const int* tokens, int rows, float* x,
                              cudaStream_t stream) {
   if (rows == 0) return;
-  ASTRAI_DISPATCH_DTYPE(dtype, embedding_gather_kernel<Elem><<<rows, 128, 0, stream>>>(
+  ASTRAI_DISPATCH_DTYPE(dtype, ASTRAI_LAUNCH(embedding_gather_kernel<Elem>, rows, 128, 0, stream)(
                                    static_cast<const Elem*>(table), dim, tokens, x));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }

@@ -19,7 +19,7 @@ template <typename T>
 __global__ void __launch_bounds__(kAttentionThreads)
     prefill_attention_kernel(const AttentionArgs a, const int* __restrict__ tile_first,
                              const int* __restrict__ tile_count, const int* __restrict__ tile_rows) {
-  extern __shared__ float smem[];
+  ASTRAI_DYNAMIC_SHARED(float, smem);
   const int tile = blockIdx.x, head = blockIdx.y, split = blockIdx.z;
   const int* rows = tile_rows + tile_first[tile];
   const int n = tile_count[tile];
@@ -55,7 +55,7 @@ void launch_prefill_attention(const AttentionArgs& args, const int* tile_first, 
   const size_t smem = size_t(attention_smem_floats(args.head_dim)) * sizeof(float);
   ASTRAI_DISPATCH_DTYPE(args.kv.dtype, {
     allow_attention_smem(prefill_attention_kernel<Elem>, smem);
-    prefill_attention_kernel<Elem><<<grid, kAttentionThreads, smem, stream>>>(args, tile_first, tile_count,
+    ASTRAI_LAUNCH(prefill_attention_kernel<Elem>, grid, kAttentionThreads, smem, stream)(args, tile_first, tile_count,
                                                                                tile_rows);
   });
   ASTRAI_CUDA_CHECK_LAUNCH();

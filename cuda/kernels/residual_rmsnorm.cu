@@ -54,7 +54,7 @@ __global__ void residual_rmsnorm_kernel(float* __restrict__ x, const float* __re
 void launch_residual_rmsnorm(float* x, const float* delta, const void* weight, DType dtype, int dim, float eps,
                              const int* row_map, int out_rows, void* out, cudaStream_t stream) {
   if (out_rows == 0) return;
-  ASTRAI_DISPATCH_DTYPE(dtype, residual_rmsnorm_kernel<Elem><<<out_rows, kThreads, 0, stream>>>(
+  ASTRAI_DISPATCH_DTYPE(dtype, ASTRAI_LAUNCH(residual_rmsnorm_kernel<Elem>, out_rows, kThreads, 0, stream)(
                                    x, delta, static_cast<const Elem*>(weight), dim, eps, row_map,
                                    static_cast<Elem*>(out)));
   ASTRAI_CUDA_CHECK_LAUNCH();

@@ -59,7 +59,7 @@ void launch_rope_kv_write(float* qkv, int rows, int n_heads, int n_kv_heads, int
                           KVLayer kv, cudaStream_t stream) {
   if (rows == 0) return;
   const bool adjacent = layout == RopeLayout::AdjacentPairs;
-  ASTRAI_DISPATCH_DTYPE(kv.dtype, rope_kv_write_kernel<Elem><<<rows, 128, 0, stream>>>(
+  ASTRAI_DISPATCH_DTYPE(kv.dtype, ASTRAI_LAUNCH(rope_kv_write_kernel<Elem>, rows, 128, 0, stream)(
                                       qkv, n_heads, n_kv_heads, head_dim, adjacent, row_pos, rope_cos, rope_sin,
                                       row_slot, static_cast<Elem*>(kv.keys), static_cast<Elem*>(kv.values)));
   ASTRAI_CUDA_CHECK_LAUNCH();

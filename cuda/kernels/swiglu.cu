@@ -25,7 +25,7 @@ __global__ void swiglu_kernel(const float* __restrict__ gate_up, int hidden, T* 
 
 void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream) {
   if (rows == 0) return;
-  ASTRAI_DISPATCH_DTYPE(dtype, swiglu_kernel<Elem><<<rows, 256, 0, stream>>>(gate_up, hidden,
+  ASTRAI_DISPATCH_DTYPE(dtype, ASTRAI_LAUNCH(swiglu_kernel<Elem>, rows, 256, 0, stream)(gate_up, hidden,
                                                                                 static_cast<Elem*>(out)));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }

@@ -92,15 +92,35 @@ TEST_CASE("paged attention matches the reference's causal attention", "[cuda]") 
     c.page_size = *rc::gen::element(1, 7, 16, 32);
     const int n_seqs = *rc::gen::inRange(1, 5), layer = 1;
     const uint32_t seed = *rc::gen::arbitrary<uint32_t>();
-    cuda::DevicePageCache cache(c.config, n_seqs * (600 / c.page_size + 2) + 8, c.page_size, c.dtype);
+    cuda::DevicePageCache cache(c.config, (n_seqs + 1) * (600 / c.page_size + 2) + 8, c.page_size, c.dtype);
     DenseKVCache mirror(c.config, n_seqs);  // the same rows on the host, for the oracle
     const int kv_dim = c.config.kv_dim();
+    // `len` positions in all; the last `fresh` are this batch's rows (1: a decode row),
+    // the ones before them a prefix already in the cache.
+    std::vector<int> lens, fresh;
     for (int s = 0; s < n_seqs; ++s) {
-      // `len` positions in all; the last `fresh` are this batch's rows (1: a decode row),
-      // the ones before them a prefix already in the cache.
-      const int len = *rc::gen::inRange(1, 600);
-      const int fresh = *rc::gen::element(1, 1, std::min(len, 3), std::min(len, 40), len);
-      RC_ASSERT(cache.admit(s, std::vector<int>(size_t(len), 1)).has_value());
+      lens.push_back(*rc::gen::inRange(1, 600));
+      fresh.push_back(*rc::gen::element(1, 1, std::min(lens.back(), 3), std::min(lens.back(), 40), lens.back()));
+    }
+    // Pages are handed out in turns, one page per sequence and one to a spacer
+    // task per round, so every page table is scattered: a kernel that took a
+    // sequence's pages to be contiguous would read another sequence's rows.
+    const int spacer = 1000;
+    for (int s = 0; s < n_seqs; ++s)
+      RC_ASSERT(cache.admit(s, std::vector<int>(size_t(std::min(lens[size_t(s)], c.page_size)), 1)).has_value());
+    RC_ASSERT(cache.admit(spacer, std::vector<int>(1, 1)).has_value());
+    for (int have = c.page_size;; have += c.page_size) {
+      bool grew = false;
+      for (int s = 0; s < n_seqs; ++s)
+        if (lens[size_t(s)] > have) {
+          RC_ASSERT(cache.reserve(s, std::min(lens[size_t(s)], have + c.page_size)));
+          grew = true;
+        }
+      if (!grew) break;
+      RC_ASSERT(cache.reserve(spacer, std::min(600, have + c.page_size)));
+    }
+    for (int s = 0; s < n_seqs; ++s) {
+      const int len = lens[size_t(s)];
       for (int pos = 0; pos < len; ++pos) {
         const auto k = test::random_values(size_t(kv_dim), seed + uint64_t(s * 1000 + pos), c.dtype, 2.0f);
         const auto v = test::random_values(size_t(kv_dim), ~seed - uint64_t(s * 1000 + pos), c.dtype);
@@ -110,7 +130,7 @@ TEST_CASE("paged attention matches the reference's causal attention", "[cuda]") 
       // The view reads back what it wrote (values are already representable in the dtype).
       const float* back = cache.view().value(layer, s, len - 1);
       RC_ASSERT(std::equal(back, back + kv_dim, mirror.value(layer, s, len - 1)));
-      for (int pos = len - fresh; pos < len; ++pos) c.batch.push_back({1, s, pos, false});
+      for (int pos = len - fresh[size_t(s)]; pos < len; ++pos) c.batch.push_back({1, s, pos, false});
     }
     const auto q = test::random_values(c.batch.size() * size_t(c.config.q_dim()), seed ^ 0x5555u, DType::Float32,
                                        2.0f);

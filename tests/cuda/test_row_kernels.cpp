@@ -8,10 +8,12 @@
 #include <rapidcheck/catch.h>
 
 #include <cmath>
+#include <cstring>
 
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xview.hpp>
 
+#include "cuda/bf16_host.h"
 #include "cuda/kernels/kernels.h"
 #include "reference/rmsnorm.h"
 #include "reference/rope.h"
@@ -175,4 +177,46 @@ TEST_CASE("RoPE + K/V page write matches apply_rope on q and k, then the cache w
                               test::tolerance_for(t)) == "");
     }
   });
+}
+
+TEST_CASE("RMSNorm's epsilon counts where mean(x^2) is as small as it", "[cuda]") {
+  // With |x| ~ 1 the 1e-5 of epsilon moves the result by ~5e-6, inside the
+  // float32 tolerance: a kernel that dropped it would pass the property above.
+  // At |x| ~ 3e-3, mean(x^2) ~ 3e-6 and epsilon changes the scale about 2x.
+  ASTRAI_REQUIRE_GPU();
+  const int dim = 256, rows = 3;
+  const float eps = 1e-5f;
+  const auto x = test::random_values(size_t(rows * dim), 91, DType::Float32, 3e-3f);
+  const auto weight = test::random_values(size_t(dim), 92, DType::Float32);
+  const auto d_x = test::upload(x, DType::Float32);
+  const auto d_w = test::upload(weight, DType::Float32);
+  auto d_out = test::nan_filled(size_t(rows * dim), DType::Float32);
+  cuda::launch_residual_rmsnorm(d_x.as<float>(), nullptr, d_w.get(), DType::Float32, dim, eps, nullptr, rows,
+                                d_out.get(), nullptr);
+  xt::xtensor<float, 1> w = xt::adapt(weight, {size_t(dim)});
+  const auto normed = rmsnorm(as_matrix(x, size_t(rows), size_t(dim)), w, eps);
+  const std::vector<float> expected(normed.begin(), normed.end());
+  CHECK(test::compare(test::download(d_out, expected.size(), DType::Float32), expected,
+                      test::tolerance_for(DType::Float32)) == "");
+}
+
+TEST_CASE("float to bf16 on the device rounds to nearest, ties to even, as the host does", "[cuda]") {
+  // Exact: both sides are the same IEEE rounding of the same float. Round
+  // toward zero differs on every value whose low 16 bits exceed 0x8000, and
+  // on half of the ties, which are listed explicitly.
+  ASTRAI_REQUIRE_GPU();
+  std::vector<float> values = test::random_values(4096, 93, DType::Float32, 100.0f);
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0xbf818000u, 0x3f80ffffu, 0x7f7fffffu, 0x00008000u}) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    values.push_back(f);
+  }
+  const auto d_in = test::upload(values, DType::Float32);
+  auto d_out = test::nan_filled(values.size(), DType::BFloat16);
+  cuda::launch_convert_from_float(d_in.as<float>(), values.size(), d_out.get(), DType::BFloat16, nullptr);
+  const auto got = test::download(d_out, values.size(), DType::BFloat16);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (cuda::float_to_bf16_bits(got[i]) != cuda::float_to_bf16_bits(values[i])) ++mismatches;
+  CHECK(mismatches == 0);
 }

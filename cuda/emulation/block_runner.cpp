@@ -1,0 +1,315 @@
+// One block at a time; its threads are fibers. See block_runner.h.
+//
+// The scheduler of a block runs every ready fiber until it blocks (at a
+// barrier or shuffle) or returns; then it releases the barriers that every
+// thread they concern has reached, and repeats. A barrier that can never be
+// released is a fault, reported with where each thread waits.
+#include "cuda/emulation/block_runner.h"
+
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace astrai::emu {
+namespace {
+
+constexpr size_t kFiberStackBytes = 256 * 1024;  // generous: kernels keep small arrays in registers on a GPU
+constexpr int kWarpSize = 32;
+
+enum class Waiting { Nothing, Block, Warp, Done };
+
+struct Site {
+  const char* file = "";
+  int line = 0;
+  bool operator==(const Site& o) const { return line == o.line && std::strcmp(file, o.file) == 0; }
+};
+
+std::string where(const Site& s) { return std::string(s.file) + ":" + std::to_string(s.line); }
+
+struct Fiber {
+  ucontext_t context{};
+  uint3 index{};
+  int linear = 0;
+  Waiting waiting = Waiting::Nothing;
+  Site site;
+  unsigned mask = 0;        // of the shuffle it waits at
+  uint32_t shuffle_value = 0;
+  unsigned shuffle_delta = 0;
+  int shuffle_width = kWarpSize;
+  uint32_t shuffle_result = 0;
+};
+
+// Fiber stacks, mapped once per thread and reused by every block: each with a
+// guard page below it, so an overflow faults instead of corrupting a neighbour.
+class StackPool {
+ public:
+  ~StackPool() {
+    for (void* s : stacks_) munmap(s, kFiberStackBytes + page());
+  }
+  char* stack(size_t i) {
+    while (stacks_.size() <= i) {
+      void* p = mmap(nullptr, kFiberStackBytes + page(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      mprotect(p, page(), PROT_NONE);
+      stacks_.push_back(p);
+    }
+    return static_cast<char*>(stacks_[i]) + page();
+  }
+
+ private:
+  static size_t page() { return size_t(sysconf(_SC_PAGESIZE)); }
+  std::vector<void*> stacks_;
+};
+
+std::atomic<uint64_t> g_order_seed{[] {
+  const char* s = std::getenv("ASTRAI_EMULATION_THREAD_ORDER_SEED");
+  return s ? std::strtoull(s, nullptr, 10) : 0ull;
+}()};
+
+// The block this OS thread is running, and the fiber inside it.
+struct Block;
+thread_local Block* t_block = nullptr;
+
+struct Block {
+  const KernelLaunch* launch = nullptr;
+  uint3 index{};
+  std::vector<Fiber> fibers;
+  int current = -1;
+  ucontext_t scheduler{};
+  std::vector<unsigned char> shared;  // dynamic shared memory
+
+  Fiber& me() { return fibers[size_t(current)]; }
+
+  // Back to the scheduler; returns when this fiber is resumed.
+  void yield() { swapcontext(&me().context, &scheduler); }
+
+  std::string name() const {
+    std::ostringstream out;
+    out << "kernel " << launch->name << ", block (" << index.x << "," << index.y << "," << index.z << ")";
+    return out.str();
+  }
+};
+
+void fiber_entry() {
+  Block& b = *t_block;
+  b.launch->body();
+  b.me().waiting = Waiting::Done;
+  // Returning ends the fiber; uc_link resumes the scheduler.
+}
+
+uint3 unflatten(int i, dim3 d) {
+  return uint3{unsigned(i) % d.x, (unsigned(i) / d.x) % d.y, unsigned(i) / (d.x * d.y)};
+}
+
+std::string describe_waits(const Block& b) {
+  std::map<std::string, std::vector<int>> by_place;
+  for (const Fiber& f : b.fibers) {
+    std::string place = f.waiting == Waiting::Done    ? "exited"
+                        : f.waiting == Waiting::Block ? "__syncthreads() at " + where(f.site)
+                        : f.waiting == Waiting::Warp  ? "a warp shuffle at " + where(f.site)
+                                                      : "running";
+    by_place[place].push_back(f.linear);
+  }
+  std::ostringstream out;
+  for (const auto& [place, threads] : by_place) {
+    out << "\n  " << threads.size() << " thread(s) " << place << " (threads " << threads.front();
+    if (threads.size() > 1) out << " .. " << threads.back();
+    out << ")";
+  }
+  return out.str();
+}
+
+// Releases the warps whose live lanes all wait at the same shuffle; returns
+// whether any was released. Faults on a mask that leaves out a live lane.
+bool release_warps(Block& b) {
+  bool released = false;
+  const int n = int(b.fibers.size());
+  for (int first = 0; first < n; first += kWarpSize) {
+    const int last = std::min(n, first + kWarpSize);
+    bool all_at_shuffle = true, any_at_shuffle = false;
+    unsigned live = 0;
+    for (int i = first; i < last; ++i) {
+      const Fiber& f = b.fibers[size_t(i)];
+      if (f.waiting == Waiting::Done) continue;
+      live |= 1u << (i - first);
+      if (f.waiting == Waiting::Warp) any_at_shuffle = true; else all_at_shuffle = false;
+    }
+    if (!any_at_shuffle || !all_at_shuffle) continue;
+    const Fiber& lead = b.fibers[size_t(first + __builtin_ctz(live))];
+    for (int i = first; i < last; ++i) {
+      const Fiber& f = b.fibers[size_t(i)];
+      if (f.waiting == Waiting::Done) continue;
+      if (!(f.site == lead.site))
+        throw KernelFault(b.name() + ": the lanes of warp " + std::to_string(first / kWarpSize) +
+                          " wait at different shuffles, " + where(lead.site) + " and " + where(f.site));
+      if ((f.mask & live) != live)
+        throw KernelFault(b.name() + ": the shuffle at " + where(f.site) + " has mask 0x" +
+                          [&] { std::ostringstream o; o << std::hex << f.mask; return o.str(); }() +
+                          " but live lanes 0x" + [&] { std::ostringstream o; o << std::hex << live; return o.str(); }() +
+                          " of warp " + std::to_string(first / kWarpSize) + " all reached it");
+    }
+    for (int i = first; i < last; ++i) {
+      Fiber& f = b.fibers[size_t(i)];
+      if (f.waiting == Waiting::Done) continue;
+      const int lane = i - first, width = f.shuffle_width;
+      const int segment = lane - lane % width;
+      const int source = lane + int(f.shuffle_delta);
+      // __shfl_down_sync: a lane whose source is past its segment keeps its own value.
+      const bool inside = source < segment + width && first + source < last;
+      f.shuffle_result = inside ? b.fibers[size_t(first + source)].shuffle_value : f.shuffle_value;
+    }
+    for (int i = first; i < last; ++i)
+      if (b.fibers[size_t(i)].waiting == Waiting::Warp) b.fibers[size_t(i)].waiting = Waiting::Nothing;
+    released = true;
+  }
+  return released;
+}
+
+// Releases __syncthreads() when every thread waits at the same one.
+bool release_block(Block& b) {
+  const Fiber* lead = nullptr;
+  bool any_done = false;
+  for (const Fiber& f : b.fibers) {
+    if (f.waiting == Waiting::Done) {
+      any_done = true;
+      continue;
+    }
+    if (f.waiting != Waiting::Block) return false;
+    if (lead == nullptr) lead = &f;
+    if (!(f.site == lead->site))
+      throw KernelFault(b.name() + ": threads wait at different barriers, " + where(lead->site) + " (thread " +
+                        std::to_string(lead->linear) + ") and " + where(f.site) + " (thread " +
+                        std::to_string(f.linear) + ")" + describe_waits(b));
+  }
+  if (lead == nullptr) return false;
+  if (any_done)
+    throw KernelFault(b.name() + ": some threads exited while the others wait at __syncthreads() at " +
+                      where(lead->site) + " (on a GPU, a hang or undefined behaviour)" + describe_waits(b));
+  for (Fiber& f : b.fibers) f.waiting = Waiting::Nothing;
+  return true;
+}
+
+// Out of line: getcontext returns twice in principle, which would make the
+// caller's loop variables suspect to the compiler.
+[[gnu::noinline]] void prepare_context(ucontext_t& context, char* stack, ucontext_t* link) {
+  getcontext(&context);
+  context.uc_stack.ss_sp = stack;
+  context.uc_stack.ss_size = kFiberStackBytes;
+  context.uc_link = link;
+  makecontext(&context, fiber_entry, 0);
+}
+
+void run_block(const KernelLaunch& launch, uint3 block_index, StackPool& stacks, std::mt19937_64* order) {
+  Block b;
+  b.launch = &launch;
+  b.index = block_index;
+  const int n = int(launch.block.x * launch.block.y * launch.block.z);
+  b.fibers.resize(size_t(n));
+  b.shared.assign(launch.dynamic_smem, 0xff);  // NaN in float32 and bfloat16 alike
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = b.fibers[size_t(i)];
+    f.linear = i;
+    f.index = unflatten(i, launch.block);
+    prepare_context(f.context, stacks.stack(size_t(i)), &b.scheduler);
+  }
+  Block* outer = t_block;
+  t_block = &b;
+  struct Restore {
+    Block* outer;
+    ~Restore() { t_block = outer; }
+  } restore{outer};
+
+  std::vector<int> sequence(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) sequence[size_t(i)] = i;
+  for (;;) {
+    if (order) std::shuffle(sequence.begin(), sequence.end(), *order);
+    for (int i : sequence) {
+      if (b.fibers[size_t(i)].waiting != Waiting::Nothing) continue;
+      b.current = i;
+      swapcontext(&b.scheduler, &b.fibers[size_t(i)].context);
+    }
+    b.current = -1;
+    if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber& f) { return f.waiting == Waiting::Done; }))
+      return;
+    const bool warps = release_warps(b);
+    const bool block = release_block(b);
+    if (!warps && !block)
+      throw KernelFault(b.name() + ": no thread can go on (a barrier or shuffle that not every thread it "
+                        "concerns reaches)" + describe_waits(b));
+  }
+}
+
+Block& running_block(const char* what) {
+  if (t_block == nullptr || t_block->current < 0)
+    throw std::logic_error(std::string(what) + " used outside an emulated kernel");
+  return *t_block;
+}
+
+template <typename T>
+T shuffle(const char* file, int line, unsigned mask, T value, unsigned delta, int width) {
+  static_assert(sizeof(T) == 4);
+  Block& b = running_block("__shfl_down_sync");
+  if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0)
+    throw KernelFault(b.name() + ": __shfl_down_sync width " + std::to_string(width) + " at " + file + ":" +
+                      std::to_string(line));
+  Fiber& f = b.me();
+  std::memcpy(&f.shuffle_value, &value, 4);
+  f.shuffle_delta = delta;
+  f.shuffle_width = width;
+  f.mask = mask;
+  f.site = Site{file, line};
+  f.waiting = Waiting::Warp;
+  b.yield();
+  T result;
+  std::memcpy(&result, &b.me().shuffle_result, 4);
+  return result;
+}
+
+}  // namespace
+
+void run_kernel(const KernelLaunch& launch) {
+  thread_local StackPool stacks;
+  const uint64_t seed = g_order_seed.load();
+  std::mt19937_64 order(seed);
+  for (unsigned z = 0; z < launch.grid.z; ++z)
+    for (unsigned y = 0; y < launch.grid.y; ++y)
+      for (unsigned x = 0; x < launch.grid.x; ++x) run_block(launch, uint3{x, y, z}, stacks, seed ? &order : nullptr);
+}
+
+void set_thread_order_seed(uint64_t seed) { g_order_seed = seed; }
+uint64_t thread_order_seed() { return g_order_seed.load(); }
+
+uint3 thread_index() { return running_block("threadIdx").me().index; }
+uint3 block_index() { return running_block("blockIdx").index; }
+dim3 block_dimensions() { return running_block("blockDim").launch->block; }
+dim3 grid_dimensions() { return running_block("gridDim").launch->grid; }
+
+void* dynamic_shared_memory() {
+  Block& b = running_block("extern __shared__");
+  return b.shared.empty() ? nullptr : b.shared.data();
+}
+
+void block_barrier(const char* file, int line) {
+  Block& b = running_block("__syncthreads()");
+  b.me().site = Site{file, line};
+  b.me().waiting = Waiting::Block;
+  b.yield();
+}
+
+float shuffle_down(const char* file, int line, unsigned mask, float value, unsigned delta, int width) {
+  return shuffle(file, line, mask, value, delta, width);
+}
+int shuffle_down(const char* file, int line, unsigned mask, int value, unsigned delta, int width) {
+  return shuffle(file, line, mask, value, delta, width);
+}
+
+}  // namespace astrai::emu

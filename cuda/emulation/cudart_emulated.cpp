@@ -1,0 +1,556 @@
+// The CUDA runtime functions AstrAI calls, implemented on the CPU for the
+// emulated build (-Dcuda=emulated), which links this file instead of libcudart.
+// Host code keeps including the real <cuda_runtime_api.h>; these definitions
+// take its declarations (C linkage), so no line of the backend changes.
+//
+// One emulated device, "sm_90", whose memory is host memory:
+//  - cudaMalloc fills fresh memory with NaN bytes (0xff), so a kernel that
+//    reads what nobody wrote produces NaN, as the tests require to catch it;
+//    copies are checked against the allocations they touch.
+//  - Streams are deferred: launches, async copies and sets queue up and run at
+//    the next synchronising call (cudaStreamSynchronize, cudaDeviceSynchronize,
+//    cudaEventSynchronize, a synchronous cudaMemcpy/cudaMemset, which act on
+//    the legacy default stream and so wait for every stream). Host code that
+//    reads a result before synchronising sees stale data, as on a GPU.
+//  - Graph capture records the captured stream's work; calls a GPU refuses
+//    during capture (allocation, synchronisation, synchronous copies) fail
+//    with cudaErrorStreamCaptureUnsupported and invalidate the capture; a
+//    graph launch queues the recorded work again.
+//  - Launch errors (block too large, dynamic shared memory over the limit or
+//    over the kernel's opt-in) are reported by cudaGetLastError() at once, as
+//    a GPU does; a fault while a kernel runs (block_runner.h) is printed and
+//    makes the synchronising call, and every later call, fail with
+//    cudaErrorLaunchFailure (a GPU's sticky error).
+// Everything runs under one lock, in the order the host asked for it.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda/emulation/block_runner.h"
+#include "cuda/emulation/emulated_device.h"
+
+// The runtime's opaque handles, defined here (the headers only declare them).
+struct CUstream_st {
+  bool capturing = false;
+  bool capture_invalid = false;
+  cudaGraph_t graph = nullptr;
+};
+struct CUevent_st {
+  cudaStream_t stream = nullptr;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
+struct CUgraph_st {
+  std::vector<std::function<void()>> ops;
+  int launches = 0;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> ops;
+  int launches = 0;
+};
+
+namespace astrai::emu {
+namespace {
+
+constexpr size_t kDeviceMemory = size_t(16) << 30;        // what cudaMemGetInfo reports as the total
+constexpr size_t kSharedPerBlock = 48 * 1024;              // without the opt-in
+constexpr size_t kSharedPerBlockOptin = 227 * 1024;        // sm_90
+constexpr int kMaxThreadsPerBlock = 1024;
+
+struct Queued {
+  cudaStream_t stream;
+  std::function<void()> op;
+};
+
+struct State {
+  std::recursive_mutex mutex;
+  std::map<const unsigned char*, size_t> device;  // allocation start -> bytes
+  std::map<const unsigned char*, size_t> pinned;
+  size_t device_bytes = 0;
+  std::deque<Queued> queue;                       // every stream's pending work, in submission order
+  std::map<const void*, int> smem_optin;          // kernel -> cudaFuncAttributeMaxDynamicSharedMemorySize
+  cudaError_t sticky = cudaSuccess;
+  int current_device = 0;
+  EmulationCounters counters;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+thread_local cudaError_t t_last_error = cudaSuccess;
+
+cudaError_t fail(cudaError_t e) {
+  t_last_error = e;
+  return e;
+}
+
+// Runs the queued work of `stream` (every stream when `all`), in order.
+cudaError_t flush(State& s, cudaStream_t stream, bool all) {
+  if (s.sticky != cudaSuccess) return s.sticky;
+  while (true) {
+    auto it = std::find_if(s.queue.begin(), s.queue.end(),
+                           [&](const Queued& q) { return all || q.stream == stream; });
+    if (it == s.queue.end()) return cudaSuccess;
+    std::function<void()> op = std::move(it->op);
+    s.queue.erase(it);
+    try {
+      op();
+    } catch (const KernelFault& fault) {
+      std::fprintf(stderr, "emulated CUDA: kernel fault: %s\n", fault.what());
+      s.sticky = cudaErrorLaunchFailure;
+      s.queue.clear();
+      return fail(s.sticky);
+    }
+  }
+}
+
+// The allocation holding [p, p + bytes), if any.
+bool inside(const std::map<const unsigned char*, size_t>& allocations, const void* p, size_t bytes) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  auto it = allocations.upper_bound(c);
+  if (it == allocations.begin()) return false;
+  --it;
+  return c >= it->first && c + bytes <= it->first + it->second;
+}
+
+bool is_device(State& s, const void* p, size_t bytes) { return inside(s.device, p, bytes); }
+
+// A copy's pointers must lie in memory of the kinds it names.
+cudaError_t check_copy(State& s, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  const bool dst_device = is_device(s, dst, bytes), src_device = is_device(s, src, bytes);
+  switch (kind) {
+    case cudaMemcpyHostToDevice: return dst_device && !src_device ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDeviceToHost: return src_device && !dst_device ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDeviceToDevice: return dst_device && src_device ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyHostToHost: return cudaSuccess;
+    case cudaMemcpyDefault: return cudaSuccess;
+  }
+  return cudaErrorInvalidMemcpyDirection;
+}
+
+// Queues `op` on `stream`, or records it into the graph it is capturing.
+void submit(State& s, cudaStream_t stream, std::function<void()> op, bool is_launch) {
+  if (stream != nullptr && stream->capturing) {
+    stream->graph->ops.push_back(std::move(op));
+    if (is_launch) ++stream->graph->launches;
+    return;
+  }
+  s.queue.push_back({stream, std::move(op)});
+}
+
+// Calls a GPU refuses while `stream` (or any stream) is capturing.
+bool capture_forbids(cudaStream_t stream) {
+  if (stream == nullptr) return false;
+  if (stream->capturing) {
+    stream->capture_invalid = true;
+    return true;
+  }
+  return false;
+}
+
+std::vector<cudaStream_t>& live_streams() {
+  static std::vector<cudaStream_t> streams;
+  return streams;
+}
+
+bool any_capturing() {
+  bool any = false;
+  for (cudaStream_t s : live_streams())
+    if (s->capturing) {
+      s->capture_invalid = true;
+      any = true;
+    }
+  return any;
+}
+
+}  // namespace
+
+void enqueue_launch(cudaStream_t stream, KernelLaunch launch) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const size_t threads = size_t(launch.block.x) * launch.block.y * launch.block.z;
+  if (threads == 0 || threads > size_t(kMaxThreadsPerBlock) || launch.grid.x == 0 || launch.grid.y == 0 ||
+      launch.grid.z == 0) {
+    fail(cudaErrorInvalidConfiguration);
+    return;
+  }
+  size_t smem_limit = kSharedPerBlock;
+  if (auto it = s.smem_optin.find(launch.function); it != s.smem_optin.end())
+    smem_limit = std::max(smem_limit, size_t(it->second));
+  if (launch.dynamic_smem > smem_limit) {
+    fail(cudaErrorInvalidValue);
+    return;
+  }
+  ++s.counters.kernel_launches;
+  auto shared = std::make_shared<KernelLaunch>(std::move(launch));
+  submit(s, stream, [shared, &s] {
+    ++s.counters.kernels_run;
+    run_kernel(*shared);
+  }, true);
+}
+
+void enqueue_host_work(cudaStream_t stream, std::function<void()> work) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  submit(s, stream, std::move(work), false);
+}
+
+EmulationCounters counters() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.counters;
+}
+
+void reset_after_fault() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.sticky = cudaSuccess;
+  s.queue.clear();
+  t_last_error = cudaSuccess;
+}
+
+}  // namespace astrai::emu
+
+using astrai::emu::fail;
+using astrai::emu::state;
+
+// ---- errors ----
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = astrai::emu::t_last_error;
+  astrai::emu::t_last_error = cudaSuccess;
+  return e != cudaSuccess ? e : state().sticky;
+}
+
+cudaError_t cudaPeekAtLastError() {
+  return astrai::emu::t_last_error != cudaSuccess ? astrai::emu::t_last_error : state().sticky;
+}
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    default: return "cudaErrorUnknown";
+  }
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorLaunchFailure: return "unspecified launch failure (emulated: see the kernel fault printed above)";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    default: return "unknown error";
+  }
+}
+
+// ---- device ----
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  state().current_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = state().current_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "%s", "AstrAI emulated device (CPU)");
+  prop->major = 9;
+  prop->minor = 0;
+  prop->totalGlobalMem = astrai::emu::kDeviceMemory;
+  prop->sharedMemPerBlock = astrai::emu::kSharedPerBlock;
+  prop->sharedMemPerBlockOptin = astrai::emu::kSharedPerBlockOptin;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = astrai::emu::kMaxThreadsPerBlock;
+  prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 0x7fffffff;
+  prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+  prop->multiProcessorCount = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (astrai::emu::any_capturing()) return fail(cudaErrorStreamCaptureUnsupported);
+  return astrai::emu::flush(s, nullptr, true);
+}
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  *total = astrai::emu::kDeviceMemory;
+  *free = astrai::emu::kDeviceMemory - std::min(s.device_bytes, astrai::emu::kDeviceMemory);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;  // others are hints
+  if (value < 0 || size_t(value) > astrai::emu::kSharedPerBlockOptin) return fail(cudaErrorInvalidValue);
+  s.smem_optin[func] = value;
+  return cudaSuccess;
+}
+
+// ---- memory ----
+
+cudaError_t cudaMalloc(void** ptr, size_t size) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (astrai::emu::any_capturing()) return fail(cudaErrorStreamCaptureUnsupported);
+  if (s.device_bytes + size > astrai::emu::kDeviceMemory) return fail(cudaErrorMemoryAllocation);
+  auto* p = static_cast<unsigned char*>(std::malloc(std::max<size_t>(size, 1)));
+  if (p == nullptr) return fail(cudaErrorMemoryAllocation);
+  std::memset(p, 0xff, size);  // NaN: fresh device memory is never zero to count on
+  s.device[p] = size;
+  s.device_bytes += size;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  // cudaFree synchronises the device first, as the real one does.
+  astrai::emu::flush(s, nullptr, true);
+  auto it = s.device.find(static_cast<unsigned char*>(ptr));
+  if (it == s.device.end()) return fail(cudaErrorInvalidValue);
+  s.device_bytes -= it->second;
+  s.device.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  auto* p = static_cast<unsigned char*>(std::malloc(std::max<size_t>(size, 1)));
+  if (p == nullptr) return fail(cudaErrorMemoryAllocation);
+  std::memset(p, 0xff, size);
+  s.pinned[p] = size;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) { return cudaMallocHost(ptr, size); }
+
+cudaError_t cudaFreeHost(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  astrai::emu::flush(s, nullptr, true);
+  auto it = s.pinned.find(static_cast<unsigned char*>(ptr));
+  if (it == s.pinned.end()) return fail(cudaErrorInvalidValue);
+  s.pinned.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (astrai::emu::any_capturing()) return fail(cudaErrorStreamCaptureUnsupported);
+  if (cudaError_t e = astrai::emu::check_copy(s, dst, src, count, kind); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = astrai::emu::flush(s, nullptr, true); e != cudaSuccess) return e;
+  if (count) std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (cudaError_t e = astrai::emu::check_copy(s, dst, src, count, kind); e != cudaSuccess) return fail(e);
+  if (count) astrai::emu::submit(s, stream, [dst, src, count] { std::memmove(dst, src, count); }, false);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* dst, int value, size_t count) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (astrai::emu::any_capturing()) return fail(cudaErrorStreamCaptureUnsupported);
+  if (count && !astrai::emu::is_device(s, dst, count)) return fail(cudaErrorInvalidValue);
+  if (cudaError_t e = astrai::emu::flush(s, nullptr, true); e != cudaSuccess) return e;
+  std::memset(dst, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (count && !astrai::emu::is_device(s, dst, count)) return fail(cudaErrorInvalidValue);
+  if (count) astrai::emu::submit(s, stream, [dst, value, count] { std::memset(dst, value, count); }, false);
+  return cudaSuccess;
+}
+
+// ---- streams and events ----
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  *stream = new CUstream_st;
+  astrai::emu::live_streams().push_back(*stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) { return cudaStreamCreate(stream); }
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  auto& live = astrai::emu::live_streams();
+  auto it = std::find(live.begin(), live.end(), stream);
+  if (it == live.end()) return fail(cudaErrorInvalidResourceHandle);
+  astrai::emu::flush(s, stream, false);  // pending work completes, as the real call lets it
+  live.erase(it);
+  delete stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (astrai::emu::capture_forbids(stream)) return fail(cudaErrorStreamCaptureUnsupported);
+  return astrai::emu::flush(s, stream, stream == nullptr);
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) { return cudaEventCreate(event); }
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  astrai::emu::flush(s, event->stream, event->stream == nullptr);
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  event->stream = stream;
+  event->recorded = false;
+  astrai::emu::submit(s, stream, [event] {
+    event->when = std::chrono::steady_clock::now();
+    event->recorded = true;
+  }, false);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  return astrai::emu::flush(s, event->stream, event->stream == nullptr);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!start->recorded || !end->recorded) return fail(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  return cudaSuccess;
+}
+
+// ---- graphs ----
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (stream == nullptr || stream->capturing) return fail(cudaErrorIllegalState);
+  stream->capturing = true;
+  stream->capture_invalid = false;
+  stream->graph = new CUgraph_st;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (stream == nullptr || !stream->capturing) return fail(cudaErrorIllegalState);
+  stream->capturing = false;
+  if (stream->capture_invalid) {
+    delete stream->graph;
+    stream->graph = nullptr;
+    *graph = nullptr;
+    return fail(cudaErrorStreamCaptureInvalidated);
+  }
+  *graph = stream->graph;
+  stream->graph = nullptr;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  *status = stream != nullptr && stream->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (graph == nullptr) return fail(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->ops, graph->launches};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (exec == nullptr) return fail(cudaErrorInvalidValue);
+  ++s.counters.graph_launches;
+  s.counters.kernel_launches += uint64_t(exec->launches);
+  for (const auto& op : exec->ops) astrai::emu::submit(s, stream, op, false);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}

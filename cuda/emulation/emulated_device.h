@@ -1,0 +1,25 @@
+// What tests can ask of the emulated device (-Dcuda=emulated) beyond the CUDA
+// runtime API: how much work it ran, and the order of threads in a block.
+// Only the emulated build has these; code that uses them is guarded by
+// ASTRAI_CUDA_EMULATED.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/emulation/block_runner.h"
+
+namespace astrai::emu {
+
+struct EmulationCounters {
+  uint64_t kernel_launches = 0;  // launches issued, directly or by graph launches
+  uint64_t kernels_run = 0;      // launches executed (at synchronisation)
+  uint64_t graph_launches = 0;   // cudaGraphLaunch calls
+};
+
+EmulationCounters counters();
+
+// Clears the sticky error a kernel fault leaves (a GPU would need a new
+// process); for tests that plant faults on purpose.
+void reset_after_fault();
+
+}  // namespace astrai::emu
