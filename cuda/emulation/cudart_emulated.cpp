@@ -128,6 +128,26 @@ bool inside(const std::map<const unsigned char*, size_t>& allocations, const voi
 
 bool is_device(State& s, const void* p, size_t bytes) { return inside(s.device, p, bytes); }
 
+// Host memory standing for device or pinned memory, filled with NaN bytes:
+// fresh memory is never zero to count on.
+unsigned char* allocate_poisoned(size_t size) {
+  auto* p = static_cast<unsigned char*>(std::malloc(std::max<size_t>(size, 1)));
+  if (p != nullptr) std::memset(p, 0xff, size);
+  return p;
+}
+
+// Frees `ptr` if `allocations` holds it (after the device finishes, as the
+// real frees synchronise); returns its size through `bytes`.
+cudaError_t release(State& s, std::map<const unsigned char*, size_t>& allocations, void* ptr, size_t* bytes) {
+  flush(s, nullptr, true);
+  auto it = allocations.find(static_cast<unsigned char*>(ptr));
+  if (it == allocations.end()) return fail(cudaErrorInvalidValue);
+  *bytes = it->second;
+  allocations.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
 // A copy's pointers must lie in memory of the kinds it names.
 cudaError_t check_copy(State& s, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return cudaSuccess;
@@ -342,9 +362,8 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   std::lock_guard lock(s.mutex);
   if (astrai::emu::any_capturing()) return fail(cudaErrorStreamCaptureUnsupported);
   if (s.device_bytes + size > astrai::emu::kDeviceMemory) return fail(cudaErrorMemoryAllocation);
-  auto* p = static_cast<unsigned char*>(std::malloc(std::max<size_t>(size, 1)));
+  unsigned char* p = astrai::emu::allocate_poisoned(size);
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
-  std::memset(p, 0xff, size);  // NaN: fresh device memory is never zero to count on
   s.device[p] = size;
   s.device_bytes += size;
   *ptr = p;
@@ -355,22 +374,17 @@ cudaError_t cudaFree(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  // cudaFree synchronises the device first, as the real one does.
-  astrai::emu::flush(s, nullptr, true);
-  auto it = s.device.find(static_cast<unsigned char*>(ptr));
-  if (it == s.device.end()) return fail(cudaErrorInvalidValue);
-  s.device_bytes -= it->second;
-  s.device.erase(it);
-  std::free(ptr);
-  return cudaSuccess;
+  size_t bytes = 0;
+  const cudaError_t e = astrai::emu::release(s, s.device, ptr, &bytes);
+  s.device_bytes -= bytes;
+  return e;
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  auto* p = static_cast<unsigned char*>(std::malloc(std::max<size_t>(size, 1)));
+  unsigned char* p = astrai::emu::allocate_poisoned(size);
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
-  std::memset(p, 0xff, size);
   s.pinned[p] = size;
   *ptr = p;
   return cudaSuccess;
@@ -382,12 +396,8 @@ cudaError_t cudaFreeHost(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  astrai::emu::flush(s, nullptr, true);
-  auto it = s.pinned.find(static_cast<unsigned char*>(ptr));
-  if (it == s.pinned.end()) return fail(cudaErrorInvalidValue);
-  s.pinned.erase(it);
-  std::free(ptr);
-  return cudaSuccess;
+  size_t bytes = 0;
+  return astrai::emu::release(s, s.pinned, ptr, &bytes);
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {

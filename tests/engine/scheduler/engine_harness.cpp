@@ -260,6 +260,14 @@ void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std:
   }
 }
 
+void Gate::wait_entered() {
+  const auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
+  while (!entered) {
+    if (std::chrono::steady_clock::now() > deadline) FAIL("the scheduler never reached the gate");
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 void check_batches(const std::vector<std::vector<BatchToken>>& batches, const SchedulerConfig& config) {
   REQUIRE(!batches.empty());
   for (size_t b = 0; b < batches.size(); ++b) {

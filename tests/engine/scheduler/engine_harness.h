@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -63,6 +64,24 @@ class Watchdog {
   std::condition_variable disarmed_;
   bool done_ = false;
   std::thread thread_;
+};
+
+// Holds the scheduler thread inside a request's on_token callback until
+// opened (or until kWaitTimeout, so that a failing test cannot hang): while
+// it is closed, nothing is admitted, stepped or finished.
+struct Gate {
+  std::promise<void> open_promise;
+  std::shared_future<void> opened = open_promise.get_future().share();
+  std::atomic<bool> entered = false;
+
+  std::function<void(const TokenEvent&)> callback() {
+    return [this, opened = opened](const TokenEvent&) {
+      if (entered.exchange(true)) return;  // only the first token waits
+      opened.wait_for(kWaitTimeout);
+    };
+  }
+  void wait_entered();  // FAILs after kWaitTimeout
+  void open() { open_promise.set_value(); }
 };
 
 // One request of a scenario and its right answer.

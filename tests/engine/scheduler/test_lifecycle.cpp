@@ -30,30 +30,6 @@ PlannedRequest long_request(std::mt19937& rng, int max_tokens) {
   return r;
 }
 
-// Holds the scheduler thread inside a request's on_token callback until
-// opened (or until kWaitTimeout, so that a failing test cannot hang): while
-// it is closed, nothing is admitted, stepped or finished.
-struct Gate {
-  std::promise<void> open_promise;
-  std::shared_future<void> opened = open_promise.get_future().share();
-  std::atomic<bool> entered = false;
-
-  std::function<void(const TokenEvent&)> callback() {
-    return [this, opened = opened](const TokenEvent&) {
-      if (entered.exchange(true)) return;  // only the first token waits
-      opened.wait_for(kWaitTimeout);
-    };
-  }
-  void wait_entered() {
-    const auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
-    while (!entered) {
-      if (std::chrono::steady_clock::now() > deadline) FAIL("the scheduler never reached the gate");
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-  }
-  void open() { open_promise.set_value(); }
-};
-
 }  // namespace
 
 TEST_CASE("Statistics count every task and token, and show nothing active at the end", "[engine][stats]") {

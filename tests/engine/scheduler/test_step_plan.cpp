@@ -3,7 +3,6 @@
 // the reference gives the same bits at any batch size, so a step that ran more
 // rows than its budget, or recomputed a cached prefix, still gives the right
 // tokens. Here the plans are asserted row by row.
-#include <future>
 #include <memory>
 #include <random>
 #include <vector>
@@ -93,21 +92,13 @@ TEST_CASE("A decoding task keeps its row every step; a new prompt's chunks fill 
                                           greedy_request(random_prompt(rng, 30), 4)};
   // The first request's first token holds the loop still until the second
   // request is queued, so the steps that follow are known exactly.
-  std::promise<void> open;
-  std::shared_future<void> opened = open.get_future().share();
-  std::atomic<bool> entered = false;
-  requests[0].on_token_hook = [&entered, opened](const TokenEvent&) {
-    if (!entered.exchange(true)) opened.wait_for(kWaitTimeout);
-  };
+  Gate gate;
+  requests[0].on_token_hook = gate.callback();
   compute_expected(requests);
   auto first = submit_requests(*recorded.engine, {requests[0]}, Submission::Together);
-  const auto deadline = std::chrono::steady_clock::now() + kWaitTimeout;
-  while (!entered) {
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  gate.wait_entered();
   auto second = submit_requests(*recorded.engine, {requests[1]}, Submission::Together);
-  open.set_value();
+  gate.open();
   std::vector<std::shared_ptr<RequestLog>> logs = {first[0], second[0]};
   finish_requests(*recorded.engine, requests, logs);
   check_outputs(requests, logs);
