@@ -7,6 +7,11 @@
 //   TFLOP/s and flop_frac = its arithmetic / time, over the GEMM rate
 // Times are GPU times between CUDA events (manual timing), one launch each.
 // bench/gpu-check.sh runs this and prints a table of the counters.
+//
+// The kernels come from the kernel-case registry (cuda/kernel_cases/), as in
+// llm.c: each variant of each case is first validated against its reference
+// on one small shape (a wrong kernel is reported and not timed), then timed
+// on the case's bench_shapes. The whole-model decode step follows.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -15,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +31,8 @@
 #include "cuda/device_page_cache.h"
 #include "cuda/device_weights.h"
 #include "cuda/gemm.h"
+#include "cuda/kernel_cases/device_arrays.h"
+#include "cuda/kernel_cases/kernel_case.h"
 #include "cuda/kernels/kernels.h"
 #include "engine/model_files/synthetic_model.h"
 
@@ -80,137 +88,6 @@ void measure_ceilings() {
               g_gemm_tflops, cuda_device_description().c_str());
 }
 
-// A Llama-7B-like attention layer: 32 query heads of 128, 8 KV heads (GQA 4).
-ModelConfig attention_config(int ctx) {
-  ModelConfig c = preset_config("llama2-7b");
-  c.n_kv_heads = 8;
-  c.max_seq_len = ctx;
-  c.n_layers = 1;
-  c.vocab_size = 16;
-  return c;
-}
-
-// Decode attention: `batch` sequences of `ctx` cached positions, one query row each.
-void BM_DecodeAttention(benchmark::State& state) {
-  const int batch = int(state.range(0)), ctx = int(state.range(1)), page = 16;
-  const ModelConfig c = attention_config(ctx);
-  const int pps = ctx / page, splits = (ctx + 255) / 256;
-  cuda::DevicePageCache cache(c, batch * pps, page, DType::BFloat16);
-  cudaMemset(cache.layer_keys(0), 0, size_t(batch) * size_t(ctx) * size_t(c.kv_dim()) * 2);
-  cudaMemset(cache.layer_values(0), 0, size_t(batch) * size_t(ctx) * size_t(c.kv_dim()) * 2);
-  std::vector<int> tables(static_cast<size_t>(batch * pps)), rows(static_cast<size_t>(batch)),
-      pos(static_cast<size_t>(batch), ctx - 1);
-  for (size_t i = 0; i < tables.size(); ++i) tables[i] = int(i);
-  for (int r = 0; r < batch; ++r) rows[size_t(r)] = r;
-  DeviceBuffer d_tables(tables.size() * 4, "tables"), d_rows(rows.size() * 4, "rows"), d_pos(pos.size() * 4, "pos");
-  cudaMemcpy(d_tables.get(), tables.data(), d_tables.bytes(), cudaMemcpyHostToDevice);
-  cudaMemcpy(d_rows.get(), rows.data(), d_rows.bytes(), cudaMemcpyHostToDevice);
-  cudaMemcpy(d_pos.get(), pos.data(), d_pos.bytes(), cudaMemcpyHostToDevice);
-  DeviceBuffer q(size_t(batch) * size_t(c.q_dim()) * 4, "q"), out(size_t(batch) * size_t(c.q_dim()) * 2, "out");
-  cudaMemset(q.get(), 0, q.bytes());
-  DeviceBuffer o(size_t(batch) * size_t(c.n_heads * splits * c.head_dim()) * 4, "o_partial");
-  DeviceBuffer lse(size_t(batch) * size_t(c.n_heads * splits) * 4, "lse");
-  cuda::AttentionArgs a;
-  a.q = q.as<float>();
-  a.q_stride = c.q_dim();
-  a.kv = cuda::KVLayer{cache.layer_keys(0), cache.layer_values(0), DType::BFloat16};
-  a.page_size = page;
-  a.page_tables = d_tables.as<int>();
-  a.pages_per_seq = pps;
-  a.row_seq = d_rows.as<int>();
-  a.row_pos = d_pos.as<int>();
-  a.n_heads = c.n_heads;
-  a.n_kv_heads = c.n_kv_heads;
-  a.head_dim = c.head_dim();
-  a.split_len = 256;
-  a.max_splits = splits;
-  a.scale = 0.0883883f;
-  a.o_partial = o.as<float>();
-  a.lse_partial = lse.as<float>();
-  const double bytes = 2.0 * batch * double(ctx) * c.kv_dim() * 2;  // K and V, bf16, read once
-  const double flops = 4.0 * batch * double(ctx) * c.q_dim();
-  for (auto _ : state) {
-    const float ms = gpu_ms([&] {
-      cuda::launch_decode_attention(a, d_rows.as<int>(), batch, nullptr);
-      cuda::launch_attention_merge(a, batch, out.get(), DType::BFloat16, nullptr);
-    });
-    report(state, ms, bytes, flops);
-  }
-}
-BENCHMARK(BM_DecodeAttention)->Args({1, 4096})->Args({16, 4096})->Args({64, 2048})->UseManualTime()->Iterations(5);
-
-// Prefill attention: one prompt of `len` rows, causal.
-void BM_PrefillAttention(benchmark::State& state) {
-  const int len = int(state.range(0)), page = 16;
-  const ModelConfig c = attention_config(len);
-  const int pps = len / page, splits = (len + 255) / 256;
-  cuda::DevicePageCache cache(c, pps, page, DType::BFloat16);
-  cudaMemset(cache.layer_keys(0), 0, size_t(len) * size_t(c.kv_dim()) * 2);
-  cudaMemset(cache.layer_values(0), 0, size_t(len) * size_t(c.kv_dim()) * 2);
-  std::vector<int> tables(static_cast<size_t>(pps)), pos(static_cast<size_t>(len)), seq(static_cast<size_t>(len), 0),
-      first, count, rows(static_cast<size_t>(len));
-  for (int i = 0; i < pps; ++i) tables[size_t(i)] = i;
-  for (int r = 0; r < len; ++r) pos[size_t(r)] = rows[size_t(r)] = r;
-  for (int r = 0; r < len; r += cuda::kPrefillTileRows) {
-    first.push_back(r);
-    count.push_back(std::min(cuda::kPrefillTileRows, len - r));
-  }
-  const auto up = [](const std::vector<int>& v) {
-    DeviceBuffer b(v.size() * 4, "ints");
-    cudaMemcpy(b.get(), v.data(), b.bytes(), cudaMemcpyHostToDevice);
-    return b;
-  };
-  const auto d_tables = up(tables), d_pos = up(pos), d_seq = up(seq), d_first = up(first), d_count = up(count),
-             d_rows = up(rows);
-  DeviceBuffer q(size_t(len) * size_t(c.q_dim()) * 4, "q"), out(size_t(len) * size_t(c.q_dim()) * 2, "out");
-  cudaMemset(q.get(), 0, q.bytes());
-  DeviceBuffer o(size_t(len) * size_t(c.n_heads * splits * c.head_dim()) * 4, "o_partial");
-  DeviceBuffer lse(size_t(len) * size_t(c.n_heads * splits) * 4, "lse");
-  cuda::AttentionArgs a;
-  a.q = q.as<float>();
-  a.q_stride = c.q_dim();
-  a.kv = cuda::KVLayer{cache.layer_keys(0), cache.layer_values(0), DType::BFloat16};
-  a.page_size = page;
-  a.page_tables = d_tables.as<int>();
-  a.pages_per_seq = pps;
-  a.row_seq = d_seq.as<int>();
-  a.row_pos = d_pos.as<int>();
-  a.n_heads = c.n_heads;
-  a.n_kv_heads = c.n_kv_heads;
-  a.head_dim = c.head_dim();
-  a.split_len = 256;
-  a.max_splits = splits;
-  a.scale = 0.0883883f;
-  a.o_partial = o.as<float>();
-  a.lse_partial = lse.as<float>();
-  const double flops = 4.0 * double(len) * double(len) / 2.0 * c.q_dim();  // causal: half of QK^T and PV
-  const double bytes = 2.0 * double(len) * c.kv_dim() * 2 + double(len) * c.q_dim() * 6;
-  for (auto _ : state) {
-    const float ms = gpu_ms([&] {
-      cuda::launch_prefill_attention(a, d_first.as<int>(), d_count.as<int>(), d_rows.as<int>(), int(first.size()),
-                                     nullptr);
-      cuda::launch_attention_merge(a, len, out.get(), DType::BFloat16, nullptr);
-    });
-    report(state, ms, bytes, flops);
-  }
-}
-BENCHMARK(BM_PrefillAttention)->Arg(1024)->Arg(4096)->UseManualTime()->Iterations(3);
-
-// One GEMM of a Llama-7B projection shape (4096 x 4096, bf16) at several row counts.
-void BM_Gemm(benchmark::State& state) {
-  const int rows = int(state.range(0)), n = 4096;
-  cuda::GemmRunner gemm;
-  DeviceBuffer x(size_t(rows) * n * 2, "x"), w(size_t(n) * n * 2, "w"), y(size_t(rows) * n * 4, "y");
-  cudaMemset(x.get(), 0, x.bytes());
-  cudaMemset(w.get(), 0, w.bytes());
-  const double bytes = double(n) * n * 2 + double(rows) * n * 6;
-  for (auto _ : state) {
-    const float ms = gpu_ms([&] { gemm.run(x.get(), w.get(), DType::BFloat16, rows, n, n, y.as<float>(), nullptr); });
-    report(state, ms, bytes, 2.0 * rows * double(n) * n);
-  }
-}
-BENCHMARK(BM_Gemm)->Arg(1)->Arg(16)->Arg(256)->Arg(4096)->UseManualTime()->Iterations(5);
-
 // The decode step of a whole model (bench_model_config(), bf16): `batch`
 // sequences at position `ctx`, as the engine runs it (CUDA graph replay).
 // Bytes moved: every weight once plus each sequence's K/V.
@@ -253,6 +130,44 @@ void BM_DecodeStep(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeStep)->Args({1, 512})->Args({8, 512})->Args({32, 512})->UseManualTime()->Iterations(5);
 
+// Validates every variant of every case on one small drawn shape and
+// registers the valid ones' benchmarks. Returns the number of invalid ones.
+int register_kernel_cases() {
+  int invalid = 0;
+  for (const cuda::cases::KernelCase& kc : cuda::cases::kernel_cases()) {
+    for (int variant = 1; variant <= kc.variants; ++variant) {
+      std::mt19937 rng(20261201);
+      const cuda::cases::Pick pick = [&rng](int lo, int hi) {
+        return lo + int(rng() % uint32_t(hi - lo + 1));
+      };
+      const cuda::cases::KernelShape small = kc.draw(pick);
+      auto check = kc.prepare(small);
+      check->launch(variant, nullptr);
+      const std::string error = test::compare(check->result(), check->expected(), kc.tolerance(small.dtype));
+      const std::string name = kc.name + "/v" + std::to_string(variant);
+      if (!error.empty()) {
+        std::printf("INVALID %s on %s: %s (not timed)\n", name.c_str(), small.describe().c_str(), error.c_str());
+        ++invalid;
+        continue;
+      }
+      std::printf("validated %s against %s on %s\n", name.c_str(), kc.reference.c_str(), small.describe().c_str());
+      for (const cuda::cases::KernelShape& shape : kc.bench_shapes) {
+        benchmark::RegisterBenchmark((name + "/" + shape.describe()).c_str(),
+                                     [&kc, variant, shape](benchmark::State& state) {
+                                       auto run = kc.prepare(shape);
+                                       for (auto _ : state) {
+                                         const float ms = gpu_ms([&] { run->launch(variant, nullptr); });
+                                         report(state, ms, run->bytes, run->flops);
+                                       }
+                                     })
+            ->UseManualTime()
+            ->Iterations(5);
+      }
+    }
+  }
+  return invalid;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,8 +180,9 @@ int main(int argc, char** argv) {
     return expected && std::string(expected) == "1" ? 1 : 0;
   }
   measure_ceilings();
+  const int invalid = register_kernel_cases();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return 0;
+  return invalid == 0 ? 0 : 1;
 }

@@ -8,7 +8,9 @@
 
 namespace astrai::cuda {
 BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, const ModelConfig& config,
-                     int tile_rows) {
+                     int tile_rows, int chunk_rows) {
+  if (tile_rows < 1 || chunk_rows < tile_rows)
+    throw std::invalid_argument("plan_batch: need 1 <= tile_rows <= chunk_rows");
   check_batch(config, batch);  // reference/batch.h: ids and positions in range
   BatchPlan plan;
   const int p = pages.page_size();
@@ -59,6 +61,22 @@ BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, 
       plan.tile_rows.insert(plan.tile_rows.end(), rows.begin() + long(first), rows.begin() + long(first + count));
     }
   }
+  // Partials: decode rows first, then each chunk of whole tiles from index D.
+  const int D = int(plan.decode_rows.size());
+  plan.row_partial.assign(size_t(plan.rows), -1);
+  for (int i = 0; i < D; ++i) plan.row_partial[size_t(plan.decode_rows[size_t(i)])] = i;
+  plan.partial_rows = D;
+  int chunk_begin_row = 0;
+  for (size_t t = 0; t < plan.tile_first.size(); ++t) {
+    const int first = plan.tile_first[t], end = first + plan.tile_count[t];
+    if (plan.chunk_tiles.empty() || end - chunk_begin_row > chunk_rows) {
+      plan.chunk_tiles.push_back(int(t));
+      chunk_begin_row = first;
+    }
+    for (int i = first; i < end; ++i) plan.row_partial[size_t(plan.tile_rows[size_t(i)])] = D + i - chunk_begin_row;
+    plan.partial_rows = std::max(plan.partial_rows, D + end - chunk_begin_row);
+  }
+  if (!plan.chunk_tiles.empty()) plan.chunk_tiles.push_back(int(plan.tile_first.size()));
   return plan;
 }
 

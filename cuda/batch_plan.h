@@ -6,6 +6,13 @@
 // Attention routing depends only on a row's own sequence: a sequence with
 // one row in the batch is a decode row; the rows of a sequence with several
 // are cut, in batch order, into prefill tiles of kPrefillTileRows rows.
+//
+// Attention's split partials (o_partial, lse_partial) are kept for few rows
+// at a time: the decode rows, then the prefill tiles in chunks of at most
+// `chunk_rows` rows, each chunk merged before the next one reuses the
+// space. A row's partials sit at its row_partial index: decode rows
+// 0..D-1, each chunk's rows D.. in tile order. So the scratch is
+// partial_rows = D + (largest chunk) rows whatever the prefill's length.
 #pragma once
 
 #include <span>
@@ -29,7 +36,15 @@ struct BatchPlan {
   std::vector<int> decode_rows;  // rows that are their sequence's only row
   std::vector<int> tile_first, tile_count, tile_rows;  // prefill tiles: tile_rows[first .. first + count)
   std::vector<int> wanted_rows;  // rows with want_logits, in batch order
+  std::vector<int> row_partial;  // [rows]: the row's index in the attention partials
+  std::vector<int> chunk_tiles;  // prefill chunk c is tiles chunk_tiles[c] .. chunk_tiles[c + 1] - 1
+  int partial_rows = 0;          // rows of attention partials the batch needs
 
+  int n_chunks() const { return chunk_tiles.empty() ? 0 : int(chunk_tiles.size()) - 1; }
+  // The rows of chunk c: tile_rows[chunk_row_begin(c) .. chunk_row_begin(c + 1)).
+  int chunk_row_begin(int c) const {
+    return c == n_chunks() ? int(tile_rows.size()) : tile_first[size_t(chunk_tiles[size_t(c)])];
+  }
   bool decode_only() const { return tile_first.empty(); }
 };
 
@@ -39,6 +54,6 @@ struct BatchPlan {
 // a shared prefix page: std::logic_error) and that the rows of one sequence
 // have increasing positions (std::invalid_argument).
 BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, const ModelConfig& config,
-                     int tile_rows);
+                     int tile_rows, int chunk_rows);
 
 }  // namespace astrai::cuda

@@ -19,6 +19,7 @@
 #include "cuda/device_weights.h"
 #include "cuda/gemm.h"
 #include "cuda/kernels/kernels.h"
+#include "cuda/paged_attention.h"
 
 namespace astrai::cuda {
 namespace {
@@ -47,13 +48,6 @@ class PinnedBuffer {
   void* ptr_ = nullptr;
 };
 
-// Positions per attention split: at least 256, and at most 32 splits per context.
-int split_len_for(int max_seq_len) {
-  const int per_split = (max_seq_len + 31) / 32;
-  const int rounded = (per_split + kAttentionTile - 1) / kAttentionTile * kAttentionTile;
-  return std::max(256, rounded);
-}
-
 void check_supported(const ModelConfig& c) {
   c.validate();
   if (c.head_dim() > kAttentionMaxHeadDim)
@@ -65,42 +59,45 @@ void check_supported(const ModelConfig& c) {
                                 " the decode attention kernel supports");
 }
 
-// Sections of the metadata buffer, each `capacity` ints, then the page tables.
-enum MetaSection { kTokens, kPos, kSeq, kSlot, kDecode, kTileFirst, kTileCount, kTileRows, kWanted, kPageTables };
-
 }  // namespace
 
 struct CudaExecutor::Impl {
   std::shared_ptr<const ModelWeights> host_weights;
   CudaOptions options;
   ModelConfig c;
-  int split_len = 0, max_splits = 0, pages_per_seq = 0;
+  int split_len = 0, max_splits = 0;
   cudaStream_t stream = nullptr;
   DeviceWeights weights;
   GemmRunner gemm;
   DeviceBuffer rope_cos, rope_sin;  // [max_seq_len, head_dim / 2]
 
-  // Activations for up to `capacity` rows (grown on demand).
-  int capacity = 0;
-  int meta_page_size = 0;  // page size the page-table section was laid out for
+  // Buffers grown on demand: activations and metadata for `layout.capacity()`
+  // rows, attention partials for `partial_capacity` rows (BatchPlan::
+  // partial_rows) and logits for `wanted_capacity` rows (only the rows that
+  // want them: a long prefill needs one).
+  PlanLayout layout{0, 0};
+  int partial_capacity = 0, wanted_capacity = 0;
   DeviceBuffer x, h, qkv, attn, proj, gate_up, hidden, ffn_out, o_partial, lse, logits, meta;
   PinnedBuffer meta_host, logits_host;
 
-  // CUDA graphs of decode steps, by shape; how often each shape was seen.
-  using GraphKey = std::tuple<int, int, const void*, const void*, int>;
+  // CUDA graphs of decode steps, by shape and cache (its storage addresses
+  // and its page count, which sets every layer's offset); how often each was seen.
+  using GraphKey = std::tuple<int, int, const void*, const void*, int, int>;
   std::map<GraphKey, cudaGraphExec_t> graphs;
   std::map<GraphKey, int> seen;
   long replays = 0;
 
   Impl(std::shared_ptr<const ModelWeights> w, CudaOptions o)
       : host_weights(std::move(w)), options(o), c(checked(host_weights).config),
-        weights((select_device(o.device), *host_weights), o.dtype) {
+        weights((select_device(o.device), *host_weights), o.dtype),
+        gemm(o.batch_invariant ? GemmAlgorithms::OnePerShape : GemmAlgorithms::PerRowBucket) {
     split_len = split_len_for(c.max_seq_len);
-    max_splits = (c.max_seq_len + split_len - 1) / split_len;
+    max_splits = max_splits_for(c.max_seq_len, split_len);
     ASTRAI_CUDA_CHECK(cudaStreamCreate(&stream));  // blocking: ordered with the view's cudaMemcpy calls
     build_rope_tables();
   }
   ~Impl() {
+    cudaSetDevice(options.device);  // possibly another thread than the one that made it
     clear_graphs();
     if (stream) cudaStreamDestroy(stream);
   }
@@ -140,79 +137,52 @@ struct CudaExecutor::Impl {
     seen.clear();
   }
 
-  void ensure_capacity(int rows, int page_size) {
-    const int pps = (c.max_seq_len + page_size - 1) / page_size;
-    if (rows <= capacity && pps <= pages_per_seq) return;
+  // Grows whatever buffer `plan` does not fit (a grown buffer invalidates the graphs).
+  void ensure_capacity(const BatchPlan& plan) {
+    const int rows = plan.rows, wanted = int(plan.wanted_rows.size());
+    const bool rows_fit = rows <= layout.capacity() && plan.pages_per_seq <= layout.pages_per_seq();
+    if (rows_fit && plan.partial_rows <= partial_capacity && wanted <= wanted_capacity) return;
     ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
     clear_graphs();  // they point into the buffers about to be replaced
-    capacity = std::max({rows, 2 * capacity, 16});
-    pages_per_seq = std::max(pps, pages_per_seq);
-    const size_t C = size_t(capacity), es = dtype_size(options.dtype);
-    const size_t dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim()),
-                 hid = size_t(c.hidden_dim);
-    const size_t partials = C * size_t(c.n_heads) * size_t(max_splits);
-    const std::string rows_text = " for " + std::to_string(capacity) + " rows";
-    x = DeviceBuffer(C * dim * 4, "the residual stream" + rows_text);
-    h = DeviceBuffer(C * dim * es, "normalized activations" + rows_text);
-    qkv = DeviceBuffer(C * (qd + 2 * kvd) * 4, "q/k/v" + rows_text);
-    attn = DeviceBuffer(C * qd * es, "attention outputs" + rows_text);
-    proj = DeviceBuffer(C * dim * 4, "attention projections" + rows_text);
-    gate_up = DeviceBuffer(C * 2 * hid * 4, "gate/up activations" + rows_text);
-    hidden = DeviceBuffer(C * hid * es, "SwiGLU outputs" + rows_text);
-    ffn_out = DeviceBuffer(C * dim * 4, "feed-forward outputs" + rows_text);
-    o_partial = DeviceBuffer(partials * size_t(c.head_dim()) * 4, "attention split outputs" + rows_text);
-    lse = DeviceBuffer(partials * 4, "attention split log-sum-exps" + rows_text);
-    logits = DeviceBuffer(C * size_t(c.vocab_size) * 4, "logits" + rows_text);
-    const size_t meta_ints = C * (size_t(kPageTables) + size_t(pages_per_seq));
-    meta = DeviceBuffer(meta_ints * 4, "batch metadata" + rows_text);
-    meta_host = PinnedBuffer(meta_ints * 4);
-    logits_host = PinnedBuffer(C * size_t(c.vocab_size) * 4);
+    const size_t es = dtype_size(options.dtype);
+    if (!rows_fit) {
+      layout = PlanLayout(std::max({rows, 2 * layout.capacity(), 16}), std::max(plan.pages_per_seq, layout.pages_per_seq()));
+      const size_t C = size_t(layout.capacity());
+      const size_t dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim()), hid = size_t(c.hidden_dim);
+      const std::string rows_text = " for " + std::to_string(C) + " rows";
+      x = DeviceBuffer(C * dim * 4, "the residual stream" + rows_text);
+      h = DeviceBuffer(C * dim * es, "normalized activations" + rows_text);
+      qkv = DeviceBuffer(C * (qd + 2 * kvd) * 4, "q/k/v" + rows_text);
+      attn = DeviceBuffer(C * qd * es, "attention outputs" + rows_text);
+      proj = DeviceBuffer(C * dim * 4, "attention projections" + rows_text);
+      gate_up = DeviceBuffer(C * 2 * hid * 4, "gate/up activations" + rows_text);
+      hidden = DeviceBuffer(C * hid * es, "SwiGLU outputs" + rows_text);
+      ffn_out = DeviceBuffer(C * dim * 4, "feed-forward outputs" + rows_text);
+      meta = DeviceBuffer(layout.ints() * 4, "batch metadata" + rows_text);
+      meta_host = PinnedBuffer(layout.ints() * 4);
+    }
+    if (plan.partial_rows > partial_capacity) {
+      partial_capacity = std::max({plan.partial_rows, 2 * partial_capacity, 16});
+      const size_t floats = attention_partial_floats(c, partial_capacity, max_splits);
+      const std::string text = " for " + std::to_string(partial_capacity) + " rows";
+      o_partial = DeviceBuffer(floats * 4, "attention split outputs" + text);
+      lse = DeviceBuffer(floats / size_t(c.head_dim()) * 4, "attention split log-sum-exps" + text);
+    }
+    if (wanted > wanted_capacity) {
+      wanted_capacity = std::max({wanted, 2 * wanted_capacity, 16});
+      const size_t floats = size_t(wanted_capacity) * size_t(c.vocab_size);
+      logits = DeviceBuffer(floats * 4, "logits for " + std::to_string(wanted_capacity) + " rows");
+      logits_host = PinnedBuffer(floats * 4);
+    }
   }
 
-  int* meta_at(MetaSection s) const { return meta.as<int>() + size_t(s) * size_t(capacity); }
+  const int* meta_at(PlanLayout::Section s) const { return layout.at(meta.as<int>(), s); }
 
   // Copies the plan into the pinned staging area and on to the device.
   void upload_plan(const BatchPlan& plan) {
-    int* host = meta_host.as<int>();
-    const auto put = [&](MetaSection s, const std::vector<int>& v) {
-      std::copy(v.begin(), v.end(), host + size_t(s) * size_t(capacity));
-    };
-    put(kTokens, plan.tokens);
-    put(kPos, plan.row_pos);
-    put(kSeq, plan.row_seq);
-    put(kSlot, plan.row_slot);
-    put(kDecode, plan.decode_rows);
-    put(kTileFirst, plan.tile_first);
-    put(kTileCount, plan.tile_count);
-    put(kTileRows, plan.tile_rows);
-    put(kWanted, plan.wanted_rows);
-    // Page tables with this executor's row stride (pages_per_seq may exceed the plan's).
-    int* tables = host + size_t(kPageTables) * size_t(capacity);
-    for (int s = 0; s < plan.n_seqs; ++s)
-      std::copy_n(plan.page_tables.begin() + long(s) * plan.pages_per_seq, plan.pages_per_seq,
-                  tables + size_t(s) * size_t(pages_per_seq));
-    const size_t ints = size_t(kPageTables) * size_t(capacity) + size_t(plan.n_seqs) * size_t(pages_per_seq);
-    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(meta.get(), host, ints * 4, cudaMemcpyHostToDevice, stream));
-  }
-
-  AttentionArgs attention_args(const DevicePageCache& kv) const {
-    AttentionArgs a;
-    a.q = qkv.as<float>();
-    a.q_stride = c.q_dim() + 2 * c.kv_dim();
-    a.page_size = kv.page_size();
-    a.page_tables = meta_at(kPageTables);
-    a.pages_per_seq = pages_per_seq;
-    a.row_seq = meta_at(kSeq);
-    a.row_pos = meta_at(kPos);
-    a.n_heads = c.n_heads;
-    a.n_kv_heads = c.n_kv_heads;
-    a.head_dim = c.head_dim();
-    a.split_len = split_len;
-    a.max_splits = max_splits;
-    a.scale = 1.0f / std::sqrt(float(c.head_dim()));
-    a.o_partial = o_partial.as<float>();
-    a.lse_partial = lse.as<float>();
-    return a;
+    layout.pack(plan, meta_host.as<int>());
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(meta.get(), meta_host.as<int>(), layout.ints_used(plan) * 4, cudaMemcpyHostToDevice,
+                                      stream));
   }
 
   // Every launch of one forward pass, in order, on `stream`.
@@ -220,8 +190,10 @@ struct CudaExecutor::Impl {
     const DType t = options.dtype;
     const int R = plan.rows, W = int(plan.wanted_rows.size());
     const int qkv_width = c.q_dim() + 2 * c.kv_dim();
-    launch_embedding_gather(weights.token_embedding().get(), t, c.dim, meta_at(kTokens), R, x.as<float>(), stream);
-    AttentionArgs a = attention_args(kv);
+    launch_embedding_gather(weights.token_embedding().get(), t, c.dim, meta_at(PlanLayout::kTokens), R, x.as<float>(),
+                            stream);
+    AttentionArgs a = attention_args(c, qkv.as<float>(), qkv_width, KVLayer{}, kv.page_size(), layout, meta.as<int>(),
+                                     split_len, o_partial.as<float>(), lse.as<float>());
     for (int l = 0; l < c.n_layers; ++l) {
       const DeviceLayerWeights& L = weights.layer(l);
       const float* residual = l == 0 ? nullptr : ffn_out.as<float>();
@@ -229,12 +201,10 @@ struct CudaExecutor::Impl {
                               stream);
       gemm.run(h.get(), L.wqkv.get(), t, R, c.dim, qkv_width, qkv.as<float>(), stream);
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
-      launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout, meta_at(kPos),
-                           rope_cos.as<float>(), rope_sin.as<float>(), meta_at(kSlot), a.kv, stream);
-      launch_decode_attention(a, meta_at(kDecode), int(plan.decode_rows.size()), stream);
-      launch_prefill_attention(a, meta_at(kTileFirst), meta_at(kTileCount), meta_at(kTileRows),
-                               int(plan.tile_first.size()), stream);
-      launch_attention_merge(a, R, attn.get(), t, stream);
+      launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
+                           meta_at(PlanLayout::kPos), rope_cos.as<float>(), rope_sin.as<float>(),
+                           meta_at(PlanLayout::kSlot), a.kv, stream);
+      launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo.get(), t, R, c.q_dim(), c.dim, proj.as<float>(), stream);
       launch_residual_rmsnorm(x.as<float>(), proj.as<float>(), L.ffn_norm.get(), t, c.dim, c.norm_eps, nullptr, R,
                               h.get(), stream);
@@ -244,14 +214,20 @@ struct CudaExecutor::Impl {
     }
     // The final norm and the classifier for the wanted rows only, gathered to rows 0..W-1.
     launch_residual_rmsnorm(x.as<float>(), ffn_out.as<float>(), weights.final_norm().get(), t, c.dim, c.norm_eps,
-                            meta_at(kWanted), W, h.get(), stream);
+                            meta_at(PlanLayout::kWanted), W, h.get(), stream);
     gemm.run(h.get(), weights.classifier().get(), t, W, c.dim, c.vocab_size, logits.as<float>(), stream);
+  }
+
+  // NaN bytes over every scratch buffer, queued on the stream before the step.
+  void poison_scratch() {
+    for (DeviceBuffer* b : {&x, &h, &qkv, &attn, &proj, &gate_up, &hidden, &ffn_out, &o_partial, &lse, &logits})
+      if (b->get() != nullptr) ASTRAI_CUDA_CHECK(cudaMemsetAsync(b->get(), 0xff, b->bytes(), stream));
   }
 
   // Decode steps of a shape seen before run from a graph captured the second time.
   void run_decode_step(const BatchPlan& plan, const DevicePageCache& kv) {
     const GraphKey key{plan.rows, int(plan.wanted_rows.size()), kv.layer_keys(0), kv.layer_values(0),
-                       kv.page_size()};
+                       kv.page_size(), kv.n_pages()};
     if (auto it = graphs.find(key); it != graphs.end()) {
       ASTRAI_CUDA_CHECK(cudaGraphLaunch(it->second, stream));
       ++replays;
@@ -295,10 +271,13 @@ struct CudaExecutor::Impl {
     if (kc.n_layers != c.n_layers || kc.kv_dim() != c.kv_dim() || kc.max_seq_len != c.max_seq_len)
       throw std::invalid_argument("CudaExecutor::forward: the KV cache was made for another model (" + kc.describe() +
                                   ", executor " + c.describe() + ")");
-    const BatchPlan plan = plan_batch(batch, kv.bookkeeping(), c, kPrefillTileRows);
+    const BatchPlan plan = plan_batch(batch, kv.bookkeeping(), c, kPrefillTileRows, kPrefillChunkRows);
     const size_t wanted = plan.wanted_rows.size(), vocab = size_t(c.vocab_size);
     if (plan.rows == 0) return xt::xtensor<float, 2>({size_t(0), vocab});
-    ensure_capacity(plan.rows, kv.page_size());
+    // The device is per host thread, and the scheduler calls forward() on its own.
+    ASTRAI_CUDA_CHECK(cudaSetDevice(options.device));
+    ensure_capacity(plan);
+    if (options.poison_scratch) poison_scratch();
     upload_plan(plan);
     if (options.cuda_graphs && plan.decode_only())
       run_decode_step(plan, kv);

@@ -1,4 +1,5 @@
-// GemmRunner: cuBLASLt descriptors and one cached algorithm per weight shape.
+// GemmRunner: cuBLASLt descriptors and one cached algorithm per weight shape
+// and row-count bucket.
 //
 // cuBLASLt is column-major. Row-major y[rows, out] is column-major y^T
 // [out, rows] = W x^T, and row-major W[out, in] is column-major W^T [in, out]:
@@ -66,13 +67,14 @@ uint32_t splitk_of(const cublasLtMatmulAlgo_t& algo) {
 }  // namespace
 
 struct GemmRunner::Impl {
-  using ShapeKey = std::tuple<int, int, DType>;           // out, in, dtype
+  using ShapeKey = std::tuple<int, int, DType, int>;      // out, in, dtype, algorithm_rows
   using ProblemKey = std::tuple<int, int, DType, int>;    // ... and rows
   struct Prepared {
     std::unique_ptr<Problem> problem;
     cublasLtMatmulAlgo_t algo{};
   };
 
+  GemmAlgorithms choice;
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulPreference_t preference = nullptr;
   DeviceBuffer workspace;
@@ -80,7 +82,7 @@ struct GemmRunner::Impl {
   std::map<ProblemKey, Prepared> prepared;
   std::string note;
 
-  Impl() : workspace(kWorkspaceBytes, "the cuBLASLt workspace") {
+  explicit Impl(GemmAlgorithms c) : choice(c), workspace(kWorkspaceBytes, "the cuBLASLt workspace") {
     ASTRAI_CUBLAS_CHECK(cublasLtCreate(&handle));
     ASTRAI_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const uint64_t bytes = kWorkspaceBytes;
@@ -113,10 +115,11 @@ struct GemmRunner::Impl {
     if (auto it = prepared.find(key); it != prepared.end()) return it->second;
     const std::string what = "y[" + std::to_string(rows) + "x" + std::to_string(out) + "] = x W^T with W[" +
                              std::to_string(out) + "x" + std::to_string(in) + "] " + dtype_name(dtype);
-    const ShapeKey shape{out, in, dtype};
+    const int algorithm_rows = GemmRunner::algorithm_rows(rows, choice);
+    const ShapeKey shape{out, in, dtype, algorithm_rows};
     auto algo = shape_algo.find(shape);
     if (algo == shape_algo.end()) {
-      const Problem representative(dtype, kAlgoRows, in, out);
+      const Problem representative(dtype, algorithm_rows, in, out);
       algo = shape_algo.emplace(shape, heuristic_algo(representative, what.c_str())).first;
     }
     Prepared ready;
@@ -133,7 +136,7 @@ struct GemmRunner::Impl {
   }
 };
 
-GemmRunner::GemmRunner() : impl_(std::make_unique<Impl>()) {}
+GemmRunner::GemmRunner(GemmAlgorithms choice) : impl_(std::make_unique<Impl>(choice)) {}
 GemmRunner::~GemmRunner() = default;
 
 void GemmRunner::run(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
@@ -146,7 +149,15 @@ void GemmRunner::run(const void* x, const void* w, DType dtype, int rows, int in
                                      kWorkspaceBytes, stream));
 }
 
-bool GemmRunner::batch_invariant() const { return impl_->note.empty(); }
+int GemmRunner::algorithm_rows(int rows, GemmAlgorithms choice) {
+  if (choice == GemmAlgorithms::OnePerShape || rows <= kDecodeRows) return kDecodeRows;
+  int bucket = kDecodeRows;
+  while (bucket < rows && bucket < kLargestBucket) bucket *= 2;
+  return bucket;
+}
+
+GemmAlgorithms GemmRunner::choice() const { return impl_->choice; }
+bool GemmRunner::batch_invariant() const { return impl_->choice == GemmAlgorithms::OnePerShape && impl_->note.empty(); }
 std::string GemmRunner::invariance_note() const { return impl_->note; }
 
 }  // namespace astrai::cuda

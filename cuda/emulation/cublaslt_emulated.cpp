@@ -14,6 +14,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 
@@ -44,6 +45,7 @@ struct Preference {
   uint64_t max_workspace = 0;
 };
 constexpr uint64_t kAlgoMarker = 0xa57a1e;
+std::atomic<int64_t> g_last_algorithm_rows{-1};
 
 
 // Our descriptors live in the opaque structs' data arrays, copied in and out.
@@ -182,6 +184,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   if (status != CUBLAS_STATUS_SUCCESS) return status;
   results[0] = cublasLtMatmulHeuristicResult_t{};
   results[0].algo.data[0] = kAlgoMarker;  // one algorithm: no split-K, no workspace
+  results[0].algo.data[1] = layout(d).cols;  // the row count it was chosen for (see last_matmul_algorithm_rows)
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *returned = 1;
@@ -221,6 +224,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   if (const cublasStatus_t status = check(op, a, b, c, d); status != CUBLAS_STATUS_SUCCESS) return status;
   const MatmulDesc m = desc(op);
   const Layout la = layout(a), lb = layout(b), lc = layout(c), ld = layout(d);
+  g_last_algorithm_rows = algo ? int64_t(algo->data[1]) : -1;
   float alpha_value, beta_value;
   std::memcpy(&alpha_value, alpha, sizeof alpha_value);  // host pointers (the default pointer mode)
   std::memcpy(&beta_value, beta, sizeof beta_value);
@@ -238,3 +242,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   });
   return CUBLAS_STATUS_SUCCESS;
 }
+
+namespace astrai::emu {
+int64_t last_matmul_algorithm_rows() { return g_last_algorithm_rows.load(); }
+}  // namespace astrai::emu

@@ -3,7 +3,16 @@
 // Host code keeps including the real <cuda_runtime_api.h>; these definitions
 // take its declarations (C linkage), so no line of the backend changes.
 //
-// One emulated device, "sm_90", whose memory is host memory:
+// Two emulated devices, "sm_90", whose memory is host memory:
+//  - The current device is per host thread (0 until cudaSetDevice), as in
+//    CUDA. A stream belongs to the device current when it was made; a launch
+//    or copy into a stream of another device than the calling thread's
+//    current one fails (cudaErrorInvalidResourceHandle), which is what a GPU
+//    does for launches: code that forgets cudaSetDevice on a new thread fails.
+//  - Freed device memory is handed out again, most recently freed first, to
+//    the next allocation it fits (at most twice its size), as CUDA's and the
+//    frameworks' caching allocators do; a handle or cache keyed by a stale
+//    address meets another buffer there, as it would on a GPU.
 //  - cudaMalloc fills fresh memory with NaN bytes (0xff), so a kernel that
 //    reads what nobody wrote produces NaN, as the tests require to catch it;
 //    copies are checked against the allocations they touch.
@@ -42,6 +51,7 @@
 
 // The runtime's opaque handles, defined here (the headers only declare them).
 struct CUstream_st {
+  int device = 0;  // the device current when the stream was made
   bool capturing = false;
   bool capture_invalid = false;
   cudaGraph_t graph = nullptr;
@@ -67,6 +77,8 @@ constexpr size_t kDeviceMemory = size_t(16) << 30;        // what cudaMemGetInfo
 constexpr size_t kSharedPerBlock = 48 * 1024;              // without the opt-in
 constexpr size_t kSharedPerBlockOptin = 227 * 1024;        // sm_90
 constexpr int kMaxThreadsPerBlock = 1024;
+constexpr int kDevices = 2;
+constexpr size_t kReuseCacheBytes = size_t(512) << 20;   // freed device memory kept for reuse, at most
 
 struct Queued {
   cudaStream_t stream;
@@ -77,11 +89,12 @@ struct State {
   std::recursive_mutex mutex;
   std::map<const unsigned char*, size_t> device;  // allocation start -> bytes
   std::map<const unsigned char*, size_t> pinned;
+  std::deque<std::pair<unsigned char*, size_t>> freed;  // device blocks kept for reuse, most recent first
+  size_t freed_bytes = 0;
   size_t device_bytes = 0;
   std::deque<Queued> queue;                       // every stream's pending work, in submission order
   std::map<const void*, int> smem_optin;          // kernel -> cudaFuncAttributeMaxDynamicSharedMemorySize
   cudaError_t sticky = cudaSuccess;
-  int current_device = 0;
   EmulationCounters counters;
 };
 
@@ -91,6 +104,10 @@ State& state() {
 }
 
 thread_local cudaError_t t_last_error = cudaSuccess;
+thread_local int t_current_device = 0;
+
+// Whether work may go into `stream` from this thread: its device must be current.
+bool stream_on_current_device(cudaStream_t stream) { return stream == nullptr || stream->device == t_current_device; }
 
 cudaError_t fail(cudaError_t e) {
   t_last_error = e;
@@ -146,6 +163,31 @@ cudaError_t release(State& s, std::map<const unsigned char*, size_t>& allocation
   allocations.erase(it);
   std::free(ptr);
   return cudaSuccess;
+}
+
+// A block of the freed list that holds `size` bytes without wasting more than
+// as much again, most recently freed first; poisoned again like fresh memory.
+unsigned char* reuse_freed(State& s, size_t size) {
+  for (auto it = s.freed.begin(); it != s.freed.end(); ++it)
+    if (it->second >= size && it->second <= 2 * std::max<size_t>(size, 1)) {
+      unsigned char* p = it->first;
+      s.freed_bytes -= it->second;
+      s.freed.erase(it);
+      std::memset(p, 0xff, size);
+      return p;
+    }
+  return nullptr;
+}
+
+// Keeps a freed device block for reuse, releasing the oldest ones beyond kReuseCacheBytes.
+void keep_for_reuse(State& s, unsigned char* p, size_t size) {
+  s.freed.emplace_front(p, size);
+  s.freed_bytes += size;
+  while (s.freed_bytes > kReuseCacheBytes) {
+    s.freed_bytes -= s.freed.back().second;
+    std::free(s.freed.back().first);
+    s.freed.pop_back();
+  }
 }
 
 // A copy's pointers must lie in memory of the kinds it names.
@@ -206,6 +248,10 @@ void enqueue_launch(cudaStream_t stream, KernelLaunch launch) {
   if (threads == 0 || threads > size_t(kMaxThreadsPerBlock) || launch.grid.x == 0 || launch.grid.y == 0 ||
       launch.grid.z == 0) {
     fail(cudaErrorInvalidConfiguration);
+    return;
+  }
+  if (!stream_on_current_device(stream)) {
+    fail(cudaErrorInvalidResourceHandle);
     return;
   }
   size_t smem_limit = kSharedPerBlock;
@@ -297,23 +343,23 @@ const char* cudaGetErrorString(cudaError_t error) {
 // ---- device ----
 
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = 1;
+  *count = astrai::emu::kDevices;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
-  if (device != 0) return fail(cudaErrorInvalidDevice);
-  state().current_device = device;
+  if (device < 0 || device >= astrai::emu::kDevices) return fail(cudaErrorInvalidDevice);
+  astrai::emu::t_current_device = device;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device) {
-  *device = state().current_device;
+  *device = astrai::emu::t_current_device;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (device != 0) return fail(cudaErrorInvalidDevice);
+  if (device < 0 || device >= astrai::emu::kDevices) return fail(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "%s", "AstrAI emulated device (CPU)");
   prop->major = 9;
@@ -362,7 +408,8 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   std::lock_guard lock(s.mutex);
   if (astrai::emu::any_capturing()) return fail(cudaErrorStreamCaptureUnsupported);
   if (s.device_bytes + size > astrai::emu::kDeviceMemory) return fail(cudaErrorMemoryAllocation);
-  unsigned char* p = astrai::emu::allocate_poisoned(size);
+  unsigned char* p = astrai::emu::reuse_freed(s, size);
+  if (p == nullptr) p = astrai::emu::allocate_poisoned(size);
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
   s.device[p] = size;
   s.device_bytes += size;
@@ -374,10 +421,13 @@ cudaError_t cudaFree(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  size_t bytes = 0;
-  const cudaError_t e = astrai::emu::release(s, s.device, ptr, &bytes);
-  s.device_bytes -= bytes;
-  return e;
+  astrai::emu::flush(s, nullptr, true);  // the real cudaFree synchronises
+  auto it = s.device.find(static_cast<unsigned char*>(ptr));
+  if (it == s.device.end()) return fail(cudaErrorInvalidValue);
+  s.device_bytes -= it->second;
+  astrai::emu::keep_for_reuse(s, static_cast<unsigned char*>(ptr), it->second);
+  s.device.erase(it);
+  return cudaSuccess;
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
@@ -413,6 +463,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
+  if (!astrai::emu::stream_on_current_device(stream)) return fail(cudaErrorInvalidResourceHandle);
   if (cudaError_t e = astrai::emu::check_copy(s, dst, src, count, kind); e != cudaSuccess) return fail(e);
   if (count) astrai::emu::submit(s, stream, [dst, src, count] { std::memmove(dst, src, count); }, false);
   return cudaSuccess;
@@ -431,6 +482,7 @@ cudaError_t cudaMemset(void* dst, int value, size_t count) {
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
+  if (!astrai::emu::stream_on_current_device(stream)) return fail(cudaErrorInvalidResourceHandle);
   if (count && !astrai::emu::is_device(s, dst, count)) return fail(cudaErrorInvalidValue);
   if (count) astrai::emu::submit(s, stream, [dst, value, count] { std::memset(dst, value, count); }, false);
   return cudaSuccess;
@@ -442,6 +494,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
   *stream = new CUstream_st;
+  (*stream)->device = astrai::emu::t_current_device;
   astrai::emu::live_streams().push_back(*stream);
   return cudaSuccess;
 }
@@ -549,6 +602,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
   if (exec == nullptr) return fail(cudaErrorInvalidValue);
+  if (!astrai::emu::stream_on_current_device(stream)) return fail(cudaErrorInvalidResourceHandle);
   ++s.counters.graph_launches;
   s.counters.kernel_launches += uint64_t(exec->launches);
   for (const auto& op : exec->ops) astrai::emu::submit(s, stream, op, false);

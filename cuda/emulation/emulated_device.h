@@ -18,6 +18,12 @@ struct EmulationCounters {
 
 EmulationCounters counters();
 
+// The row count (columns of D, cuBLASLt being column-major) that the
+// heuristic was asked about when it chose the algorithm of the last
+// cublasLtMatmul call; -1 before any. Each emulated algorithm carries it, so
+// tests can see which algorithm a GEMM of some size ran with.
+int64_t last_matmul_algorithm_rows();
+
 // Clears the sticky error a kernel fault leaves (a GPU would need a new
 // process); for tests that plant faults on purpose.
 void reset_after_fault();

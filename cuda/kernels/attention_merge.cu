@@ -12,12 +12,12 @@
 namespace astrai::cuda {
 namespace {
 
-// One block per (row, head); threads over head_dim.
+// One block per (listed row, head); threads over head_dim.
 template <typename T>
-__global__ void attention_merge_kernel(const AttentionArgs a, T* __restrict__ out) {
-  const int r = blockIdx.x, h = blockIdx.y, hd = a.head_dim;
+__global__ void attention_merge_kernel(const AttentionArgs a, const int* __restrict__ rows, T* __restrict__ out) {
+  const int r = rows[blockIdx.x], h = blockIdx.y, hd = a.head_dim;
   const int n_splits = a.row_pos[r] / a.split_len + 1;
-  const size_t base = (size_t(r) * size_t(a.n_heads) + size_t(h)) * size_t(a.max_splits);
+  const size_t base = (size_t(a.row_partial[r]) * size_t(a.n_heads) + size_t(h)) * size_t(a.max_splits);
   const float* lse = a.lse_partial + base;
   float m = lse[0];
   for (int s = 1; s < n_splits; ++s) m = fmaxf(m, lse[s]);
@@ -33,12 +33,13 @@ __global__ void attention_merge_kernel(const AttentionArgs a, T* __restrict__ ou
 
 }  // namespace
 
-void launch_attention_merge(const AttentionArgs& args, int rows, void* out, DType out_dtype, cudaStream_t stream) {
-  if (rows == 0) return;
-  const dim3 grid(unsigned(rows), unsigned(args.n_heads));
+void launch_attention_merge(const AttentionArgs& args, const int* rows, int n_rows, void* out, DType out_dtype,
+                            cudaStream_t stream) {
+  if (n_rows == 0) return;
+  const dim3 grid(unsigned(n_rows), unsigned(args.n_heads));
   const unsigned threads = args.head_dim >= 128 ? 128u : 64u;
   ASTRAI_DISPATCH_DTYPE(out_dtype, ASTRAI_LAUNCH(attention_merge_kernel<Elem>, grid, threads, 0, stream)(
-                                       args, static_cast<Elem*>(out)));
+                                       args, rows, static_cast<Elem*>(out)));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

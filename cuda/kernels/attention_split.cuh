@@ -28,9 +28,22 @@ inline constexpr int kAttentionThreads = 128;
 // Accumulator elements per thread: kAttentionMaxQueries * kAttentionMaxHeadDim / threads.
 inline constexpr int kAccPerThread = kAttentionMaxQueries * kAttentionMaxHeadDim / kAttentionThreads;
 
-// Dynamic shared memory of one block, in floats (layout in SplitSmem).
+// The queries of one block. The caller fills q (smem.q), pos and out_slot
+// (the index of (row, head, split) in o_partial / lse_partial; -1: none)
+// for queries [0, n), then calls attend_split().
+struct SplitQueries {
+  int n;
+  int pos[kAttentionMaxQueries];
+  int out_slot[kAttentionMaxQueries];
+};
+inline constexpr int kSplitQueriesFloats = int((sizeof(SplitQueries) + sizeof(float) - 1) / sizeof(float));
+
+// Dynamic shared memory of one block, in floats (layout in SplitSmem). It is
+// all of the block's shared memory (no static __shared__ in the attention
+// kernels), so the opt-in below asks for exactly what the launch needs.
 __host__ __device__ constexpr int attention_smem_floats(int head_dim) {
-  return kAttentionMaxQueries * head_dim              // q
+  return kSplitQueriesFloats                          // the SplitQueries
+         + kAttentionMaxQueries * head_dim            // q
          + kAttentionTile * (head_dim + 1)            // k, rows padded by one float against bank conflicts
          + kAttentionTile * head_dim                  // v
          + kAttentionMaxQueries * kAttentionTile      // scores, then p
@@ -38,6 +51,7 @@ __host__ __device__ constexpr int attention_smem_floats(int head_dim) {
 }
 
 struct SplitSmem {
+  SplitQueries* queries;
   float* q;
   float* k;
   float* v;
@@ -46,22 +60,14 @@ struct SplitSmem {
   float* l;
   float* alpha;
   __device__ SplitSmem(float* base, int head_dim)
-      : q(base),
+      : queries(reinterpret_cast<SplitQueries*>(base)),
+        q(base + kSplitQueriesFloats),
         k(q + kAttentionMaxQueries * head_dim),
         v(k + kAttentionTile * (head_dim + 1)),
         p(v + kAttentionTile * head_dim),
         m(p + kAttentionMaxQueries * kAttentionTile),
         l(m + kAttentionMaxQueries),
         alpha(l + kAttentionMaxQueries) {}
-};
-
-// The queries of one block. The caller fills q (smem.q), pos and out_slot
-// (the index of (row, head, split) in o_partial / lse_partial; -1: none)
-// for queries [0, n), then calls attend_split().
-struct SplitQueries {
-  int n;
-  int pos[kAttentionMaxQueries];
-  int out_slot[kAttentionMaxQueries];
 };
 
 template <typename T>
@@ -182,8 +188,10 @@ __device__ void attend_split(const AttentionArgs& a, const int* page_table, int 
 }
 
 // Opts a kernel into more than 48 KiB of dynamic shared memory when the head
-// dimension needs it (head_dim > 128). A refusal is an error, not a silent
-// launch failure later.
+// dimension needs it (head_dim > 145). The kernels have no static shared
+// memory, so `bytes` is the block's whole need (a GPU refuses a launch whose
+// static plus dynamic shared memory passes 48 KiB without the opt-in). A
+// refusal is an error, not a silent launch failure later.
 template <typename Kernel>
 inline void allow_attention_smem(Kernel kernel, size_t bytes) {
   if (bytes > 48 * 1024)

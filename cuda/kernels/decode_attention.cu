@@ -26,12 +26,12 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const int end = min(begin + a.split_len, pos + 1);
   const int group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
   const SplitSmem sm(smem, hd);
-  __shared__ SplitQueries qs;
+  SplitQueries& qs = *sm.queries;
   if (threadIdx.x == 0) qs.n = group;
   if (threadIdx.x < group) {
     const int h = kv_head * group + int(threadIdx.x);
     qs.pos[threadIdx.x] = pos;
-    qs.out_slot[threadIdx.x] = (r * a.n_heads + h) * a.max_splits + split;
+    qs.out_slot[threadIdx.x] = (a.row_partial[r] * a.n_heads + h) * a.max_splits + split;
   }
   for (int e = threadIdx.x; e < group * hd; e += kAttentionThreads)
     sm.q[e] = a.q[size_t(r) * size_t(a.q_stride) + size_t(kv_head * group * hd + e)];

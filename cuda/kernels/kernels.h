@@ -58,12 +58,13 @@ struct AttentionArgs {
   int pages_per_seq = 0;
   const int* row_seq = nullptr;      // page-table row of each batch row
   const int* row_pos = nullptr;      // position of each batch row; it attends to positions 0..pos
+  const int* row_partial = nullptr;  // each batch row's index in o_partial / lse_partial (BatchPlan::row_partial)
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int split_len = 0;                 // positions per split, a multiple of kAttentionTile
   int max_splits = 0;                // ceil(max_seq_len / split_len)
   float scale = 0.0f;                // 1 / sqrt(head_dim)
-  float* o_partial = nullptr;        // [rows, n_heads, max_splits, head_dim]: softmax-weighted V of a split
-  float* lse_partial = nullptr;      // [rows, n_heads, max_splits]: log-sum-exp of the split's scores
+  float* o_partial = nullptr;        // [partial rows, n_heads, max_splits, head_dim]: softmax-weighted V of a split
+  float* lse_partial = nullptr;      // [partial rows, n_heads, max_splits]: log-sum-exp of the split's scores
 };
 
 inline constexpr int kAttentionTile = 32;      // key positions per shared-memory tile
@@ -85,8 +86,9 @@ void launch_prefill_attention(const AttentionArgs& args, const int* tile_first, 
                               const int* tile_rows, int n_tiles, cudaStream_t stream);
 
 // out[r, h*head_dim + d] = dtype(sum_s w_s o_s[d] / sum_s w_s), w_s = exp(lse_s - max lse),
-// over the splits 0 .. row_pos[r] / split_len of every row r < rows.
-void launch_attention_merge(const AttentionArgs& args, int rows, void* out, DType out_dtype, cudaStream_t stream);
+// over the splits 0 .. row_pos[r] / split_len of every row r in rows[0 .. n_rows).
+void launch_attention_merge(const AttentionArgs& args, const int* rows, int n_rows, void* out, DType out_dtype,
+                            cudaStream_t stream);
 
 // out[r, i] = dtype(silu(gate_up[r, i]) * gate_up[r, hidden + i])    (reference: swiglu_ffn() in swiglu.cpp)
 void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream);

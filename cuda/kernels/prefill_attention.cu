@@ -30,12 +30,12 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const int end = min(begin + a.split_len, max_pos + 1);
   const int hd = a.head_dim, kv_head = head / (a.n_heads / a.n_kv_heads);
   const SplitSmem sm(smem, hd);
-  __shared__ SplitQueries qs;
+  SplitQueries& qs = *sm.queries;
   if (threadIdx.x == 0) qs.n = n;
   if (threadIdx.x < n) {
     const int r = rows[threadIdx.x];
     qs.pos[threadIdx.x] = a.row_pos[r];
-    qs.out_slot[threadIdx.x] = (r * a.n_heads + head) * a.max_splits + split;
+    qs.out_slot[threadIdx.x] = (a.row_partial[r] * a.n_heads + head) * a.max_splits + split;
   }
   for (int e = threadIdx.x; e < n * hd; e += kAttentionThreads) {
     const int qi = e / hd, d = e % hd;

@@ -1,17 +1,10 @@
-// Device arrays and comparisons for the CUDA tests.
+// Whether this machine must run the CUDA tests (see gpu_test_support.h).
 #include "tests/cuda/gpu_test_support.h"
 
-#include <cuda_runtime_api.h>
-
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <utility>
-#include <cmath>
-#include <sstream>
-
-#include "cuda/bf16_host.h"
-#include "cuda/cuda_check.h"
 
 namespace astrai::test {
 
@@ -35,72 +28,6 @@ bool gpu_expected(std::string* listed) {
   }();
   if (listed) *listed = answer.second;
   return answer.first;
-}
-
-std::string compare(const std::vector<float>& actual, const std::vector<float>& expected, double rtol) {
-  if (actual.size() != expected.size())
-    return "sizes differ: " + std::to_string(actual.size()) + " vs " + std::to_string(expected.size());
-  double mean_abs = 0.0;
-  for (float e : expected) mean_abs += std::fabs(double(e));
-  mean_abs /= double(std::max<size_t>(expected.size(), 1));
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const double bound = rtol * (std::fabs(double(expected[i])) + mean_abs);
-    const double err = std::fabs(double(actual[i]) - double(expected[i]));
-    if (std::isnan(actual[i]) || std::isnan(expected[i]) || !(err <= bound)) {
-      std::ostringstream out;
-      out << "element " << i << ": actual " << actual[i] << ", expected " << expected[i] << " (allowed error "
-          << bound << ")";
-      return out.str();
-    }
-  }
-  return "";
-}
-
-std::vector<float> random_values(size_t n, uint64_t seed, cuda::DType dtype, float scale) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dtype == cuda::DType::BFloat16 ? cuda::round_to_bf16(dist(gen)) : dist(gen);
-  return v;
-}
-
-cuda::DeviceBuffer upload(const std::vector<float>& values, cuda::DType dtype) {
-  cuda::DeviceBuffer buffer(values.size() * cuda::dtype_size(dtype), "test data");
-  if (dtype == cuda::DType::Float32) {
-    ASTRAI_CUDA_CHECK(cudaMemcpy(buffer.get(), values.data(), values.size() * 4, cudaMemcpyHostToDevice));
-  } else {
-    std::vector<uint16_t> bits(values.size());
-    for (size_t i = 0; i < values.size(); ++i) bits[i] = cuda::float_to_bf16_bits(values[i]);
-    ASTRAI_CUDA_CHECK(cudaMemcpy(buffer.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
-  }
-  return buffer;
-}
-
-cuda::DeviceBuffer upload_ints(const std::vector<int>& values) {
-  cuda::DeviceBuffer buffer(std::max<size_t>(values.size(), 1) * 4, "test indices");
-  if (!values.empty())
-    ASTRAI_CUDA_CHECK(cudaMemcpy(buffer.get(), values.data(), values.size() * 4, cudaMemcpyHostToDevice));
-  return buffer;
-}
-
-std::vector<float> download(const cuda::DeviceBuffer& buffer, size_t n, cuda::DType dtype) {
-  ASTRAI_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> values(n);
-  if (dtype == cuda::DType::Float32) {
-    ASTRAI_CUDA_CHECK(cudaMemcpy(values.data(), buffer.get(), n * 4, cudaMemcpyDeviceToHost));
-  } else {
-    std::vector<uint16_t> bits(n);
-    ASTRAI_CUDA_CHECK(cudaMemcpy(bits.data(), buffer.get(), n * 2, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; ++i) values[i] = cuda::bf16_bits_to_float(bits[i]);
-  }
-  return values;
-}
-
-cuda::DeviceBuffer nan_filled(size_t n, cuda::DType dtype) {
-  cuda::DeviceBuffer buffer(std::max<size_t>(n, 1) * cuda::dtype_size(dtype), "test output");
-  // All bits set is a NaN in float32 and in bfloat16 alike.
-  ASTRAI_CUDA_CHECK(cudaMemset(buffer.get(), 0xff, buffer.bytes()));
-  return buffer;
 }
 
 }  // namespace astrai::test

@@ -33,7 +33,8 @@ TEST_CASE("a batch plan routes each sequence's rows and addresses their pages", 
     for (size_t i = 0; i < 40; ++i)
       for (const auto& rows : per_seq)
         if (i < rows.size()) batch.push_back(rows[i]);
-    const auto plan = cuda::plan_batch(batch, pages, config, 16);
+    const int chunk_rows = *rc::gen::element(16, 32, 100, 256);
+    const auto plan = cuda::plan_batch(batch, pages, config, 16, chunk_rows);
     RC_ASSERT(plan.rows == int(batch.size()));
     RC_ASSERT(plan.n_seqs == n_seqs);
     int tiled = 0;
@@ -56,6 +57,29 @@ TEST_CASE("a batch plan routes each sequence's rows and addresses their pages", 
     }
     RC_ASSERT(int(plan.wanted_rows.size()) == n_seqs);
     for (int row : plan.decode_rows) RC_ASSERT(rows_per_seq[size_t(batch[size_t(row)].seq - 10)] == 1);
+
+    // Partials: chunks cover the tiles in order, whole tiles, at most chunk_rows
+    // rows each; within the decode rows and within each chunk every row has
+    // its own index below partial_rows, so no two rows alive at once share one.
+    const int D = int(plan.decode_rows.size());
+    for (int i = 0; i < D; ++i) RC_ASSERT(plan.row_partial[size_t(plan.decode_rows[size_t(i)])] == i);
+    if (plan.tile_first.empty()) {
+      RC_ASSERT(plan.n_chunks() == 0);
+    } else {
+      RC_ASSERT(plan.chunk_tiles.front() == 0);
+      RC_ASSERT(plan.chunk_tiles.back() == int(plan.tile_first.size()));
+    }
+    for (int c = 0; c < plan.n_chunks(); ++c) {
+      const int r0 = plan.chunk_row_begin(c), r1 = plan.chunk_row_begin(c + 1);
+      RC_ASSERT(plan.chunk_tiles[size_t(c)] < plan.chunk_tiles[size_t(c) + 1]);
+      RC_ASSERT(r1 - r0 <= chunk_rows);
+      std::vector<int> seen;
+      for (int i = r0; i < r1; ++i) seen.push_back(plan.row_partial[size_t(plan.tile_rows[size_t(i)])]);
+      std::sort(seen.begin(), seen.end());
+      RC_ASSERT(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+      RC_ASSERT(seen.front() >= D && seen.back() < plan.partial_rows);
+    }
+    RC_ASSERT(plan.partial_rows <= D + std::min(chunk_rows, plan.rows - D));
   });
 }
 
@@ -64,7 +88,7 @@ TEST_CASE("a batch plan rejects rows the forward pass must not run", "[cuda][pla
   PageCache pages(config, 16, 4);
   const std::vector<int> prompt = {1, 2, 3, 4, 5, 6};
   pages.admit(1, prompt);
-  const auto plan_of = [&](std::vector<BatchToken> rows) { return cuda::plan_batch(rows, pages, config, 16); };
+  const auto plan_of = [&](std::vector<BatchToken> rows) { return cuda::plan_batch(rows, pages, config, 16, 256); };
   CHECK_THROWS_AS(plan_of({{config.vocab_size, 1, 0, true}}), std::invalid_argument);  // token
   CHECK_THROWS_AS(plan_of({{1, 1, config.max_seq_len, true}}), std::invalid_argument);  // context
   CHECK_THROWS_AS(plan_of({{1, 2, 0, true}}), std::invalid_argument);                   // unknown task

@@ -11,9 +11,9 @@
 //    float32 that is all 32 tokens (asserted), in bf16 the steps before the
 //    first whose top-two gap is within the bf16 error (for the rotate-half
 //    model the gap at step 25 is 2.1637 vs 2.1607, and bf16 may pick either);
-//  - itself, alone: the batching scheduler on the CUDA executor gives every
-//    request the tokens it gets alone (greedy and seeded sampling), and a request's logits have the same bits whatever else is
-//    in the batch and however its prompt is chunked (batch invariance).
+//  - itself, alone: a request's logits have the same bits whatever else is
+//    in the batch and however its prompt is chunked (batch invariance); the
+//    engine's batching oracle on this executor is test_cuda_batching.cpp.
 #include <algorithm>
 #include <fstream>
 
@@ -24,13 +24,12 @@
 #include "cuda/cuda_executor.h"
 #include "cuda/device_page_cache.h"
 #include "engine/model_files/load_model.h"
-#include "engine/scheduler/inference_scheduler.h"
-#include "reference/sampling/sampler_state.h"
 #include "golden/golden_cases.h"
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"
 #include "reference/generate.h"
 #include <xtensor/xview.hpp>
+#include "tests/cuda/cuda_generate.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/support/greedy_margins.h"
 #include "tests/support/shared_data.h"
@@ -39,36 +38,6 @@ using namespace astrai;
 using cuda::DType;
 
 namespace {
-
-// The reference generation loop (reference/generate.h) with the forward pass
-// on the GPU: prefill at once, then one token at a time, through the paged
-// cache's admit/reserve/commit/release.
-std::vector<int> cuda_generate(cuda::CudaExecutor& executor, cuda::DevicePageCache& cache, std::vector<int> prompt,
-                               const GenerateOptions& options, const TokenChooser& choose) {
-  const int task = 1;
-  const int hit = cache.admit(task, prompt).value();
-  std::vector<BatchToken> batch;
-  for (int pos = hit; pos < int(prompt.size()); ++pos)
-    batch.push_back({prompt[size_t(pos)], task, pos, pos + 1 == int(prompt.size())});
-  auto logits = executor.forward(batch, cache.view());
-  cache.commit(task, prompt);
-  std::vector<int> out;
-  std::vector<int> all = prompt;
-  while (true) {
-    const int next = choose(std::span<const float>(logits.data(), logits.shape(1)));
-    out.push_back(next);
-    all.push_back(next);
-    const bool stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), next) !=
-                      options.stop_tokens.end();
-    if (stop || int(out.size()) == options.max_new_tokens || int(all.size()) >= executor.config().max_seq_len) break;
-    REQUIRE(cache.reserve(task, int(all.size())));
-    const BatchToken row{next, task, int(all.size()) - 1, true};
-    logits = executor.forward(std::span<const BatchToken>(&row, 1), cache.view());
-    cache.commit(task, all);
-  }
-  cache.release(task);
-  return out;
-}
 
 std::shared_ptr<ModelWeights> rounded_to_bf16(const ModelWeights& w) {
   auto r = std::make_shared<ModelWeights>(w);
@@ -113,7 +82,7 @@ TEST_CASE("float32 mode reproduces run.c's greedy tokens on stories260K", "[cuda
     const size_t decided = test::decided_steps(steps, 1e-4);
     INFO("steps decided beyond the float32 tolerance: " << decided << " of " << steps.size());
     CHECK(decided * 10 >= steps.size() * 9);  // nearly all: the golden check must still bite
-    CHECK(test::first(cuda_generate(executor, cache, prompt, options, argmax), decided) ==
+    CHECK(test::first(test::cuda_generate(executor, cache, prompt, options, argmax), decided) ==
           test::first(expected, decided));
   }
   CHECK(cache.all_free());
@@ -161,7 +130,7 @@ TEST_CASE("synthetic models: logits within tolerance of the reference, greedy to
       // back, so both sides see the same sequence), within the tolerance.
       size_t step = 0;
       std::string first_mismatch;
-      cuda_generate(executor, cache, c.prompt, options, [&](std::span<const float> row) {
+      test::cuda_generate(executor, cache, c.prompt, options, [&](std::span<const float> row) {
         const std::string d = test::compare({row.begin(), row.end()}, want_rows.at(step), rtol);
         if (!d.empty() && first_mismatch.empty()) first_mismatch = "step " + std::to_string(step) + ": " + d;
         return want.at(step++);
@@ -174,7 +143,7 @@ TEST_CASE("synthetic models: logits within tolerance of the reference, greedy to
       const size_t decided = test::decided_steps(steps, rtol);
       INFO("steps decided beyond the " << rtol << " logits tolerance: " << decided << " of " << steps.size());
       if (t == DType::Float32) REQUIRE(decided == steps.size());
-      const auto got_tokens = cuda_generate(executor, cache, c.prompt, options, argmax);
+      const auto got_tokens = test::cuda_generate(executor, cache, c.prompt, options, argmax);
       CHECK(test::first(got_tokens, decided) == test::first(want, decided));
     }
   }
@@ -186,7 +155,9 @@ TEST_CASE("a request's logits have the same bits alone, batched with others and 
   const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 4));
   for (const DType t : {DType::Float32, DType::BFloat16}) {
     INFO(cuda::dtype_name(t));
-    cuda::CudaExecutor executor(weights, {t, 0, true});
+    CudaOptions options{t, 0, true};
+    options.batch_invariant = true;  // one GEMM algorithm for every row count (cuda/gemm.h)
+    cuda::CudaExecutor executor(weights, options);
     const std::vector<int> a = {1, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25};
     const auto rows_of = [](int task, const std::vector<int>& p, int from, int to) {
       std::vector<BatchToken> rows;
@@ -259,66 +230,4 @@ TEST_CASE("the CUDA executor refuses caches it cannot use, with clear errors", "
   CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&far, 1), cache.view()), std::out_of_range);
   const BatchToken bad_token{config.vocab_size, 0, 0, true};
   CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&bad_token, 1), cache.view()), std::invalid_argument);
-}
-
-TEST_CASE("the batching scheduler on the CUDA executor gives each request what it gets alone", "[cuda]") {
-  ASTRAI_REQUIRE_GPU();
-  const ModelConfig config = preset_config("stories260K");
-  const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 12));
-  const auto tokenizer = std::make_shared<Tokenizer>(make_synthetic_tokenizer(config.vocab_size));
-  for (const DType t : {DType::Float32, DType::BFloat16}) {
-    INFO(cuda::dtype_name(t));
-    struct Job {
-      std::vector<int> prompt;
-      SamplingParams sampling;
-      int max_tokens;
-    };
-    std::vector<Job> jobs;
-    for (int i = 0; i < 12; ++i) {
-      Job job;
-      job.prompt.push_back(1);
-      for (int k = 0; k < 3 + 7 * i % 40; ++k) job.prompt.push_back(3 + (i * 31 + k * 17) % 500);
-      job.sampling.temperature = i % 3 == 0 ? 0.0f : 0.8f;
-      job.sampling.top_k = i % 2 ? 40 : 0;
-      job.sampling.top_p = i % 4 == 1 ? 0.9f : 1.0f;
-      job.sampling.seed = 1000 + uint64_t(i);
-      job.max_tokens = 10 + 5 * (i % 5);
-      jobs.push_back(job);
-    }
-    // Alone, one request at a time.
-    std::vector<std::vector<int>> alone;
-    {
-      cuda::CudaExecutor executor(weights, {t, 0, true});
-      cuda::DevicePageCache cache(config, 64, 16, t);
-      for (const auto& job : jobs) {
-        GenerateOptions options;
-        options.max_new_tokens = job.max_tokens;
-        options.stop_tokens = {tokenizer->eos_id(), tokenizer->bos_id()};
-        SamplerState sampler(job.sampling);
-        alone.push_back(cuda_generate(executor, cache, job.prompt, options,
-                                      [&](std::span<const float> logits) { return sampler.next(logits); }));
-      }
-    }
-    // All at once through the scheduler: chunked prefill beside decode rows.
-    auto executor = std::make_unique<cuda::CudaExecutor>(weights, CudaOptions{t, 0, true});
-    auto cache = std::make_unique<cuda::DevicePageCache>(config, 200, 16, t);
-    SchedulerConfig scheduler_config;
-    scheduler_config.max_running_tasks = 8;
-    scheduler_config.max_tokens_per_step = 24;
-    InferenceScheduler scheduler(std::move(executor), std::move(cache), tokenizer, scheduler_config);
-    std::vector<std::shared_ptr<GenerateResult>> results;
-    for (const auto& job : jobs) {
-      GenerationRequest request;
-      request.max_tokens = job.max_tokens;
-      request.sampling = job.sampling;
-      results.push_back(scheduler.submit(job.prompt, request));
-    }
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const auto out = results[i]->wait_for(std::chrono::seconds(120));
-      REQUIRE(out.has_value());
-      INFO("request " << i << ": " << out->error);
-      CHECK(out->tokens == alone[i]);
-    }
-    CHECK(scheduler.wait_until_idle().cache.blocks_held == 0);
-  }
 }

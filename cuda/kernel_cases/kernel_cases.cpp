@@ -1,0 +1,34 @@
+// The registry's list, and what every case shares.
+#include <sstream>
+#include <stdexcept>
+
+#include "cuda/kernel_cases/kernel_case.h"
+
+namespace astrai::cuda::cases {
+
+int pick_from(const Pick& pick, std::initializer_list<int> choices) {
+  return *(choices.begin() + pick(0, int(choices.size()) - 1));
+}
+
+int KernelShape::operator[](const std::string& name) const {
+  const auto it = dims.find(name);
+  if (it == dims.end()) throw std::out_of_range("kernel shape has no dimension '" + name + "'");
+  return it->second;
+}
+
+std::string KernelShape::describe() const {
+  std::ostringstream out;
+  out << dtype_name(dtype) << " seed=" << seed;
+  for (const auto& [name, value] : dims) out << " " << name << "=" << value;
+  return out.str();
+}
+
+const std::vector<KernelCase>& kernel_cases() {
+  static const std::vector<KernelCase> cases = {
+      convert_case(),       embedding_case(),       rmsnorm_case(), swiglu_case(),
+      rope_kv_write_case(), paged_attention_case(), gemm_case(),
+  };
+  return cases;
+}
+
+}  // namespace astrai::cuda::cases

@@ -1,0 +1,330 @@
+// Cases of the row-wise kernels: the weight upload's conversion, embedding
+// gather, residual add + RMSNorm, SwiGLU, RoPE fused with the K/V page write.
+// Each output starts NaN, so an element a kernel forgot to write fails.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xview.hpp>
+
+#include "cuda/bf16_host.h"
+#include "cuda/kernel_cases/device_arrays.h"
+#include "cuda/kernel_cases/kernel_case.h"
+#include "cuda/kernels/kernels.h"
+#include "reference/rmsnorm.h"
+#include "reference/rope.h"
+#include "reference/swiglu.h"
+
+namespace astrai::cuda::cases {
+namespace {
+
+using test::download;
+using test::nan_filled;
+using test::random_values;
+using test::upload;
+
+DType pick_dtype(const Pick& pick) { return pick(0, 1) ? DType::BFloat16 : DType::Float32; }
+uint32_t pick_seed(const Pick& pick) { return uint32_t(pick(0, 1 << 30)); }
+
+std::vector<float> rounded(std::vector<float> v, DType t) {
+  if (t == DType::BFloat16)
+    for (float& x : v) x = round_to_bf16(x);
+  return v;
+}
+
+[[noreturn]] void unknown_variant(const char* name, int variant) {
+  throw std::invalid_argument(std::string(name) + " has no kernel variant " + std::to_string(variant));
+}
+
+// ---- convert: out[i] = dtype(in[i]) ----
+
+struct ConvertRun final : KernelRun {
+  DType t;
+  size_t n;
+  std::vector<float> in;
+  DeviceBuffer d_in, d_out;
+  explicit ConvertRun(const KernelShape& s)
+      : t(s.dtype), n(size_t(s["n"])), in(random_values(n, s.seed, DType::Float32, 100.0f)),
+        d_in(upload(in, DType::Float32)), d_out(nan_filled(n, t)) {
+    bytes = double(n) * (4.0 + double(dtype_size(t)));
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) unknown_variant("convert", variant);
+    launch_convert_from_float(d_in.as<float>(), n, d_out.get(), t, stream);
+  }
+  std::vector<float> result() override { return download(d_out, n, t); }
+  std::vector<float> expected() override { return rounded(in, t); }
+};
+
+// ---- embedding gather: x[r] = table[tokens[r]] ----
+
+struct EmbeddingRun final : KernelRun {
+  DType t;
+  int vocab, dim, rows;
+  std::vector<int> tokens;
+  std::vector<float> table;
+  DeviceBuffer d_table, d_tokens, d_x;
+  explicit EmbeddingRun(const KernelShape& s)
+      : t(s.dtype), vocab(s["vocab"]), dim(s["dim"]), rows(s["rows"]),
+        table(random_values(size_t(vocab) * size_t(dim), s.seed, t)) {
+    std::mt19937 rng(s.seed);
+    for (int r = 0; r < rows; ++r) tokens.push_back(int(rng() % uint32_t(vocab)));
+    d_table = upload(table, t);
+    d_tokens = test::upload_ints(tokens);
+    d_x = nan_filled(size_t(rows) * size_t(dim), DType::Float32);
+    bytes = double(rows) * dim * (double(dtype_size(t)) + 4.0);
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) unknown_variant("embedding", variant);
+    launch_embedding_gather(d_table.get(), t, dim, d_tokens.as<int>(), rows, d_x.as<float>(), stream);
+  }
+  std::vector<float> result() override { return download(d_x, size_t(rows) * size_t(dim), DType::Float32); }
+  std::vector<float> expected() override {
+    std::vector<float> out;
+    for (int token : tokens)
+      out.insert(out.end(), table.begin() + long(token) * dim, table.begin() + long(token + 1) * dim);
+    return out;
+  }
+};
+
+// ---- residual add + RMSNorm, optionally through a row map ----
+
+struct RmsnormRun final : KernelRun {
+  DType t;
+  int dim, rows, out_rows;
+  bool with_delta, with_map;
+  float eps = 1e-5f;
+  std::vector<float> x, delta, weight;
+  std::vector<int> map;
+  DeviceBuffer d_x, d_delta, d_w, d_map, d_out;
+  explicit RmsnormRun(const KernelShape& s)
+      : t(s.dtype), dim(s["dim"]), rows(s["rows"]), with_delta(s["delta"] != 0), with_map(s["map"] != 0) {
+    x = random_values(size_t(rows) * size_t(dim), s.seed, DType::Float32, 3.0f);
+    delta = random_values(x.size(), s.seed + 1, DType::Float32);
+    weight = random_values(size_t(dim), s.seed + 2, t);
+    if (with_map) {  // a random subset of the rows, in random order (the wanted rows of a batch)
+      std::mt19937 rng(s.seed);
+      map.resize(size_t(rows));
+      std::iota(map.begin(), map.end(), 0);
+      std::shuffle(map.begin(), map.end(), rng);
+      map.resize(1 + rng() % uint32_t(rows));
+    }
+    out_rows = with_map ? int(map.size()) : rows;
+    d_x = upload(x, DType::Float32);
+    d_delta = upload(delta, DType::Float32);
+    d_w = upload(weight, t);
+    d_map = test::upload_ints(map);
+    d_out = nan_filled(size_t(out_rows) * size_t(dim), t);
+    bytes = double(rows) * dim * (with_delta ? 12.0 : 4.0) + double(out_rows) * dim * double(dtype_size(t));
+    flops = 4.0 * double(rows) * dim;
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) unknown_variant("rmsnorm", variant);
+    // The residual stream is updated in place: every launch starts from x.
+    test::upload_to(d_x.get(), x, DType::Float32);
+    launch_residual_rmsnorm(d_x.as<float>(), with_delta ? d_delta.as<float>() : nullptr, d_w.get(), t, dim, eps,
+                            with_map ? d_map.as<int>() : nullptr, out_rows, d_out.get(), stream);
+  }
+  std::vector<float> result() override { return download(d_out, size_t(out_rows) * size_t(dim), t); }
+  std::vector<float> expected() override {
+    xt::xtensor<float, 2> m({size_t(rows), size_t(dim)});
+    std::copy(x.begin(), x.end(), m.begin());
+    if (with_delta)
+      for (size_t i = 0; i < x.size(); ++i) m.data()[i] += delta[i];
+    const xt::xtensor<float, 1> w = xt::adapt(weight, {size_t(dim)});
+    const auto normed = rmsnorm(m, w, eps);
+    std::vector<float> out;
+    for (int i = 0; i < out_rows; ++i) {
+      const auto row = xt::row(normed, size_t(with_map ? map[size_t(i)] : i));
+      out.insert(out.end(), row.begin(), row.end());
+    }
+    return rounded(out, t);
+  }
+};
+
+// ---- SwiGLU: out = silu(gate) * up, gate and up from one fused row ----
+
+struct SwigluRun final : KernelRun {
+  DType t;
+  int rows, hidden;
+  std::vector<float> gate_up;
+  DeviceBuffer d_in, d_out;
+  explicit SwigluRun(const KernelShape& s)
+      : t(s.dtype), rows(s["rows"]), hidden(s["hidden"]),
+        gate_up(random_values(size_t(rows) * 2 * size_t(hidden), s.seed, DType::Float32, 6.0f)),
+        d_in(upload(gate_up, DType::Float32)), d_out(nan_filled(size_t(rows) * size_t(hidden), t)) {
+    bytes = double(rows) * hidden * (8.0 + double(dtype_size(t)));
+    flops = 5.0 * double(rows) * hidden;
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) unknown_variant("swiglu", variant);
+    launch_swiglu(d_in.as<float>(), rows, hidden, d_out.get(), t, stream);
+  }
+  std::vector<float> result() override { return download(d_out, size_t(rows) * size_t(hidden), t); }
+  std::vector<float> expected() override {
+    xt::xtensor<float, 2> gate({size_t(rows), size_t(hidden)}), up(gate.shape());
+    for (int r = 0; r < rows; ++r)
+      for (int i = 0; i < hidden; ++i) {
+        gate(size_t(r), size_t(i)) = gate_up[size_t(r) * 2 * size_t(hidden) + size_t(i)];
+        up(size_t(r), size_t(i)) = gate_up[size_t(r) * 2 * size_t(hidden) + size_t(hidden + i)];
+      }
+    const xt::xtensor<float, 2> out = silu(gate) * up;
+    return rounded({out.begin(), out.end()}, t);
+  }
+};
+
+// ---- RoPE on q and k, then K and V written to their cache slots ----
+// result(): every row's rotated q (float32), then the K rows and the V rows
+// at the rows' slots, in row order.
+
+struct RopeRun final : KernelRun {
+  DType t;
+  int rows, n_heads, n_kv, head_dim, max_seq = 1000, n_slots;
+  RopeLayout layout;
+  float theta;
+  std::vector<int> positions, slots;
+  std::vector<float> qkv, cos_t, sin_t;
+  DeviceBuffer d_qkv, d_pos, d_slots, d_cos, d_sin, d_k, d_v;
+  int q_dim() const { return n_heads * head_dim; }
+  int kv_dim() const { return n_kv * head_dim; }
+  int width() const { return q_dim() + 2 * kv_dim(); }
+
+  explicit RopeRun(const KernelShape& s)
+      : t(s.dtype), rows(s["rows"]), n_heads(s["n_kv"] * s["ratio"]), n_kv(s["n_kv"]), head_dim(s["head_dim"]),
+        layout(s["rotate_half"] ? RopeLayout::RotateHalf : RopeLayout::AdjacentPairs),
+        theta(s["theta"] == 0 ? 10000.0f : 500000.0f) {
+    std::mt19937 rng(s.seed);
+    n_slots = rows + 7;
+    slots.resize(size_t(n_slots));
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng);  // scattered, distinct slots
+    slots.resize(size_t(rows));
+    for (int r = 0; r < rows; ++r) positions.push_back(int(rng() % uint32_t(max_seq)));
+    qkv = random_values(size_t(rows) * size_t(width()), s.seed, DType::Float32);
+    // The angle tables as the executor builds them (cuda_executor.cpp).
+    const int half = head_dim / 2;
+    cos_t.resize(size_t(max_seq) * size_t(half));
+    sin_t.resize(cos_t.size());
+    for (int p = 0; p < max_seq; ++p)
+      for (int i = 0; i < half; ++i) {
+        const float angle = float(p) * (1.0f / std::pow(theta, float(2 * i) / float(head_dim)));
+        cos_t[size_t(p * half + i)] = std::cos(angle);
+        sin_t[size_t(p * half + i)] = std::sin(angle);
+      }
+    d_qkv = upload(qkv, DType::Float32);
+    d_pos = test::upload_ints(positions);
+    d_slots = test::upload_ints(slots);
+    d_cos = upload(cos_t, DType::Float32);
+    d_sin = upload(sin_t, DType::Float32);
+    d_k = nan_filled(size_t(n_slots) * size_t(kv_dim()), t);
+    d_v = nan_filled(size_t(n_slots) * size_t(kv_dim()), t);
+    bytes = double(rows) * (double(q_dim() + kv_dim()) * 8.0 + double(kv_dim()) * 4.0 +
+                            2.0 * kv_dim() * double(dtype_size(t)));
+    flops = 6.0 * double(rows) * (q_dim() + kv_dim()) / 2.0;
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) unknown_variant("rope_kv_write", variant);
+    test::upload_to(d_qkv.get(), qkv, DType::Float32);  // q is rotated in place: start from the inputs
+    launch_rope_kv_write(d_qkv.as<float>(), rows, n_heads, n_kv, head_dim, layout, d_pos.as<int>(),
+                         d_cos.as<float>(), d_sin.as<float>(), d_slots.as<int>(), KVLayer{d_k.get(), d_v.get(), t},
+                         stream);
+  }
+  std::vector<float> result() override {
+    const auto got_qkv = download(d_qkv, qkv.size(), DType::Float32);
+    const auto got_k = download(d_k, size_t(n_slots) * size_t(kv_dim()), t);
+    const auto got_v = download(d_v, size_t(n_slots) * size_t(kv_dim()), t);
+    std::vector<float> out;
+    for (int r = 0; r < rows; ++r)
+      out.insert(out.end(), got_qkv.begin() + long(r) * width(), got_qkv.begin() + long(r) * width() + q_dim());
+    for (const auto* cache : {&got_k, &got_v})
+      for (int r = 0; r < rows; ++r)
+        out.insert(out.end(), cache->begin() + long(slots[size_t(r)]) * kv_dim(),
+                   cache->begin() + long(slots[size_t(r)] + 1) * kv_dim());
+    return out;
+  }
+  std::vector<float> expected() override {
+    xt::xtensor<float, 2> q({size_t(rows), size_t(q_dim())}), k({size_t(rows), size_t(kv_dim())}), v(k.shape());
+    for (int r = 0; r < rows; ++r) {
+      const float* row = qkv.data() + size_t(r) * size_t(width());
+      std::copy(row, row + q_dim(), &q(size_t(r), 0));
+      std::copy(row + q_dim(), row + q_dim() + kv_dim(), &k(size_t(r), 0));
+      std::copy(row + q_dim() + kv_dim(), row + width(), &v(size_t(r), 0));
+    }
+    apply_rope(q, positions, head_dim, theta, layout);
+    apply_rope(k, positions, head_dim, theta, layout);
+    std::vector<float> out(q.begin(), q.end());
+    const auto kv = rounded(std::vector<float>(k.begin(), k.end()), t);
+    const auto vv = rounded(std::vector<float>(v.begin(), v.end()), t);
+    out.insert(out.end(), kv.begin(), kv.end());
+    out.insert(out.end(), vv.begin(), vv.end());
+    return out;
+  }
+};
+
+KernelShape shape(DType t, uint32_t seed, std::map<std::string, int> dims) { return KernelShape{t, seed, std::move(dims)}; }
+
+}  // namespace
+
+KernelCase convert_case() {
+  return {"convert", "cuda/kernels/convert.cu", "round_to_bf16() in cuda/bf16_host.h (round to nearest, ties to even)",
+          1, {0.0, 0.0, "exact: one IEEE rounding of the same float on both sides"},
+          [](const Pick& pick) { return shape(pick_dtype(pick), pick_seed(pick), {{"n", pick(1, 5000)}}); },
+          {shape(DType::BFloat16, 1, {{"n", 1 << 26}})},
+          [](const KernelShape& s) { return std::make_unique<ConvertRun>(s); }};
+}
+
+KernelCase embedding_case() {
+  return {"embedding", "cuda/kernels/embedding.cu", "embed() in reference/forward.cpp", 1,
+          {0.0, 0.0, "exact: a copy (bf16 table entries are exactly representable in float)"},
+          [](const Pick& pick) {
+            return shape(pick_dtype(pick), pick_seed(pick),
+                         {{"vocab", pick(1, 300)}, {"dim", pick(1, 600)}, {"rows", pick(1, 40)}});
+          },
+          {shape(DType::BFloat16, 1, {{"vocab", 32000}, {"dim", 4096}, {"rows", 256}})},
+          [](const KernelShape& s) { return std::make_unique<EmbeddingRun>(s); }};
+}
+
+KernelCase rmsnorm_case() {
+  return {"rmsnorm", "cuda/kernels/residual_rmsnorm.cu",
+          "rmsnorm() in reference/rmsnorm.cpp after the residual add of forward.cpp", 1,
+          {1e-5, 1e-2, "float32: the sum of squares in another order; bf16: the output's rounding"},
+          [](const Pick& pick) {
+            return shape(pick_dtype(pick), pick_seed(pick),
+                         {{"dim", pick(1, 2000)}, {"rows", pick(1, 24)}, {"delta", pick(0, 1)}, {"map", pick(0, 1)}});
+          },
+          {shape(DType::BFloat16, 1, {{"dim", 4096}, {"rows", 1}, {"delta", 1}, {"map", 0}}),
+           shape(DType::BFloat16, 1, {{"dim", 4096}, {"rows", 256}, {"delta", 1}, {"map", 0}})},
+          [](const KernelShape& s) { return std::make_unique<RmsnormRun>(s); }};
+}
+
+KernelCase swiglu_case() {
+  return {"swiglu", "cuda/kernels/swiglu.cu", "silu() * up of swiglu_ffn() in reference/swiglu.cpp", 1,
+          {1e-5, 1e-2, "float32: the device's expf within an ulp or two of the host's; bf16: the output's rounding"},
+          [](const Pick& pick) {
+            return shape(pick_dtype(pick), pick_seed(pick), {{"rows", pick(1, 24)}, {"hidden", pick(1, 3000)}});
+          },
+          {shape(DType::BFloat16, 1, {{"rows", 256}, {"hidden", 11008}})},
+          [](const KernelShape& s) { return std::make_unique<SwigluRun>(s); }};
+}
+
+KernelCase rope_kv_write_case() {
+  return {"rope_kv_write", "cuda/kernels/rope_kv_write.cu",
+          "apply_rope() in reference/rope.cpp on q and k, then write_kv() in forward.cpp", 1,
+          {0.0, 0.0,
+           "exact: the reference's own angle tables and the same operations without FMA, then the same "
+           "round-to-nearest-even for a bf16 cache"},
+          [](const Pick& pick) {
+            return shape(pick_dtype(pick), pick_seed(pick),
+                         {{"rows", pick(1, 20)}, {"n_kv", pick(1, 3)}, {"ratio", pick_from(pick, {1, 2, 4, 8, 16})},
+                          {"head_dim", pick_from(pick, {8, 64, 128, 146, 256})}, {"rotate_half", pick(0, 1)},
+                          {"theta", pick(0, 1)}});
+          },
+          {shape(DType::BFloat16, 1,
+                 {{"rows", 256}, {"n_kv", 8}, {"ratio", 4}, {"head_dim", 128}, {"rotate_half", 1}, {"theta", 1}})},
+          [](const KernelShape& s) { return std::make_unique<RopeRun>(s); }};
+}
+
+}  // namespace astrai::cuda::cases

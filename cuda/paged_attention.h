@@ -1,0 +1,67 @@
+// One layer's attention over the paged cache, as the executor and the tests
+// launch it: where a BatchPlan's metadata sits in one device int array, the
+// kernels' arguments built from it, and the launch sequence (decode rows and
+// their merge, then each chunk of prefill tiles and its merge; see the
+// partials paragraph of batch_plan.h). The executor and tests/cuda call these
+// same functions, so a test exercises exactly the executor's arguments.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "cuda/batch_plan.h"
+#include "cuda/kernels/kernels.h"
+#include "reference/model_config.h"
+
+namespace astrai::cuda {
+
+// Rows of prefill partials kept at once (BatchPlan's chunk_rows).
+inline constexpr int kPrefillChunkRows = 256;
+
+// Positions per attention split for contexts up to max_seq_len: at least 256,
+// and at most 32 splits per context; a multiple of kAttentionTile.
+int split_len_for(int max_seq_len);
+inline int max_splits_for(int max_seq_len, int split_len) { return (max_seq_len + split_len - 1) / split_len; }
+
+// A plan's metadata in one int array of sections, each `capacity` ints (the
+// largest batch it was sized for), then `pages_per_seq` ints per sequence of
+// page tables. pack() writes a plan into a host copy of the array; the
+// accessors give a section's place in the device copy.
+class PlanLayout {
+ public:
+  enum Section { kTokens, kPos, kSeq, kSlot, kPartial, kDecode, kTileFirst, kTileCount, kTileRows, kWanted, kTables };
+
+  PlanLayout(int capacity, int pages_per_seq) : capacity_(capacity), pages_per_seq_(pages_per_seq) {}
+  int capacity() const { return capacity_; }
+  int pages_per_seq() const { return pages_per_seq_; }
+  // Ints of the whole array, and of its prefix that `plan` uses.
+  size_t ints() const { return size_t(kTables) * size_t(capacity_) + size_t(capacity_) * size_t(pages_per_seq_); }
+  size_t ints_used(const BatchPlan& plan) const {
+    return size_t(kTables) * size_t(capacity_) + size_t(plan.n_seqs) * size_t(pages_per_seq_);
+  }
+  // Throws std::invalid_argument when the plan is larger than the layout.
+  void pack(const BatchPlan& plan, int* host) const;
+  const int* at(const int* device, Section s) const { return device + size_t(s) * size_t(capacity_); }
+
+ private:
+  int capacity_, pages_per_seq_;
+};
+
+// Arguments of the three attention kernels for one layer: queries q (row r,
+// head h at q[r * q_stride + h * head_dim]), the layer's cache, the plan's
+// metadata in `meta` (laid out by `layout`) and the partials scratch
+// (attention_partial_floats each of o_partial and, / head_dim, lse_partial).
+AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride, KVLayer kv, int page_size,
+                             const PlanLayout& layout, const int* meta, int split_len, float* o_partial,
+                             float* lse_partial);
+
+// Floats of o_partial a plan needs (lse_partial needs this / head_dim).
+size_t attention_partial_floats(const ModelConfig& m, int partial_rows, int max_splits);
+
+// Decode attention and its merge, then per prefill chunk: prefill attention
+// and its merge. out: [rows, q_dim] of out_dtype.
+void launch_paged_attention(const AttentionArgs& a, const BatchPlan& plan, const PlanLayout& layout, const int* meta,
+                            void* out, DType out_dtype, cudaStream_t stream);
+
+}  // namespace astrai::cuda

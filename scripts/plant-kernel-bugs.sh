@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Plants realistic kernel bugs one at a time in the CUDA kernel source, builds
+# the emulated build's kernel and executor tests, runs them, and prints which
+# test cases failed; a bug that no test catches is reported and makes the
+# script exit 1. Every source file is restored afterwards (also on Ctrl-C).
+# docs/cuda.md's planted-bug table is this script's output.
+#
+#   scripts/plant-kernel-bugs.sh [-C build-emu]
+#
+# The build must be an emulated one (meson setup build-emu -Dcuda=emulated;
+# scripts/build-and-test.sh makes it). Takes about a minute per bug on 2 cores.
+# The kernel tests run first; the whole-model tests only for a bug they miss.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-emu
+if [ "${1:-}" = "-C" ]; then build=$2; shift 2; fi
+grep -q "ASTRAI_CUDA_EMULATED" "$build/build.ninja" 2>/dev/null ||
+  { echo "plant-kernel-bugs: $build is not an emulated build (meson setup $build -Dcuda=emulated)" >&2; exit 2; }
+
+# name | file | exact text | replacement
+bugs=(
+  "GQA: query head kv_head + i * n_kv_heads|cuda/kernels/decode_attention.cu|const int h = kv_head * group + int(threadIdx.x);|const int h = kv_head + int(threadIdx.x) * a.n_kv_heads;"
+  "page table taken as contiguous|cuda/kernels/attention_split.cuh|size_t(page_table[pos / a.page_size]) * size_t(a.page_size) + size_t(pos % a.page_size)|size_t(page_table[0]) * size_t(a.page_size) + size_t(pos)"
+  "RoPE sign: a cos + b sin|cuda/kernels/rope_kv_write.cu|__fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s))|__fadd_rn(__fmul_rn(a, c), __fmul_rn(b, s))"
+  "softmax scale dropped|cuda/kernels/attention_split.cuh|s = __fmul_rn(dot, a.scale);|s = dot;"
+  "split merge without log-sum-exp weights|cuda/kernels/attention_merge.cu|expf(__fsub_rn(lse[s], m))|1.0f"
+  "causal mask without the row's own position|cuda/kernels/decode_attention.cu|const int end = min(begin + a.split_len, pos + 1);|const int end = min(begin + a.split_len, pos);"
+  "RMSNorm without epsilon|cuda/kernels/residual_rmsnorm.cu|sqrtf(total / float(dim) + eps)|sqrtf(total / float(dim))"
+  "bf16 rounding toward zero|cuda/kernels/dtype_device.cuh|__float2bfloat16_rn(x)|__float2bfloat16_rz(x)"
+)
+
+backup=$(mktemp -d)
+restore() { for f in "$backup"/*; do [ -e "$f" ] && cp "$f" "$(cat "$f.path")"; done 2>/dev/null || true; }
+trap restore EXIT
+
+missed=0
+printf '| planted bug | where | failing test cases |\n|---|---|---|\n'
+for entry in "${bugs[@]}"; do
+  IFS='|' read -r name file text replacement <<<"$entry"
+  saved="$backup/$(echo "$file" | tr / _)"
+  cp "$file" "$saved"
+  echo "$file" >"$saved.path"
+  python3 - "$file" "$text" "$replacement" <<'EOF'
+import sys
+path, old, new = sys.argv[1:4]
+s = open(path).read()
+if old not in s:
+    sys.exit(f"plant-kernel-bugs: '{old}' is not in {path}: update the bug list")
+open(path, "w").write(s.replace(old, new))
+EOF
+  ninja -C "$build" tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor >/dev/null
+  # The kernel tests first; the whole-model tests only when those miss it.
+  failed=""
+  for t in test_cuda_kernels test_cuda_executor; do
+    while read -r c; do
+      [ -n "$c" ] || continue
+      "$build/tests/cuda/$t" "$c" >/dev/null 2>&1 || failed+="\"$c\"; "
+    done < <("$build/tests/cuda/$t" --list-test-names-only 2>/dev/null)
+    [ -z "$failed" ] || break
+  done
+  cp "$saved" "$file"
+  if [ -z "$failed" ]; then
+    missed=$((missed + 1))
+    failed="NONE: no test caught it"
+  fi
+  printf '| %s | `%s` | %s |\n' "$name" "$(basename "$file")" "${failed%; }"
+done
+ninja -C "$build" tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor >/dev/null
+exit $((missed > 0))

@@ -1,0 +1,141 @@
+// The engine's batching oracle on the CUDA executor: random requests run
+// through InferenceEngine on a CudaExecutor and its DevicePageCache, greedy
+// and seeded, together and staggered, with cancellations and stop strings,
+// prefix hits, and a cache small enough to preempt, get exactly the tokens
+// the sequential loop gives each of them alone (tests/engine/scheduler's
+// harness and checks, unchanged).
+//
+// The sequential loop runs on the same CUDA executor (test::cuda_generate):
+// how the CUDA executor's logits relate to the reference's is the business of
+// test_cuda_executor.cpp (golden tokens and logits tolerances); this file
+// tests that batching changes nothing. The equality is exact because the
+// executor is batch invariant, in float32 and bf16 alike: every kernel sums in
+// a fixed order for a row whatever else is in the batch (test_attention.cpp,
+// test_gemm.cpp), and the executor runs with one GEMM algorithm per shape
+// (batch_invariant).
+#include <catch2/catch.hpp>
+
+#include "cuda/cuda_executor.h"
+#include "cuda/device_page_cache.h"
+#include "reference/sampling/sampler_state.h"
+#include "tests/cuda/cuda_generate.h"
+#include "tests/cuda/gpu_test_support.h"
+#include "tests/engine/scheduler/engine_harness.h"
+
+namespace {
+
+using namespace astrai;
+using namespace astrai::test;
+using cuda::DType;
+
+CudaOptions invariant(DType t) {
+  CudaOptions options{t, 0, true};
+  options.batch_invariant = true;
+  return options;
+}
+
+// Each request's tokens from the sequential loop alone, on the CUDA executor,
+// with the reference oracle's stop rules (EOS and BOS unless ignore_eos).
+void compute_expected_on_cuda(std::vector<PlannedRequest>& requests, DType t = DType::Float32) {
+  const TinyModel& m = tiny_model();
+  cuda::CudaExecutor executor(m.weights, invariant(t));
+  for (auto& r : requests) {
+    cuda::DevicePageCache cache(executor.config(), 64, 4, t);
+    GenerateOptions options;
+    options.max_new_tokens = r.max_tokens;
+    if (!r.ignore_eos) options.stop_tokens = {m.tokenizer->eos_id(), m.tokenizer->bos_id()};
+    SamplerState sampler(r.sampling);
+    r.expected = cuda_generate(executor, cache, r.prompt, options,
+                               [&](std::span<const float> logits) { return sampler.next(logits); });
+  }
+}
+
+// An engine on the CUDA executor: `max_running` tasks, `tokens_per_step`
+// rows a step, a device cache of `pages` 4-token pages (0: one whole context
+// per running task, so nothing is ever preempted).
+std::unique_ptr<InferenceEngine> cuda_engine(int max_running, int tokens_per_step, int pages = 0,
+                                             DType t = DType::Float32) {
+  const TinyModel& m = tiny_model();
+  auto executor = std::make_unique<cuda::CudaExecutor>(m.weights, invariant(t));
+  const int n_pages = pages > 0 ? pages : max_running * (m.context() / 4);
+  auto cache = std::make_unique<cuda::DevicePageCache>(executor->config(), n_pages, 4, t);
+  return std::make_unique<InferenceEngine>(std::move(executor), std::move(cache), m.tokenizer,
+                                           paged_config(max_running, tokens_per_step, n_pages));
+}
+
+std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA executor: greedy and seeded requests together get their sequential tokens", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  for (const DType t : {DType::Float32, DType::BFloat16}) {
+    std::mt19937 rng(101);
+    auto requests = random_requests(rng, 12, {.sampled_fraction = 0.5});
+    compute_expected_on_cuda(requests, t);
+    for (const auto& [running, per_step] : {std::pair{4, 8}, std::pair{16, 256}}) {
+      INFO(cuda::dtype_name(t) << ", " << running << " running, " << per_step << " tokens per step");
+      auto engine = cuda_engine(running, per_step, 0, t);
+      auto logs = run_requests(*engine, requests, Submission::Together);
+      check_outputs(requests, logs);
+      const SchedulerStats stats = require_all_free(*engine);
+      CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
+    }
+  }
+}
+
+TEST_CASE("CUDA executor: staggered arrivals with cancellations and stop strings", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  std::mt19937 rng(303);
+  auto requests =
+      random_requests(rng, 16, {.sampled_fraction = 0.5, .cancelled_fraction = 0.3, .stop_fraction = 0.4});
+  requests[0].cancel_after = 0;
+  compute_expected_on_cuda(requests);
+  auto engine = cuda_engine(4, 8);
+  auto logs = run_requests(*engine, requests, Submission::Staggered);
+  check_outputs(requests, logs);
+  require_all_free(*engine);
+}
+
+TEST_CASE("CUDA executor: requests sharing a prefix hit its pages and get their sequential tokens", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  std::mt19937 rng(707);
+  const std::vector<int> prefix = random_prompt(rng, 18);  // 4 whole pages and 2 tokens
+  std::vector<PlannedRequest> requests;
+  for (int i = 0; i < 8; ++i) {
+    PlannedRequest r;
+    r.prompt = concat(prefix, random_prompt(rng, 1 + i % 5));
+    r.max_tokens = 16;
+    r.sampling.temperature = i % 2 ? 1.0f : 0.0f;
+    r.sampling.seed = uint64_t(i);
+    requests.push_back(r);
+  }
+  compute_expected_on_cuda(requests);
+  auto engine = cuda_engine(4, 8);
+  std::vector<PlannedRequest> head(requests.begin(), requests.begin() + 1);
+  auto first_logs = run_requests(*engine, head, Submission::Together);
+  check_outputs(head, first_logs);
+  std::vector<PlannedRequest> rest(requests.begin() + 1, requests.end());
+  auto logs = run_requests(*engine, rest, Submission::Together);
+  check_outputs(rest, logs);
+  for (auto& log : logs) CHECK(output_of(*log).cached_prompt_tokens == 16);
+  require_all_free(*engine);
+}
+
+TEST_CASE("CUDA executor: a cache too small for all running requests preempts, tokens unchanged", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  std::mt19937 rng(404);
+  auto requests = random_requests(rng, 10, {.min_prompt = 10, .max_prompt = 30, .min_tokens = 20, .max_tokens = 40,
+                                            .sampled_fraction = 0.5, .cancelled_fraction = 0.2});
+  compute_expected_on_cuda(requests);
+  auto engine = cuda_engine(6, 16, 20);  // 20 pages: one whole context (16) and a little more
+  auto logs = run_requests(*engine, requests, Submission::Together);
+  check_outputs(requests, logs);
+  const SchedulerStats stats = require_all_free(*engine);
+  INFO("preemptions: " << stats.preemptions);
+  CHECK(stats.preemptions > 0);
+  CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
+}
