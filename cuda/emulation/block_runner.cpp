@@ -285,6 +285,13 @@ void run_kernel(const KernelLaunch& launch) {
       for (unsigned x = 0; x < launch.grid.x; ++x) run_block(launch, uint3{x, y, z}, stacks, seed ? &order : nullptr);
 }
 
+std::string running_thread_description() {
+  const Block* b = t_block;
+  if (b == nullptr || b->current < 0) return "host code";
+  const uint3 t = unflatten(b->current, b->launch->block);
+  return b->name() + ", thread (" + std::to_string(t.x) + "," + std::to_string(t.y) + "," + std::to_string(t.z) + ")";
+}
+
 void set_thread_order_seed(uint64_t seed) { g_order_seed = seed; }
 uint64_t thread_order_seed() { return g_order_seed.load(); }
 

@@ -30,6 +30,10 @@ class KernelFault : public std::runtime_error {
 // block's start, so a read of shared memory no thread wrote shows up.
 void run_kernel(const KernelLaunch& launch);
 
+// "kernel K, block (x,y,z), thread (x,y,z)" for the CUDA thread this OS
+// thread is running, or "host code" outside a kernel (for fault reports).
+std::string running_thread_description();
+
 // 0 (the default): threads run in index order between synchronisation
 // points. Otherwise the order is a permutation drawn from this seed for every
 // block and every phase. Also set by the environment variable

@@ -10,9 +10,18 @@
 //    current one fails (cudaErrorInvalidResourceHandle), which is what a GPU
 //    does for launches: code that forgets cudaSetDevice on a new thread fails.
 //  - Freed device memory is handed out again, most recently freed first, to
-//    the next allocation it fits (at most twice its size), as CUDA's and the
-//    frameworks' caching allocators do; a handle or cache keyed by a stale
-//    address meets another buffer there, as it would on a GPU.
+//    the next allocation it fits that asks for at least half what the block
+//    last held, as CUDA's and the frameworks' caching allocators do; a handle
+//    or cache keyed by a stale address meets another buffer there, as it
+//    would on a GPU.
+//  - Every device allocation ends against an inaccessible page (16-byte
+//    alignment, so at most 15 bytes of slack; a reused block's slack is up to
+//    a page), and freed memory waiting for reuse is inaccessible: a kernel
+//    that reads or writes past the end of a buffer, or into freed memory,
+//    stops with "emulated CUDA: out-of-bounds device access" naming the
+//    allocation, the kernel, block and thread (then abort(), as a GPU's
+//    illegal address ends the context). Accesses before a buffer's start are
+//    not caught.
 //  - cudaMalloc fills fresh memory with NaN bytes (0xff), so a kernel that
 //    reads what nobody wrote produces NaN, as the tests require to catch it;
 //    copies are checked against the allocations they touch.
@@ -45,6 +54,10 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cuda/emulation/block_runner.h"
 #include "cuda/emulation/emulated_device.h"
@@ -85,11 +98,23 @@ struct Queued {
   std::function<void()> op;
 };
 
+// One device allocation's mapping: [base, start) unused, [start, start +
+// capacity) the buffer (a reuse may take less), then one inaccessible page.
+struct DeviceBlock {
+  unsigned char* base = nullptr;
+  size_t mapped = 0;
+  unsigned char* start = nullptr;
+  size_t capacity = 0;
+  size_t size = 0;  // what the last allocation asked for
+};
+constexpr size_t kDeviceAlignment = 16;
+
 struct State {
   std::recursive_mutex mutex;
   std::map<const unsigned char*, size_t> device;  // allocation start -> bytes
   std::map<const unsigned char*, size_t> pinned;
-  std::deque<std::pair<unsigned char*, size_t>> freed;  // device blocks kept for reuse, most recent first
+  std::map<const unsigned char*, DeviceBlock> blocks;  // start -> mapping, live and freed
+  std::deque<unsigned char*> freed;  // starts of device blocks kept for reuse, most recent first
   size_t freed_bytes = 0;
   size_t device_bytes = 0;
   std::deque<Queued> queue;                       // every stream's pending work, in submission order
@@ -115,8 +140,11 @@ cudaError_t fail(cudaError_t e) {
 }
 
 // Runs the queued work of `stream` (every stream when `all`), in order.
+void ensure_segv_handler();
+
 cudaError_t flush(State& s, cudaStream_t stream, bool all) {
   if (s.sticky != cudaSuccess) return s.sticky;
+  ensure_segv_handler();
   while (true) {
     auto it = std::find_if(s.queue.begin(), s.queue.end(),
                            [&](const Queued& q) { return all || q.stream == stream; });
@@ -165,29 +193,119 @@ cudaError_t release(State& s, std::map<const unsigned char*, size_t>& allocation
   return cudaSuccess;
 }
 
-// A block of the freed list that holds `size` bytes without wasting more than
-// as much again, most recently freed first; poisoned again like fresh memory.
+size_t page_bytes() { return size_t(sysconf(_SC_PAGESIZE)); }
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// Makes [start, start + size) of `b` accessible and NaN-filled, and the pages
+// after it up to the guard inaccessible.
+void fit_block(DeviceBlock& b, size_t size) {
+  b.size = size;
+  unsigned char* guard = b.start + b.capacity;
+  mprotect(b.base, size_t(guard - b.base), PROT_READ | PROT_WRITE);
+  auto* end_page = reinterpret_cast<unsigned char*>(
+      round_up(reinterpret_cast<uintptr_t>(b.start + round_up(std::max<size_t>(size, 1), kDeviceAlignment)),
+               page_bytes()));
+  if (end_page < guard) mprotect(end_page, size_t(guard - end_page), PROT_NONE);
+  std::memset(b.start, 0xff, size);
+}
+
+// A fresh mapping for `size` bytes whose end abuts an inaccessible page.
+unsigned char* map_device_block(State& s, size_t size) {
+  const size_t rounded = round_up(std::max<size_t>(size, 1), kDeviceAlignment);
+  const size_t usable = round_up(rounded, page_bytes());
+  void* p = mmap(nullptr, usable + page_bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  DeviceBlock b;
+  b.base = static_cast<unsigned char*>(p);
+  b.mapped = usable + page_bytes();
+  b.start = b.base + usable - rounded;
+  b.capacity = rounded;
+  b.size = size;
+  mprotect(b.base + usable, page_bytes(), PROT_NONE);
+  std::memset(b.start, 0xff, size);
+  s.blocks[b.start] = b;
+  return b.start;
+}
+
+// A block of the freed list that holds `size` bytes and last held at most
+// twice as much, most recently freed first; poisoned again like fresh memory.
 unsigned char* reuse_freed(State& s, size_t size) {
-  for (auto it = s.freed.begin(); it != s.freed.end(); ++it)
-    if (it->second >= size && it->second <= 2 * std::max<size_t>(size, 1)) {
-      unsigned char* p = it->first;
-      s.freed_bytes -= it->second;
+  for (auto it = s.freed.begin(); it != s.freed.end(); ++it) {
+    DeviceBlock& b = s.blocks.at(*it);
+    if (b.capacity >= size && b.size <= 2 * std::max<size_t>(size, 1)) {
+      unsigned char* p = *it;
+      s.freed_bytes -= b.capacity;
       s.freed.erase(it);
-      std::memset(p, 0xff, size);
+      fit_block(b, size);
       return p;
     }
+  }
   return nullptr;
 }
 
-// Keeps a freed device block for reuse, releasing the oldest ones beyond kReuseCacheBytes.
-void keep_for_reuse(State& s, unsigned char* p, size_t size) {
-  s.freed.emplace_front(p, size);
-  s.freed_bytes += size;
+// Keeps a freed device block for reuse (inaccessible until then), unmapping
+// the oldest ones beyond kReuseCacheBytes.
+void keep_for_reuse(State& s, unsigned char* p) {
+  const DeviceBlock& b = s.blocks.at(p);
+  mprotect(b.base, b.mapped, PROT_NONE);
+  s.freed.push_front(p);
+  s.freed_bytes += b.capacity;
   while (s.freed_bytes > kReuseCacheBytes) {
-    s.freed_bytes -= s.freed.back().second;
-    std::free(s.freed.back().first);
+    const auto oldest = s.blocks.find(s.freed.back());
+    s.freed_bytes -= oldest->second.capacity;
+    munmap(oldest->second.base, oldest->second.mapped);
+    s.blocks.erase(oldest);
     s.freed.pop_back();
   }
+}
+
+// The SIGSEGV handler: a fault inside a device block's mapping is an
+// out-of-bounds (or freed-memory) device access, reported and fatal; any
+// other fault goes to the handler that was there before.
+struct sigaction g_previous_segv;
+
+void on_segv(int signal_number, siginfo_t* info, void* context) {
+  State& s = state();  // not locked: the faulting thread may hold the lock
+  const auto* a = static_cast<const unsigned char*>(info->si_addr);
+  auto it = s.blocks.upper_bound(a);
+  if (it != s.blocks.begin()) {
+    const DeviceBlock& b = std::prev(it)->second;
+    if (a >= b.base && a < b.base + b.mapped) {
+      char message[768];
+      const auto live = s.device.find(b.start);
+      const std::string who = running_thread_description();
+      if (live != s.device.end())
+        std::snprintf(message, sizeof message,
+                      "emulated CUDA: out-of-bounds device access: address %p is %td bytes past the end of the "
+                      "%zu-byte allocation at %p (%s)\n",
+                      static_cast<const void*>(a), a - (b.start + live->second), live->second,
+                      static_cast<const void*>(b.start), who.c_str());
+      else
+        std::snprintf(message, sizeof message,
+                      "emulated CUDA: out-of-bounds device access: address %p lies in freed device memory (the "
+                      "block at %p) (%s)\n",
+                      static_cast<const void*>(a), static_cast<const void*>(b.start), who.c_str());
+      const ssize_t written = write(2, message, std::strlen(message));
+      (void)written;
+      std::abort();
+    }
+  }
+  sigaction(SIGSEGV, &g_previous_segv, nullptr);  // returning re-runs the access under it
+  (void)signal_number;
+  (void)context;
+}
+
+// Installs on_segv unless it is installed (test frameworks install their own
+// per test, so this runs before every kernel).
+void ensure_segv_handler() {
+  struct sigaction current {};
+  sigaction(SIGSEGV, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_segv) return;
+  struct sigaction ours {};
+  ours.sa_sigaction = on_segv;
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&ours.sa_mask);
+  sigaction(SIGSEGV, &ours, &g_previous_segv);
 }
 
 // A copy's pointers must lie in memory of the kinds it names.
@@ -409,7 +527,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (astrai::emu::any_capturing()) return fail(cudaErrorStreamCaptureUnsupported);
   if (s.device_bytes + size > astrai::emu::kDeviceMemory) return fail(cudaErrorMemoryAllocation);
   unsigned char* p = astrai::emu::reuse_freed(s, size);
-  if (p == nullptr) p = astrai::emu::allocate_poisoned(size);
+  if (p == nullptr) p = astrai::emu::map_device_block(s, size);
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
   s.device[p] = size;
   s.device_bytes += size;
@@ -425,7 +543,7 @@ cudaError_t cudaFree(void* ptr) {
   auto it = s.device.find(static_cast<unsigned char*>(ptr));
   if (it == s.device.end()) return fail(cudaErrorInvalidValue);
   s.device_bytes -= it->second;
-  astrai::emu::keep_for_reuse(s, static_cast<unsigned char*>(ptr), it->second);
+  astrai::emu::keep_for_reuse(s, static_cast<unsigned char*>(ptr));
   s.device.erase(it);
   return cudaSuccess;
 }

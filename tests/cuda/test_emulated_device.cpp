@@ -7,9 +7,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <functional>
 
 #include "cuda/emulation/emulated_device.h"
 #include "cuda/kernels/launch.cuh"
@@ -21,6 +27,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+constexpr int kFirstBarrierLine = __LINE__ + 3;  // the two __syncthreads() below
 __global__ void mismatched_barriers(int* out) {
   if (threadIdx.x < 16) {
     __syncthreads();
@@ -47,6 +54,32 @@ __global__ void add_one(float* x, int n) {
   if (i < n) x[i] += 1.0f;
 }
 
+__global__ void write_at(float* x, int i) { x[i] = 1.0f; }
+
+// Runs `body` in a child process and returns its exit status and what it
+// wrote to stderr: an out-of-bounds access ends the process, as on a GPU.
+std::pair<int, std::string> in_child(const std::function<void()>& body) {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    dup2(pipe_fds[1], 2);
+    signal(SIGABRT, SIG_DFL);  // not Catch2's handler: the child just ends
+    body();
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  std::string err;
+  char buffer[512];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) err.append(buffer, size_t(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {status, err};
+}
+
 __global__ void read_dynamic_shared(float* out) {
   ASTRAI_DYNAMIC_SHARED(float, smem);
   out[threadIdx.x] = smem[threadIdx.x];
@@ -62,8 +95,9 @@ emu::KernelLaunch launch_of(void (*kernel)(int*), int* out, unsigned threads) {
 TEST_CASE("threads waiting at different barriers are reported with both barriers, not hung", "[cuda][emulation]") {
   std::vector<int> out(64, 0);
   CHECK_THROWS_WITH(emu::run_kernel(launch_of(mismatched_barriers, out.data(), 64)),
-                    Contains("different barriers") && Contains("test_emulated_device.cpp:26") &&
-                        Contains("test_emulated_device.cpp:28"));
+                    Contains("different barriers") &&
+                        Contains("test_emulated_device.cpp:" + std::to_string(kFirstBarrierLine)) &&
+                        Contains("test_emulated_device.cpp:" + std::to_string(kFirstBarrierLine + 2)));
 }
 
 TEST_CASE("threads exiting while the others wait at a barrier are reported", "[cuda][emulation]") {
@@ -232,4 +266,67 @@ TEST_CASE("a kernel's output has the same bits whatever order its threads run in
     const auto shuffled = run(seed);
     CHECK(std::memcmp(shuffled.data(), in_order.data(), in_order.size() * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE("emulated device: a kernel writing past the end of a buffer, or into freed memory, is stopped", "[cuda]") {
+  const auto write_in_kernel = [](int n, int i, bool free_first) {
+    return [=] {
+      float* x = nullptr;
+      if (cudaMalloc(reinterpret_cast<void**>(&x), size_t(n) * sizeof(float)) != cudaSuccess) _exit(3);
+      if (free_first) cudaFree(x);
+      ASTRAI_LAUNCH(write_at, 1, 1, 0, nullptr)(x, i);
+      cudaDeviceSynchronize();
+    };
+  };
+  // The last element is fine; one past it (the allocation is a multiple of
+  // 16 bytes, so no slack) ends the process naming the kernel.
+  const auto [ok_status, ok_err] = in_child(write_in_kernel(1024, 1023, false));
+  CHECK(WIFEXITED(ok_status));
+  CHECK(ok_err.empty());
+  const auto [status, err] = in_child(write_in_kernel(1024, 1024, false));
+  CHECK(WIFSIGNALED(status));
+  CHECK_THAT(err, Contains("out-of-bounds device access") && Contains("0 bytes past the end of the 4096-byte") &&
+                      Contains("write_at"));
+  const auto [freed_status, freed_err] = in_child(write_in_kernel(1024, 0, true));
+  CHECK(WIFSIGNALED(freed_status));
+  CHECK_THAT(freed_err, Contains("freed device memory"));
+}
+
+TEST_CASE("emulated device: freed memory is handed out again to an allocation it fits", "[cuda]") {
+  void* a = nullptr;
+  void* b = nullptr;
+  void* c = nullptr;
+  REQUIRE(cudaMalloc(&a, 10000) == cudaSuccess);
+  REQUIRE(cudaFree(a) == cudaSuccess);
+  REQUIRE(cudaMalloc(&b, 6000) == cudaSuccess);  // fits, and wastes less than its size
+  CHECK(b == a);
+  REQUIRE(cudaMalloc(&c, 6000) == cudaSuccess);
+  CHECK(c != a);
+  // Reused memory is NaN again, and its end moved with the new size.
+  std::vector<float> back(1500);
+  REQUIRE(cudaMemcpy(back.data(), b, 6000, cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (float v : back) CHECK(std::isnan(v));
+  CHECK(cudaFree(b) == cudaSuccess);
+  CHECK(cudaFree(c) == cudaSuccess);
+}
+
+TEST_CASE("emulated device: a launch into another device's stream fails, as on a GPU", "[cuda]") {
+  int devices = 0;
+  REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
+  REQUIRE(devices == 2);
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  float* x = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&x), 64) == cudaSuccess);
+  ASTRAI_LAUNCH(write_at, 1, 1, 0, stream)(x, 0);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  ASTRAI_LAUNCH(write_at, 1, 1, 0, stream)(x, 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
+  CHECK(cudaStreamDestroy(stream) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  CHECK(cudaFree(x) == cudaSuccess);
 }
