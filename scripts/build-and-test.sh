@@ -44,7 +44,7 @@ if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
   emu_start=$(date +%s)
   configure build-emu --buildtype=release -Dcuda=emulated -Dbenchmarks=false
   ninja -C build-emu -j "$jobs" tests/cuda/test_cuda tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor \
-    tests/cuda/test_emulated_device
+    tests/cuda/test_cuda_batching tests/cuda/test_emulated_device
   meson test -C build-emu --no-rebuild --print-errorlogs --num-processes "$jobs" --suite cuda
   emu_logs=(build-emu/meson-logs/testlog.json)
   echo "emulated CUDA build and tests took $(( $(date +%s) - emu_start )) s"
