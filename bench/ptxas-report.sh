@@ -21,5 +21,6 @@ for f in cuda/kernels/*.cu; do
       printf "%-44s %5s %8s %10s %12s\n", file ":" type, regs, smem, st, sl
     }'
 done
-echo "(smem_B: static shared memory; the attention kernels add dynamic shared memory of"
-echo " 4 * (80 * head_dim + 592) bytes: 43.3 KiB at head_dim 128, 84.8 KiB at 256)"
+echo "(smem_B: static shared memory; the attention kernels have dynamic shared memory only:"
+echo " 4 * (80 * head_dim + 625) bytes, attention_smem_floats() in cuda/kernels/attention_split.cuh:"
+echo " 43,460 B at head_dim 128, 84,420 B at 256)"

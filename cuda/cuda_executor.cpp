@@ -20,6 +20,7 @@
 #include "cuda/gemm.h"
 #include "cuda/kernels/kernels.h"
 #include "cuda/paged_attention.h"
+#include "reference/rope.h"
 
 namespace astrai::cuda {
 namespace {
@@ -114,14 +115,13 @@ struct CudaExecutor::Impl {
     return device;
   }
 
-  // cos/sin of pos * theta^(-2i/head_dim), in float exactly as reference/rope.cpp computes them.
+  // cos/sin of rope_angle() (reference/rope.h), the reference's own angles.
   void build_rope_tables() {
     const int half = c.head_dim() / 2;
     std::vector<float> cos_table(size_t(c.max_seq_len) * size_t(half)), sin_table(cos_table.size());
     for (int pos = 0; pos < c.max_seq_len; ++pos)
       for (int i = 0; i < half; ++i) {
-        const float freq = 1.0f / std::pow(c.rope_theta, float(2 * i) / float(c.head_dim()));
-        const float angle = float(pos) * freq;
+        const float angle = rope_angle(pos, i, c.head_dim(), c.rope_theta);
         cos_table[size_t(pos) * size_t(half) + size_t(i)] = std::cos(angle);
         sin_table[size_t(pos) * size_t(half) + size_t(i)] = std::sin(angle);
       }

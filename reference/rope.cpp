@@ -15,9 +15,7 @@ void apply_rope(xt::xtensor<float, 2>& x, std::span<const int> positions, int he
     for (size_t head = 0; head < width / hd; ++head) {
       float* h = &x(r, head * hd);
       for (size_t i = 0; i < half; ++i) {
-        // Computed in float as llama2.c does, so angles match it bit for bit.
-        const float freq = 1.0f / std::pow(theta, float(2 * i) / float(hd));
-        const float angle = float(positions[r]) * freq;
+        const float angle = rope_angle(positions[r], int(i), head_dim, theta);
         const float c = std::cos(angle), s = std::sin(angle);
         float& a = layout == RopeLayout::AdjacentPairs ? h[2 * i] : h[i];
         float& b = layout == RopeLayout::AdjacentPairs ? h[2 * i + 1] : h[i + half];

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include "engine/scheduler/prompt_limit.h"
 #include "server/chat_request_parser.h"
 #include "server/client_socket.h"
 #include "server/json_text.h"
@@ -91,13 +92,8 @@ void ProtocolHandler::handle(httplib::Response& response) {
 
   InferenceEngine& engine = *model_->engine;
   std::vector<int> prompt = model_->encode(chat.messages);
-  const int context = engine.model_config().max_seq_len;
-  if (int(prompt.size()) >= context) {
-    return send_error(response, ErrorKind::ContextLength,
-                      "the prompt has " + std::to_string(prompt.size()) + " tokens but the model's context holds " +
-                          std::to_string(context) + ": at most " + std::to_string(context - 1) +
-                          " prompt tokens fit, leaving room for one generated token");
-  }
+  if (const auto too_long = prompt_too_long(prompt.size(), engine.model_config().max_seq_len))
+    return send_error(response, ErrorKind::ContextLength, *too_long);
   const int prompt_tokens = int(prompt.size());
 
   GenerationRequest request;

@@ -210,7 +210,7 @@ struct RopeRun final : KernelRun {
     sin_t.resize(cos_t.size());
     for (int p = 0; p < max_seq; ++p)
       for (int i = 0; i < half; ++i) {
-        const float angle = float(p) * (1.0f / std::pow(theta, float(2 * i) / float(head_dim)));
+        const float angle = rope_angle(p, i, head_dim, theta);
         cos_t[size_t(p * half + i)] = std::cos(angle);
         sin_t[size_t(p * half + i)] = std::sin(angle);
       }

@@ -5,15 +5,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "reference/splitmix64.h"
+
 namespace astrai {
 
 namespace {
-
-uint64_t splitmix64_finalize(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 std::string page_name(int page) { return "page " + std::to_string(page); }
 
@@ -21,7 +17,7 @@ std::string page_name(int page) { return "page " + std::to_string(page); }
 
 uint64_t default_prefix_hash(uint64_t parent_hash, std::span<const int> page_tokens) {
   uint64_t h = parent_hash;
-  for (const int token : page_tokens) h = splitmix64_finalize(h + 0x9e3779b97f4a7c15ULL + uint32_t(token));
+  for (const int token : page_tokens) h = splitmix64_mix(h + kSplitmix64Gamma + uint32_t(token));
   return h;
 }
 

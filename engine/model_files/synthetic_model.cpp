@@ -3,19 +3,17 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "reference/splitmix64.h"
+
 namespace astrai {
 namespace {
 
-// splitmix64: a tiny, well-mixed generator whose output is fixed by its seed.
+// splitmix64 (reference/splitmix64.h): a tiny, well-mixed generator whose
+// output is fixed by its seed.
 class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return splitmix64_next(state_); }
   // Uniform in [lo, hi) from the top 24 bits, exactly representable in float.
   float uniform(float lo, float hi) { return lo + (hi - lo) * float(next() >> 40) * (1.0f / 16777216.0f); }
 

@@ -1,4 +1,5 @@
 #include "engine/scheduler/inference_scheduler.h"
+#include "engine/scheduler/prompt_limit.h"
 
 #include <algorithm>
 #include <string>
@@ -35,9 +36,7 @@ InferenceScheduler::~InferenceScheduler() { shutdown(); }
 std::shared_ptr<GenerateResult> InferenceScheduler::submit(std::vector<int> prompt, GenerationRequest request) {
   const ModelConfig& model = executor_->config();
   if (prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
-  if (int(prompt.size()) > model.max_seq_len)
-    throw std::invalid_argument("the prompt has " + std::to_string(prompt.size()) + " tokens but the context holds " +
-                                std::to_string(model.max_seq_len));
+  if (const auto too_long = prompt_too_long(prompt.size(), model.max_seq_len)) throw std::invalid_argument(*too_long);
   for (int id : prompt)
     if (id < 0 || id >= model.vocab_size)
       throw std::invalid_argument("prompt token id " + std::to_string(id) + " is outside the vocabulary");

@@ -12,11 +12,10 @@
 #include <array>
 #include <cstdint>
 
+#include "reference/splitmix64.h"
+
 namespace astrai {
 
-// One step of splitmix64 (Steele, Lea & Flood; Vigna's splitmix64.c): adds
-// the golden-ratio increment to `state` and returns the mixed value.
-std::uint64_t splitmix64_next(std::uint64_t& state);
 
 class Rng {
  public:

@@ -416,8 +416,11 @@ def test_queue_full(results, astrai, model):
             return
         ok = [r for r in replies if r.status == 200]
         busy = [r for r in replies if r.status == 503]
+        # At least the two waiting places are always granted; a third request
+        # gets in only if the scheduler thread has already moved the first to
+        # the running place when it arrives, which is a race (CI once saw 2).
         results.check(f"{len(ok)} got 200, {len(busy)} got 503, nothing else",
-                      len(ok) + len(busy) == n and len(busy) >= 1 and len(ok) >= 3,
+                      len(ok) + len(busy) == n and len(busy) >= 1 and len(ok) >= 2,
                       [r.status for r in replies])
         results.check("every 200 is complete (300 tokens, no error event)",
                       all(r.completion_tokens == 300 and not r.stream_error for r in ok))

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/scheduler/prompt_limit.h"
 #include "tests/server/server_fixture.h"
 
 namespace astrai::test {
@@ -121,6 +122,38 @@ TEST_CASE("422 json_invalid for a body that is not JSON", "[errors][validation]"
       CHECK(detail[0]["loc"][1].is_number_integer());
     }
   }
+}
+
+TEST_CASE("a prompt that fills the context gets one token; one token more is refused (the scheduler's rule)",
+          "[errors]") {
+  // engine/scheduler/prompt_limit.h: at most `context` prompt tokens, as the
+  // sequential loop allows; the server and the scheduler share the rule.
+  TestServer server;  // context 256
+  const auto tokens_of = [&](const std::string& text) {
+    return server.model()->encode({ChatMessage{ChatRole::User, text}}).size();
+  };
+  // Grow the message a word, then a letter at a time, to exactly 256 and 257 prompt tokens.
+  std::string text;
+  for (int i = 0; tokens_of(text + " w" + std::to_string(i)) < 250; ++i) text += " w" + std::to_string(i);
+  std::string exact, over;
+  for (int i = 0; i < 200 && (exact.empty() || over.empty()); ++i) {
+    text += i % 2 ? " a" : " b";
+    if (tokens_of(text) == 256) exact = text;
+    if (tokens_of(text) == 257) over = text;
+  }
+  REQUIRE_FALSE(exact.empty());
+  REQUIRE_FALSE(over.empty());
+  const Reply fits = post(server, "/v1/chat/completions", openai_body(exact, 4));
+  REQUIRE(fits.status == 200);
+  const json body = fits.body_json();
+  CHECK(body["usage"]["prompt_tokens"] == 256);
+  CHECK(body["usage"]["completion_tokens"] == 1);
+  CHECK(body["choices"][0]["finish_reason"] == "length");
+  const Reply refused = post(server, "/v1/chat/completions", openai_body(over, 4));
+  CHECK(refused.status == 400);
+  CHECK(refused.body_json()["error"]["code"] == "context_length_exceeded");
+  CHECK(prompt_too_long(256, 256) == std::nullopt);
+  CHECK(prompt_too_long(257, 256).has_value());
 }
 
 TEST_CASE("400 when the prompt does not fit the context, saying how many tokens", "[errors]") {
