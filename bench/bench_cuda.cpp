@@ -34,7 +34,7 @@
 #include "cuda/kernel_cases/device_arrays.h"
 #include "cuda/kernel_cases/kernel_case.h"
 #include "cuda/kernels/kernels.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 
 namespace {
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "engine/inference_engine.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 
 // OpenBLAS's own controls (the library every build links, see meson.build).

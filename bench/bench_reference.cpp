@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "engine/model_files/load_model.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "reference/attention.h"
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"

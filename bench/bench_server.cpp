@@ -31,7 +31,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 #include "server/http_server.h"
 

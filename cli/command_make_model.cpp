@@ -5,7 +5,7 @@
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "engine/model_files/load_model.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 
 namespace astrai::cli {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 
 namespace astrai::golden {
 

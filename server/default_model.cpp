@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "engine/model_files/gguf_model.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 
 namespace astrai {

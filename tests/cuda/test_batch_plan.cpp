@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "cuda/batch_plan.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 
 using namespace astrai;
 

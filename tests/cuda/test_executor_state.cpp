@@ -18,7 +18,7 @@
 #include "cuda/cuda_executor.h"
 #include "cuda/device_page_cache.h"
 #include "cuda/paged_attention.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "tests/cuda/cuda_generate.h"
 #include "tests/cuda/gpu_test_support.h"
 #ifdef ASTRAI_CUDA_EMULATED

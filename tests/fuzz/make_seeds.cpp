@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "engine/model_files/gguf_model.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 
 namespace {

@@ -18,7 +18,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"
 #include "tests/reference/random_tensors.h"

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 
 namespace astrai::test {

@@ -2,7 +2,7 @@
 // recognised from the GGUF's tokenizer.chat_template, else plain.
 #include <catch2/catch.hpp>
 
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 #include "server/default_model.h"
 #include "server/served_model.h"

@@ -14,7 +14,7 @@
 
 #include "engine/kv_cache/contiguous_cache.h"
 #include "engine/kv_cache/page_cache.h"
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"
 #include "reference/generate.h"

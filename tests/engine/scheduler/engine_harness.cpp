@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 #include "tests/engine/scheduler/reference_oracle.h"
 

@@ -1,4 +1,4 @@
-#include "engine/model_files/synthetic_model.h"
+#include "reference/synthetic_model.h"
 
 #include <cmath>
 #include <stdexcept>
