@@ -15,7 +15,7 @@
 #include "engine/scheduler/generate_result.h"
 #include "engine/scheduler/generation_request.h"
 #include "engine/text/text_stream.h"
-#include "reference/sampling/sampler_state.h"
+#include "reference/sampling/sampler.h"
 
 namespace astrai {
 

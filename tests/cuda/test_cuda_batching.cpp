@@ -17,7 +17,7 @@
 
 #include "cuda/cuda_executor.h"
 #include "cuda/device_page_cache.h"
-#include "reference/sampling/sampler_state.h"
+#include "reference/sampling/sampler.h"
 #include "tests/cuda/cuda_generate.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/engine/scheduler/engine_harness.h"

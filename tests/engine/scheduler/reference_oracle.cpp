@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "reference/generate.h"
-#include "reference/sampling/sampler_state.h"
+#include "reference/sampling/sampler.h"
 
 namespace astrai::test {
 

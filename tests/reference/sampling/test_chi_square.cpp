@@ -13,7 +13,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "reference/sampling/sampler_state.h"
+#include "reference/sampling/sampler.h"
 #include "tests/reference/sampling/sampling_oracle.h"
 
 namespace {

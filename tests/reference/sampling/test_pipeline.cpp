@@ -10,17 +10,13 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "reference/sampling/multinomial.h"
-#include "reference/sampling/sample.h"
-#include "reference/sampling/sampler_state.h"
-#include "reference/sampling/sampling_pipeline.h"
+#include "reference/sampling/sampler.h"
 #include "tests/reference/sampling/sampling_generators.h"
 #include "tests/reference/sampling/sampling_oracle.h"
 
 using astrai::Rng;
 using astrai::SamplerState;
 using astrai::SamplingParams;
-using astrai::SamplingPipeline;
 
 namespace {
 
@@ -49,15 +45,14 @@ TEST_CASE("the pipeline's distribution follows temperature -> top-k -> top-p -> 
     const float top_p = *astrai::test::gen_top_p();
     const SamplingParams params{temperature, top_k, top_p, std::nullopt};
     const std::vector<double> want = astrai::test::expected_distribution(logits, temperature, top_k, top_p);
-    const SamplingPipeline pipeline(params);
-    const std::vector<double> got = pipeline.probabilities(logits);
+    const std::vector<double> got = astrai::probabilities(logits, params);
     RC_ASSERT(got.size() == logits.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
       RC_ASSERT((got[i] > 0.0) == (want[i] > 0.0));  // the same support, exactly
       RC_ASSERT(std::abs(got[i] - want[i]) <= 1e-12);
     }
     Rng rng(*rc::gen::arbitrary<std::uint64_t>());
-    for (int d = 0; d < 5; ++d) RC_ASSERT(want[pipeline.sample(logits, rng)] > 0.0);
+    for (int d = 0; d < 5; ++d) RC_ASSERT(want[std::size_t(astrai::sample(logits, params, rng))] > 0.0);
   });
 }
 
@@ -67,7 +62,7 @@ TEST_CASE("the order matters: top-p sees the tempered distribution", "[sampling]
   const std::vector<float> logits = {2.0f, 1.0f, 0.0f};
   const auto support = [&](float t) {
     int n = 0;
-    for (double p : SamplingPipeline(SamplingParams{t, 0, 0.8f, std::nullopt}).probabilities(logits)) n += p > 0.0;
+    for (double p : astrai::probabilities(logits, SamplingParams{t, 0, 0.8f, std::nullopt})) n += p > 0.0;
     return n;
   };
   CHECK(support(1.0f) == 2);
@@ -81,7 +76,7 @@ TEST_CASE("greedy sampling returns llama2.c's argmax and still consumes one draw
   CHECK(astrai::sample(logits, greedy, rng) == 1);  // the first of the tied maxima
   reference.next_u64();
   CHECK(rng.state() == reference.state());  // the n-th token uses the n-th output, greedy or not
-  CHECK(SamplingPipeline(greedy).describe() == "top_k(1)");
+  CHECK(astrai::describe_sampling(greedy) == "top_k(1)");
   // A tiny temperature samples the argmax too (the others have probability ~exp(-10^4)).
   SamplerState cold(SamplingParams{1e-4f, 0, 1.0f, 11});
   const std::vector<float> separated = {0.0f, 2.0f, 1.0f, -3.0f};
@@ -157,7 +152,6 @@ TEST_CASE("invalid sampling parameters throw std::invalid_argument naming the fi
   const std::vector<float> logits = {0.0f, 1.0f};
   const auto rejects = [&](SamplingParams params, const char* field) {
     CHECK_THROWS_WITH(params.validate(), Contains(field));
-    CHECK_THROWS_AS(SamplingPipeline(params), std::invalid_argument);
     CHECK_THROWS_AS(SamplerState(params), std::invalid_argument);
     CHECK_THROWS_AS(astrai::sample(logits, params), std::invalid_argument);
   };
@@ -173,10 +167,7 @@ TEST_CASE("invalid sampling parameters throw std::invalid_argument naming the fi
 
   SamplerState state(SamplingParams{0.7f, 0, 1.0f, 3});
   CHECK_THROWS_WITH(state.next(std::vector<float>{0.0f, nan}), Contains("NaN"));
-  CHECK_THROWS_WITH(SamplingPipeline(SamplingParams{}).probabilities(std::vector<float>{nan}), Contains("NaN"));
-  std::vector<std::unique_ptr<astrai::BaseSamplingStrategy>> with_null;
-  with_null.push_back(nullptr);
-  CHECK_THROWS_AS(SamplingPipeline(std::move(with_null)), std::invalid_argument);
+  CHECK_THROWS_WITH(astrai::probabilities(std::vector<float>{nan}, SamplingParams{}), Contains("NaN"));
 }
 
 TEST_CASE("defaults follow the API", "[sampling][params]") {
@@ -185,5 +176,5 @@ TEST_CASE("defaults follow the API", "[sampling][params]") {
   CHECK(params.top_k == 50);
   CHECK(params.top_p == 1.0f);
   CHECK_FALSE(params.seed.has_value());
-  CHECK(SamplingPipeline(params).describe() == "temperature(1.000000) -> top_k(50) -> top_p(1.000000)");
+  CHECK(astrai::describe_sampling(params) == "temperature(1.000000) -> top_k(50) -> top_p(1.000000)");
 }

@@ -9,21 +9,18 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "reference/sampling/candidates.h"
-#include "reference/sampling/sampling_pipeline.h"
-#include "reference/sampling/sampling_strategy.h"
+#include "reference/sampling/sampler.h"
 #include "tests/reference/sampling/sampling_generators.h"
 #include "tests/reference/sampling/sampling_oracle.h"
 
 using astrai::SamplingParams;
-using astrai::SamplingPipeline;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::vector<double> distribution(const std::vector<float>& logits, float temperature, int top_k, float top_p) {
-  return SamplingPipeline(SamplingParams{temperature, top_k, top_p, std::nullopt}).probabilities(logits);
+  return astrai::probabilities(logits, SamplingParams{temperature, top_k, top_p, std::nullopt});
 }
 
 int count_nonzero(const std::vector<double>& p) {
@@ -54,12 +51,12 @@ TEST_CASE("top-k keeps at most k tokens: the k largest, ties to the lower id", "
     const std::vector<float> logits = *astrai::test::gen_logits();
     const int k = *rc::gen::inRange(1, 70);
     const float temperature = *astrai::test::gen_temperature();
-    const SamplingPipeline pipeline(SamplingParams{temperature, k, 1.0f, std::nullopt});
+    const SamplingParams params{temperature, k, 1.0f, std::nullopt};
     // The count is asserted on the kept candidates, not on p > 0: at temperature
     // 0.05 a logit 40 below the maximum has probability exp(-800), which is
     // exactly 0 in float64, so "nonzero probability" undercounts what top-k kept.
-    RC_ASSERT(int(pipeline.kept_candidates(logits).size()) == std::min(k, count_finite(logits)));
-    RC_ASSERT(count_nonzero(pipeline.probabilities(logits)) <= std::min(k, count_finite(logits)));
+    RC_ASSERT(int(astrai::kept_candidates(logits, params).size()) == std::min(k, count_finite(logits)));
+    RC_ASSERT(count_nonzero(astrai::probabilities(logits, params)) <= std::min(k, count_finite(logits)));
   });
 }
 
@@ -157,17 +154,6 @@ TEST_CASE("a tiny temperature approaches argmax; temperature 0 is argmax exactly
     const std::size_t best = astrai::test::oracle_argmax(logits);
     for (std::size_t i = 0; i < p.size(); ++i) RC_ASSERT(p[i] == (i == best ? 1.0 : 0.0));
   });
-}
-
-TEST_CASE("strategies reject invalid parameters", "[sampling][errors]") {
-  using Catch::Matchers::Contains;
-  CHECK_THROWS_WITH(astrai::TemperatureStrategy(0.0f), Contains("temperature"));
-  CHECK_THROWS_WITH(astrai::TemperatureStrategy(-1.0f), Contains("temperature"));
-  CHECK_THROWS_WITH(astrai::TemperatureStrategy(std::numeric_limits<float>::quiet_NaN()), Contains("temperature"));
-  CHECK_THROWS_WITH(astrai::TopKStrategy(-1), Contains("k must be >= 0"));
-  CHECK_THROWS_WITH(astrai::TopPStrategy(0.0f), Contains("(0, 1]"));
-  CHECK_THROWS_WITH(astrai::TopPStrategy(1.5f), Contains("(0, 1]"));
-  CHECK_THROWS_WITH(astrai::TopPStrategy(std::numeric_limits<float>::quiet_NaN()), Contains("(0, 1]"));
 }
 
 TEST_CASE("bad logits are rejected with the offending index", "[sampling][errors]") {
