@@ -43,14 +43,8 @@ void append_le(std::string& out, T value) {  // x86-64 and aarch64 are little-en
 }
 
 ModelConfig tiny_config(int vocab) {
-  ModelConfig c;
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.n_layers = 1;
-  c.n_heads = 2;
-  c.n_kv_heads = 1;
-  c.vocab_size = vocab;
-  c.max_seq_len = 4;
+  ModelConfig c{.dim = 8, .hidden_dim = 16, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .vocab_size = vocab,
+                .max_seq_len = 4};
   return c;
 }
 

@@ -43,14 +43,8 @@ void GatedExecutor::wait_until_blocked() {
 }
 
 ModelConfig tiny_config(int context) {
-  ModelConfig c;
-  c.dim = 32;
-  c.hidden_dim = 64;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.vocab_size = 512;
-  c.max_seq_len = context;
+  ModelConfig c{.dim = 32, .hidden_dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 512,
+                .max_seq_len = context};
   return c;
 }
 

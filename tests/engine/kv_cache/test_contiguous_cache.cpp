@@ -10,14 +10,8 @@
 namespace {
 
 astrai::ModelConfig small_config() {
-  astrai::ModelConfig c;
-  c.dim = 8;
-  c.hidden_dim = 8;
-  c.n_layers = 2;
-  c.n_heads = 2;
-  c.n_kv_heads = 1;
-  c.vocab_size = 16;
-  c.max_seq_len = 12;
+  astrai::ModelConfig c{.dim = 8, .hidden_dim = 8, .n_layers = 2, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 16,
+                        .max_seq_len = 12};
   return c;
 }
 

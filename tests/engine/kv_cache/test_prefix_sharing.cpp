@@ -20,14 +20,8 @@ using astrai::PrefixCache;
 using Tokens = std::vector<int>;
 
 astrai::ModelConfig small_config() {
-  astrai::ModelConfig c;
-  c.dim = 8;
-  c.hidden_dim = 8;
-  c.n_layers = 2;
-  c.n_heads = 2;
-  c.n_kv_heads = 2;  // kv_dim = 8
-  c.vocab_size = 100;
-  c.max_seq_len = 64;
+  astrai::ModelConfig c{.dim = 8, .hidden_dim = 8, .n_layers = 2, .n_heads = 2, .n_kv_heads = 2, .vocab_size = 100,
+                        .max_seq_len = 64};  // kv_dim = 8
   return c;
 }
 

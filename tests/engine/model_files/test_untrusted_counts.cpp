@@ -35,14 +35,8 @@ long peak_rss_mib() {
 // A one-layer model written by the engine, rewritten with every metadata key
 // and tensor kept except llama.block_count, which claims `claimed_layers`.
 std::string model_claiming_layers(uint32_t claimed_layers) {
-  ModelConfig c;
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.n_layers = 1;
-  c.n_heads = 2;
-  c.n_kv_heads = 1;
-  c.vocab_size = kSyntheticTokenizerMinVocab;
-  c.max_seq_len = 4;
+  ModelConfig c{.dim = 8, .hidden_dim = 16, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1,
+                .vocab_size = kSyntheticTokenizerMinVocab, .max_seq_len = 4};
   const auto honest = test::scratch_file("one-layer").string();
   write_gguf_model(honest, make_synthetic_weights(c, 3), make_synthetic_tokenizer(c.vocab_size), GgufDType::F32,
                    "one layer");

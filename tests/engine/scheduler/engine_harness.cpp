@@ -15,14 +15,8 @@ namespace astrai::test {
 
 const TinyModel& tiny_model() {
   static const TinyModel model = [] {
-    ModelConfig c;
-    c.dim = 32;
-    c.hidden_dim = 64;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.vocab_size = 300;
-    c.max_seq_len = 64;
+    ModelConfig c{.dim = 32, .hidden_dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 300,
+                  .max_seq_len = 64};
     TinyModel m;
     m.weights = std::make_shared<const ModelWeights>(make_synthetic_weights(c, 20240611));
     m.tokenizer = std::make_shared<const Tokenizer>(make_synthetic_tokenizer(c.vocab_size));
