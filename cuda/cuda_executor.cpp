@@ -146,7 +146,8 @@ struct CudaExecutor::Impl {
     clear_graphs();  // they point into the buffers about to be replaced
     const size_t es = dtype_size(options.dtype);
     if (!rows_fit) {
-      layout = PlanLayout(std::max({rows, 2 * layout.capacity(), 16}), std::max(plan.pages_per_seq, layout.pages_per_seq()));
+      layout = PlanLayout(std::max({rows, 2 * layout.capacity(), 16}),
+                          std::max(plan.pages_per_seq, layout.pages_per_seq()));
       const size_t C = size_t(layout.capacity());
       const size_t dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim()), hid = size_t(c.hidden_dim);
       const std::string rows_text = " for " + std::to_string(C) + " rows";
@@ -181,8 +182,8 @@ struct CudaExecutor::Impl {
   // Copies the plan into the pinned staging area and on to the device.
   void upload_plan(const BatchPlan& plan) {
     layout.pack(plan, meta_host.as<int>());
-    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(meta.get(), meta_host.as<int>(), layout.ints_used(plan) * 4, cudaMemcpyHostToDevice,
-                                      stream));
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(meta.get(), meta_host.as<int>(), layout.ints_used(plan) * 4,
+                                      cudaMemcpyHostToDevice, stream));
   }
 
   // Every launch of one forward pass, in order, on `stream`.

@@ -77,7 +77,8 @@ struct PagedAttentionRun final : KernelRun {
     test::upload_to(cache->layer_keys(0), keys, t);
     test::upload_to(cache->layer_values(0), values, t);
     for (int i = 0; i < n_seqs; ++i)
-      for (int pos = lens[size_t(i)] - fresh[size_t(i)]; pos < lens[size_t(i)]; ++pos) batch.push_back({1, i, pos, false});
+      for (int pos = lens[size_t(i)] - fresh[size_t(i)]; pos < lens[size_t(i)]; ++pos)
+        batch.push_back({1, i, pos, false});
     q = test::random_values(batch.size() * size_t(m.q_dim()), s.seed + 3, DType::Float32, 2.0f);
 
     plan = plan_batch(batch, cache->bookkeeping(), m, kPrefillTileRows, chunk);

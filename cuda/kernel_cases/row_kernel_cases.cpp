@@ -264,7 +264,9 @@ struct RopeRun final : KernelRun {
   }
 };
 
-KernelShape shape(DType t, uint32_t seed, std::map<std::string, int> dims) { return KernelShape{t, seed, std::move(dims)}; }
+KernelShape shape(DType t, uint32_t seed, std::map<std::string, int> dims) {
+  return KernelShape{t, seed, std::move(dims)};
+}
 
 }  // namespace
 
