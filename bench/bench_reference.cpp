@@ -33,6 +33,7 @@
 #include "reference/linear.h"
 #include "reference/rmsnorm.h"
 #include "reference/rope.h"
+#include "reference/sampling/sampler.h"
 #include "reference/swiglu.h"
 
 namespace {
@@ -284,6 +285,21 @@ BENCHMARK_CAPTURE(bm_attention, llama7b_32x128, kLlama7B)->Arg(64)->Arg(256)->Us
 
 BENCHMARK_CAPTURE(bm_swiglu, stories15M_288_768, kStories15M)->Arg(1)->Arg(16)->UseRealTime();
 BENCHMARK_CAPTURE(bm_swiglu, llama7b_4096_11008, kLlama7B)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// One token from one logits row with the reference sampler (a fresh row of
+// uniform logits in [-5, 5], the same every run): greedy, and temperature 0.7,
+// top-k 50, top-p 0.9. Arg: the vocabulary (Llama 2's 32,000, Llama 3's 128,256).
+void bm_sample(benchmark::State& state, float temperature) {
+  const size_t vocab = size_t(state.range(0));
+  std::vector<float> logits(vocab);
+  uint64_t seed = 7;
+  for (float& x : logits) x = float(astrai::splitmix64_next(seed) >> 40) / 16777216.0f * 10.0f - 5.0f;
+  const astrai::SamplingParams params{temperature, 50, temperature == 0.0f ? 1.0f : 0.9f, 1};
+  astrai::Rng rng(1);
+  for (auto _ : state) benchmark::DoNotOptimize(astrai::sample(logits, params, rng));
+}
+BENCHMARK_CAPTURE(bm_sample, greedy, 0.0f)->Arg(32000)->Arg(128256)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_sample, t0.7_k50_p0.9, 0.7f)->Arg(32000)->Arg(128256)->Unit(benchmark::kMicrosecond);
 
 // Args: {generated tokens, OpenBLAS threads (0 = default)}.
 BENCHMARK(bm_decode_stories260K)

@@ -7,11 +7,12 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace astrai {
 namespace {
 
-bool valid(const SamplingParams& params) {
+[[maybe_unused]] bool valid(const SamplingParams& params) {  // for assert()
   try {
     params.validate();
     return true;
@@ -20,9 +21,67 @@ bool valid(const SamplingParams& params) {
   }
 }
 
-// The candidates in ascending id order, by placing each at its id: O(vocab)
-// rather than a sort, since a top-p cut over 32000 tokens can keep most.
-Candidates in_id_order(const Candidates& candidates, std::size_t vocab_size) {
+// Throws for a logit no candidate may have (see candidates_from_logits);
+// true when the token is a candidate (its logit is finite).
+bool candidate_logit(std::size_t i, float logit) {
+  if (std::isnan(logit)) throw std::invalid_argument("sampling: logit of token " + std::to_string(i) + " is NaN");
+  if (logit == std::numeric_limits<float>::infinity())
+    throw std::invalid_argument("sampling: logit of token " + std::to_string(i) +
+                                " is +inf (only -inf, a masked token, is allowed)");
+  return logit != -std::numeric_limits<float>::infinity();
+}
+
+[[noreturn]] void nothing_to_sample(std::size_t n) {
+  throw std::invalid_argument("sampling: every one of the " + std::to_string(n) +
+                              " logits is -inf, nothing can be sampled");
+}
+
+// Greedy without building the candidate set: the first maximum, which is
+// what keep_top_k(1) keeps (more_likely: larger logit, then lower id). One
+// pass finds the maximum and whether any logit is NaN or +inf (both fail
+// x < +inf), eight lanes at a time so that the comparisons do not wait on
+// each other; a second pass finds the maximum's first index. A bad row goes
+// through candidates_from_logits for its error.
+Candidate greedy_candidate(std::span<const float> logits) {
+  if (logits.empty()) throw std::invalid_argument("sampling: the logits row is empty");
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  constexpr std::size_t kLanes = 8;
+  float lane_max[kLanes];
+  bool lane_bad[kLanes];
+  for (std::size_t b = 0; b < kLanes; ++b) {
+    lane_max[b] = -inf;
+    lane_bad[b] = false;
+  }
+  const std::size_t n = logits.size(), whole = n / kLanes * kLanes;
+  for (std::size_t i = 0; i < whole; i += kLanes)
+    for (std::size_t b = 0; b < kLanes; ++b) {
+      const float x = logits[i + b];
+      lane_bad[b] |= !(x < inf);
+      lane_max[b] = x > lane_max[b] ? x : lane_max[b];
+    }
+  float max = -inf;
+  bool bad = false;
+  for (std::size_t b = 0; b < kLanes; ++b) {
+    bad |= lane_bad[b];
+    max = lane_max[b] > max ? lane_max[b] : max;
+  }
+  for (std::size_t i = whole; i < n; ++i) {
+    bad |= !(logits[i] < inf);
+    max = logits[i] > max ? logits[i] : max;
+  }
+  if (bad || max == -inf) candidates_from_logits(logits);  // throws, naming the first bad logit
+  std::size_t best = 0;
+  while (logits[best] != max) ++best;
+  return {static_cast<int>(best), static_cast<double>(max)};
+}
+
+// The candidates in ascending id order: a sort when few remain (top-k), else
+// by placing each at its id, O(vocab), since a top-p cut can keep most.
+Candidates in_id_order(Candidates candidates, std::size_t vocab_size) {
+  if (candidates.size() * 16 < vocab_size) {
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+    return candidates;
+  }
   std::vector<const Candidate*> by_id(vocab_size, nullptr);
   for (const Candidate& c : candidates) by_id[std::size_t(c.id)] = &c;
   Candidates ordered;
@@ -38,18 +97,9 @@ Candidates candidates_from_logits(std::span<const float> logits) {
   if (logits.empty()) throw std::invalid_argument("sampling: the logits row is empty");
   Candidates candidates;
   candidates.reserve(logits.size());
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    const float logit = logits[i];
-    if (std::isnan(logit)) throw std::invalid_argument("sampling: logit of token " + std::to_string(i) + " is NaN");
-    if (logit == std::numeric_limits<float>::infinity())
-      throw std::invalid_argument("sampling: logit of token " + std::to_string(i) +
-                                  " is +inf (only -inf, a masked token, is allowed)");
-    if (logit == -std::numeric_limits<float>::infinity()) continue;
-    candidates.push_back({static_cast<int>(i), static_cast<double>(logit)});
-  }
-  if (candidates.empty())
-    throw std::invalid_argument("sampling: every one of the " + std::to_string(logits.size()) +
-                                " logits is -inf, nothing can be sampled");
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    if (candidate_logit(i, logits[i])) candidates.push_back({static_cast<int>(i), static_cast<double>(logits[i])});
+  if (candidates.empty()) nothing_to_sample(logits.size());
   return candidates;
 }
 
@@ -128,15 +178,14 @@ std::size_t inverse_cdf(std::span<const double> probabilities, double u) {
 
 Candidates kept_candidates(std::span<const float> logits, const SamplingParams& params) {
   assert(valid(params));
+  // Greedy is keep_top_k(1) of the whole candidate set (argmax, lowest id on
+  // ties), found in one pass without building the set.
+  if (params.temperature == 0.0f) return {greedy_candidate(logits)};
   Candidates candidates = candidates_from_logits(logits);
-  if (params.temperature == 0.0f) {
-    keep_top_k(candidates, 1);  // greedy: argmax, lowest id on ties
-  } else {
-    apply_temperature(candidates, params.temperature);
-    keep_top_k(candidates, params.top_k);
-    keep_top_p(candidates, params.top_p);
-  }
-  return in_id_order(candidates, logits.size());
+  apply_temperature(candidates, params.temperature);
+  keep_top_k(candidates, params.top_k);
+  keep_top_p(candidates, params.top_p);
+  return in_id_order(std::move(candidates), logits.size());
 }
 
 std::vector<double> probabilities(std::span<const float> logits, const SamplingParams& params) {

@@ -156,6 +156,33 @@ TEST_CASE("a tiny temperature approaches argmax; temperature 0 is argmax exactly
   });
 }
 
+TEST_CASE("greedy's one-pass argmax is the first maximum on masked rows of any length", "[sampling][temperature]") {
+  // Greedy skips the candidate set (sampler.cpp scans eight lanes, then a
+  // tail): rows past one and several lanes, -inf masks, ties and signed zeros.
+  rc::prop("T = 0 keeps exactly the first maximum", [] {
+    std::vector<float> logits = *astrai::test::gen_logits(300);
+    if (*rc::gen::arbitrary<bool>())
+      for (float& x : logits) x = std::round(x);  // many ties, and +-0
+    if (*rc::gen::arbitrary<bool>() && logits.size() > 1) logits[logits.size() / 2] = -0.0f;
+    const std::vector<double> p = distribution(logits, 0.0f, 50, 1.0f);
+    const std::size_t best = astrai::test::oracle_argmax(logits);
+    for (std::size_t i = 0; i < p.size(); ++i) RC_ASSERT(p[i] == (i == best ? 1.0 : 0.0));
+  });
+  using Catch::Matchers::Contains;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const astrai::SamplingParams greedy{0.0f, 50, 1.0f, 1};
+  for (const std::size_t at : {std::size_t(0), std::size_t(5), std::size_t(17)}) {  // in a lane, in the tail
+    std::vector<float> row(18, 1.0f);
+    row[at] = nan;
+    CHECK_THROWS_WITH(astrai::sample(row, greedy), Contains("token " + std::to_string(at) + " is NaN"));
+    row[at] = inf;
+    CHECK_THROWS_WITH(astrai::sample(row, greedy), Contains("token " + std::to_string(at) + " is +inf"));
+  }
+  CHECK_THROWS_WITH(astrai::sample(std::vector<float>(20, -inf), greedy), Contains("-inf"));
+  CHECK_THROWS_WITH(astrai::sample(std::vector<float>{}, greedy), Contains("empty"));
+}
+
 TEST_CASE("bad logits are rejected with the offending index", "[sampling][errors]") {
   using Catch::Matchers::Contains;
   const float nan = std::numeric_limits<float>::quiet_NaN();
