@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 namespace astrai::cuda {
-BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, const ModelConfig& config,
+BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages, const ModelConfig& config,
                      int tile_rows, int chunk_rows) {
   if (tile_rows < 1 || chunk_rows < tile_rows)
     throw std::invalid_argument("plan_batch: need 1 <= tile_rows <= chunk_rows");
@@ -32,16 +32,8 @@ BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, 
     }
     const int seq = it->second;
     rows_of_seq[size_t(seq)].push_back(r);
-    const auto table = pages.page_table(t.seq);
-    if (t.pos >= int(table.size()) * p)
-      throw std::out_of_range("DevicePageCache: position " + std::to_string(t.pos) + " of task " +
-                              std::to_string(t.seq) + " is outside its " + std::to_string(table.size() * size_t(p)) +
-                              " reserved positions");
-    const int page = table[size_t(t.pos / p)];
-    if (pages.pool().is_registered(page))
-      throw std::logic_error("DevicePageCache: position " + std::to_string(t.pos) + " of task " +
-                             std::to_string(t.seq) + " lies in shared prefix page " + std::to_string(page) +
-                             ", which is never written again (the forward pass must start at the prefix hit)");
+    // Throws as PageCacheView does: unknown task, position not reserved, write into a shared page.
+    const int page = pages.locate(t.seq, t.pos, true).page;
     plan.tokens.push_back(t.token);
     plan.row_pos.push_back(t.pos);
     plan.row_seq.push_back(seq);

@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/kv_cache/page_cache.h"
+#include "engine/kv_cache/page_manager.h"
 #include "reference/batch.h"
 #include "reference/model_config.h"
 
@@ -53,7 +53,7 @@ struct BatchPlan {
 // position outside the task's reserved pages: std::out_of_range; a write into
 // a shared prefix page: std::logic_error) and that the rows of one sequence
 // have increasing positions (std::invalid_argument).
-BatchPlan plan_batch(std::span<const BatchToken> batch, const PageCache& pages, const ModelConfig& config,
+BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages, const ModelConfig& config,
                      int tile_rows, int chunk_rows);
 
 }  // namespace astrai::cuda

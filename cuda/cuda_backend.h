@@ -51,7 +51,7 @@ std::string cuda_device_description(int device = 0);
 std::unique_ptr<Executor> make_cuda_executor(std::shared_ptr<const ModelWeights> weights, CudaOptions options = {});
 
 // The KV cache a CUDA executor reads and writes: paged, on the device, in the
-// executor's dtype, with PageCache's bookkeeping (prefix sharing included).
+// executor's dtype, with PageManager's bookkeeping (prefix sharing included).
 // Throws std::invalid_argument when `executor` is not a CUDA executor, and
 // std::runtime_error (saying how much was needed) when it does not fit.
 std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size);

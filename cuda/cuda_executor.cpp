@@ -272,7 +272,7 @@ struct CudaExecutor::Impl {
     if (kc.n_layers != c.n_layers || kc.kv_dim() != c.kv_dim() || kc.max_seq_len != c.max_seq_len)
       throw std::invalid_argument("CudaExecutor::forward: the KV cache was made for another model (" + kc.describe() +
                                   ", executor " + c.describe() + ")");
-    const BatchPlan plan = plan_batch(batch, kv.bookkeeping(), c, kPrefillTileRows, kPrefillChunkRows);
+    const BatchPlan plan = plan_batch(batch, kv.pages(), c, kPrefillTileRows, kPrefillChunkRows);
     const size_t wanted = plan.wanted_rows.size(), vocab = size_t(c.vocab_size);
     if (plan.rows == 0) return xt::xtensor<float, 2>({size_t(0), vocab});
     // The device is per host thread, and the scheduler calls forward() on its own.

@@ -1,4 +1,4 @@
-// DevicePageCache: PageCache bookkeeping over device storage.
+// DevicePageCache: PageManager bookkeeping over device storage.
 #include "cuda/device_page_cache.h"
 
 #include <cuda_runtime_api.h>
@@ -12,23 +12,10 @@
 namespace astrai::cuda {
 namespace {
 
-// PageCache allocates host storage sized by the config it is given. Its
-// bookkeeping needs only max_seq_len, n_pages and page_size, so it gets the
-// smallest valid model of the same context: its host storage costs 16 bytes
-// per page position instead of the model's full K/V.
-ModelConfig bookkeeping_config(const ModelConfig& model) {
-  model.validate();
-  ModelConfig c;
-  c.dim = 2;
-  c.hidden_dim = 1;
-  c.n_layers = 1;
-  c.n_heads = 1;
-  c.n_kv_heads = 1;
-  c.vocab_size = 1;
-  c.max_seq_len = model.max_seq_len;
-  return c;
+int validated_context(const ModelConfig& config) {
+  config.validate();  // throws std::invalid_argument
+  return config.max_seq_len;
 }
-
 
 }  // namespace
 
@@ -39,7 +26,7 @@ size_t DevicePageCache::bytes_needed(const ModelConfig& c, int n_pages, int page
 DevicePageCache::DevicePageCache(const ModelConfig& config, int n_pages, int page_size, DType dtype)
     : config_(config),
       dtype_(dtype),
-      pages_(bookkeeping_config(config), n_pages, page_size),
+      pages_(validated_context(config), n_pages, page_size),
       keys_(bytes_needed(config, n_pages, page_size, dtype) / 2,
             "the KV cache keys (" + std::to_string(n_pages) + " pages of " + std::to_string(page_size) + ")"),
       values_(bytes_needed(config, n_pages, page_size, dtype) / 2, "the KV cache values"),
@@ -52,21 +39,13 @@ void* DevicePageCache::element(const DeviceBuffer& buffer, int layer) const {
 
 namespace {
 
-// The device address of (layer, seq, pos), with PageCacheView's checks.
+// The slot (page * page_size + offset) of (layer, seq, pos), with PageCacheView's checks.
 size_t locate(const DevicePageCache& cache, int layer, int seq, int pos, bool for_write) {
-  const PageCache& pages = cache.bookkeeping();
-  const auto table = pages.page_table(seq);  // throws std::invalid_argument for an unknown task
-  const int p = cache.page_size();
-  const int reserved = int(table.size()) * p;
-  if (layer < 0 || layer >= cache.config().n_layers || pos < 0 || pos >= reserved)
-    throw std::out_of_range("DevicePageCache: layer " + std::to_string(layer) + ", position " + std::to_string(pos) +
-                            " of task " + std::to_string(seq) + " is outside its " + std::to_string(reserved) +
-                            " reserved positions");
-  const int page = table[size_t(pos / p)];
-  if (for_write && pages.pool().is_registered(page))
-    throw std::logic_error("DevicePageCache: position " + std::to_string(pos) + " of task " + std::to_string(seq) +
-                           " lies in shared prefix page " + std::to_string(page) + ", which is never written again");
-  return size_t(page) * size_t(p) + size_t(pos % p);
+  if (layer < 0 || layer >= cache.config().n_layers)
+    throw std::out_of_range("DevicePageCache: layer " + std::to_string(layer) + " is outside [0, " +
+                            std::to_string(cache.config().n_layers) + ")");
+  const PageManager::RowAddress at = cache.pages().locate(seq, pos, for_write);
+  return size_t(at.page) * size_t(cache.page_size()) + size_t(at.offset);
 }
 
 void copy_row_to_device(void* layer_base, size_t slot, const float* row, int kv_dim, DType dtype) {

@@ -1,17 +1,16 @@
-// The paged KV cache with its K/V storage on the GPU, driven by the CPU
-// PageCache's own bookkeeping (PagePool: free/held/cached pages and prefix
-// sharing; TaskTable: page tables). admit/reserve/commit/release are
-// PageCache's, unchanged, so prefix hits, eviction and preemption behave
-// exactly as on the CPU; only where the K/V rows live differs.
+// The paged KV cache with its K/V storage on the GPU, driven by the same
+// PageManager as the host PageCache (free/held/cached pages, prefix sharing,
+// page tables), so prefix hits, eviction and preemption behave exactly as on
+// the CPU; only where the K/V rows live differs.
 //
 // Storage: keys and values, each [n_layers, n_pages, page_size, kv_dim] in
 // the cache dtype; the row of (layer, page, offset) is kv_dim contiguous
 // elements at ((layer * n_pages + page) * page_size + offset) * kv_dim.
 //
 // The CudaExecutor recognises this cache's view (DevicePageCacheView), reads
-// the page tables from bookkeeping() and writes and reads the device rows
-// itself. The view's own write/key/value copy single rows between host and
-// device (slow; for tests and for running the CPU reference on this cache).
+// the page tables from pages() and writes and reads the device rows itself.
+// The view's own write/key/value copy single rows between host and device
+// (slow; for tests and for running the CPU reference on this cache).
 #pragma once
 
 #include <memory>
@@ -22,7 +21,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/dtype.h"
 #include "engine/kv_cache/kv_cache.h"
-#include "engine/kv_cache/page_cache.h"
+#include "engine/kv_cache/page_manager.h"
 #include "reference/model_config.h"
 
 namespace astrai::cuda {
@@ -63,9 +62,8 @@ class DevicePageCache final : public KVCache {
   KVCacheView& view() override { return view_; }
   KVCacheStats stats() const override { return pages_.stats(); }
 
-  // Page tables, prefix registrations, invariants. Its own storage and view
-  // are unused (see the constructor).
-  const PageCache& bookkeeping() const { return pages_; }
+  // Page tables, prefix registrations, invariants.
+  const PageManager& pages() const { return pages_; }
   const ModelConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
   int page_size() const { return pages_.page_size(); }
@@ -81,7 +79,7 @@ class DevicePageCache final : public KVCache {
 
   ModelConfig config_;
   DType dtype_;
-  PageCache pages_;
+  PageManager pages_;
   DeviceBuffer keys_;
   DeviceBuffer values_;
   DevicePageCacheView view_;

@@ -81,7 +81,7 @@ struct PagedAttentionRun final : KernelRun {
         batch.push_back({1, i, pos, false});
     q = test::random_values(batch.size() * size_t(m.q_dim()), s.seed + 3, DType::Float32, 2.0f);
 
-    plan = plan_batch(batch, cache->bookkeeping(), m, kPrefillTileRows, chunk);
+    plan = plan_batch(batch, cache->pages(), m, kPrefillTileRows, chunk);
     layout = std::make_unique<PlanLayout>(plan.rows, plan.pages_per_seq);
     std::vector<int> packed(layout->ints(), -1);
     layout->pack(plan, packed.data());
@@ -114,7 +114,7 @@ struct PagedAttentionRun final : KernelRun {
     DenseKVCache mirror(m, int(lens.size()));
     const size_t kv_dim = size_t(m.kv_dim());
     for (int i = 0; i < int(lens.size()); ++i) {
-      const auto table = cache->bookkeeping().page_table(i);
+      const auto table = cache->pages().page_table(i);
       for (int pos = 0; pos < lens[size_t(i)]; ++pos) {
         const size_t slot = size_t(table[size_t(pos / page)]) * size_t(page) + size_t(pos % page);
         mirror.write(0, i, pos, keys.data() + slot * kv_dim, values.data() + slot * kv_dim);

@@ -1,26 +1,44 @@
-// The paged KV cache: K/V live in fixed-size pages from a shared pool, each
-// task has a page table, and full pages whose tokens have been committed are
-// registered as prefixes, so a new prompt that starts with the same tokens
-// maps those pages instead of recomputing them (see docs/kv-cache.md).
+// The paged KV cache on the host: PageManager's bookkeeping (page tables,
+// prefix sharing, LRU eviction) over K/V stored page by page, as
+// [n_layers, n_pages, page_size, n_kv_heads, head_dim] float tensors, so the
+// row of (layer, page, offset) is kv_dim contiguous floats.
 //
-// Prefix-hit rule: only full pages are shared, and a hit never covers the
-// last prompt token (the forward pass must run on at least one token to
-// produce logits), so hit = floor((len - 1) / P) * P at most. Every position
-// the task still computes therefore falls in a page of its own, and shared
-// pages are never written (PageCacheView enforces it).
+// The forward pass finds position `pos` of task `seq` at offset pos % P of
+// page page_table[pos / P] (P = page size). Writes into a registered
+// (shareable) page are refused with std::logic_error: the prefix-hit rule
+// leaves every position the forward pass still has to compute in a page of
+// the task's own, so such a write is a caller bug that would corrupt other
+// tasks' prefixes. See docs/kv-cache.md.
 #pragma once
 
 #include <optional>
 #include <span>
 
+#include <xtensor/xtensor.hpp>
+
 #include "engine/kv_cache/kv_cache.h"
-#include "engine/kv_cache/page_cache_view.h"
-#include "engine/kv_cache/page_pool.h"
-#include "engine/kv_cache/page_storage.h"
-#include "engine/kv_cache/task_table.h"
+#include "engine/kv_cache/page_manager.h"
 #include "reference/model_config.h"
 
 namespace astrai {
+
+class PageCache;
+
+// The forward pass's window on a PageCache.
+class PageCacheView final : public KVCacheView {
+ public:
+  explicit PageCacheView(PageCache& cache) : cache_(cache) {}
+  // Throws std::invalid_argument for an unknown task, std::out_of_range for a
+  // layer or a position outside the task's reserved pages, std::logic_error
+  // for a write into a shared prefix page.
+  void write(int layer, int seq, int pos, const float* key, const float* value) override;
+  const float* key(int layer, int seq, int pos) const override;
+  const float* value(int layer, int seq, int pos) const override;
+
+ private:
+  size_t row_offset(int layer, int seq, int pos, bool for_write) const;
+  PageCache& cache_;
+};
 
 class PageCache final : public KVCache {
  public:
@@ -33,44 +51,29 @@ class PageCache final : public KVCache {
   PageCache(const PageCache&) = delete;
   PageCache& operator=(const PageCache&) = delete;
 
-  std::optional<int> admit(int task_id, std::span<const int> prompt) override;
-  bool reserve(int task_id, int n_tokens) override;
-  void commit(int task_id, std::span<const int> tokens_so_far) override;
-  void release(int task_id) override;
-  bool has_task(int task_id) const override { return tasks_.contains(task_id); }
+  std::optional<int> admit(int task_id, std::span<const int> prompt) override { return pages_.admit(task_id, prompt); }
+  bool reserve(int task_id, int n_tokens) override { return pages_.reserve(task_id, n_tokens); }
+  void commit(int task_id, std::span<const int> tokens) override { pages_.commit(task_id, tokens); }
+  void release(int task_id) override { pages_.release(task_id); }
+  bool has_task(int task_id) const override { return pages_.has_task(task_id); }
   KVCacheView& view() override { return view_; }
-  KVCacheStats stats() const override;
+  KVCacheStats stats() const override { return pages_.stats(); }
 
-  int page_size() const { return pool_.page_size(); }
-  int n_pages() const { return pool_.n_pages(); }
-  // Pages a new task with this prompt needs beyond the free and cached ones
-  // it could get now (0: admit() would succeed). For scheduler decisions.
-  int pages_short_for(std::span<const int> prompt) const;
-  // The task's page table (for executors that address pages themselves).
-  // Throws std::invalid_argument for an unknown task.
-  std::span<const int> page_table(int task_id) const { return tasks_.at(task_id).pages; }
-  int cached_tokens(int task_id) const { return tasks_.at(task_id).n_cached_tokens; }
-
-  const PagePool& pool() const { return pool_; }
-  const PageStorage& storage() const { return storage_; }
-  // Pool invariants plus: every page's reference count equals the number of
-  // page tables listing it, and a page listed twice is a registered prefix.
-  // Throws std::logic_error; for tests.
-  void check_invariants() const;
+  // Page tables, prefix registrations, invariants.
+  const PageManager& pages() const { return pages_; }
+  int page_size() const { return pages_.page_size(); }
+  int n_pages() const { return pages_.n_pages(); }
+  int n_layers() const { return int(keys_.shape(0)); }
+  int kv_dim() const { return kv_dim_; }
+  const xt::xtensor<float, 5>& keys() const { return keys_; }
+  const xt::xtensor<float, 5>& values() const { return values_; }
 
  private:
-  struct PrefixPlan {
-    std::vector<int> hit_pages;  // registered pages to share
-    int new_pages = 0;           // pages to allocate after them
-    int short_by = 0;            // pages missing now (0: the plan fits)
-  };
-  PrefixPlan plan_admission(std::span<const int> prompt) const;
-  void check_length(int n_tokens, const char* what) const;
-
-  int max_seq_len_;
-  PagePool pool_;
-  PageStorage storage_;
-  TaskTable tasks_;
+  friend class PageCacheView;
+  PageManager pages_;
+  int kv_dim_;
+  xt::xtensor<float, 5> keys_;    // [layer, page, offset, kv_head, head_dim]
+  xt::xtensor<float, 5> values_;  // same shape as keys_
   PageCacheView view_;
 };
 

@@ -39,7 +39,7 @@ struct AttentionCase {
 std::vector<float> gpu_attention(const AttentionCase& c, cuda::DevicePageCache& cache, int layer) {
   const ModelConfig& m = c.config;
   const cuda::BatchPlan plan =
-      cuda::plan_batch(c.batch, cache.bookkeeping(), m, cuda::kPrefillTileRows, c.chunk_rows);
+      cuda::plan_batch(c.batch, cache.pages(), m, cuda::kPrefillTileRows, c.chunk_rows);
   const cuda::PlanLayout layout(plan.rows, plan.pages_per_seq);
   std::vector<int> packed(layout.ints(), -1);
   layout.pack(plan, packed.data());

@@ -17,7 +17,7 @@ TEST_CASE("a batch plan routes each sequence's rows and addresses their pages", 
     ModelConfig config = preset_config("tiny");
     config.max_seq_len = 200;
     const int page_size = *rc::gen::element(1, 4, 16);
-    PageCache pages(config, 4 * 200 / page_size + 8, page_size);
+    PageManager pages(config.max_seq_len, 4 * 200 / page_size + 8, page_size);
     const int n_seqs = *rc::gen::inRange(1, 5);
     std::vector<std::vector<BatchToken>> per_seq;
     std::vector<int> rows_per_seq;
@@ -85,7 +85,7 @@ TEST_CASE("a batch plan routes each sequence's rows and addresses their pages", 
 
 TEST_CASE("a batch plan rejects rows the forward pass must not run", "[cuda][plan]") {
   const ModelConfig config = preset_config("tiny");
-  PageCache pages(config, 16, 4);
+  PageManager pages(config.max_seq_len, 16, 4);
   const std::vector<int> prompt = {1, 2, 3, 4, 5, 6};
   pages.admit(1, prompt);
   const auto plan_of = [&](std::vector<BatchToken> rows) { return cuda::plan_batch(rows, pages, config, 16, 256); };

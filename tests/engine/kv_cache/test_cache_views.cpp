@@ -110,7 +110,7 @@ TEST_CASE("PageCacheView reads back what DenseKVCache holds for the same writes"
     for (const Task& t : tasks) n_pages += (t.length + page_size - 1) / page_size;
     astrai::PageCache cache(config, n_pages, page_size);
     admit_and_grow(cache, tasks);
-    cache.check_invariants();
+    cache.pages().check_invariants();
     check_round_trip(cache, config, tasks);
   });
 }

@@ -103,7 +103,7 @@ TEST_CASE("Forward with PageCache equals DenseKVCache, prefix hits included", "[
     const Tokens dense_out = decode(w, nullptr, dense, 1, b, xt::row(dense_b, b.size() - 1), n_decode);
     const Tokens page_out = decode(w, &cache, cache.view(), 20, b, xt::row(page_b, page_b.shape(0) - 1), n_decode);
     RC_ASSERT(page_out == dense_out);
-    cache.check_invariants();
+    cache.pages().check_invariants();
     cache.release(10);
     cache.release(20);
     RC_ASSERT(cache.all_free());

@@ -50,7 +50,7 @@ float fingerprint(const Tokens& tokens, size_t n, int layer, int which, int j) {
 
 // What the forward pass would do for positions [from, to) of `tokens`.
 void compute_rows(PageCache& cache, int task, const Tokens& tokens, int from, int to) {
-  const int kv_dim = cache.storage().kv_dim();
+  const int kv_dim = cache.kv_dim();
   std::vector<float> k(static_cast<size_t>(kv_dim)), v(static_cast<size_t>(kv_dim));
   for (int pos = from; pos < to; ++pos) {
     for (int layer = 0; layer < kLayers; ++layer) {
@@ -72,16 +72,16 @@ struct State {
 using Command = rc::state::Command<State, PageCache>;
 
 void expect_matches(const State& s, const PageCache& cache) {
-  cache.check_invariants();
+  cache.pages().check_invariants();
   const astrai::KVCacheStats stats = cache.stats();
   RC_ASSERT(stats.blocks_free == s.model.n_free());
   RC_ASSERT(stats.blocks_held == s.model.n_held());
   RC_ASSERT(stats.blocks_cached == s.model.n_cached());
   RC_ASSERT(stats.tasks == int(s.model.tasks().size()));
   auto& view = const_cast<PageCache&>(cache).view();
-  const int kv_dim = cache.storage().kv_dim();
+  const int kv_dim = cache.kv_dim();
   for (const auto& [task, t] : s.model.tasks()) {
-    RC_ASSERT(cache.cached_tokens(task) == int(t.tokens.size()));
+    RC_ASSERT(cache.pages().cached_tokens(task) == int(t.tokens.size()));
     for (size_t pos = 0; pos < t.tokens.size(); ++pos)
       for (int layer = 0; layer < kLayers; ++layer)
         for (int j = 0; j < kv_dim; ++j) {

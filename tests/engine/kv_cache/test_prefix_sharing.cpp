@@ -1,7 +1,7 @@
-// Prefix sharing in PageCache and PrefixCache, case by case: hits of whole
-// pages only, the last-token cap, hash collisions that must not share, LRU
-// eviction only under pressure, out-of-room answers without side effects, and
-// the errors misuse gets.
+// Prefix sharing in PageCache (PageManager's prefix index), case by case:
+// hits of whole pages only, the last-token cap, hash collisions that must not
+// share, LRU eviction only under pressure and from the ends of prefixes,
+// out-of-room answers without side effects, and the errors misuse gets.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -11,12 +11,10 @@
 #include <catch2/catch.hpp>
 
 #include "engine/kv_cache/page_cache.h"
-#include "engine/kv_cache/prefix_cache.h"
 
 namespace {
 
 using astrai::PageCache;
-using astrai::PrefixCache;
 using Tokens = std::vector<int>;
 
 astrai::ModelConfig small_config() {
@@ -56,9 +54,9 @@ TEST_CASE("Prompts sharing whole pages share them; a different first page shares
 
     const Tokens b = concat(Tokens(a.begin(), a.begin() + 8), {50, 51, 52});
     CHECK(admit_and_commit(cache, 2, b) == 8);
-    CHECK(cache.page_table(2)[0] == cache.page_table(1)[0]);
-    CHECK(cache.page_table(2)[1] == cache.page_table(1)[1]);
-    CHECK(cache.page_table(2)[2] != cache.page_table(1)[2]);
+    CHECK(cache.pages().page_table(2)[0] == cache.pages().page_table(1)[0]);
+    CHECK(cache.pages().page_table(2)[1] == cache.pages().page_table(1)[1]);
+    CHECK(cache.pages().page_table(2)[2] != cache.pages().page_table(1)[2]);
 
     Tokens c = a;
     c[0] = 99;  // differs in the first page only
@@ -71,7 +69,7 @@ TEST_CASE("Prompts sharing whole pages share them; a different first page shares
     CHECK(admit_and_commit(cache, 5, Tokens(a.begin(), a.begin() + 8)) == 4);
     CHECK(admit_and_commit(cache, 6, Tokens(a.begin(), a.begin() + 9)) == 8);
     CHECK(admit_and_commit(cache, 7, Tokens(a.begin(), a.begin() + 3)) == 0);
-    cache.check_invariants();
+    cache.pages().check_invariants();
 
     for (int task = 1; task <= 7; ++task) cache.release(task);
     CHECK(cache.all_free());
@@ -79,37 +77,45 @@ TEST_CASE("Prompts sharing whole pages share them; a different first page shares
     CHECK(cache.stats().blocks_cached > 0);
     CHECK(admit_and_commit(cache, 8, b) == 8);
     cache.release(8);
-    cache.check_invariants();
+    cache.pages().check_invariants();
   }
 }
 
 TEST_CASE("A colliding hash never returns another prompt's pages", "[kv_cache][prefix]") {
   // Every page of every prompt hashes to 42: only the stored tokens and parent
   // links tell the entries apart.
-  PrefixCache prefixes(8, 2, everything_collides);
-  REQUIRE(prefixes.insert(0, -1, Tokens{1, 2}));
-  REQUIRE(prefixes.insert(1, 0, Tokens{3, 4}));
-  REQUIRE(prefixes.insert(2, -1, Tokens{5, 6}));
-  REQUIRE(prefixes.insert(3, 2, Tokens{3, 4}));  // same tokens as page 1, other parent
-  CHECK(prefixes.match(Tokens{1, 2, 3, 4}, 9) == std::vector<int>{0, 1});
-  CHECK(prefixes.match(Tokens{5, 6, 3, 4, 7}, 9) == std::vector<int>{2, 3});
-  CHECK(prefixes.match(Tokens{3, 4}, 9).empty());           // a second page is not a first page
-  CHECK(prefixes.match(Tokens{1, 2, 5, 6}, 9) == std::vector<int>{0});
-  CHECK(prefixes.match(Tokens{9, 9, 3, 4}, 9).empty());
-  CHECK(prefixes.match(Tokens{1, 2, 3, 4}, 1) == std::vector<int>{0});  // max_pages caps the hit
-  CHECK_FALSE(prefixes.insert(4, 2, Tokens{3, 4}));  // already registered on page 3
-  prefixes.check_invariants();
+  PageCache prefixes(small_config(), 16, 2, everything_collides);
+  admit_and_commit(prefixes, 1, Tokens{1, 2, 3, 4, 0});  // registers [1 2] [3 4]
+  admit_and_commit(prefixes, 2, Tokens{5, 6, 3, 4, 0});  // registers [5 6], then [3 4] after another parent
+  REQUIRE(prefixes.pages().n_registered() == 4);
+  // The pages a probe prompt gets from the registered ones: its hit.
+  int probe_task = 10;
+  auto shared_pages = [&](const Tokens& prompt) {
+    const int hit = admit_and_commit(prefixes, probe_task, prompt);
+    const auto table = prefixes.pages().page_table(probe_task);
+    std::vector<int> hit_pages(table.begin(), table.begin() + hit / 2);
+    prefixes.release(probe_task++);
+    return hit_pages;
+  };
+  const auto first = prefixes.pages().page_table(1), second = prefixes.pages().page_table(2);
+  CHECK(shared_pages(Tokens{1, 2, 3, 4, 7}) == std::vector<int>{first[0], first[1]});
+  CHECK(shared_pages(Tokens{5, 6, 3, 4, 7}) == std::vector<int>{second[0], second[1]});
+  CHECK(shared_pages(Tokens{3, 4, 9}).empty());  // a second page is not a first page
+  CHECK(shared_pages(Tokens{1, 2, 5, 6, 9}) == std::vector<int>{first[0]});
+  CHECK(shared_pages(Tokens{9, 9, 3, 4, 9}).empty());
+  CHECK(shared_pages(Tokens{1, 2, 3, 4}) == std::vector<int>{first[0]});  // the last token is computed
+  prefixes.pages().check_invariants();
 
   // In a PageCache: a same-length prompt with other tokens gets its own pages.
   PageCache cache(small_config(), 8, 4, everything_collides);
   const Tokens a = iota_tokens(9, 1), b = iota_tokens(9, 20);
   CHECK(admit_and_commit(cache, 1, a) == 0);
   CHECK(admit_and_commit(cache, 2, b) == 0);
-  for (const int page : cache.page_table(2)) {
-    const auto a_pages = cache.page_table(1);
+  for (const int page : cache.pages().page_table(2)) {
+    const auto a_pages = cache.pages().page_table(1);
     CHECK(std::find(a_pages.begin(), a_pages.end(), page) == a_pages.end());
   }
-  cache.check_invariants();
+  cache.pages().check_invariants();
 }
 
 TEST_CASE("Pages a task shares are never written again", "[kv_cache][prefix]") {
@@ -150,36 +156,44 @@ TEST_CASE("Cached prefixes are evicted least recently used first, only when no p
   CHECK_FALSE(cache.admit(6, a).has_value());  // every page held now
   cache.release(5);
   CHECK(admit_and_commit(cache, 6, a) == 0);   // a was evicted
-  cache.check_invariants();
+  cache.pages().check_invariants();
 }
 
-TEST_CASE("Evicting a prefix evicts the pages registered after it", "[kv_cache][prefix]") {
-  PrefixCache prefixes(6, 1);
-  REQUIRE(prefixes.insert(0, -1, Tokens{1}));
-  REQUIRE(prefixes.insert(1, 0, Tokens{2}));
-  REQUIRE(prefixes.insert(2, 1, Tokens{3}));
-  REQUIRE(prefixes.insert(3, 0, Tokens{4}));
-  REQUIRE(prefixes.insert(4, -1, Tokens{5}));
-  std::vector<int> removed = prefixes.erase(1);
-  CHECK(removed == std::vector<int>{1, 2});
-  CHECK(prefixes.match(Tokens{1, 4}, 5) == std::vector<int>{0, 3});
-  removed = prefixes.erase(0);
-  CHECK(removed == std::vector<int>{0, 3});
-  CHECK(prefixes.size() == 1);
-  prefixes.check_invariants();
-  CHECK_THROWS_AS(prefixes.erase(0), std::logic_error);
-  CHECK_THROWS_AS(prefixes.insert(5, 2, Tokens{1}), std::logic_error);  // parent no longer registered
+TEST_CASE("Eviction trims cached prefixes from their ends", "[kv_cache][prefix]") {
+  // A task releases its pages last first, so the deepest page of a cached
+  // prefix is the least recently used: pressure takes [1 2 3 9] before
+  // [1 2 3] before [1 2] before [1], and what is left of the prefix still hits.
+  PageCache cache(small_config(), 5, 1);
+  admit_and_commit(cache, 1, Tokens{1, 2, 3, 9});  // registers [1] [1 2] [1 2 3] [1 2 3 9]
+  cache.release(1);
+  REQUIRE(cache.stats().blocks_cached == 4);
+  int task = 2;
+  const auto hit_after_evicting = [&](int n_evicted) {
+    // Takes every free page, then evicts; never committed, its pages come back free.
+    const int n = cache.stats().blocks_free + n_evicted;
+    REQUIRE(cache.admit(task, Tokens(size_t(n), 50)).has_value());
+    cache.release(task++);
+    cache.pages().check_invariants();
+    const int hit = cache.admit(task, Tokens{1, 2, 3, 4}).value();  // at most 3 pages: the last token is computed
+    cache.release(task++);
+    return hit;
+  };
+  CHECK(hit_after_evicting(1) == 3);  // [1 2 3 9] went first
+  CHECK(hit_after_evicting(2) == 1);  // then [1 2 3] and [1 2]
+  CHECK(hit_after_evicting(1) == 0);
+  CHECK(cache.stats().blocks_cached == 0);
+  cache.pages().check_invariants();
 }
 
 TEST_CASE("Out of room is an answer without side effects, never an exception", "[kv_cache][prefix]") {
   PageCache cache(small_config(), 4, 4);
   admit_and_commit(cache, 1, iota_tokens(9, 1));  // 3 pages
   const astrai::KVCacheStats before = cache.stats();
-  CHECK(cache.pages_short_for(iota_tokens(9, 30)) == 2);
+  CHECK(cache.pages().pages_short_for(iota_tokens(9, 30)) == 2);
   CHECK_FALSE(cache.admit(2, iota_tokens(9, 30)).has_value());
   CHECK_FALSE(cache.has_task(2));
   CHECK_FALSE(cache.reserve(1, 17));  // would need 2 more pages
-  CHECK(cache.page_table(1).size() == 3);
+  CHECK(cache.pages().page_table(1).size() == 3);
   const astrai::KVCacheStats after = cache.stats();
   CHECK(after.blocks_free == before.blocks_free);
   CHECK(after.blocks_held == before.blocks_held);
@@ -187,7 +201,7 @@ TEST_CASE("Out of room is an answer without side effects, never an exception", "
   CHECK(cache.reserve(1, 16));  // fits in the last free page
   CHECK(cache.stats().blocks_free == 0);
   // A prompt whose hit covers all but what fits is admitted.
-  CHECK(cache.pages_short_for(iota_tokens(9, 1)) == 1);
+  CHECK(cache.pages().pages_short_for(iota_tokens(9, 1)) == 1);
   cache.release(1);
   CHECK(cache.all_free());
   CHECK(cache.free_tokens() == cache.capacity_tokens());
@@ -200,8 +214,8 @@ TEST_CASE("Two tasks computing the same prefix at once register it once", "[kv_c
   REQUIRE(cache.admit(2, a) == 0);  // nothing committed yet: no hit
   cache.commit(1, a);
   cache.commit(2, a);  // duplicates: task 2's pages stay private
-  CHECK(cache.pool().prefix_cache().size() == 2);
-  cache.check_invariants();
+  CHECK(cache.pages().n_registered() == 2);
+  cache.pages().check_invariants();
   cache.release(2);
   cache.release(1);
   CHECK(cache.stats().blocks_cached == 2);

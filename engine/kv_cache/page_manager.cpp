@@ -1,0 +1,374 @@
+// PageManager: admission with prefix hits, growth, prefix registration and
+// release over the free mask, reference counts, LRU list and prefix index.
+#include "engine/kv_cache/page_manager.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "reference/splitmix64.h"
+
+namespace astrai {
+
+namespace {
+
+int pages_for(int n_tokens, int page_size) { return (n_tokens + page_size - 1) / page_size; }
+std::string page_name(int page) { return "page " + std::to_string(page); }
+std::string task_name(int task_id) { return "task " + std::to_string(task_id); }
+
+}  // namespace
+
+uint64_t default_prefix_hash(uint64_t parent_hash, std::span<const int> page_tokens) {
+  uint64_t h = parent_hash;
+  for (const int token : page_tokens) h = splitmix64_mix(h + kSplitmix64Gamma + uint32_t(token));
+  return h;
+}
+
+PageManager::PageManager(int max_seq_len, int n_pages, int page_size, PrefixHash hash)
+    : max_seq_len_(max_seq_len), page_size_(page_size), hash_(std::move(hash)) {
+  auto at_least_one = [](int value, const char* name) {
+    if (value < 1)
+      throw std::invalid_argument(std::string("PageManager: ") + name + " must be at least 1, got " +
+                                  std::to_string(value));
+  };
+  at_least_one(max_seq_len, "max_seq_len");
+  at_least_one(n_pages, "n_pages");
+  at_least_one(page_size, "page_size");
+  if (!hash_) throw std::invalid_argument("PageManager: the prefix hash function is empty");
+  pages_.resize(size_t(n_pages));
+  free_mask_.assign((size_t(n_pages) + 63) / 64, 0);
+  for (int p = 0; p < n_pages; ++p) set_free(p, true);
+  n_free_ = n_pages;
+}
+
+// ---- the KVCache life cycle ----
+
+std::optional<int> PageManager::admit(int task_id, std::span<const int> prompt) {
+  if (has_task(task_id)) throw std::invalid_argument("PageCache: " + task_name(task_id) + " is already admitted");
+  check_length(int(prompt.size()), "a prompt");
+  const AdmissionPlan plan = plan_admission(prompt);
+  if (plan.short_by > 0) return std::nullopt;
+
+  Task t;
+  // Share the hits first so that allocating the new pages cannot evict them.
+  for (const int page : plan.hit_pages) share(page);
+  t.pages = plan.hit_pages;
+  for (int i = 0; i < plan.new_pages; ++i) t.pages.push_back(allocate());
+  t.n_cached_tokens = int(plan.hit_pages.size()) * page_size_;
+  t.n_registered_pages = int(plan.hit_pages.size());
+  tasks_.emplace(task_id, std::move(t));
+  return int(plan.hit_pages.size()) * page_size_;
+}
+
+PageManager::AdmissionPlan PageManager::plan_admission(std::span<const int> prompt) const {
+  const int len = int(prompt.size());
+  AdmissionPlan plan;
+  // At most floor((len - 1) / P) pages: the last prompt token is always computed.
+  plan.hit_pages = match(prompt, (len - 1) / page_size_);
+  plan.new_pages = pages_for(len, page_size_) - int(plan.hit_pages.size());
+  // Sharing a cached hit page takes it off the LRU list, out of the allocatable pages.
+  const int revived = int(std::count_if(plan.hit_pages.begin(), plan.hit_pages.end(),
+                                        [&](int page) { return pages_[size_t(page)].cached; }));
+  plan.short_by = std::max(0, plan.new_pages - (n_available() - revived));
+  return plan;
+}
+
+int PageManager::pages_short_for(std::span<const int> prompt) const {
+  check_length(int(prompt.size()), "a prompt");
+  return plan_admission(prompt).short_by;
+}
+
+bool PageManager::reserve(int task_id, int n_tokens) {
+  Task& t = task(task_id);
+  check_length(n_tokens, "a reservation");
+  const int missing = pages_for(n_tokens, page_size_) - int(t.pages.size());
+  if (missing <= 0) return true;
+  if (missing > n_available()) return false;
+  for (int i = 0; i < missing; ++i) t.pages.push_back(allocate());
+  return true;
+}
+
+void PageManager::commit(int task_id, std::span<const int> tokens_so_far) {
+  Task& t = task(task_id);
+  const int n = int(tokens_so_far.size());
+  const int reserved = int(t.pages.size()) * page_size_;
+  if (n > reserved || n < t.n_cached_tokens)
+    throw std::invalid_argument("PageCache: commit of " + std::to_string(n) + " tokens for " + task_name(task_id) +
+                                ", which has " + std::to_string(t.n_cached_tokens) + " committed and " +
+                                std::to_string(reserved) + " reserved");
+  t.n_cached_tokens = n;
+  // Register full pages in order; each one's parent is the page before it.
+  // A page duplicating a prefix registered meanwhile by another task stays
+  // private, and so do all later pages of this task (their parent is private).
+  const int full_pages = n / page_size_;
+  while (t.registering && t.n_registered_pages < full_pages) {
+    const int i = t.n_registered_pages;
+    const int parent = i == 0 ? -1 : t.pages[size_t(i - 1)];
+    const auto page_tokens = tokens_so_far.subspan(size_t(i) * size_t(page_size_), size_t(page_size_));
+    if (!register_page(t.pages[size_t(i)], parent, page_tokens)) {
+      t.registering = false;
+      break;
+    }
+    ++t.n_registered_pages;
+  }
+}
+
+void PageManager::release(int task_id) {
+  const Task& t = task(task_id);
+  // Last page first: of a released chain the deepest pages become the least
+  // recently used, so eviction trims prefixes from their ends.
+  for (auto page = t.pages.rbegin(); page != t.pages.rend(); ++page) drop_reference(*page);
+  tasks_.erase(task_id);
+}
+
+KVCacheStats PageManager::stats() const {
+  KVCacheStats s;
+  s.block_tokens = page_size_;
+  s.blocks_total = n_pages();
+  s.blocks_cached = n_cached_;
+  s.blocks_free = n_free_;
+  s.blocks_held = n_pages() - n_free_ - n_cached_;
+  s.tasks = int(tasks_.size());
+  return s;
+}
+
+PageManager::RowAddress PageManager::locate(int task_id, int pos, bool for_write) const {
+  const Task& t = task(task_id);
+  const int reserved = int(t.pages.size()) * page_size_;
+  if (pos < 0 || pos >= reserved)
+    throw std::out_of_range("PageCache: position " + std::to_string(pos) + " of " + task_name(task_id) +
+                            " is outside its " + std::to_string(reserved) + " reserved positions");
+  const RowAddress at{t.pages[size_t(pos / page_size_)], pos % page_size_};
+  if (for_write && pages_[size_t(at.page)].registered)
+    throw std::logic_error("PageCache: position " + std::to_string(pos) + " of " + task_name(task_id) +
+                           " lies in shared prefix page " + std::to_string(at.page) +
+                           ", which is never written again (the forward pass must start at the prefix hit)");
+  return at;
+}
+
+const PageManager::Task& PageManager::task(int task_id) const {
+  const auto it = tasks_.find(task_id);
+  if (it == tasks_.end()) throw std::invalid_argument("PageCache: " + task_name(task_id) + " is not admitted");
+  return it->second;
+}
+
+void PageManager::check_length(int n_tokens, const char* what) const {
+  if (n_tokens < 1 || n_tokens > max_seq_len_)
+    throw std::invalid_argument(std::string("PageCache: ") + what + " of " + std::to_string(n_tokens) +
+                                " tokens is outside [1, max_seq_len=" + std::to_string(max_seq_len_) + "]");
+}
+
+// ---- the prefix index ----
+
+std::optional<int> PageManager::find(uint64_t hash, int parent, std::span<const int> tokens) const {
+  const auto [first, last] = by_hash_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    const Page& page = pages_[size_t(it->second)];
+    if (page.parent == parent && std::ranges::equal(tokens, page.tokens)) return it->second;
+  }
+  return std::nullopt;
+}
+
+// The pages holding the longest registered prefix of `tokens`, at most max_pages.
+std::vector<int> PageManager::match(std::span<const int> tokens, int max_pages) const {
+  std::vector<int> hit;
+  const size_t n_full = std::min(tokens.size() / size_t(page_size_), size_t(std::max(max_pages, 0)));
+  uint64_t hash = kRootPrefixHash;
+  int parent = -1;
+  for (size_t i = 0; i < n_full; ++i) {
+    const std::span<const int> chunk = tokens.subspan(i * size_t(page_size_), size_t(page_size_));
+    hash = hash_(hash, chunk);
+    const std::optional<int> page = find(hash, parent, chunk);
+    if (!page) break;
+    hit.push_back(*page);
+    parent = *page;
+  }
+  return hit;
+}
+
+// Registers Held `page` as holding `page_tokens` after `parent` (-1: a first
+// page); false, changing nothing, when that prefix is registered on another page.
+bool PageManager::register_page(int page, int parent, std::span<const int> page_tokens) {
+  const uint64_t hash = hash_(parent == -1 ? kRootPrefixHash : pages_[size_t(parent)].hash, page_tokens);
+  if (find(hash, parent, page_tokens)) return false;
+  Page& p = pages_[size_t(page)];
+  p.registered = true;
+  p.hash = hash;
+  p.parent = parent;
+  p.tokens.assign(page_tokens.begin(), page_tokens.end());
+  if (parent != -1) ++pages_[size_t(parent)].n_children;
+  by_hash_.emplace(hash, page);
+  return true;
+}
+
+void PageManager::unregister(int page) {
+  Page& p = pages_[size_t(page)];
+  // See "Eviction order" in the header: the descendants of a cached page are
+  // evicted before it, so a page with registered children is never evicted.
+  if (p.n_children != 0)
+    throw std::logic_error("PageManager: evicting " + page_name(page) + " would orphan the " +
+                           std::to_string(p.n_children) + " pages registered after it");
+  if (p.parent != -1) --pages_[size_t(p.parent)].n_children;
+  const auto [first, last] = by_hash_.equal_range(p.hash);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == page) {
+      by_hash_.erase(it);
+      break;
+    }
+  }
+  p.registered = false;
+  p.parent = -1;
+  p.tokens.clear();
+}
+
+// ---- page states ----
+
+int PageManager::allocate() {
+  if (n_free_ == 0) {
+    if (lru_head_ < 0) throw std::logic_error("PageManager: allocation with every page held");
+    const int victim = lru_head_;
+    lru_unlink(victim);
+    unregister(victim);
+    set_free(victim, true);
+  }
+  for (size_t word = 0; word < free_mask_.size(); ++word) {
+    if (free_mask_[word] == 0) continue;
+    const int page = int(word * 64) + std::countr_zero(free_mask_[word]);  // the lowest free page
+    set_free(page, false);
+    pages_[size_t(page)].ref_count = 1;
+    return page;
+  }
+  throw std::logic_error("PageManager: the free count and the free mask disagree");
+}
+
+void PageManager::share(int page) {
+  Page& p = pages_[size_t(page)];
+  if (p.cached) lru_unlink(page);
+  ++p.ref_count;
+}
+
+void PageManager::drop_reference(int page) {
+  Page& p = pages_[size_t(page)];
+  if (--p.ref_count > 0) return;
+  if (p.registered)
+    lru_push_back(page);  // the most recently used cached page
+  else
+    set_free(page, true);
+}
+
+void PageManager::set_free(int page, bool free) {
+  const uint64_t bit = uint64_t(1) << (page % 64);
+  if (free) {
+    free_mask_[size_t(page) / 64] |= bit;
+    ++n_free_;
+  } else {
+    free_mask_[size_t(page) / 64] &= ~bit;
+    --n_free_;
+  }
+}
+
+void PageManager::lru_push_back(int page) {
+  Page& p = pages_[size_t(page)];
+  p.lru_prev = lru_tail_;
+  p.lru_next = -1;
+  (lru_tail_ >= 0 ? pages_[size_t(lru_tail_)].lru_next : lru_head_) = page;
+  lru_tail_ = page;
+  p.cached = true;
+  ++n_cached_;
+}
+
+void PageManager::lru_unlink(int page) {
+  Page& p = pages_[size_t(page)];
+  (p.lru_prev >= 0 ? pages_[size_t(p.lru_prev)].lru_next : lru_head_) = p.lru_next;
+  (p.lru_next >= 0 ? pages_[size_t(p.lru_next)].lru_prev : lru_tail_) = p.lru_prev;
+  p.lru_prev = p.lru_next = -1;
+  p.cached = false;
+  --n_cached_;
+}
+
+// ---- inspection ----
+
+void PageManager::check_page(int page) const {
+  if (page < 0 || page >= n_pages())
+    throw std::invalid_argument("PageManager: " + page_name(page) + " is outside [0, " + std::to_string(n_pages()) +
+                                ")");
+}
+
+PageState PageManager::state(int page) const {
+  check_page(page);
+  if (is_free(page)) return PageState::Free;
+  return pages_[size_t(page)].cached ? PageState::Cached : PageState::Held;
+}
+
+int PageManager::ref_count(int page) const {
+  check_page(page);
+  return pages_[size_t(page)].ref_count;
+}
+
+bool PageManager::is_registered(int page) const {
+  check_page(page);
+  return pages_[size_t(page)].registered;
+}
+
+std::vector<int> PageManager::lru_order() const {
+  std::vector<int> order;
+  for (int p = lru_head_; p >= 0 && order.size() <= pages_.size(); p = pages_[size_t(p)].lru_next) order.push_back(p);
+  return order;
+}
+
+void PageManager::check_invariants() const {
+  auto fail = [](const std::string& what) { throw std::logic_error("PageManager invariant broken: " + what); };
+  std::vector<int> listed(pages_.size(), 0);  // page tables listing each page
+  for (const auto& [task_id, t] : tasks_) {
+    if (t.n_registered_pages > int(t.pages.size()) || t.n_cached_tokens > int(t.pages.size()) * page_size_)
+      fail(task_name(task_id) + " counts past its pages");
+    for (const int page : t.pages) ++listed[size_t(page)];
+  }
+  std::vector<int> children(pages_.size(), 0);
+  int free = 0, cached = 0, registered = 0;
+  for (int i = 0; i < n_pages(); ++i) {
+    const Page& p = pages_[size_t(i)];
+    if (p.ref_count != listed[size_t(i)])
+      fail(page_name(i) + " has " + std::to_string(p.ref_count) + " references but " +
+           std::to_string(listed[size_t(i)]) + " page tables list it");
+    if (is_free(i) && (p.cached || p.registered || p.ref_count != 0)) fail(page_name(i) + " is free but in use");
+    if (p.cached && (p.ref_count != 0 || !p.registered)) fail(page_name(i) + " is cached but held or unregistered");
+    if (!is_free(i) && !p.cached && p.ref_count < 1) fail(page_name(i) + " is held with no reference");
+    if (p.ref_count > 1 && !p.registered) fail("unregistered " + page_name(i) + " is shared by several tasks");
+    free += is_free(i);
+    cached += p.cached;
+    if (!p.registered) continue;
+    ++registered;
+    if (int(p.tokens.size()) != page_size_) fail(page_name(i) + " holds a partial page");
+    if (p.parent != -1 && !pages_[size_t(p.parent)].registered) fail(page_name(i) + " has an unregistered parent");
+    if (p.parent != -1) ++children[size_t(p.parent)];
+    const uint64_t parent_hash = p.parent == -1 ? kRootPrefixHash : pages_[size_t(p.parent)].hash;
+    if (p.hash != hash_(parent_hash, p.tokens)) fail(page_name(i) + " has a stale chained hash");
+    if (find(p.hash, p.parent, p.tokens) != i) fail(page_name(i) + " is not found by its own key");
+  }
+  for (int i = 0; i < n_pages(); ++i)
+    if (children[size_t(i)] != pages_[size_t(i)].n_children) fail(page_name(i) + " miscounts its children");
+  if (free != n_free_) fail("free count " + std::to_string(n_free_) + " != " + std::to_string(free) + " free bits");
+  if (cached != n_cached_) fail("cached count " + std::to_string(n_cached_) + " is wrong");
+  if (registered != int(by_hash_.size())) fail("the hash index and the registered pages disagree");
+  const std::vector<int> order = lru_order();
+  if (int(order.size()) != cached) fail("LRU list length differs from the cached pages");
+  for (size_t i = 0; i < order.size(); ++i)
+    if (pages_[size_t(order[i])].lru_prev != (i == 0 ? -1 : order[i - 1])) fail("LRU back link of " +
+                                                                              page_name(order[i]));
+  if (lru_tail_ != (order.empty() ? -1 : order.back())) fail("LRU tail is wrong");
+  // Eviction order: below a cached page everything registered is cached too,
+  // and less recently used, so the LRU never reaches a page before its children.
+  std::vector<int> lru_position(pages_.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) lru_position[size_t(order[i])] = int(i);
+  for (int i = 0; i < n_pages(); ++i) {
+    const int parent = pages_[size_t(i)].parent;
+    if (!pages_[size_t(i)].registered || parent == -1 || !pages_[size_t(parent)].cached) continue;
+    if (!pages_[size_t(i)].cached || lru_position[size_t(i)] > lru_position[size_t(parent)])
+      fail(page_name(i) + " would outlive its cached parent " + page_name(parent) + " in the LRU order");
+  }
+}
+
+}  // namespace astrai
