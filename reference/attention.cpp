@@ -20,7 +20,7 @@ void softmax(std::vector<float>& s) {
 }
 
 // The cached K and V rows (all heads) of positions 0..pos of one sequence,
-// looked up once per token and layer rather than once per head.
+// looked up once per row and layer rather than once per head.
 struct CachedRows {
   std::vector<const float*> keys, values;
 };
@@ -34,38 +34,20 @@ CachedRows cached_rows(const KVCacheView& cache, int layer, int seq, int pos) {
   return rows;
 }
 
-// score_j = (q . k_j) / sqrt(head_dim) for every cached position j, where k_j
-// is the head's slice [offset, offset + head_dim) of key row j.
-//
-// Each dot product sums q[i] k_j[i] over i = 0, 1, ... in order, in float, so
-// the scores are bit for bit those of a plain loop. They are taken kBlock
-// positions at a time only for speed: one dot product alone waits on each of
-// its additions, while kBlock independent sums keep the CPU busy.
-std::vector<float> scaled_scores(const float* q, const std::vector<const float*>& keys, size_t offset,
-                                 int head_dim) {
-  constexpr size_t kBlock = 8;
-  const float scale = 1.0f / std::sqrt(float(head_dim));
-  const size_t n = keys.size();
-  std::vector<float> scores(n);
-  size_t j = 0;
-  for (; j + kBlock <= n; j += kBlock) {
-    float dot[kBlock] = {};
-    for (int i = 0; i < head_dim; ++i)
-      for (size_t b = 0; b < kBlock; ++b) dot[b] += q[i] * keys[j + b][offset + size_t(i)];
-    for (size_t b = 0; b < kBlock; ++b) scores[j + b] = dot[b] * scale;
-  }
-  for (; j < n; ++j) {  // the last n % kBlock positions
-    float dot = 0.0f;
-    for (int i = 0; i < head_dim; ++i) dot += q[i] * keys[j][offset + size_t(i)];
-    scores[j] = dot * scale;
-  }
-  return scores;
-}
-
-// One query head against positions 0..pos; `offset` = kv_head * head_dim
-// picks its K/V head within each cached row.
+// One query head, the textbook way: score_j = (q . k_j) / sqrt(head_dim) for
+// every cached position j, softmax, then out = sum_j p_j v_j. `offset` =
+// kv_head * head_dim picks the head's slice of each cached row. Each dot
+// product sums q[i] k_j[i] over i = 0, 1, ... in order, in float, as
+// llama2.c's run.c does.
 void attend_head(const float* q, const CachedRows& rows, size_t offset, int head_dim, float* out) {
-  std::vector<float> p = scaled_scores(q, rows.keys, offset, head_dim);
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  std::vector<float> p(rows.keys.size());
+  for (size_t j = 0; j < p.size(); ++j) {
+    const float* k = rows.keys[j] + offset;
+    float dot = 0.0f;
+    for (int i = 0; i < head_dim; ++i) dot += q[i] * k[i];
+    p[j] = dot * scale;
+  }
   softmax(p);
   std::fill(out, out + head_dim, 0.0f);
   for (size_t j = 0; j < p.size(); ++j) {
@@ -83,10 +65,9 @@ xt::xtensor<float, 2> causal_attention(const xt::xtensor<float, 2>& q, std::span
   xt::xtensor<float, 2> out(q.shape());
   for (size_t r = 0; r < batch.size(); ++r) {
     const CachedRows rows = cached_rows(cache, layer, batch[r].seq, batch[r].pos);
-    for (int h = 0; h < config.n_heads; ++h) {
+    for (int h = 0; h < config.n_heads; ++h)
       attend_head(&q(r, size_t(h * head_dim)), rows, size_t((h / group) * head_dim), head_dim,
                   &out(r, size_t(h * head_dim)));
-    }
   }
   return out;
 }
