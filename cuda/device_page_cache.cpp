@@ -24,9 +24,9 @@ size_t DevicePageCache::bytes_needed(const ModelConfig& c, int n_pages, int page
 }
 
 DevicePageCache::DevicePageCache(const ModelConfig& config, int n_pages, int page_size, DType dtype)
-    : config_(config),
+    : PagedKVCache(validated_context(config), n_pages, page_size),
+      config_(config),
       dtype_(dtype),
-      pages_(validated_context(config), n_pages, page_size),
       keys_(bytes_needed(config, n_pages, page_size, dtype) / 2,
             "the KV cache keys (" + std::to_string(n_pages) + " pages of " + std::to_string(page_size) + ")"),
       values_(bytes_needed(config, n_pages, page_size, dtype) / 2, "the KV cache values"),

@@ -21,7 +21,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/dtype.h"
 #include "engine/kv_cache/kv_cache.h"
-#include "engine/kv_cache/page_manager.h"
+#include "engine/kv_cache/page_cache.h"
 #include "reference/model_config.h"
 
 namespace astrai::cuda {
@@ -47,27 +47,17 @@ class DevicePageCacheView final : public KVCacheView {
   mutable std::vector<float> key_row_, value_row_;
 };
 
-class DevicePageCache final : public KVCache {
+class DevicePageCache final : public PagedKVCache {
  public:
   // Throws std::invalid_argument for an invalid config, n_pages < 1 or
   // page_size < 1, and std::runtime_error (saying how much was needed) when
   // the storage does not fit in device memory.
   DevicePageCache(const ModelConfig& config, int n_pages, int page_size, DType dtype);
 
-  std::optional<int> admit(int task_id, std::span<const int> prompt) override { return pages_.admit(task_id, prompt); }
-  bool reserve(int task_id, int n_tokens) override { return pages_.reserve(task_id, n_tokens); }
-  void commit(int task_id, std::span<const int> tokens) override { pages_.commit(task_id, tokens); }
-  void release(int task_id) override { pages_.release(task_id); }
-  bool has_task(int task_id) const override { return pages_.has_task(task_id); }
   KVCacheView& view() override { return view_; }
-  KVCacheStats stats() const override { return pages_.stats(); }
 
-  // Page tables, prefix registrations, invariants.
-  const PageManager& pages() const { return pages_; }
   const ModelConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
-  int page_size() const { return pages_.page_size(); }
-  int n_pages() const { return pages_.n_pages(); }
   // Device storage of one layer: row `slot` = page * page_size + offset.
   void* layer_keys(int layer) const { return element(keys_, layer); }
   void* layer_values(int layer) const { return element(values_, layer); }
@@ -79,7 +69,6 @@ class DevicePageCache final : public KVCache {
 
   ModelConfig config_;
   DType dtype_;
-  PageManager pages_;
   DeviceBuffer keys_;
   DeviceBuffer values_;
   DevicePageCacheView view_;

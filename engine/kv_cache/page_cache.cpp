@@ -17,7 +17,7 @@ const ModelConfig& validated(const ModelConfig& config) {
 }  // namespace
 
 PageCache::PageCache(const ModelConfig& config, int n_pages, int page_size, PrefixHash hash)
-    : pages_(validated(config).max_seq_len, n_pages, page_size, std::move(hash)),
+    : PagedKVCache(validated(config).max_seq_len, n_pages, page_size, std::move(hash)),
       kv_dim_(config.kv_dim()),
       keys_({size_t(config.n_layers), size_t(n_pages), size_t(page_size), size_t(config.n_kv_heads),
              size_t(config.head_dim())}),
@@ -28,7 +28,7 @@ size_t PageCacheView::row_offset(int layer, int seq, int pos, bool for_write) co
   if (layer < 0 || layer >= cache_.n_layers())
     throw std::out_of_range("PageCache: layer " + std::to_string(layer) + " is outside [0, " +
                             std::to_string(cache_.n_layers()) + ")");
-  const PageManager::RowAddress at = cache_.pages_.locate(seq, pos, for_write);
+  const PageManager::RowAddress at = cache_.pages().locate(seq, pos, for_write);
   return ((size_t(layer) * size_t(cache_.n_pages()) + size_t(at.page)) * size_t(cache_.page_size()) +
           size_t(at.offset)) *
          size_t(cache_.kv_dim());

@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <span>
+#include <utility>
 
 #include <xtensor/xtensor.hpp>
 
@@ -21,6 +22,28 @@
 #include "reference/model_config.h"
 
 namespace astrai {
+
+// The KVCache life cycle of a PageManager: what every paged cache shares,
+// whatever holds its rows (PageCache here, cuda::DevicePageCache on the GPU).
+class PagedKVCache : public KVCache {
+ public:
+  PagedKVCache(int max_seq_len, int n_pages, int page_size, PrefixHash hash = default_prefix_hash)
+      : pages_(max_seq_len, n_pages, page_size, std::move(hash)) {}
+  std::optional<int> admit(int task_id, std::span<const int> prompt) final { return pages_.admit(task_id, prompt); }
+  bool reserve(int task_id, int n_tokens) final { return pages_.reserve(task_id, n_tokens); }
+  void commit(int task_id, std::span<const int> tokens) final { pages_.commit(task_id, tokens); }
+  void release(int task_id) final { pages_.release(task_id); }
+  bool has_task(int task_id) const final { return pages_.has_task(task_id); }
+  KVCacheStats stats() const final { return pages_.stats(); }
+
+  // Page tables, prefix registrations, invariants.
+  const PageManager& pages() const { return pages_; }
+  int page_size() const { return pages_.page_size(); }
+  int n_pages() const { return pages_.n_pages(); }
+
+ protected:
+  PageManager pages_;
+};
 
 class PageCache;
 
@@ -40,7 +63,7 @@ class PageCacheView final : public KVCacheView {
   PageCache& cache_;
 };
 
-class PageCache final : public KVCache {
+class PageCache final : public PagedKVCache {
  public:
   static constexpr int kDefaultPageSize = 16;
 
@@ -51,18 +74,8 @@ class PageCache final : public KVCache {
   PageCache(const PageCache&) = delete;
   PageCache& operator=(const PageCache&) = delete;
 
-  std::optional<int> admit(int task_id, std::span<const int> prompt) override { return pages_.admit(task_id, prompt); }
-  bool reserve(int task_id, int n_tokens) override { return pages_.reserve(task_id, n_tokens); }
-  void commit(int task_id, std::span<const int> tokens) override { pages_.commit(task_id, tokens); }
-  void release(int task_id) override { pages_.release(task_id); }
-  bool has_task(int task_id) const override { return pages_.has_task(task_id); }
   KVCacheView& view() override { return view_; }
-  KVCacheStats stats() const override { return pages_.stats(); }
 
-  // Page tables, prefix registrations, invariants.
-  const PageManager& pages() const { return pages_; }
-  int page_size() const { return pages_.page_size(); }
-  int n_pages() const { return pages_.n_pages(); }
   int n_layers() const { return int(keys_.shape(0)); }
   int kv_dim() const { return kv_dim_; }
   const xt::xtensor<float, 5>& keys() const { return keys_; }
@@ -70,7 +83,6 @@ class PageCache final : public KVCache {
 
  private:
   friend class PageCacheView;
-  PageManager pages_;
   int kv_dim_;
   xt::xtensor<float, 5> keys_;    // [layer, page, offset, kv_head, head_dim]
   xt::xtensor<float, 5> values_;  // same shape as keys_
