@@ -92,16 +92,9 @@ void measure_ceilings() {
 // sequences at position `ctx`, as the engine runs it (CUDA graph replay).
 // Bytes moved: every weight once plus each sequence's K/V.
 ModelConfig bench_model_config() {
-  ModelConfig c;
-  c.dim = 2048;
-  c.hidden_dim = 5632;
-  c.n_layers = 8;
-  c.n_heads = 32;
-  c.n_kv_heads = 8;
-  c.vocab_size = 32000;
-  c.max_seq_len = 2048;
-  c.rope_layout = RopeLayout::RotateHalf;  // as Hugging Face Llama, for the PyTorch comparison
-  return c;
+  // RotateHalf as Hugging Face Llama, for the PyTorch comparison.
+  return ModelConfig{.dim = 2048, .hidden_dim = 5632, .n_layers = 8, .n_heads = 32, .n_kv_heads = 8,
+                     .vocab_size = 32000, .max_seq_len = 2048, .rope_layout = RopeLayout::RotateHalf};
 }
 
 void BM_DecodeStep(benchmark::State& state) {

@@ -130,13 +130,8 @@ TEST_CASE("scratch buffers grow with the batch's rows only where each row needs 
   // A vocabulary and context large enough that per-row logits (128 KB a row)
   // or per-row attention partials (8 heads x 32 splits x 16 x 4 B = 16 KB a
   // row) would dominate the activations (about 9 KB a row, below).
-  ModelConfig config;
-  config.dim = 128;
-  config.hidden_dim = 256;
-  config.n_layers = 1;
-  config.n_heads = config.n_kv_heads = 8;
-  config.vocab_size = 32000;
-  config.max_seq_len = 8192;
+  const ModelConfig config{.dim = 128, .hidden_dim = 256, .n_layers = 1, .n_heads = 8, .n_kv_heads = 8,
+                           .vocab_size = 32000, .max_seq_len = 8192};
   const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 2));
   const int page = 16;
   // Device bytes one forward() adds for a prefill of `rows` rows wanting one logits row.

@@ -125,12 +125,7 @@ TEST_CASE("grouped-query attention equals multi-head attention with K/V heads re
 }
 
 TEST_CASE("attention at position 0 returns the first value row") {
-  ModelConfig config;
-  config.dim = 8;
-  config.n_heads = 2;
-  config.n_kv_heads = 1;
-  config.n_layers = 1;
-  config.max_seq_len = 4;
+  const ModelConfig config{.dim = 8, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .max_seq_len = 4};
   DenseKVCache cache(config, 1);
   const std::vector<float> k{1, 2, 3, 4}, v{5, 6, 7, 8};
   cache.write(0, 0, 0, k.data(), v.data());

@@ -155,14 +155,8 @@ TEST_CASE("a GQA model equals the MHA model with K/V weights repeated per head")
 }
 
 TEST_CASE("forward rejects tokens and positions outside the model") {
-  ModelConfig config;
-  config.dim = 8;
-  config.hidden_dim = 16;
-  config.n_layers = 1;
-  config.n_heads = 2;
-  config.n_kv_heads = 1;
-  config.vocab_size = 10;
-  config.max_seq_len = 4;
+  const ModelConfig config{.dim = 8, .hidden_dim = 16, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 10,
+                           .max_seq_len = 4};
   const auto w = make_synthetic_weights(config, 1);
   DenseKVCache cache(config, 1);
   const std::vector<BatchToken> bad_token{{10, 0, 0, true}}, bad_pos{{1, 0, 4, true}}, negative{{-1, 0, 0, true}};

@@ -29,15 +29,9 @@ constexpr int kMaxSeqLen = 40;
 constexpr int kAlphabet = 3;  // few token ids: prompts often share pages
 
 astrai::ModelConfig tiny_config() {
-  astrai::ModelConfig c;
-  c.dim = 8;
-  c.hidden_dim = 8;
-  c.n_layers = kLayers;
-  c.n_heads = 2;
-  c.n_kv_heads = 1;  // kv_dim = 4
-  c.vocab_size = kAlphabet;
-  c.max_seq_len = kMaxSeqLen;
-  return c;
+  // kv_dim = 4
+  return {.dim = 8, .hidden_dim = 8, .n_layers = kLayers, .n_heads = 2, .n_kv_heads = 1, .vocab_size = kAlphabet,
+          .max_seq_len = kMaxSeqLen};
 }
 
 // Row j of the K (which = 0) or V (which = 1) of the last of `tokens` in

@@ -62,14 +62,8 @@ Outcome load_model_bytes(const std::string& bytes, astrai::test::MemoryFile& fil
 }
 
 std::string small_model_bytes() {
-  ModelConfig c;
-  c.dim = 4;
-  c.hidden_dim = 6;
-  c.n_layers = 1;
-  c.n_heads = 2;
-  c.n_kv_heads = 1;
-  c.vocab_size = 259;
-  c.max_seq_len = 8;
+  const ModelConfig c{.dim = 4, .hidden_dim = 6, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 259,
+                      .max_seq_len = 8};
   ModelWeights w = make_synthetic_weights(c, 11);
   const auto path = astrai::test::scratch_file("corrupt-src");
   write_gguf_model(path.string(), w, make_synthetic_tokenizer(259), GgufDType::F16, "small");
