@@ -3,6 +3,7 @@
 #include "engine/executor/reference_executor.h"
 #include "engine/kv_cache/contiguous_cache.h"
 #include "engine/kv_cache/page_cache.h"
+#include "engine/request_decoder.h"
 
 namespace astrai {
 
@@ -37,8 +38,7 @@ void InferenceEngine::start(std::unique_ptr<Executor> executor, std::unique_ptr<
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer_->vocab_size()) +
                                 " pieces but the model's vocabulary is " +
                                 std::to_string(executor->config().vocab_size));
-  scheduler_ = std::make_unique<InferenceScheduler>(std::move(executor), std::move(cache), tokenizer_,
-                                                    config.scheduler);
+  scheduler_ = std::make_unique<InferenceScheduler>(std::move(executor), std::move(cache), config.scheduler);
 }
 
 InferenceEngine::InferenceEngine(std::shared_ptr<const ModelWeights> weights,
@@ -59,8 +59,18 @@ GenerationRequest InferenceEngine::make_request(const std::string& prompt, const
 }
 
 std::shared_ptr<GenerateResult> InferenceEngine::generate_with_request(GenerationRequest request) {
-  std::vector<int> ids = request.prompt_ids ? *request.prompt_ids : tokenize(request.prompt);
-  return scheduler_->submit(std::move(ids), std::move(request));
+  TokenRequest tokens;
+  tokens.task_id = next_task_id_++;
+  tokens.prompt = request.prompt_ids ? std::move(*request.prompt_ids) : tokenize(request.prompt);
+  tokens.max_tokens = request.max_tokens;
+  tokens.sampling = request.sampling;
+  if (!request.ignore_eos) tokens.stop_tokens = tokenizer_->end_of_generation_ids();
+  auto decoder = std::make_shared<RequestDecoder>(tokens.task_id, tokenizer_, tokens.prompt, tokens.stop_tokens,
+                                                  std::move(request));
+  tokens.on_token = [decoder](int token) { return decoder->on_token(token); };
+  tokens.on_finish = [decoder](const TokenOutput& output) { decoder->on_finish(output); };
+  scheduler_->submit(std::move(tokens));
+  return decoder->result();
 }
 
 std::string InferenceEngine::generate(const std::string& prompt, const GenerateParams& options) {

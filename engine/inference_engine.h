@@ -5,9 +5,12 @@
 //   for (auto stream = engine.generate_stream("Once"); auto piece = stream.next();) std::cout << *piece;
 //
 // Every call may come from any thread; requests from all of them are batched
-// together, and batching never changes what a request gets.
+// together, and batching never changes what a request gets. The scheduler
+// deals in token ids; each request's text is made by a RequestDecoder the
+// engine puts behind its hooks (docs/engine.md).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -17,6 +20,8 @@
 #include <vector>
 
 #include "engine/executor/executor.h"
+#include "engine/generate_result.h"
+#include "engine/generation_request.h"
 #include "engine/scheduler/inference_scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
@@ -94,7 +99,8 @@ class InferenceEngine {
   MultiStreamHandle generate_stream(const std::vector<std::string>& prompts, const GenerateParams& options = {});
 
   // The general form: returns at once; the result fills in as the scheduler
-  // works (wait(), next_piece(), or the request's on_token callback).
+  // works (wait(), next_piece(), or the request's on_token callback). Throws
+  // as InferenceScheduler::submit does when the request is refused.
   std::shared_ptr<GenerateResult> generate_with_request(GenerationRequest request);
 
   // Tokenizes a prompt as generate() does (BOS first).
@@ -120,6 +126,7 @@ class InferenceEngine {
 
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::unique_ptr<InferenceScheduler> scheduler_;
+  std::atomic<int> next_task_id_ = 1;
 };
 
 // The cache an EngineConfig asks for, sized for the model.

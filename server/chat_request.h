@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/chat/chat_message.h"
-#include "engine/scheduler/generation_request.h"
+#include "engine/generation_request.h"
 #include "reference/sampling/sampling_params.h"
 
 namespace astrai {

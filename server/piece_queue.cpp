@@ -24,7 +24,7 @@ PieceQueue::Batch PieceQueue::next(std::chrono::milliseconds timeout) {
   changed_.wait_for(lock, timeout, [&] { return !text_.empty() || output_.has_value(); });
   Batch batch;
   batch.text.swap(text_);
-  // The scheduler pushes a request's last text before finishing it, so the
+  // The engine pushes a request's last text before finishing it, so the
   // output only goes out with (or after) all of the text.
   if (output_) batch.output = output_;
   return batch;

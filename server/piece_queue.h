@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/scheduler/generation_request.h"
+#include "engine/generation_request.h"
 
 namespace astrai {
 

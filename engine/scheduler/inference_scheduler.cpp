@@ -15,10 +15,10 @@ void SchedulerConfig::validate() const {
 }
 
 InferenceScheduler::InferenceScheduler(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
-                                       std::shared_ptr<const Tokenizer> tokenizer, SchedulerConfig config)
-    : executor_(std::move(executor)), cache_(std::move(cache)), tokenizer_(std::move(tokenizer)), config_(config) {
+                                       SchedulerConfig config)
+    : executor_(std::move(executor)), cache_(std::move(cache)), config_(config) {
   config_.validate();
-  if (!executor_ || !cache_ || !tokenizer_) throw std::invalid_argument("scheduler: executor, cache and tokenizer are required");
+  if (!executor_ || !cache_) throw std::invalid_argument("scheduler: an executor and a cache are required");
   // A task alone must be able to reach the model's context, as the reference
   // loop does; a smaller cache would end it early (ContextLimit) with fewer
   // tokens than the reference gives, or fail to readmit it after preemption.
@@ -33,8 +33,9 @@ InferenceScheduler::InferenceScheduler(std::unique_ptr<Executor> executor, std::
 
 InferenceScheduler::~InferenceScheduler() { shutdown(); }
 
-std::shared_ptr<GenerateResult> InferenceScheduler::submit(std::vector<int> prompt, GenerationRequest request) {
+void InferenceScheduler::submit(TokenRequest request) {
   const ModelConfig& model = executor_->config();
+  const std::vector<int>& prompt = request.prompt;
   if (prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
   if (const auto too_long = prompt_too_long(prompt.size(), model.max_seq_len)) throw std::invalid_argument(*too_long);
   for (int id : prompt)
@@ -42,20 +43,15 @@ std::shared_ptr<GenerateResult> InferenceScheduler::submit(std::vector<int> prom
       throw std::invalid_argument("prompt token id " + std::to_string(id) + " is outside the vocabulary");
   if (request.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
   request.sampling.validate();
-  std::vector<int> stop_tokens;
-  if (!request.ignore_eos) stop_tokens = tokenizer_->end_of_generation_ids();
   std::lock_guard lock(mutex_);
   if (!accepting_) throw std::runtime_error("the engine is shutting down");
   if (int(waiting_.size()) >= config_.max_waiting_tasks)
     throw QueueFullError("the waiting queue is full (" + std::to_string(config_.max_waiting_tasks) + " requests)");
-  auto task = std::make_unique<Task>(next_task_id_++, std::move(prompt), std::move(request), std::move(stop_tokens));
-  auto result = task->result;
-  waiting_.push_back(std::move(task));
+  waiting_.push_back(std::make_unique<Task>(std::move(request)));
   ++stats_.total_tasks;
   ++unfinished_;
   stats_.waiting_queue = int(waiting_.size());
   wake_.notify_all();
-  return result;
 }
 
 void InferenceScheduler::cancel(int task_id) {
@@ -96,26 +92,29 @@ void InferenceScheduler::shutdown(std::chrono::milliseconds grace) {
   if (thread_.joinable()) thread_.join();
 }
 
+// The loop: one iteration per forward step, in the four phases of the design.
 void InferenceScheduler::run() {
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !running_.empty(); });
-      if (stopping_ && std::chrono::steady_clock::now() >= cancel_deadline_) {
-        // Past the grace period: everything left is cancelled.
-        for (auto& t : waiting_) cancel_requests_.insert(t->id);
-        for (auto& t : running_) cancel_requests_.insert(t->id);
-      }
-      if (stopping_ && waiting_.empty() && running_.empty()) break;
-    }
-    cleanup();
-    refill();
-    const auto plan = plan_step();
-    if (!plan.empty()) run_step(plan);
+  while (wait_for_work()) {
+    cleanup();                          // 1. cancelled tasks end and give their cache room back
+    refill();                           // 2. admit waiting tasks while places and cache room last
+    const auto plan = plan_step();      // 3+4. decode rows and prefill chunks, planned as one batch;
+    if (!plan.empty()) run_step(plan);  //      run, then each task whose last position was computed samples
     remove_finished();
     publish_stats();
   }
   publish_stats();
+}
+
+// Sleeps until there is work or shutdown; false once shutdown has nothing left to wait for.
+bool InferenceScheduler::wait_for_work() {
+  std::unique_lock lock(mutex_);
+  wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !running_.empty(); });
+  if (stopping_ && std::chrono::steady_clock::now() >= cancel_deadline_) {
+    // Past the grace period: everything left is cancelled.
+    for (auto& t : waiting_) cancel_requests_.insert(t->id);
+    for (auto& t : running_) cancel_requests_.insert(t->id);
+  }
+  return !(stopping_ && waiting_.empty() && running_.empty());
 }
 
 // Phase 1: cancelled tasks end, waiting or running.
@@ -187,14 +186,14 @@ bool InferenceScheduler::make_room(Task& t, const std::vector<PlannedRows>& plan
     for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
       Task* c = it->get();
       const bool planned = std::any_of(plan.begin(), plan.end(), [&](const PlannedRows& p) { return p.task == c; });
-      if (c != &t && !planned && !c->result->done()) {
+      if (c != &t && !planned && !c->finished) {
         victim = c;
         break;
       }
     }
     if (victim == &t) {
       const bool alone = std::none_of(running_.begin(), running_.end(),
-                                      [&](const auto& o) { return o.get() != &t && !o->result->done(); });
+                                      [&](const auto& o) { return o.get() != &t && !o->finished; });
       if (alone)
         // Unreachable while the cache holds a whole context (checked at
         // construction); should a cache still refuse, ending the task beats
@@ -218,7 +217,7 @@ std::vector<InferenceScheduler::PlannedRows> InferenceScheduler::plan_step() {
   for (bool decoding : {true, false}) {
     for (size_t i = 0; i < running_.size() && budget > 0;) {
       Task& t = *running_[i];
-      if (t.result->done() || (t.pending_positions() == 1) != decoding) {
+      if (t.finished || (t.pending_positions() == 1) != decoding) {
         ++i;
         continue;
       }
@@ -267,41 +266,32 @@ void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
   }
 }
 
+// The consumer's hook runs on this thread: if it throws, only its own request
+// ends (with FinishReason::Error), never the loop serving everyone.
 void InferenceScheduler::accept_token(Task& t, int token) {
   t.tokens.push_back(token);
   ++local_.total_tokens;
-  // A stop token is listed in the ids but is never text: EOS decodes to ""
-  // anyway, but a user-defined <|im_end|> would otherwise show its spelling.
+  bool stop_string = false;  // the consumer's verdict
+  std::string error;
+  if (t.on_token) {
+    try {
+      stop_string = t.on_token(token);
+    } catch (...) {
+      error = callback_error("on_token", std::current_exception());
+    }
+  }
   const bool stop_token = std::find(t.stop_tokens.begin(), t.stop_tokens.end(), token) != t.stop_tokens.end();
-  const std::string piece =
-      stop_token ? std::string() : t.text.push(tokenizer_->decode_token(t.tokens[t.tokens.size() - 2], token));
-  notify_token(t, TokenEvent{t.id, token, piece});
-  t.result->push_piece(piece);
   const int context = executor_->config().max_seq_len;
-  if (!t.callback_error.empty())
-    finish(t, FinishReason::Error, t.callback_error);
+  if (!error.empty())
+    finish(t, FinishReason::Error, error);
   else if (stop_token)
     finish(t, FinishReason::Eos);
-  else if (t.text.stopped())
+  else if (stop_string)
     finish(t, FinishReason::StopSequence);
   else if (t.generated() >= t.max_new_tokens)
     finish(t, FinishReason::Length);
   else if (int(t.tokens.size()) - 1 >= context)  // the new token's position is past the context
     finish(t, FinishReason::ContextLimit);
-}
-
-// The caller's callback runs on this thread: if it throws, only its own
-// request ends (with FinishReason::Error), never the loop serving everyone.
-void InferenceScheduler::notify_token(Task& t, const TokenEvent& event) {
-  if (!t.on_token) return;
-  try {
-    t.on_token(event);
-  } catch (const std::exception& e) {
-    t.callback_error = std::string("the on_token callback threw: ") + e.what();
-  } catch (...) {
-    t.callback_error = "the on_token callback threw a non-standard exception";
-  }
-  if (!t.callback_error.empty()) t.on_token = nullptr;  // not called again
 }
 
 void InferenceScheduler::preempt(Task& task) {
@@ -317,42 +307,25 @@ void InferenceScheduler::preempt(Task& task) {
 }
 
 void InferenceScheduler::finish(Task& task, FinishReason reason, std::string error) {
-  if (task.result->done()) return;
+  if (task.finished) return;
+  task.finished = true;
   if (cache_->has_task(task.id)) cache_->release(task.id);
-  const std::string tail = task.text.finish();
-  if (!tail.empty()) {
-    notify_token(task, TokenEvent{task.id, -1, tail});
-    task.result->push_piece(tail);
-  }
-  if (!task.callback_error.empty() && reason != FinishReason::Error) {
-    reason = FinishReason::Error;
-    error = task.callback_error;
-  }
-  TaskOutput out;
-  out.task_id = task.id;
-  out.text = task.text.text();
-  out.tokens.assign(task.tokens.begin() + task.prompt_len, task.tokens.end());
-  out.reason = reason;
-  out.stop_sequence = task.text.matched_stop();
-  out.prompt_tokens = task.prompt_len;
-  out.cached_prompt_tokens = task.cached_prompt_tokens;
-  out.error = error;
   if (task.on_finish) {
+    const std::vector<int> generated(task.tokens.begin() + task.prompt_len, task.tokens.end());
     // Nothing is left to report a failure to (the output is final), but the
-    // result must still complete and the loop go on.
+    // loop must go on.
     try {
-      task.on_finish(out);
+      task.on_finish(TokenOutput{task.id, generated, reason, task.prompt_len, task.cached_prompt_tokens, error});
     } catch (...) {
     }
   }
-  task.result->finish(std::move(out));
   std::lock_guard lock(mutex_);
   --unfinished_;
   ++finished_;
 }
 
 void InferenceScheduler::remove_finished() {
-  running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& t) { return t->result->done(); }),
+  running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& t) { return t->finished; }),
                  running_.end());
 }
 

@@ -1,5 +1,7 @@
 // Continuous batching: a background thread that serves every submitted
-// request through one executor and one KV cache.
+// request through one executor and one KV cache. It deals in token ids and
+// finish reasons only; what the tokens say (text, stop strings) is decided by
+// the request's consumer behind its hooks (the engine's RequestDecoder).
 //
 // Each iteration of its loop has four phases:
 //   1. cleanup: finish cancelled tasks and give their cache room back;
@@ -32,7 +34,6 @@
 #include "engine/executor/executor.h"
 #include "engine/kv_cache/kv_cache.h"
 #include "engine/scheduler/task.h"
-#include "engine/tokenizer/tokenizer.h"
 
 namespace astrai {
 
@@ -65,17 +66,17 @@ class InferenceScheduler {
  public:
   // Throws std::invalid_argument for an invalid config, a missing part, or a
   // cache that cannot hold one whole context of the model.
-  InferenceScheduler(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
-                     std::shared_ptr<const Tokenizer> tokenizer, SchedulerConfig config = {});
+  InferenceScheduler(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache, SchedulerConfig config = {});
   ~InferenceScheduler();  // shutdown(): cancels what is left
   InferenceScheduler(const InferenceScheduler&) = delete;
   InferenceScheduler& operator=(const InferenceScheduler&) = delete;
 
-  // Queues a request whose prompt is already tokenized. Throws
-  // std::invalid_argument for an empty or too long prompt or bad sampling
-  // parameters, QueueFullError when max_waiting_tasks are waiting, and
-  // std::runtime_error after shutdown.
-  std::shared_ptr<GenerateResult> submit(std::vector<int> prompt, GenerationRequest request);
+  // Queues a request; its hooks report what it generates. Throws
+  // std::invalid_argument for an empty or too long prompt, a token id outside
+  // the vocabulary or bad sampling parameters, QueueFullError when
+  // max_waiting_tasks are waiting, and std::runtime_error after shutdown (no
+  // hook is ever called then).
+  void submit(TokenRequest request);
 
   // Ends a waiting or running task with FinishReason::Cancelled; unknown or
   // finished ids are ignored.
@@ -106,6 +107,7 @@ class InferenceScheduler {
   };
 
   void run();
+  bool wait_for_work();
   void cleanup();
   void refill();
   bool make_room(Task& t, const std::vector<PlannedRows>& plan);
@@ -113,14 +115,12 @@ class InferenceScheduler {
   void run_step(const std::vector<PlannedRows>& plan);
   void accept_token(Task& task, int token);
   void preempt(Task& task);
-  void notify_token(Task& task, const TokenEvent& event);
   void finish(Task& task, FinishReason reason, std::string error = "");
   void remove_finished();
   void publish_stats();
 
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<KVCache> cache_;
-  std::shared_ptr<const Tokenizer> tokenizer_;
   const SchedulerConfig config_;
 
   // Shared with callers, guarded by mutex_.
@@ -133,7 +133,6 @@ class InferenceScheduler {
   bool accepting_ = true;
   bool stopping_ = false;
   std::chrono::steady_clock::time_point cancel_deadline_;
-  int next_task_id_ = 1;
   int unfinished_ = 0;  // submitted and not yet finished
   uint64_t finished_ = 0;            // tasks finished since start
   uint64_t finished_published_ = 0;  // finished_ when stats_ was last published

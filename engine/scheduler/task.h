@@ -8,29 +8,24 @@
 // the task goes back to the waiting queue with its generated tokens kept.
 #pragma once
 
-#include <memory>
-#include <string>
+#include <functional>
 #include <vector>
 
-#include "engine/scheduler/generate_result.h"
-#include "engine/scheduler/generation_request.h"
-#include "engine/text/text_stream.h"
+#include "engine/scheduler/token_request.h"
 #include "reference/sampling/sampler.h"
 
 namespace astrai {
 
 struct Task {
-  Task(int id, std::vector<int> prompt, GenerationRequest request, std::vector<int> stop_tokens)
-      : id(id),
-        tokens(std::move(prompt)),
+  explicit Task(TokenRequest request)
+      : id(request.task_id),
+        tokens(std::move(request.prompt)),
         prompt_len(int(tokens.size())),
         max_new_tokens(request.max_tokens),
-        stop_tokens(std::move(stop_tokens)),
+        stop_tokens(std::move(request.stop_tokens)),
         sampler(request.sampling),
-        text(request.stop),
         on_token(std::move(request.on_token)),
-        on_finish(std::move(request.on_finish)),
-        result(std::make_shared<GenerateResult>(id)) {}
+        on_finish(std::move(request.on_finish)) {}
 
   int id;
   std::vector<int> tokens;
@@ -38,14 +33,12 @@ struct Task {
   int n_computed = 0;
   int cached_prompt_tokens = 0;  // prefix-cache hit at first admission
   bool admitted_once = false;
+  bool finished = false;         // ended (on_finish called); leaves running_ at the next remove_finished()
   int max_new_tokens;
   std::vector<int> stop_tokens;  // EOS (and BOS for llama2.c-style models); empty with ignore_eos
   SamplerState sampler;          // this request's own RNG: batching never changes its draws
-  TextStream text;
-  std::function<void(const TokenEvent&)> on_token;
-  std::function<void(const TaskOutput&)> on_finish;
-  std::string callback_error;    // set when on_token threw: the task ends with this error
-  std::shared_ptr<GenerateResult> result;
+  std::function<bool(int)> on_token;
+  std::function<void(const TokenOutput&)> on_finish;
 
   int generated() const { return int(tokens.size()) - prompt_len; }
   int pending_positions() const { return int(tokens.size()) - n_computed; }

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "engine/inference_engine.h"
-#include "engine/scheduler/generation_request.h"
+#include "engine/generation_request.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
 #include "tests/engine/text/utf8_oracle.h"

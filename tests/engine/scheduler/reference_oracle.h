@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/scheduler/generation_request.h"
+#include "engine/scheduler/finish_reason.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
 #include "reference/sampling/sampling_params.h"

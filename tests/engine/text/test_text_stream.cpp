@@ -18,7 +18,7 @@ namespace {
 using astrai::TextStream;
 using namespace astrai::test;
 
-// Feeds the pieces (stopping, as the scheduler does, once a stop appeared) and
+// Feeds the pieces (stopping, as the engine does, once a stop appeared) and
 // finishes; returns every returned piece.
 std::vector<std::string> feed(TextStream& stream, const std::vector<std::string>& pieces) {
   std::vector<std::string> out;

@@ -1,4 +1,5 @@
-// What a caller asks of the engine, and what it gets back.
+// What a caller asks of the engine, and what it gets back: text and callbacks
+// on top of the scheduler's token-level request (engine/scheduler/token_request.h).
 #pragma once
 
 #include <functional>
@@ -7,20 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/scheduler/finish_reason.h"
+#include "engine/scheduler/token_request.h"
 #include "reference/sampling/sampling_params.h"
 
 namespace astrai {
-
-// Why a generation ended.
-enum class FinishReason {
-  Eos,           // the model emitted its end-of-sequence token
-  Length,        // max_tokens were generated
-  StopSequence,  // a stop string appeared (it is not part of the text)
-  ContextLimit,  // the next token would not fit the model's context
-  Cancelled,     // cancel() or shutdown()
-  Error,         // the request could not be served (see TaskOutput::error)
-};
-const char* to_string(FinishReason reason);
 
 struct TaskOutput;
 
@@ -50,15 +42,11 @@ struct GenerationRequest {
   std::function<void(const TaskOutput&)> on_finish;
 };
 
-struct TaskOutput {
-  int task_id = 0;
-  std::string text;              // the generated text (stop sequence excluded)
-  std::vector<int> tokens;       // generated ids (a final EOS included)
-  FinishReason reason = FinishReason::Error;
-  std::string stop_sequence;     // which one, when reason == StopSequence
-  int prompt_tokens = 0;
-  int cached_prompt_tokens = 0;  // prompt tokens whose prefill a prefix-cache hit saved
-  std::string error;             // when reason == Error
+// The scheduler's output (tokens, reason, prompt_tokens, cached_prompt_tokens,
+// error) with the text the decoder made of it.
+struct TaskOutput : TokenOutput {
+  std::string text;           // the generated text (stop sequence excluded)
+  std::string stop_sequence;  // which one, when reason == StopSequence
 };
 
 }  // namespace astrai

@@ -1,5 +1,6 @@
 // The caller's handle on one submitted request. Whole results wait on a
-// condition variable; streams take text pieces as the scheduler produces them.
+// condition variable; streams take text pieces as the request's decoder
+// (engine/request_decoder.h) produces them, one signal per piece.
 // Thread-safe: the scheduler thread fills it, any thread reads it.
 #pragma once
 
@@ -11,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/scheduler/generation_request.h"
+#include "engine/generation_request.h"
 
 namespace astrai {
 
@@ -30,7 +31,7 @@ class GenerateResult {
   std::optional<std::string> next_piece();
   bool done() const;
 
-  // Called by the scheduler.
+  // Called by the request's decoder, on the scheduler thread.
   void push_piece(std::string piece);
   void finish(TaskOutput output);
 

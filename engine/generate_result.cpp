@@ -1,18 +1,6 @@
-#include "engine/scheduler/generate_result.h"
+#include "engine/generate_result.h"
 
 namespace astrai {
-
-const char* to_string(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::Eos: return "eos";
-    case FinishReason::Length: return "length";
-    case FinishReason::StopSequence: return "stop_sequence";
-    case FinishReason::ContextLimit: return "context_limit";
-    case FinishReason::Cancelled: return "cancelled";
-    case FinishReason::Error: return "error";
-  }
-  return "unknown";
-}
 
 TaskOutput GenerateResult::wait() {
   std::unique_lock lock(mutex_);

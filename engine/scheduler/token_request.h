@@ -1,0 +1,56 @@
+// What the scheduler serves: token ids in, token ids and a finish reason out.
+// Text (detokenization, UTF-8, stop strings) is its consumer's business: the
+// engine's RequestDecoder (engine/request_decoder.h) sits behind the hooks.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/scheduler/finish_reason.h"
+#include "reference/sampling/sampling_params.h"
+
+namespace astrai {
+
+struct TokenOutput;
+
+struct TokenRequest {
+  // Chosen by the caller (the engine numbers its requests), so that its
+  // handle knows the id before any hook runs; unique among unfinished tasks.
+  int task_id = 0;
+  std::vector<int> prompt;       // ids; never empty, each inside the vocabulary
+  int max_tokens = 256;          // new tokens at most
+  SamplingParams sampling;       // temperature 0 = greedy
+  std::vector<int> stop_tokens;  // end the request with FinishReason::Eos (EOS, end-of-turn...)
+  // Both hooks run on the scheduler thread. on_token sees every generated
+  // token and returns true to end the request now with
+  // FinishReason::StopSequence. If it throws, the request ends with
+  // FinishReason::Error naming the exception; other requests go on.
+  std::function<bool(int token)> on_token;
+  // Called once when the request has ended; an exception it throws is ignored.
+  std::function<void(const TokenOutput&)> on_finish;
+};
+
+struct TokenOutput {
+  int task_id = 0;
+  std::vector<int> tokens;       // generated ids (a final stop token included)
+  FinishReason reason = FinishReason::Error;
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // prompt tokens whose prefill a prefix-cache hit saved
+  std::string error;             // when reason == Error
+};
+
+// The error of a request whose `callback` threw `thrown`:
+// "the on_token callback threw: <what>".
+inline std::string callback_error(const std::string& callback, const std::exception_ptr& thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::exception& e) {
+    return "the " + callback + " callback threw: " + e.what();
+  } catch (...) {
+    return "the " + callback + " callback threw a non-standard exception";
+  }
+}
+
+}  // namespace astrai
