@@ -73,6 +73,22 @@ std::shared_ptr<GenerateResult> InferenceEngine::generate_with_request(Generatio
   return decoder->result();
 }
 
+std::future<TaskOutput> InferenceEngine::generate_async(GenerationRequest request) {
+  auto promise = std::make_shared<std::promise<TaskOutput>>();
+  std::future<TaskOutput> future = promise->get_future();
+  request.on_finish = [promise, caller = std::move(request.on_finish)](const TaskOutput& output) {
+    // The future is kept whatever the caller's own on_finish does (its
+    // exception is ignored, as always).
+    try {
+      if (caller) caller(output);
+    } catch (...) {
+    }
+    promise->set_value(output);
+  };
+  generate_with_request(std::move(request));
+  return future;
+}
+
 std::string InferenceEngine::generate(const std::string& prompt, const GenerateParams& options) {
   return generate_with_request(make_request(prompt, options))->wait().text;
 }

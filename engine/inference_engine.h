@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -102,6 +103,10 @@ class InferenceEngine {
   // works (wait(), next_piece(), or the request's on_token callback). Throws
   // as InferenceScheduler::submit does when the request is refused.
   std::shared_ptr<GenerateResult> generate_with_request(GenerationRequest request);
+  // The same, as a future of the finished output (ready just after the
+  // request's on_finish ran), for callers that wait or poll without a
+  // thread per request; on_token streams alongside as usual.
+  std::future<TaskOutput> generate_async(GenerationRequest request);
 
   // Tokenizes a prompt as generate() does (BOS first).
   std::vector<int> tokenize(const std::string& text) const { return tokenizer_->encode(text, true); }

@@ -1,10 +1,12 @@
 // Stop sequences and the streaming APIs: a stop string ends a request at the
 // token that completes it and never shows in its text, and every way of
 // receiving text (wait(), next_piece(), on_token, the multi-stream handle,
-// generate() of one prompt or of a list) agrees.
+// generate() of one prompt or of a list, generate_async's future) agrees.
 #include <algorithm>
+#include <future>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -234,4 +236,83 @@ TEST_CASE("A chat format's end-of-turn token ends a request and is never text, u
       require_all_free(engine);
     }
   }
+}
+
+TEST_CASE("generate_async's future gives what generate_with_request gives, with on_token streaming alongside",
+          "[engine][api]") {
+  const TinyModel& m = tiny_model();
+  std::mt19937 rng(2718);
+  const auto requests = random_requests(rng, 8, {.sampled_fraction = 0.5, .stop_fraction = 0.5});
+  // A contiguous cache: no prefix hit, so the repeated request's cached_prompt_tokens is the same too.
+  InferenceEngine engine(m.weights, m.tokenizer, contiguous_config(3, 8));
+  auto as_request = [](const PlannedRequest& r) {
+    GenerationRequest request;
+    request.prompt_ids = r.prompt;
+    request.max_tokens = r.max_tokens;
+    request.sampling = r.sampling;
+    request.stop = r.stop;
+    return request;
+  };
+  // What each request's callbacks saw; read only once its future is ready,
+  // which happens after its last callback returned.
+  struct Seen {
+    std::string text;
+    size_t tokens = 0;
+    int finishes = 0;
+  };
+  std::vector<Seen> seen(requests.size());
+  std::vector<std::future<TaskOutput>> futures;
+  for (size_t i = 0; i < requests.size(); ++i) {  // all at once, batched together
+    GenerationRequest request = as_request(requests[i]);
+    request.on_token = [&seen, i](const TokenEvent& e) {
+      seen[i].text += e.text;
+      if (e.token >= 0) ++seen[i].tokens;
+    };
+    request.on_finish = [&seen, i](const TaskOutput&) { ++seen[i].finishes; };
+    futures.push_back(engine.generate_async(std::move(request)));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    INFO("request " << i);
+    REQUIRE(futures[i].wait_for(kWaitTimeout) == std::future_status::ready);
+    const TaskOutput out = futures[i].get();
+    const auto waited = engine.generate_with_request(as_request(requests[i]))->wait_for(kWaitTimeout);
+    REQUIRE(waited.has_value());
+    CHECK(out.error.empty());
+    CHECK(out.tokens == waited->tokens);
+    CHECK(out.text == waited->text);
+    CHECK(out.reason == waited->reason);
+    CHECK(out.stop_sequence == waited->stop_sequence);
+    CHECK(out.prompt_tokens == waited->prompt_tokens);
+    CHECK(out.cached_prompt_tokens == waited->cached_prompt_tokens);
+    CHECK(seen[i].text == out.text);
+    CHECK(seen[i].tokens == out.tokens.size());
+    CHECK(seen[i].finishes == 1);  // on_finish ran before the future was ready
+  }
+  require_all_free(engine);
+}
+
+TEST_CASE("generate_async returns at once: its future is ready when the request ends, whatever on_finish does",
+          "[engine][api]") {
+  const TinyModel& m = tiny_model();
+  InferenceEngine engine(m.weights, m.tokenizer, contiguous_config(1, 4));
+  Gate gate;
+  GenerationRequest request;
+  request.prompt_ids = std::vector<int>{5, 6, 7};
+  request.max_tokens = 3;
+  request.sampling.temperature = 0.0f;
+  request.on_token = gate.callback();
+  request.on_finish = [](const TaskOutput&) { throw std::runtime_error("ignored"); };
+  std::future<TaskOutput> future = engine.generate_async(std::move(request));
+  gate.wait_entered();  // the loop stands still inside the first of 3 tokens
+  CHECK(future.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout);
+  gate.open();
+  REQUIRE(future.wait_for(kWaitTimeout) == std::future_status::ready);
+  const TaskOutput out = future.get();
+  CHECK(out.reason == FinishReason::Length);
+  CHECK(out.tokens.size() == 3);
+  GenerationRequest refused;
+  refused.prompt_ids = std::vector<int>{};
+  // Refused at once, as generate_with_request refuses it.
+  CHECK_THROWS_AS(engine.generate_async(std::move(refused)), std::invalid_argument);
+  require_all_free(engine);
 }
