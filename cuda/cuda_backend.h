@@ -7,7 +7,7 @@
 //   if (astrai::cuda_available(&why)) {
 //     auto executor = astrai::make_cuda_executor(weights, {});      // bf16 weights and cache
 //     auto cache = astrai::make_cuda_kv_cache(*executor, n_pages, page_size);
-//     ... InferenceScheduler(std::move(executor), std::move(cache), tokenizer, config)
+//     ... InferenceScheduler(std::move(executor), std::move(cache), config)
 //   }
 #pragma once
 
