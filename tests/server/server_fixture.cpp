@@ -179,6 +179,16 @@ std::vector<SseEvent> parse_sse(const std::string& stream) {
   return events;
 }
 
+TaskOutput engine_alone(InferenceEngine& engine, const std::string& prompt, int max_tokens,
+                        std::vector<std::string> stop) {
+  GenerationRequest request;
+  request.prompt = prompt;
+  request.max_tokens = max_tokens;
+  request.sampling.temperature = 0;
+  request.stop = std::move(stop);
+  return engine.generate_with_request(std::move(request))->wait();
+}
+
 json openai_body(const std::string& content, int max_tokens, bool stream) {
   return {{"model", "tiny-test-model"},
           {"messages", json::array({{{"role", "user"}, {"content", content}}})},

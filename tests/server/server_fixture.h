@@ -118,6 +118,11 @@ struct SseEvent {
 };
 std::vector<SseEvent> parse_sse(const std::string& stream);
 
+// The oracle for the text the server carries: the engine called directly,
+// greedy, on the prompt the chat template made.
+TaskOutput engine_alone(InferenceEngine& engine, const std::string& prompt, int max_tokens,
+                        std::vector<std::string> stop = {});
+
 // Simple chat bodies: one user message.
 json openai_body(const std::string& content, int max_tokens, bool stream = false);
 json anthropic_body(const std::string& content, int max_tokens, bool stream = false);

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/inference_engine.h"
+#include "tests/server/server_fixture.h"
 
 namespace astrai::test {
 
@@ -18,12 +19,8 @@ struct StopCase {
 };
 
 inline StopCase find_stop_case(InferenceEngine& engine, const std::string& prompt, int max_tokens) {
-  GenerationRequest request;
-  request.prompt = prompt;
-  request.max_tokens = max_tokens;
-  request.sampling.temperature = 0;
   StopCase c;
-  c.unstopped = engine.generate_with_request(std::move(request))->wait().text;
+  c.unstopped = engine_alone(engine, prompt, max_tokens).text;
   // The first pair of printable ASCII characters (space included) after at
   // least one character of text, so that the expected text is not empty.
   const auto printable = [](char ch) { return ch >= 0x20 && ch < 0x7f; };

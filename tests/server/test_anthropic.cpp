@@ -10,14 +10,6 @@ namespace {
 
 constexpr const char* kPath = "/v1/messages";
 
-TaskOutput engine_alone(InferenceEngine& engine, const std::string& prompt, int max_tokens) {
-  GenerationRequest request;
-  request.prompt = prompt;
-  request.max_tokens = max_tokens;
-  request.sampling.temperature = 0;
-  return engine.generate_with_request(std::move(request))->wait();
-}
-
 std::string anthropic_reason(FinishReason r) {
   if (r == FinishReason::Length || r == FinishReason::ContextLimit) return "max_tokens";
   if (r == FinishReason::StopSequence) return "stop_sequence";

@@ -12,16 +12,6 @@ namespace {
 
 constexpr const char* kPath = "/v1/chat/completions";
 
-TaskOutput engine_alone(InferenceEngine& engine, const std::string& prompt, int max_tokens,
-                        std::vector<std::string> stop = {}) {
-  GenerationRequest request;
-  request.prompt = prompt;
-  request.max_tokens = max_tokens;
-  request.sampling.temperature = 0;
-  request.stop = std::move(stop);
-  return engine.generate_with_request(std::move(request))->wait();
-}
-
 std::string openai_reason(FinishReason r) {
   return (r == FinishReason::Length || r == FinishReason::ContextLimit) ? "length" : "stop";
 }
