@@ -7,14 +7,30 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
 #include "reference/batch.h"
 #include "reference/kv_cache_view.h"
 #include "reference/model_config.h"
+#include "reference/sampling/sampling_params.h"
 
 namespace astrai {
+
+// How one wanted row's next token is drawn: its request's parameters and the
+// uniform its request's generator drew for this token (SamplerState::next_uniform).
+struct RowSampling {
+  SamplingParams params;
+  double uniform = 0.0;
+};
+
+// One wanted row's next token, or why there is none (bad logits: NaN, +inf,
+// nothing finite). Only that row's request fails; the batch goes on.
+struct SampledToken {
+  int token = -1;
+  std::string error;  // empty when token is valid
+};
 
 class Executor {
  public:
@@ -23,8 +39,20 @@ class Executor {
   // Same contract as astrai::forward (reference/forward.h): writes each row's
   // K/V to `cache` and returns the logits of the rows with want_logits.
   virtual xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& cache) = 0;
+  // forward(), then each wanted row's next token, in batch order (rows[i] is
+  // the i-th row with want_logits). Each token is what
+  // sample_with_uniform(logits row, rows[i].params, rows[i].uniform) of
+  // reference/sampling gives. This default samples on the host with the
+  // reference sampler; an executor whose logits live on a device samples
+  // there and copies back only the ids (the scheduler calls only this).
+  virtual std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
+                                                       std::span<const RowSampling> rows);
   // For logs and /stats: "cpu-reference", "cuda-bf16", ...
   virtual std::string name() const = 0;
 };
+
+// The reference sampler over rows of logits on the host: row r with rows[r].
+// Throws std::invalid_argument when the counts differ.
+std::vector<SampledToken> sample_rows(const xt::xtensor<float, 2>& logits, std::span<const RowSampling> rows);
 
 }  // namespace astrai

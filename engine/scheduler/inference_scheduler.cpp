@@ -234,35 +234,39 @@ std::vector<InferenceScheduler::PlannedRows> InferenceScheduler::plan_step() {
   return plan;
 }
 
+// The step's forward pass and each finished task's next token. The uniform
+// each wanted row draws comes from its own request's generator, in plan
+// order, so the executor may sample wherever its logits are (the GPU) and a
+// request still gets the tokens the reference loop would give it.
 void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
   std::vector<BatchToken> batch;
-  for (const auto& p : plan)
+  std::vector<RowSampling> sampling;
+  for (const auto& p : plan) {
+    const bool wants_token = p.start + p.count == int(p.task->tokens.size());
     for (int pos = p.start; pos < p.start + p.count; ++pos)
       batch.push_back({p.task->tokens[size_t(pos)], p.task->id, pos, pos + 1 == int(p.task->tokens.size())});
-  xt::xtensor<float, 2> logits;
+    if (wants_token) sampling.push_back({p.task->sampler.params(), p.task->sampler.next_uniform()});
+  }
+  std::vector<SampledToken> tokens;
   try {
-    logits = executor_->forward(batch, cache_->view());
+    tokens = executor_->forward_and_sample(batch, cache_->view(), sampling);
   } catch (const std::exception& e) {
     for (const auto& p : plan) finish(*p.task, FinishReason::Error, std::string("forward pass failed: ") + e.what());
     return;
   }
   ++local_.steps;
-  size_t logits_row = 0;
+  size_t next_token = 0;
   for (const auto& p : plan) {
     Task& t = *p.task;
     local_.prefill_tokens += uint64_t(std::max(0, std::min(p.start + p.count, t.prompt_len) - p.start));
     t.n_computed += p.count;
     cache_->commit(t.id, std::span<const int>(t.tokens.data(), size_t(t.n_computed)));
     if (t.n_computed != int(t.tokens.size())) continue;  // more prompt chunks to come
-    const std::span<const float> row(logits.data() + logits_row++ * logits.shape(1), logits.shape(1));
-    int token = 0;
-    try {
-      token = t.sampler.next(row);
-    } catch (const std::exception& e) {
-      finish(t, FinishReason::Error, std::string("sampling failed: ") + e.what());
-      continue;
-    }
-    accept_token(t, token);
+    const SampledToken& sampled = tokens[next_token++];
+    if (!sampled.error.empty())
+      finish(t, FinishReason::Error, "sampling failed: " + sampled.error);
+    else
+      accept_token(t, sampled.token);
   }
 }
 

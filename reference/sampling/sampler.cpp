@@ -196,10 +196,14 @@ std::vector<double> probabilities(std::span<const float> logits, const SamplingP
   return distribution;
 }
 
-int sample(std::span<const float> logits, const SamplingParams& params, Rng& rng) {
+int sample_with_uniform(std::span<const float> logits, const SamplingParams& params, double u) {
   const Candidates kept = kept_candidates(logits, params);
   const std::vector<double> kept_probabilities = softmax(kept);
-  return kept[inverse_cdf(kept_probabilities, rng.next_uniform())].id;
+  return kept[inverse_cdf(kept_probabilities, u)].id;
+}
+
+int sample(std::span<const float> logits, const SamplingParams& params, Rng& rng) {
+  return sample_with_uniform(logits, params, rng.next_uniform());
 }
 
 int sample(std::span<const float> logits, const SamplingParams& params) { return SamplerState(params).next(logits); }
@@ -212,7 +216,5 @@ std::string describe_sampling(const SamplingParams& params) {
 
 SamplerState::SamplerState(const SamplingParams& params)
     : params_((params.validate(), params)), seed_(params.seed ? *params.seed : random_seed()), rng_(seed_) {}
-
-int SamplerState::next(std::span<const float> logits) { return sample(logits, params_, rng_); }
 
 }  // namespace astrai

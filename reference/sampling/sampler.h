@@ -90,7 +90,9 @@ Candidates kept_candidates(std::span<const float> logits, const SamplingParams& 
 // candidates, 0 for every other token. Same size as logits.
 std::vector<double> probabilities(std::span<const float> logits, const SamplingParams& params);
 // One token: softmax over the kept candidates in ascending id order, then
-// inverse_cdf with one rng.next_uniform().
+// inverse_cdf with the uniform u in [0, 1) (greedy ignores its value).
+int sample_with_uniform(std::span<const float> logits, const SamplingParams& params, double u);
+// The same with u = rng.next_uniform(): every token consumes one uniform.
 int sample(std::span<const float> logits, const SamplingParams& params, Rng& rng);
 // The first token a fresh request with these params would get (validates
 // params; seeded with params.seed, or random_seed() when it has none).
@@ -112,7 +114,11 @@ class SamplerState {
   explicit SamplerState(const SamplingParams& params);
 
   // The request's next token from one row of logits.
-  int next(std::span<const float> logits);
+  int next(std::span<const float> logits) { return sample_with_uniform(logits, params_, next_uniform()); }
+  // The uniform for the request's next token alone, for a sampler that runs
+  // elsewhere (on the GPU): sample_with_uniform(logits, params(), u) there
+  // gives what next(logits) would have given here.
+  double next_uniform() { return rng_.next_uniform(); }
 
   // The seed in use (the drawn one for an unseeded request), so that any
   // request can be replayed exactly.

@@ -1,0 +1,31 @@
+// Executor::forward_and_sample's default: the reference sampler on the host.
+#include "engine/executor/executor.h"
+
+#include <stdexcept>
+
+#include "reference/sampling/sampler.h"
+
+namespace astrai {
+
+std::vector<SampledToken> sample_rows(const xt::xtensor<float, 2>& logits, std::span<const RowSampling> rows) {
+  if (logits.shape(0) != rows.size())
+    throw std::invalid_argument("sampling: " + std::to_string(rows.size()) + " rows of sampling parameters for " +
+                                std::to_string(logits.shape(0)) + " rows of logits");
+  std::vector<SampledToken> tokens(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::span<const float> row(logits.data() + r * logits.shape(1), logits.shape(1));
+    try {
+      tokens[r].token = sample_with_uniform(row, rows[r].params, rows[r].uniform);
+    } catch (const std::exception& e) {
+      tokens[r].error = e.what();
+    }
+  }
+  return tokens;
+}
+
+std::vector<SampledToken> Executor::forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
+                                                       std::span<const RowSampling> rows) {
+  return sample_rows(forward(batch, cache), rows);
+}
+
+}  // namespace astrai
