@@ -11,9 +11,16 @@ std::vector<SampledToken> sample_rows(const xt::xtensor<float, 2>& logits, std::
   if (logits.shape(0) != rows.size())
     throw std::invalid_argument("sampling: " + std::to_string(rows.size()) + " rows of sampling parameters for " +
                                 std::to_string(logits.shape(0)) + " rows of logits");
+  return sample_rows(std::span<const float>(logits.data(), logits.size()), logits.shape(1), rows);
+}
+
+std::vector<SampledToken> sample_rows(std::span<const float> logits, size_t vocab, std::span<const RowSampling> rows) {
+  if (logits.size() != rows.size() * vocab)
+    throw std::invalid_argument("sampling: " + std::to_string(logits.size()) + " logits are not " +
+                                std::to_string(rows.size()) + " rows of " + std::to_string(vocab));
   std::vector<SampledToken> tokens(rows.size());
   for (size_t r = 0; r < rows.size(); ++r) {
-    const std::span<const float> row(logits.data() + r * logits.shape(1), logits.shape(1));
+    const std::span<const float> row = logits.subspan(r * vocab, vocab);
     try {
       tokens[r].token = sample_with_uniform(row, rows[r].params, rows[r].uniform);
     } catch (const std::exception& e) {

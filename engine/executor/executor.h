@@ -54,5 +54,7 @@ class Executor {
 // The reference sampler over rows of logits on the host: row r with rows[r].
 // Throws std::invalid_argument when the counts differ.
 std::vector<SampledToken> sample_rows(const xt::xtensor<float, 2>& logits, std::span<const RowSampling> rows);
+// The same over rows.size() rows of `vocab` logits each, one after another.
+std::vector<SampledToken> sample_rows(std::span<const float> logits, size_t vocab, std::span<const RowSampling> rows);
 
 }  // namespace astrai
