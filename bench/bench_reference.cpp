@@ -287,19 +287,22 @@ BENCHMARK_CAPTURE(bm_swiglu, stories15M_288_768, kStories15M)->Arg(1)->Arg(16)->
 BENCHMARK_CAPTURE(bm_swiglu, llama7b_4096_11008, kLlama7B)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // One token from one logits row with the reference sampler (a fresh row of
-// uniform logits in [-5, 5], the same every run): greedy, and temperature 0.7,
-// top-k 50, top-p 0.9. Arg: the vocabulary (Llama 2's 32,000, Llama 3's 128,256).
-void bm_sample(benchmark::State& state, float temperature) {
+// uniform logits in [-5, 5], the same every run): greedy; temperature 0.7,
+// top-k 50, top-p 0.9; and temperature 0.7, top-p 0.9 with top-k off (the
+// nucleus over the whole vocabulary). Arg: the vocabulary (Llama 2's 32,000,
+// Llama 3's 128,256).
+void bm_sample(benchmark::State& state, float temperature, int top_k) {
   const size_t vocab = size_t(state.range(0));
   std::vector<float> logits(vocab);
   uint64_t seed = 7;
   for (float& x : logits) x = float(astrai::splitmix64_next(seed) >> 40) / 16777216.0f * 10.0f - 5.0f;
-  const astrai::SamplingParams params{temperature, 50, temperature == 0.0f ? 1.0f : 0.9f, 1};
+  const astrai::SamplingParams params{temperature, top_k, temperature == 0.0f ? 1.0f : 0.9f, 1};
   astrai::Rng rng(1);
   for (auto _ : state) benchmark::DoNotOptimize(astrai::sample(logits, params, rng));
 }
-BENCHMARK_CAPTURE(bm_sample, greedy, 0.0f)->Arg(32000)->Arg(128256)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(bm_sample, t0.7_k50_p0.9, 0.7f)->Arg(32000)->Arg(128256)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_sample, greedy, 0.0f, 50)->Arg(32000)->Arg(128256)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_sample, t0.7_k50_p0.9, 0.7f, 50)->Arg(32000)->Arg(128256)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_sample, t0.7_k0_p0.9, 0.7f, 0)->Arg(32000)->Arg(128256)->Unit(benchmark::kMicrosecond);
 
 // Args: {generated tokens, OpenBLAS threads (0 = default)}.
 BENCHMARK(bm_decode_stories260K)
