@@ -89,5 +89,6 @@ KernelCase rope_kv_write_case();
 KernelCase swiglu_case();
 KernelCase paged_attention_case();
 KernelCase gemm_case();
+KernelCase sample_case();
 
 }  // namespace astrai::cuda::cases

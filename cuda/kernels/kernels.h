@@ -93,4 +93,45 @@ void launch_attention_merge(const AttentionArgs& args, const int* rows, int n_ro
 // out[r, i] = dtype(silu(gate_up[r, i]) * gate_up[r, hidden + i])    (reference: swiglu_ffn() in swiglu.cpp)
 void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream);
 
+// ---- sampling (sample.cu) ----
+
+// Candidates one sampled row may keep on the device after top-k: rows whose
+// top-k keeps more (top_k 0 or above this, over more finite logits than
+// this) are left to the host's reference sampler (status kSampleOnHost).
+inline constexpr int kSampleMaxKept = 1024;
+
+// One wanted row's sampling rule, as the device reads it (SamplingParams and
+// the row's uniform, reference/sampling/sampler.h). The host fills it only
+// for valid parameters and a uniform in [0, 1); top_k < 0 asks the kernel to
+// leave the row to the host.
+struct DeviceSamplingRow {
+  float temperature = 1.0f;  // 0: greedy
+  int top_k = 0;             // 0: no cut
+  float top_p = 1.0f;
+  double uniform = 0.0;
+};
+
+enum DeviceSampleStatus : int {
+  kSampleOk = 0,          // token is sample_with_uniform's answer
+  kSampleNaN = 1,         // the logit at `index` (the first bad one) is NaN
+  kSamplePosInf = 2,      // the logit at `index` (the first bad one) is +inf
+  kSampleAllMasked = 3,   // every logit is -inf
+  kSampleOnHost = 4,      // not sampled here: top_k < 0, or top-k keeps more than kSampleMaxKept
+};
+
+struct DeviceSampledToken {
+  int token = -1;  // valid when status == kSampleOk
+  int status = kSampleOk;
+  int index = -1;  // the first bad logit's index for kSampleNaN / kSamplePosInf
+};
+
+// out[r] for each row r < rows of logits [rows, vocab] (float32, contiguous):
+// greedy rows (temperature 0) the first maximum; sampled rows temperature ->
+// top-k -> top-p -> softmax -> inverse CDF with params[r].uniform, in float64
+// in the reference's order; bad logits reported as the reference would
+// throw them (first NaN/+inf index, or every logit -inf). One block per row.
+// (reference: sample_with_uniform() in reference/sampling/sampler.cpp)
+void launch_sample_rows(const float* logits, int rows, int vocab, const DeviceSamplingRow* params,
+                        DeviceSampledToken* out, cudaStream_t stream);
+
 }  // namespace astrai::cuda
