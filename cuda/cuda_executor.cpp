@@ -16,6 +16,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
 #include "cuda/device_page_cache.h"
+#include "cuda/device_sampler.h"
 #include "cuda/device_weights.h"
 #include "cuda/gemm.h"
 #include "cuda/kernels/kernels.h"
@@ -80,6 +81,7 @@ struct CudaExecutor::Impl {
   int partial_capacity = 0, wanted_capacity = 0;
   DeviceBuffer x, h, qkv, attn, proj, gate_up, hidden, ffn_out, o_partial, lse, logits, meta;
   PinnedBuffer meta_host, logits_host;
+  DeviceSampler sampler;  // forward_and_sample's kernel buffers
 
   // CUDA graphs of decode steps, by shape and cache (its storage addresses
   // and its page count, which sets every layer's offset); how often each was seen.
@@ -258,7 +260,12 @@ struct CudaExecutor::Impl {
     ++replays;
   }
 
-  xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& view) {
+  // Checks the batch and the cache, then queues the forward pass on `stream`:
+  // afterwards rows 0 .. W-1 of `logits` (device) will hold the W wanted
+  // rows' logits. Returns W. The caller must synchronise the stream before
+  // the next step (even for W = 0): the next step refills the pinned
+  // metadata this step's queued copy reads.
+  size_t enqueue_forward(std::span<const BatchToken> batch, KVCacheView& view) {
     auto* device_view = dynamic_cast<DevicePageCacheView*>(&view);
     if (!device_view)
       throw std::invalid_argument(
@@ -273,8 +280,7 @@ struct CudaExecutor::Impl {
       throw std::invalid_argument("CudaExecutor::forward: the KV cache was made for another model (" + kc.describe() +
                                   ", executor " + c.describe() + ")");
     const BatchPlan plan = plan_batch(batch, kv.pages(), c, kPrefillTileRows, kPrefillChunkRows);
-    const size_t wanted = plan.wanted_rows.size(), vocab = size_t(c.vocab_size);
-    if (plan.rows == 0) return xt::xtensor<float, 2>({size_t(0), vocab});
+    if (plan.rows == 0) return 0;
     // The device is per host thread, and the scheduler calls forward() on its own.
     ASTRAI_CUDA_CHECK(cudaSetDevice(options.device));
     ensure_capacity(plan);
@@ -284,12 +290,37 @@ struct CudaExecutor::Impl {
       run_decode_step(plan, kv);
     else
       enqueue(plan, kv);
-    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(logits_host.as<float>(), logits.get(), wanted * vocab * 4,
-                                      cudaMemcpyDeviceToHost, stream));
+    return plan.wanted_rows.size();
+  }
+
+  xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& view) {
+    const size_t wanted = enqueue_forward(batch, view), vocab = size_t(c.vocab_size);
+    if (wanted > 0)
+      ASTRAI_CUDA_CHECK(cudaMemcpyAsync(logits_host.as<float>(), logits.get(), wanted * vocab * 4,
+                                        cudaMemcpyDeviceToHost, stream));
     ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
     xt::xtensor<float, 2> out({wanted, vocab});
     std::copy_n(logits_host.as<float>(), wanted * vocab, out.data());
     return out;
+  }
+
+  // The forward pass, then the sampling kernel on the wanted rows' logits
+  // where they are (a launch of its own after a graph replay: its inputs
+  // change every step); only token ids come back, except for the rows
+  // DeviceSampler leaves to the host.
+  std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& view,
+                                               std::span<const RowSampling> rows) {
+    const size_t want =
+        size_t(std::count_if(batch.begin(), batch.end(), [](const BatchToken& b) { return b.want_logits; }));
+    if (rows.size() != want)  // sample_rows' error, before the step runs
+      throw std::invalid_argument("sampling: " + std::to_string(rows.size()) +
+                                  " rows of sampling parameters for " + std::to_string(want) + " rows of logits");
+    const size_t wanted = enqueue_forward(batch, view);
+    if (wanted == 0) {
+      ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
+      return {};
+    }
+    return sampler.sample(logits.as<float>(), c.vocab_size, rows, stream);
   }
 };
 
@@ -301,6 +332,11 @@ const ModelConfig& CudaExecutor::config() const { return impl_->c; }
 xt::xtensor<float, 2> CudaExecutor::forward(std::span<const BatchToken> batch, KVCacheView& cache) {
   return impl_->forward(batch, cache);
 }
+std::vector<SampledToken> CudaExecutor::forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
+                                                           std::span<const RowSampling> rows) {
+  return impl_->forward_and_sample(batch, cache, rows);
+}
+int CudaExecutor::last_host_sampled_rows() const { return impl_->sampler.last_host_rows(); }
 std::string CudaExecutor::name() const { return std::string("cuda-") + dtype_name(impl_->options.dtype); }
 DType CudaExecutor::dtype() const { return impl_->options.dtype; }
 const CudaOptions& CudaExecutor::options() const { return impl_->options; }

@@ -2,9 +2,9 @@
 // contract as astrai::forward (reference/forward.h), computing every layer
 // with the kernels of cuda/kernels/ and cuBLASLt GEMMs, reading and writing
 // K/V in a DevicePageCache. Only the logits of the rows that want them are
-// computed and copied back; sampling then runs on the host with the
-// reference sampler, so a seeded request gets the tokens the CPU would give
-// from the same logits.
+// computed; forward() copies them back, forward_and_sample() samples them on
+// the device (the reference sampler's rule, exactly: docs/cuda.md, "Sampling
+// on the device") and copies back token ids.
 //
 // Per layer (R rows; f32 = float32, T = the storage dtype):
 //   h[R,dim] T     = rmsnorm(x += ffn_out of the previous layer)   residual_rmsnorm.cu
@@ -40,6 +40,13 @@ class CudaExecutor final : public Executor {
   // Throws std::invalid_argument unless `cache` is the view of a
   // DevicePageCache of this model and dtype; otherwise as astrai::forward.
   xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& cache) override;
+  // forward(), then each wanted row's token drawn on the device by
+  // cuda/kernels/sample.cu (cuda/device_sampler.h): only token ids come
+  // back; a row with bad logits, or whose top-k keeps more than
+  // kSampleMaxKept candidates, has its logits copied back for the reference
+  // sampler. Each result is what sample_rows() gives on forward()'s logits.
+  std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
+                                               std::span<const RowSampling> rows) override;
   std::string name() const override;
 
   DType dtype() const;
@@ -49,6 +56,8 @@ class CudaExecutor final : public Executor {
   std::string gemm_invariance_note() const;
   // Decode steps replayed from a CUDA graph so far.
   long graph_replays() const;
+  // Rows the last forward_and_sample() sampled on the host (see above).
+  int last_host_sampled_rows() const;
 
  private:
   struct Impl;
