@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/executor/reference_executor.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 #include "tests/engine/scheduler/engine_harness.h"
 #include "tests/engine/scheduler/reference_oracle.h"
@@ -265,6 +266,60 @@ TEST_CASE("A callback that throws ends its own request with an error; the engine
     }
     require_all_free(engine);
   }
+}
+
+namespace {
+
+// The reference executor, except that every logits row of the sequence whose
+// prompt starts with kPoisonMarker has a NaN at token 3, as a broken model
+// would produce for one request.
+constexpr int kPoisonMarker = 2;  // random_prompt() draws ids from 3 up
+
+class PoisoningExecutor final : public Executor {
+ public:
+  explicit PoisoningExecutor(std::shared_ptr<const ModelWeights> weights) : inner_(std::move(weights)) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+  std::string name() const override { return "poisoning cpu-reference"; }
+  xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& cache) override {
+    xt::xtensor<float, 2> logits = inner_.forward(batch, cache);
+    size_t wanted = 0;
+    for (const BatchToken& row : batch) {
+      if (row.pos == 0 && row.token == kPoisonMarker) poisoned_seq_ = row.seq;
+      if (!row.want_logits) continue;
+      if (row.seq == poisoned_seq_) logits(wanted, 3) = std::numeric_limits<float>::quiet_NaN();
+      ++wanted;
+    }
+    return logits;
+  }
+
+ private:
+  ReferenceExecutor inner_;
+  int poisoned_seq_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("Bad logits in one row end only that request, with the sampler's error", "[engine][errors]") {
+  const TinyModel& m = tiny_model();
+  std::mt19937 rng(1616);
+  auto requests = random_requests(rng, 8, {});
+  compute_expected(requests);
+  EngineConfig config = paged_config(4, 8);
+  auto executor = std::make_unique<PoisoningExecutor>(m.weights);
+  InferenceEngine engine(std::move(executor), m.tokenizer, config);
+  GenerationRequest bad;
+  bad.prompt_ids = std::vector<int>{kPoisonMarker, 7, 8};
+  bad.max_tokens = 5;
+  bad.sampling.temperature = 0.0f;
+  auto bad_result = engine.generate_with_request(bad);
+  auto logs = run_requests(engine, requests, Submission::Together);
+  check_outputs(requests, logs);  // everyone else: their sequential tokens
+  const auto out = bad_result->wait_for(kWaitTimeout);
+  REQUIRE(out.has_value());
+  CHECK(out->reason == FinishReason::Error);
+  CHECK(out->tokens.empty());
+  CHECK_THAT(out->error, Catch::Contains("sampling failed") && Catch::Contains("token 3 is NaN"));
+  require_all_free(engine);
 }
 
 TEST_CASE("Shutdown with requests in flight ends every one of them without a hang", "[engine][shutdown]") {

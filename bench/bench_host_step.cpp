@@ -1,0 +1,197 @@
+// The host's share of a decode step: the real InferenceEngine, scheduler,
+// KV-cache bookkeeping, per-request decoders (text streams, stop strings) and
+// results, around an executor stand-in that does no model math, so that all
+// the time measured is host work a GPU step would wait for.
+//
+//   bm_host_step/batch:B/vocab:V/sampling:S     B running requests, vocabulary V
+//
+// S names where the tokens come from:
+//   greedy, top_p        device-sampling mode: the stand-in answers
+//                        forward_and_sample with ready token ids, as the CUDA
+//                        executor does when it samples on the GPU; the host
+//                        only draws each row's uniform and handles the tokens.
+//   host_greedy,         the reference sampler on the host (sample_rows, the
+//   host_top_p           Executor default) over ready logits the stand-in
+//                        holds: what every step costs when sampling is not on
+//                        the device. top_p = temperature 0.7, top-k 50, top-p 0.9.
+//
+// Counter host_us_per_step: wall time per scheduler step (a step = one
+// forward_and_sample call with every request decoding), measured over steps
+// in steady state after every request is admitted and prefilled.
+//
+// Run: ninja -C build bench/bench_host_step && ./build/bench/bench_host_step
+//      (add --benchmark_format=json for the medians' record)
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/executor/executor.h"
+#include "engine/inference_engine.h"
+#include "engine/kv_cache/contiguous_cache.h"
+#include "engine/model_files/synthetic_tokenizer.h"
+
+namespace {
+
+using namespace astrai;
+
+constexpr int kPromptTokens = 16;
+constexpr int kContext = 4096;  // room for far more steps than a measurement takes
+
+enum class Sampling { Greedy, TopP, HostGreedy, HostTopP };
+
+bool on_device(Sampling s) { return s == Sampling::Greedy || s == Sampling::TopP; }
+
+SamplingParams params_for(Sampling s) {
+  SamplingParams p;
+  p.seed = 1;
+  if (s == Sampling::Greedy || s == Sampling::HostGreedy) {
+    p.temperature = 0.0f;
+  } else {
+    p.temperature = 0.7f;
+    p.top_k = 50;
+    p.top_p = 0.9f;
+  }
+  return p;
+}
+
+// A model shape whose only large dimension is the vocabulary: the KV cache
+// and everything else the host touches stay small, as they are per token
+// (the K/V of a real model live on the device).
+ModelConfig stand_in_config(int vocab) {
+  return ModelConfig{.dim = 8, .hidden_dim = 8, .n_layers = 1, .n_heads = 1, .n_kv_heads = 1, .vocab_size = vocab,
+                     .max_seq_len = kContext};
+}
+
+// The executor stand-in. In device mode it returns token ids drawn from a
+// fixed pseudo-random table (printable pieces, so the text streams do real
+// work); in host mode it holds rows of random logits and runs the reference
+// sampler over as many of them as the step wants.
+class StandInExecutor final : public Executor {
+ public:
+  StandInExecutor(int vocab, int max_rows, Sampling sampling)
+      : config_(stand_in_config(vocab)), device_(on_device(sampling)) {
+    std::mt19937 rng(7);
+    // Normal pieces start after <unk>, <s>, </s> and the 256 byte pieces.
+    std::uniform_int_distribution<int> piece(kSyntheticTokenizerMinVocab, vocab - 1);
+    ids_.resize(4096);
+    for (int& id : ids_) id = piece(rng);
+    if (!device_) {
+      std::normal_distribution<float> logit(0.0f, 3.0f);
+      logits_.resize(size_t(max_rows) * size_t(vocab));
+      for (float& x : logits_) x = logit(rng);
+    }
+  }
+
+  const ModelConfig& config() const override { return config_; }
+  std::string name() const override { return "host-step stand-in"; }
+  xt::xtensor<float, 2> forward(std::span<const BatchToken>, KVCacheView&) override {
+    throw std::logic_error("the stand-in only answers forward_and_sample");
+  }
+  std::vector<SampledToken> forward_and_sample(std::span<const BatchToken>, KVCacheView&,
+                                               std::span<const RowSampling> rows) override {
+    ++steps_;
+    if (!device_) return sample_rows(std::span<const float>(logits_).first(rows.size() * size_t(config_.vocab_size)),
+                                     size_t(config_.vocab_size), rows);
+    std::vector<SampledToken> tokens(rows.size());
+    for (SampledToken& t : tokens) t.token = ids_[next_++ % ids_.size()];
+    return tokens;
+  }
+  long steps() const { return steps_.load(); }
+
+ private:
+  ModelConfig config_;
+  bool device_;
+  std::vector<int> ids_;
+  size_t next_ = 0;
+  std::vector<float> logits_;
+  std::atomic<long> steps_{0};
+};
+
+void bm_host_step(benchmark::State& state, int batch, int vocab, Sampling sampling) {
+  auto tokenizer = std::make_shared<const Tokenizer>(make_synthetic_tokenizer(vocab));
+  auto executor = std::make_unique<StandInExecutor>(vocab, batch, sampling);
+  StandInExecutor& stand_in = *executor;
+  EngineConfig config;
+  config.scheduler.max_running_tasks = batch;
+  config.scheduler.max_tokens_per_step = std::max(batch, 256);
+  auto cache = std::make_unique<ContiguousCache>(stand_in.config(), batch);
+  InferenceEngine engine(std::move(executor), std::move(cache), tokenizer, config);
+
+  std::vector<std::shared_ptr<GenerateResult>> results;
+  for (int r = 0; r < batch; ++r) {
+    GenerationRequest request;
+    request.prompt_ids = std::vector<int>(kPromptTokens, kSyntheticTokenizerMinVocab + r % 95);
+    request.max_tokens = kContext - kPromptTokens;
+    request.sampling = params_for(sampling);
+    // Never matched (no piece holds a control byte or '<' twice), but every
+    // piece is checked, and a '<' is held back until the next one.
+    request.stop = {"\x01\x02", "<<"};
+    request.ignore_eos = true;
+    results.push_back(engine.generate_with_request(std::move(request)));
+  }
+  // Steady state: every request admitted and prefilled.
+  while (engine.get_stats().active_tasks < batch || engine.get_stats().total_tokens < uint64_t(batch) * 4)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+
+  // Host sampling at batch 256 and a 128K vocabulary takes a good part of a
+  // second per step: fewer steps per iteration there keep the run short.
+  const long steps_per_iteration = on_device(sampling) ? 20 : 3;
+  double total_seconds = 0.0;
+  long total_steps = 0;
+  for (auto _ : state) {
+    const long first = stand_in.steps();
+    const auto start = std::chrono::steady_clock::now();
+    while (stand_in.steps() < first + steps_per_iteration) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (engine.get_stats().active_tasks < batch) {  // a request ended: no longer the batch asked for
+        state.SkipWithError("a request ended during the measurement (raise kContext)");
+        engine.shutdown();
+        return;
+      }
+    }
+    const long steps = stand_in.steps() - first;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.SetIterationTime(seconds / double(steps));  // one iteration reported as one step
+    total_seconds += seconds;
+    total_steps += steps;
+  }
+  state.counters["host_us_per_step"] = total_seconds / double(std::max(total_steps, 1L)) * 1e6;
+  // The most tokens per second the host could deliver with an instant GPU.
+  state.counters["host_bound_tok_per_s"] = double(total_steps) * batch / std::max(total_seconds, 1e-9);
+  engine.shutdown();
+}
+
+void register_all() {
+  const std::pair<const char*, Sampling> modes[] = {{"greedy", Sampling::Greedy},
+                                                    {"top_p", Sampling::TopP},
+                                                    {"host_greedy", Sampling::HostGreedy},
+                                                    {"host_top_p", Sampling::HostTopP}};
+  for (const int vocab : {32000, 128256})
+    for (const int batch : {1, 64, 256})
+      for (const auto& [name, mode] : modes) {
+        const std::string full = "bm_host_step/batch:" + std::to_string(batch) + "/vocab:" + std::to_string(vocab) +
+                                 "/sampling:" + name;
+        benchmark::RegisterBenchmark(full.c_str(),
+                                     [=](benchmark::State& state) { bm_host_step(state, batch, vocab, mode); })
+            ->UseManualTime()
+            ->Iterations(10)
+            ->Unit(benchmark::kMicrosecond);
+      }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
