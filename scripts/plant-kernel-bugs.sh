@@ -28,6 +28,13 @@ bugs=(
   "RMSNorm without epsilon|cuda/kernels/residual_rmsnorm.cu|sqrtf(total / float(dim) + eps)|sqrtf(total / float(dim))"
   "bf16 rounding toward zero|cuda/kernels/dtype_device.cuh|__float2bfloat16_rn(x)|__float2bfloat16_rz(x)"
   "SwiGLU loop bound i <= hidden (one element past the last row)|cuda/kernels/swiglu.cu|for (int i = threadIdx.x; i < hidden; i += blockDim.x)|for (int i = threadIdx.x; i <= hidden; i += blockDim.x)"
+  "greedy ties to the last maximum|cuda/kernels/sample.cu|if (v > best) {  // strict|if (v >= best) {  // strict"
+  "-0 and +0 as two logits|cuda/kernels/sample.cu|unsigned(__float_as_int(x == 0.0f ? 0.0f : x))|unsigned(__float_as_int(x))"
+  "top-p sort: ties to the higher id|cuda/kernels/sample.cu|(a == b && ia < ib)|(a == b && ia > ib)"
+  "top-k selection stops when the prefix holds at least what is needed|cuda/kernels/sample.cu|if (s.digit_ge[digit] - above == remaining) break;|if (s.digit_ge[digit] - above >= remaining) break;"
+  "top-p keeps one candidate too many|cuda/kernels/sample.cu|cut = j + 1;|cut = min(j + 2, k);"
+  "softmax without the maximum subtracted|cuda/kernels/sample.cu|exp(double(cand_logit[i]) / temperature - max_logit)|exp(double(cand_logit[i]) / temperature)"
+  "gather scan without the group offsets|cuda/kernels/sample.cu|int gt_rank = group_gt[t / kGroup] + scan_gt[t]|int gt_rank = scan_gt[t]"
 )
 
 backup=$(mktemp -d)
