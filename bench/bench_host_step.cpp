@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -36,6 +37,11 @@
 #include "engine/inference_engine.h"
 #include "engine/kv_cache/contiguous_cache.h"
 #include "engine/model_files/synthetic_tokenizer.h"
+
+// OpenBLAS's own control (the library every build links). Nothing here
+// multiplies matrices, but idle OpenBLAS worker threads spin on sched_yield
+// and would take the second core from the measurement.
+extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace {
 
@@ -189,6 +195,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
   register_all();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

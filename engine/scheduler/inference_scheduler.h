@@ -10,7 +10,9 @@
 //   3. prefill and 4. decode, planned into ONE forward batch: one row for every
 //               running task that is decoding, each at its own position, then
 //               prompt chunks of any lengths up to the step's token budget.
-// Then each task whose last position was computed samples its next token.
+// Each task whose last position is computed gets its next token from the
+// same call (Executor::forward_and_sample), drawn with a uniform from the
+// task's own generator, on the GPU or on the host.
 //
 // Batching never changes what a request gets: the executor computes every row
 // with the same arithmetic whatever else is in the batch, chunked prefill
