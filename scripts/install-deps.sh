@@ -8,6 +8,7 @@ packages=(
   build-essential meson ninja-build pkg-config cmake
   xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev   # reference math
   nlohmann-json3-dev                                              # JSON
+  libpcre2-dev libicu-dev                                         # tokenizer.json: Split regexes (PCRE2), NFC (ICU)
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev          # HTTP server (and what its .pc requires)
   catch2 librapidcheck-dev libbenchmark-dev                       # tests and benchmarks
   clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh)
