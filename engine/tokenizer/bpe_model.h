@@ -1,0 +1,47 @@
+// The `BPE` model of tokenizer.json: a vocabulary of byte-level pieces and a
+// ranked list of merges. A word (one pre-tokenized piece, already spelled in
+// the byte-level alphabet) starts as one symbol per code point; the adjacent
+// pair whose merge has the lowest rank is merged, the leftmost on a tie, until
+// no pair has a merge. With ignore_merges (Llama 3), a word that is itself in
+// the vocabulary is that one token.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace astrai {
+
+class BpeModel {
+ public:
+  // vocab: piece -> id. merges: pairs of pieces in rank order. Throws
+  // std::invalid_argument for a merge whose parts or result are not pieces.
+  BpeModel(std::unordered_map<std::string, int> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+           bool ignore_merges);
+
+  // Appends the ids of `word` to `out`. Throws std::invalid_argument when a
+  // code point of the word is not a piece (byte-level vocabularies have all 256).
+  void encode_word(std::string_view word, std::vector<int>& out) const;
+
+  // -1 when absent.
+  int id(std::string_view piece) const;
+  const std::unordered_map<std::string, int>& vocab() const { return vocab_; }
+  size_t merge_count() const { return merges_.size(); }
+
+ private:
+  struct Merge {
+    int rank;
+    int merged_id;
+  };
+  static uint64_t pair_key(int a, int b) { return uint64_t(uint32_t(a)) << 32 | uint32_t(b); }
+
+  std::unordered_map<std::string, int> vocab_;
+  std::unordered_map<uint64_t, Merge> merges_;
+  bool ignore_merges_;
+};
+
+}  // namespace astrai

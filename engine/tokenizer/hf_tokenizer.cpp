@@ -1,0 +1,239 @@
+// HfTokenizer: tokenizer.json parsing (each component checked against what is
+// supported) and the encode pipeline.
+#include "engine/tokenizer/hf_tokenizer.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "engine/tokenizer/byte_level.h"
+#include "engine/tokenizer/nfc.h"
+
+namespace astrai {
+
+namespace {
+
+using nlohmann::json;
+
+// GPT-2's pattern: the ByteLevel pre-tokenizer's own split when use_regex is true.
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+[[noreturn]] void unsupported(const std::string& origin, const std::string& what) {
+  throw std::runtime_error(origin + ": unsupported " + what);
+}
+
+bool is_null_or(const json& j, const char* key, const json& value) {
+  return !j.contains(key) || j[key].is_null() || j[key] == value;
+}
+
+void check_byte_level(const std::string& origin, const json& j, const char* where) {
+  if (!is_null_or(j, "add_prefix_space", false))
+    unsupported(origin, std::string(where) + " ByteLevel with add_prefix_space true");
+}
+
+// The pre-tokenizer's regex, or nullopt when words are whole segments.
+std::optional<RegexSplit> parse_pre_tokenizer(const std::string& origin, const json& pt) {
+  if (pt.is_null()) unsupported(origin, "tokenizer without a pre_tokenizer (a byte-level BPE needs ByteLevel)");
+  std::vector<json> steps = pt.at("type") == "Sequence" ? pt.at("pretokenizers").get<std::vector<json>>() : std::vector<json>{pt};
+  std::optional<std::string> pattern;
+  bool byte_level = false;
+  for (const json& step : steps) {
+    const std::string type = step.at("type");
+    if (type == "Split" && !byte_level && !pattern) {
+      if (!step.at("pattern").contains("Regex")) unsupported(origin, "Split pre-tokenizer with a String pattern");
+      if (step.at("behavior") != "Isolated") unsupported(origin, "Split behavior " + step.at("behavior").dump());
+      if (step.value("invert", false)) unsupported(origin, "Split with invert true");
+      pattern = step.at("pattern").at("Regex").get<std::string>();
+    } else if (type == "ByteLevel" && !byte_level) {
+      check_byte_level(origin, step, "pre_tokenizer");
+      byte_level = true;
+      if (step.value("use_regex", true)) {
+        if (pattern) unsupported(origin, "Split followed by a ByteLevel with use_regex true");
+        pattern = kGpt2Pattern;
+      }
+    } else {
+      unsupported(origin, "pre_tokenizer step " + type + " (supported: Split then ByteLevel, or ByteLevel)");
+    }
+  }
+  if (!byte_level) unsupported(origin, "pre_tokenizer without ByteLevel");
+  if (!pattern) return std::nullopt;
+  return RegexSplit(*pattern);
+}
+
+BpeModel parse_model(const std::string& origin, const json& m) {
+  if (m.at("type") != "BPE") unsupported(origin, "model type " + m.at("type").dump());
+  if (!is_null_or(m, "dropout", nullptr)) unsupported(origin, "BPE dropout");
+  if (m.value("byte_fallback", false)) unsupported(origin, "BPE byte_fallback");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (!is_null_or(m, key, "")) unsupported(origin, std::string("BPE ") + key);
+  std::unordered_map<std::string, int> vocab;
+  for (const auto& [piece, id] : m.at("vocab").items()) vocab.emplace(piece, id.get<int>());
+  std::vector<std::pair<std::string, std::string>> merges;
+  for (const json& merge : m.at("merges")) {
+    if (merge.is_array()) {
+      merges.emplace_back(merge.at(0).get<std::string>(), merge.at(1).get<std::string>());
+    } else {  // "a b": byte-level pieces never hold a real space
+      const std::string s = merge.get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+        throw std::runtime_error(origin + ": malformed merge '" + s + "'");
+      merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+    }
+  }
+  return BpeModel(std::move(vocab), merges, m.value("ignore_merges", false));
+}
+
+// The ids TemplateProcessing's `single` template puts before $A (after $A: refused).
+std::vector<int> parse_post_processor(const std::string& origin, const json& pp) {
+  if (pp.is_null()) return {};
+  if (pp.at("type") == "ByteLevel") return {};  // offsets only
+  if (pp.at("type") == "Sequence") {
+    std::vector<int> ids;
+    for (const json& p : pp.at("processors")) {
+      auto more = parse_post_processor(origin, p);
+      ids.insert(ids.end(), more.begin(), more.end());
+    }
+    return ids;
+  }
+  if (pp.at("type") != "TemplateProcessing") unsupported(origin, "post_processor " + pp.at("type").dump());
+  std::vector<int> ids;
+  bool seen_text = false;
+  for (const json& item : pp.at("single")) {
+    if (item.contains("Sequence")) {
+      seen_text = true;
+    } else if (item.contains("SpecialToken")) {
+      if (seen_text) unsupported(origin, "TemplateProcessing with tokens after the text");
+      const std::string name = item.at("SpecialToken").at("id");
+      for (const json& id : pp.at("special_tokens").at(name).at("ids")) ids.push_back(id.get<int>());
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+HfTokenizer HfTokenizer::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("tokenizer file '" + path + "': cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse(buffer.str(), "tokenizer file '" + path + "'");
+}
+
+HfTokenizer HfTokenizer::parse(std::string_view json_text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(origin + ": not JSON: " + e.what());
+  }
+  try {
+    const json& norm = j.value("normalizer", json());
+    bool nfc = false;
+    if (!norm.is_null()) {
+      if (norm.at("type") != "NFC") unsupported(origin, "normalizer " + norm.at("type").dump() + " (supported: NFC)");
+      nfc = true;
+    }
+    if (j.at("decoder").is_null() || j.at("decoder").at("type") != "ByteLevel")
+      unsupported(origin, "decoder (supported: ByteLevel)");
+    HfTokenizer t(parse_model(origin, j.at("model")), parse_pre_tokenizer(origin, j.at("pre_tokenizer")));
+    t.nfc_ = nfc;
+    t.prefix_ids_ = parse_post_processor(origin, j.value("post_processor", json()));
+    for (const json& a : j.value("added_tokens", json::array())) {
+      for (const char* flag : {"lstrip", "rstrip", "single_word"})
+        if (a.value(flag, false)) unsupported(origin, std::string("added token with ") + flag + " true");
+      if (a.value("normalized", false) && nfc) unsupported(origin, "normalized added token with a normalizer");
+      t.added_.push_back({a.at("id").get<int>(), a.at("content").get<std::string>(), a.value("special", false)});
+      if (t.added_.back().content.empty()) unsupported(origin, "empty added token");
+    }
+    std::stable_sort(t.added_.begin(), t.added_.end(),
+                     [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+
+    int max_id = -1;
+    for (const auto& [piece, id] : t.model_.vocab()) max_id = std::max(max_id, id);
+    for (const AddedToken& a : t.added_) max_id = std::max(max_id, a.id);
+    for (const int id : t.prefix_ids_) max_id = std::max(max_id, id);
+    if (max_id < 0 || max_id > 10'000'000) throw std::runtime_error(origin + ": ids out of range");
+    t.id_bytes_.assign(size_t(max_id) + 1, "");
+    t.has_token_.assign(size_t(max_id) + 1, false);
+    for (const auto& [piece, id] : t.model_.vocab()) {
+      if (id < 0) throw std::runtime_error(origin + ": negative id for '" + piece + "'");
+      auto bytes = byte_level_decode(piece);
+      if (!bytes) throw std::runtime_error(origin + ": piece '" + piece + "' is not in the byte-level alphabet");
+      t.id_bytes_[size_t(id)] = std::move(*bytes);
+      t.has_token_[size_t(id)] = true;
+    }
+    for (const AddedToken& a : t.added_) {  // an added token's text wins over a piece of the same id
+      if (a.id < 0) throw std::runtime_error(origin + ": negative id for added token '" + a.content + "'");
+      t.id_bytes_[size_t(a.id)] = a.content;
+      t.has_token_[size_t(a.id)] = true;
+    }
+    for (const int id : t.prefix_ids_)
+      if (!t.has_token(id)) throw std::runtime_error(origin + ": post_processor id " + std::to_string(id) + " has no token");
+    return t;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(origin + ": malformed: " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(origin + ": " + e.what());
+  }
+}
+
+bool HfTokenizer::is_special(int id) const {
+  return std::any_of(added_.begin(), added_.end(), [id](const AddedToken& a) { return a.id == id && a.special; });
+}
+
+void HfTokenizer::encode_text(std::string_view text, std::vector<int>& out) const {
+  if (text.empty()) return;
+  std::string normalized;
+  if (nfc_) {
+    normalized = nfc_normalize(text);
+    text = normalized;
+  }
+  if (!split_) {
+    model_.encode_word(byte_level_encode(text), out);
+    return;
+  }
+  for (const std::string_view word : split_->split(text)) model_.encode_word(byte_level_encode(word), out);
+}
+
+std::vector<int> HfTokenizer::encode(std::string_view text, bool add_special) const {
+  std::vector<int> ids;
+  if (add_special) ids = prefix_ids_;
+  // Added tokens first: at each position the longest one that starts there
+  // (added_ is sorted longest first), scanning left to right.
+  size_t segment = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const AddedToken* hit = nullptr;
+    for (const AddedToken& a : added_)
+      if (text.substr(pos, a.content.size()) == a.content) {
+        hit = &a;
+        break;
+      }
+    if (!hit) {
+      ++pos;
+      continue;
+    }
+    encode_text(text.substr(segment, pos - segment), ids);
+    ids.push_back(hit->id);
+    pos += hit->content.size();
+    segment = pos;
+  }
+  encode_text(text.substr(segment), ids);
+  return ids;
+}
+
+std::string HfTokenizer::token_bytes(int id) const {
+  if (!has_token(id)) throw std::invalid_argument("HfTokenizer: id " + std::to_string(id) + " has no token");
+  return id_bytes_[size_t(id)];
+}
+
+std::string HfTokenizer::decode(std::span<const int> ids, bool skip_special) const {
+  std::string text;
+  for (const int id : ids)
+    if (!(skip_special && is_special(id))) text += token_bytes(id);
+  return text;
+}
+
+}  // namespace astrai

