@@ -12,6 +12,21 @@ namespace astrai {
 //  - RotateHalf: (x[i], x[i + head_dim/2]) as Hugging Face checkpoints use.
 enum class RopeLayout { AdjacentPairs, RotateHalf };
 
+// Llama 3.1's frequency-dependent RoPE scaling (config.json
+// "rope_scaling": {"rope_type": "llama3", ...}; GGUF rope.scaling.*, with
+// llama.cpp storing the resulting per-pair factors as rope_freqs.weight).
+// Pairs whose wavelength is longer than original_context / low_freq_factor
+// turn `factor` times slower, those shorter than original_context /
+// high_freq_factor keep their frequency, those between are blended.
+struct RopeScaling {
+  float factor = 0.0f;  // 0: no scaling (every other field ignored)
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int original_context = 8192;  // original_max_position_embeddings
+
+  bool enabled() const { return factor > 0.0f; }
+};
+
 struct ModelConfig {
   int dim = 0;          // width of the residual stream
   int hidden_dim = 0;   // width of the SwiGLU feed-forward layer
@@ -23,8 +38,14 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   float norm_eps = 1e-5f;
   RopeLayout rope_layout = RopeLayout::AdjacentPairs;
+  RopeScaling rope_scaling;
+  // Width of one attention head; 0 means dim / n_heads. Qwen 3 sets its own
+  // (config.json head_dim, GGUF attention.key_length), so q_dim() may differ from dim.
+  int explicit_head_dim = 0;
+  bool qkv_bias = false;  // Qwen 2 / 2.5: the q, k and v projections add a bias
+  bool qk_norm = false;   // Qwen 3: RMSNorm of each head of q and of k (own weights) before RoPE
 
-  int head_dim() const { return dim / n_heads; }
+  int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : dim / n_heads; }
   int kv_dim() const { return n_kv_heads * head_dim(); }
   int q_dim() const { return n_heads * head_dim(); }
 

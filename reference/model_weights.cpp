@@ -44,6 +44,14 @@ void ModelWeights::validate_shapes() const {
     expect_shape(L.w_gate, {hidden, dim}, p + "w_gate");
     expect_shape(L.w_down, {dim, hidden}, p + "w_down");
     expect_shape(L.w_up, {hidden, dim}, p + "w_up");
+    // Optional tensors are empty exactly when their option is off.
+    const auto head_dim = size_t(config.head_dim());
+    const auto none = size_t(0);
+    expect_shape(L.bq, {config.qkv_bias ? q_dim : none}, p + "bq");
+    expect_shape(L.bk, {config.qkv_bias ? kv_dim : none}, p + "bk");
+    expect_shape(L.bv, {config.qkv_bias ? kv_dim : none}, p + "bv");
+    expect_shape(L.q_norm, {config.qk_norm ? head_dim : none}, p + "q_norm");
+    expect_shape(L.k_norm, {config.qk_norm ? head_dim : none}, p + "k_norm");
   }
 }
 
