@@ -3,11 +3,13 @@
 
 #include <stdexcept>
 
+#include "engine/tokenizer/pair_merge.h"
+
 namespace astrai {
 
 BpeModel::BpeModel(std::unordered_map<std::string, int> vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges)
-    : vocab_(std::move(vocab)), ignore_merges_(ignore_merges) {
+    : vocab_(vocab.begin(), vocab.end()), merge_list_(merges), ignore_merges_(ignore_merges) {
   merges_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
@@ -20,7 +22,7 @@ BpeModel::BpeModel(std::unordered_map<std::string, int> vocab,
 }
 
 int BpeModel::id(std::string_view piece) const {
-  const auto it = vocab_.find(std::string(piece));
+  const auto it = vocab_.find(piece);
   return it == vocab_.end() ? -1 : it->second;
 }
 
@@ -42,23 +44,15 @@ void BpeModel::encode_word(std::string_view word, std::vector<int>& out) const {
     symbols.push_back(s);
     i += n;
   }
-  // Repeatedly merge the lowest-ranked pair, leftmost first: O(n^2) per word,
-  // the same pick as tokenizers' heap of (rank, position).
-  for (;;) {
-    int best_rank = -1, best_pos = -1, best_id = -1;
-    for (size_t p = 0; p + 1 < symbols.size(); ++p) {
-      const auto it = merges_.find(pair_key(symbols[p], symbols[p + 1]));
-      if (it != merges_.end() && (best_rank < 0 || it->second.rank < best_rank)) {
-        best_rank = it->second.rank;
-        best_pos = int(p);
-        best_id = it->second.merged_id;
-      }
-    }
-    if (best_pos < 0) break;
-    symbols[size_t(best_pos)] = best_id;
-    symbols.erase(symbols.begin() + best_pos + 1);
-  }
-  out.insert(out.end(), symbols.begin(), symbols.end());
+  // The lowest rank merges first, leftmost on a tie: tokenizers' heap of (rank, position).
+  merge_pairs(
+      symbols,
+      [this](int left, int right) -> std::optional<PairMerge> {
+        const auto it = merges_.find(pair_key(left, right));
+        if (it == merges_.end()) return std::nullopt;
+        return PairMerge{-double(it->second.rank), it->second.merged_id};
+      },
+      out);
 }
 
 }  // namespace astrai

@@ -29,8 +29,11 @@ class BpeModel {
 
   // -1 when absent.
   int id(std::string_view piece) const;
-  const std::unordered_map<std::string, int>& vocab() const { return vocab_; }
+  const auto& vocab() const { return vocab_; }
   size_t merge_count() const { return merges_.size(); }
+  // The merges as given (rank order, repeats included), for writing them out.
+  const std::vector<std::pair<std::string, std::string>>& merge_list() const { return merge_list_; }
+  bool ignore_merges() const { return ignore_merges_; }
 
  private:
   struct Merge {
@@ -39,8 +42,14 @@ class BpeModel {
   };
   static uint64_t pair_key(int a, int b) { return uint64_t(uint32_t(a)) << 32 | uint32_t(b); }
 
-  std::unordered_map<std::string, int> vocab_;
+  // Heterogeneous lookup: find() takes a string_view without building a string.
+  struct PieceHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int, PieceHash, std::equal_to<>> vocab_;
   std::unordered_map<uint64_t, Merge> merges_;
+  std::vector<std::pair<std::string, std::string>> merge_list_;
   bool ignore_merges_;
 };
 

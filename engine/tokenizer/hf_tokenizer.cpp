@@ -33,8 +33,8 @@ void check_byte_level(const std::string& origin, const json& j, const char* wher
     unsupported(origin, std::string(where) + " ByteLevel with add_prefix_space true");
 }
 
-// The pre-tokenizer's regex, or nullopt when words are whole segments.
-std::optional<RegexSplit> parse_pre_tokenizer(const std::string& origin, const json& pt) {
+// The pre-tokenizer's regex, or "" when words are whole segments.
+std::string parse_pre_tokenizer(const std::string& origin, const json& pt) {
   if (pt.is_null()) unsupported(origin, "tokenizer without a pre_tokenizer (a byte-level BPE needs ByteLevel)");
   std::vector<json> steps = pt.at("type") == "Sequence" ? pt.at("pretokenizers").get<std::vector<json>>() : std::vector<json>{pt};
   std::optional<std::string> pattern;
@@ -58,19 +58,17 @@ std::optional<RegexSplit> parse_pre_tokenizer(const std::string& origin, const j
     }
   }
   if (!byte_level) unsupported(origin, "pre_tokenizer without ByteLevel");
-  if (!pattern) return std::nullopt;
-  return RegexSplit(*pattern);
+  return pattern.value_or("");
 }
 
-BpeModel parse_model(const std::string& origin, const json& m) {
+void parse_model(const std::string& origin, const json& m, ByteLevelBpeParts& parts) {
   if (m.at("type") != "BPE") unsupported(origin, "model type " + m.at("type").dump());
   if (!is_null_or(m, "dropout", nullptr)) unsupported(origin, "BPE dropout");
   if (m.value("byte_fallback", false)) unsupported(origin, "BPE byte_fallback");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (!is_null_or(m, key, "")) unsupported(origin, std::string("BPE ") + key);
-  std::unordered_map<std::string, int> vocab;
-  for (const auto& [piece, id] : m.at("vocab").items()) vocab.emplace(piece, id.get<int>());
-  std::vector<std::pair<std::string, std::string>> merges;
+  for (const auto& [piece, id] : m.at("vocab").items()) parts.vocab.emplace_back(piece, id.get<int>());
+  auto& merges = parts.merges;
   for (const json& merge : m.at("merges")) {
     if (merge.is_array()) {
       merges.emplace_back(merge.at(0).get<std::string>(), merge.at(1).get<std::string>());
@@ -82,7 +80,7 @@ BpeModel parse_model(const std::string& origin, const json& m) {
       merges.emplace_back(s.substr(0, space), s.substr(space + 1));
     }
   }
-  return BpeModel(std::move(vocab), merges, m.value("ignore_merges", false));
+  parts.ignore_merges = m.value("ignore_merges", false);
 }
 
 // The ids TemplateProcessing's `single` template puts before $A (after $A: refused).
@@ -130,54 +128,89 @@ HfTokenizer HfTokenizer::parse(std::string_view json_text, const std::string& or
     throw std::runtime_error(origin + ": not JSON: " + e.what());
   }
   try {
+    ByteLevelBpeParts parts;
     const json& norm = j.value("normalizer", json());
-    bool nfc = false;
     if (!norm.is_null()) {
       if (norm.at("type") != "NFC") unsupported(origin, "normalizer " + norm.at("type").dump() + " (supported: NFC)");
-      nfc = true;
+      parts.nfc = true;
     }
     if (j.at("decoder").is_null() || j.at("decoder").at("type") != "ByteLevel")
       unsupported(origin, "decoder (supported: ByteLevel)");
-    HfTokenizer t(parse_model(origin, j.at("model")), parse_pre_tokenizer(origin, j.at("pre_tokenizer")));
-    t.nfc_ = nfc;
-    t.prefix_ids_ = parse_post_processor(origin, j.value("post_processor", json()));
+    parse_model(origin, j.at("model"), parts);
+    parts.split_pattern = parse_pre_tokenizer(origin, j.at("pre_tokenizer"));
+    parts.prefix_ids = parse_post_processor(origin, j.value("post_processor", json()));
     for (const json& a : j.value("added_tokens", json::array())) {
       for (const char* flag : {"lstrip", "rstrip", "single_word"})
         if (a.value(flag, false)) unsupported(origin, std::string("added token with ") + flag + " true");
-      if (a.value("normalized", false) && nfc) unsupported(origin, "normalized added token with a normalizer");
-      t.added_.push_back({a.at("id").get<int>(), a.at("content").get<std::string>(), a.value("special", false)});
-      if (t.added_.back().content.empty()) unsupported(origin, "empty added token");
+      if (a.value("normalized", false) && parts.nfc) unsupported(origin, "normalized added token with a normalizer");
+      parts.added.push_back({a.at("id").get<int>(), a.at("content").get<std::string>(), a.value("special", false)});
     }
-    std::stable_sort(t.added_.begin(), t.added_.end(),
-                     [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
-
-    int max_id = -1;
-    for (const auto& [piece, id] : t.model_.vocab()) max_id = std::max(max_id, id);
-    for (const AddedToken& a : t.added_) max_id = std::max(max_id, a.id);
-    for (const int id : t.prefix_ids_) max_id = std::max(max_id, id);
-    if (max_id < 0 || max_id > 10'000'000) throw std::runtime_error(origin + ": ids out of range");
-    t.id_bytes_.assign(size_t(max_id) + 1, "");
-    t.has_token_.assign(size_t(max_id) + 1, false);
-    for (const auto& [piece, id] : t.model_.vocab()) {
-      if (id < 0) throw std::runtime_error(origin + ": negative id for '" + piece + "'");
-      auto bytes = byte_level_decode(piece);
-      if (!bytes) throw std::runtime_error(origin + ": piece '" + piece + "' is not in the byte-level alphabet");
-      t.id_bytes_[size_t(id)] = std::move(*bytes);
-      t.has_token_[size_t(id)] = true;
-    }
-    for (const AddedToken& a : t.added_) {  // an added token's text wins over a piece of the same id
-      if (a.id < 0) throw std::runtime_error(origin + ": negative id for added token '" + a.content + "'");
-      t.id_bytes_[size_t(a.id)] = a.content;
-      t.has_token_[size_t(a.id)] = true;
-    }
-    for (const int id : t.prefix_ids_)
-      if (!t.has_token(id)) throw std::runtime_error(origin + ": post_processor id " + std::to_string(id) + " has no token");
-    return t;
+    return from_parts(std::move(parts), origin);
   } catch (const json::exception& e) {
     throw std::runtime_error(origin + ": malformed: " + e.what());
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(origin + ": " + e.what());
   }
+}
+
+HfTokenizer HfTokenizer::from_parts(ByteLevelBpeParts parts, const std::string& origin) {
+  try {
+    std::unordered_map<std::string, int> vocab;
+    for (auto& [piece, id] : parts.vocab)
+      if (!vocab.emplace(piece, id).second) throw std::runtime_error("piece '" + piece + "' appears twice");
+    std::optional<RegexSplit> split;
+    if (!parts.split_pattern.empty()) split.emplace(parts.split_pattern);
+    HfTokenizer t(BpeModel(std::move(vocab), parts.merges, parts.ignore_merges), std::move(split));
+    t.split_pattern_ = parts.split_pattern;
+    t.nfc_ = parts.nfc;
+    t.prefix_ids_ = std::move(parts.prefix_ids);
+    t.added_ = std::move(parts.added);
+    for (const AddedToken& a : t.added_)
+      if (a.content.empty()) unsupported(origin, "empty added token");
+    std::stable_sort(t.added_.begin(), t.added_.end(),
+                     [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
+    for (size_t k = 0; k < t.added_.size(); ++k) t.added_by_first_byte_[uint8_t(t.added_[k].content[0])].push_back(k);
+
+    int max_id = -1;
+    for (const auto& [piece, id] : t.model_.vocab()) max_id = std::max(max_id, id);
+    for (const AddedToken& a : t.added_) max_id = std::max(max_id, a.id);
+    for (const int id : t.prefix_ids_) max_id = std::max(max_id, id);
+    if (max_id < 0 || max_id > 10'000'000) throw std::runtime_error("ids out of range");
+    t.id_bytes_.assign(size_t(max_id) + 1, "");
+    t.has_token_.assign(size_t(max_id) + 1, false);
+    for (const auto& [piece, id] : t.model_.vocab()) {
+      if (id < 0) throw std::runtime_error("negative id for '" + piece + "'");
+      auto bytes = byte_level_decode(piece);
+      if (!bytes) throw std::runtime_error("piece '" + piece + "' is not in the byte-level alphabet");
+      t.id_bytes_[size_t(id)] = std::move(*bytes);
+      t.has_token_[size_t(id)] = true;
+    }
+    for (const AddedToken& a : t.added_) {  // an added token's text wins over a piece of the same id
+      if (a.id < 0) throw std::runtime_error("negative id for added token '" + a.content + "'");
+      t.id_bytes_[size_t(a.id)] = a.content;
+      t.has_token_[size_t(a.id)] = true;
+    }
+    for (const int id : t.prefix_ids_)
+      if (!t.has_token(id)) throw std::runtime_error("post_processor id " + std::to_string(id) + " has no token");
+    return t;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw std::runtime_error(what.starts_with(origin) ? what : origin + ": " + what);
+  }
+}
+
+ByteLevelBpeParts HfTokenizer::parts() const {
+  ByteLevelBpeParts p;
+  for (const auto& [piece, id] : model_.vocab()) p.vocab.emplace_back(piece, id);
+  std::sort(p.vocab.begin(), p.vocab.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  p.merges = model_.merge_list();
+  p.ignore_merges = model_.ignore_merges();
+  p.added = added_;
+  std::sort(p.added.begin(), p.added.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
+  p.prefix_ids = prefix_ids_;
+  p.split_pattern = split_pattern_;
+  p.nfc = nfc_;
+  return p;
 }
 
 bool HfTokenizer::is_special(int id) const {
@@ -206,9 +239,9 @@ std::vector<int> HfTokenizer::encode(std::string_view text, bool add_special) co
   size_t segment = 0;
   for (size_t pos = 0; pos < text.size();) {
     const AddedToken* hit = nullptr;
-    for (const AddedToken& a : added_)
-      if (text.substr(pos, a.content.size()) == a.content) {
-        hit = &a;
+    for (const size_t k : added_by_first_byte_[uint8_t(text[pos])])
+      if (text.substr(pos).starts_with(added_[k].content)) {
+        hit = &added_[k];
         break;
       }
     if (!hit) {

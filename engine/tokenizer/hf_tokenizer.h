@@ -13,6 +13,7 @@
 // with an error naming it, never silently ignored.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,8 +31,24 @@ struct AddedToken {
   bool special;  // control tokens (<|begin_of_text|>); non-special ones (<think>) are text
 };
 
+// Everything a byte-level BPE tokenizer is made of, whichever file it came
+// from (tokenizer.json, or a GGUF `gpt2` vocabulary) or goes to.
+struct ByteLevelBpeParts {
+  std::vector<std::pair<std::string, int>> vocab;  // pieces in the byte-level alphabet -> id
+  std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+  bool ignore_merges = false;
+  std::vector<AddedToken> added;
+  std::vector<int> prefix_ids;   // the post-processor's, e.g. BOS
+  std::string split_pattern;     // the Split regex as tokenizer.json spells it; "" = whole segments
+  bool nfc = false;
+};
+
 class HfTokenizer {
  public:
+  // Throws std::runtime_error, prefixed by origin, for inconsistent parts.
+  static HfTokenizer from_parts(ByteLevelBpeParts parts, const std::string& origin);
+  ByteLevelBpeParts parts() const;
+
   // Throws std::runtime_error naming the file and the unsupported or
   // malformed part.
   static HfTokenizer load(const std::string& path);
@@ -59,8 +76,12 @@ class HfTokenizer {
 
   BpeModel model_;
   std::optional<RegexSplit> split_;  // none: the whole segment is one word
+  std::string split_pattern_;        // as given, before RegexSplit's rewrite
   bool nfc_ = false;
   std::vector<AddedToken> added_;  // sorted by content length, longest first
+  // Indices into added_ (longest first) by the first byte of the content, so
+  // that the scan for added tokens looks only at those that can start here.
+  std::array<std::vector<size_t>, 256> added_by_first_byte_;
   std::vector<int> prefix_ids_;
   std::vector<std::string> id_bytes_;  // token_bytes per id
   std::vector<bool> has_token_;

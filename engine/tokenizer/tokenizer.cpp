@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "engine/tokenizer/byte_piece.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 
 namespace astrai {
 
@@ -37,13 +38,46 @@ Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores,
   check_id_in_range("eos id", eos_id_, pieces_.size());
   check_id_in_range("unk id", unk_id_, pieces_.size());
 
+  for (size_t id = 0; id < pieces_.size(); ++id)
+    if (std::isnan(scores_[id]))
+      throw std::invalid_argument("Tokenizer: the score of id " + std::to_string(id) + " is NaN");
+  index_pieces({});
+}
+
+Tokenizer::Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos_id, std::vector<int> extra_end_ids)
+    : bos_id_(bos_id), eos_id_(eos_id), unk_id_(-1), bpe_(std::move(bpe)) {
+  if (!bpe_) throw std::invalid_argument("Tokenizer: no byte-level BPE given");
+  const auto n = size_t(bpe_->vocab_size());
+  pieces_.resize(n);
+  scores_.assign(n, 0.0f);  // merges are ranked inside the BPE model, not scored per piece
+  types_.assign(n, TokenType::Unused);
+  for (size_t id = 0; id < n; ++id) {
+    if (!bpe_->has_token(int(id))) continue;
+    pieces_[id] = bpe_->token_bytes(int(id));
+    types_[id] = TokenType::Normal;
+  }
+  for (const AddedToken& a : bpe_->added_tokens())
+    types_[size_t(a.id)] = a.special ? TokenType::Control : TokenType::UserDefined;
+  auto check_token = [&](const char* what, int id) {
+    check_id_in_range(what, id, n);
+    if (types_[size_t(id)] == TokenType::Unused)
+      throw std::invalid_argument(std::string("Tokenizer: ") + what + " " + std::to_string(id) + " has no token");
+  };
+  if (bos_id_ != -1) check_token("bos id", bos_id_);
+  check_token("eos id", eos_id_);
+  for (const int id : extra_end_ids) check_token("end-of-generation id", id);
+  index_pieces(std::move(extra_end_ids));
+}
+
+void Tokenizer::index_pieces(std::vector<int> extra_end_ids) {
   byte_ids_.fill(unk_id_);
   std::array<bool, 256> byte_seen{};
   piece_ids_.reserve(pieces_.size());
   for (size_t id = 0; id < pieces_.size(); ++id) {
-    if (std::isnan(scores_[id]))
-      throw std::invalid_argument("Tokenizer: the score of id " + std::to_string(id) + " is NaN");
+    if (types_[id] == TokenType::Unused && bpe_) continue;  // ids a byte-level vocabulary leaves out
     piece_ids_.try_emplace(pieces_[id], int(id));  // a repeated piece keeps its lowest id
+    if (types_[id] == TokenType::Control || types_[id] == TokenType::UserDefined)
+      if (!pieces_[id].empty()) special_ids_.push_back(int(id));
     if (types_[id] != TokenType::Byte) continue;
     const auto byte = parse_byte_piece(pieces_[id]);
     if (!byte)
@@ -52,15 +86,18 @@ Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores,
     if (!byte_seen[*byte]) byte_ids_[*byte] = int(id);
     byte_seen[*byte] = true;
   }
+  std::stable_sort(special_ids_.begin(), special_ids_.end(),
+                   [&](int a, int b) { return pieces_[size_t(a)].size() > pieces_[size_t(b)].size(); });
 
   static constexpr std::string_view kEndOfTurnPieces[] = {
       "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "<|end|>", "<end_of_turn>"};
-  end_of_generation_ids_ = {eos_id_, bos_id_};
-  for (size_t id = 0; id < pieces_.size(); ++id) {
-    if (types_[id] != TokenType::Control && types_[id] != TokenType::UserDefined) continue;
-    if (std::find(std::begin(kEndOfTurnPieces), std::end(kEndOfTurnPieces), pieces_[id]) != std::end(kEndOfTurnPieces))
-      end_of_generation_ids_.push_back(int(id));
-  }
+  end_of_generation_ids_ = std::move(extra_end_ids);
+  end_of_generation_ids_.push_back(eos_id_);
+  if (!bpe_) end_of_generation_ids_.push_back(bos_id_);
+  for (const int id : special_ids_)
+    if (std::find(std::begin(kEndOfTurnPieces), std::end(kEndOfTurnPieces), pieces_[size_t(id)]) !=
+        std::end(kEndOfTurnPieces))
+      end_of_generation_ids_.push_back(id);
   std::sort(end_of_generation_ids_.begin(), end_of_generation_ids_.end());
   end_of_generation_ids_.erase(std::unique(end_of_generation_ids_.begin(), end_of_generation_ids_.end()),
                                end_of_generation_ids_.end());
@@ -81,11 +118,15 @@ std::string Tokenizer::decode_token(int prev_token, int token) const {
   switch (types_[size_t(token)]) {
     case TokenType::Control:
       return "";  // <s>, </s> mark sequence structure; they are not text
+    case TokenType::Unused:
+      if (bpe_) throw std::invalid_argument("Tokenizer::decode_token: id " + std::to_string(token) + " has no token");
+      break;
     case TokenType::Byte:
       return std::string(1, char(*parse_byte_piece(piece)));  // validated in the constructor
     default:
       break;
   }
+  if (bpe_) return piece;  // byte-level pieces are the bytes themselves
   // The encoder put a space before the text (the dummy prefix); the first
   // piece after BOS carries it, so it is dropped there (run.c's decode).
   if (prev_token == bos_id_ && !piece.empty() && piece[0] == ' ') return piece.substr(1);

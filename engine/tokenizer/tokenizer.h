@@ -1,15 +1,23 @@
-// SentencePiece-style BPE tokenizer, as llama2.c's run.c and llama.cpp's
-// `llama` (SPM) vocabulary implement it: a dummy space prefix, greedy merges of
-// the highest-scoring adjacent pair, byte fallback <0xXX> for anything that is
-// not in the vocabulary.
+// The engine's tokenizer: ids <-> text for one of two kinds of vocabulary.
 //
-// Pieces are held with real spaces (' '), as llama2.c's tokenizer.bin stores
-// them; GGUF files store SentencePiece's '▁' (U+2581), converted on load/save.
+// SentencePiece: BPE as llama2.c's run.c and llama.cpp's `llama` (SPM)
+// vocabulary implement it: a dummy space prefix, greedy merges of the
+// highest-scoring adjacent pair, byte fallback <0xXX> for anything that is not
+// in the vocabulary. Pieces are held with real spaces (' '), as llama2.c's
+// tokenizer.bin stores them; GGUF files store SentencePiece's '▁' (U+2581),
+// converted on load/save.
+//
+// ByteLevelBpe: Hugging Face's tokenizer.json for GPT-2-style vocabularies
+// (Llama 3, Qwen 2.5 / 3, Mistral Nemo), encoded by HfTokenizer
+// (hf_tokenizer.h) exactly as the `tokenizers` library does. Here pieces()
+// are the bytes each id stands for; added tokens are Control (special) or
+// UserDefined (e.g. Qwen 3's <think>); ids without a token are Unused.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +25,10 @@
 #include <vector>
 
 namespace astrai {
+
+class HfTokenizer;
+
+enum class TokenizerKind { SentencePiece, ByteLevelBpe };
 
 // GGUF's tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
 enum class TokenType : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
@@ -37,13 +49,40 @@ class Tokenizer {
   // vocab_size 0 reads every piece in the file (the file stores no count).
   static Tokenizer load_llama2c(const std::string& path, int vocab_size);
 
-  // Ids of `text`, BOS first when add_bos. Never fails: bytes outside the
-  // vocabulary fall back to <0xXX> pieces.
+  // A byte-level BPE vocabulary. bos_id is -1 when the vocabulary has none
+  // (Qwen); extra_end_ids (generation_config.json's eos_token_id list) join
+  // the end-of-generation set. Throws std::invalid_argument for an id with no token.
+  Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos_id, std::vector<int> extra_end_ids = {});
+
+  // tokenizer.json plus tokenizer_config.json, whose bos_token and eos_token
+  // (a string, an {"content": ...} object or null) name the BOS and EOS ids.
+  // Throws std::runtime_error naming the file and the problem.
+  static Tokenizer load_hf(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,
+                           std::vector<int> extra_end_ids = {});
+
+  TokenizerKind kind() const { return bpe_ ? TokenizerKind::ByteLevelBpe : TokenizerKind::SentencePiece; }
+  // The byte-level BPE behind a ByteLevelBpe tokenizer, else nullptr.
+  const HfTokenizer* byte_level_bpe() const { return bpe_.get(); }
+
+  // Ids of `text`, after the tokenizer's own prefix when add_bos: BOS for
+  // SentencePiece; for byte-level BPE the post-processor's prefix (BOS for
+  // Llama 3, nothing for Qwen). Never fails: SentencePiece falls back to
+  // <0xXX> pieces, byte-level BPE has every byte. SentencePiece spells out
+  // special pieces typed in the text ("<s>" is text, as run.c does); a
+  // byte-level BPE turns them into their ids, as Hugging Face's tokenizers do.
   std::vector<int> encode(std::string_view text, bool add_bos = true) const;
 
+  // Ids of a prompt rendered by a chat template, with its special tokens
+  // spelled out ("<|im_start|>user..."), without any prefix: every control or
+  // user-defined piece in the text becomes its id (the longest at each place),
+  // the text between is encoded as by encode(run, false). This is how
+  // transformers' apply_chat_template and llama.cpp (parse_special) tokenize.
+  std::vector<int> encode_with_special_tokens(std::string_view text) const;
+
   // The bytes one token stands for when it follows prev_token: a <0xXX> piece
-  // gives its raw byte, and the leading space of the first piece after BOS is
-  // dropped (the dummy prefix), as run.c's decode does. Control tokens give "".
+  // gives its raw byte, and (SentencePiece) the leading space of the first
+  // piece after BOS is dropped (the dummy prefix), as run.c's decode does.
+  // Control tokens give "" (vLLM's skip_special_tokens).
   std::string decode_token(int prev_token, int token) const;
   // decode_token over a sequence; the sequence is read as if preceded by BOS
   // when it does not start with one, so decode(encode(s)) == s.
@@ -61,15 +100,17 @@ class Tokenizer {
   const std::vector<TokenType>& types() const { return types_; }
 
   // The tokens after which a generation ends (unless the request ignores
-  // EOS), as llama.cpp's end-of-generation set: EOS; BOS (llama2.c models end
-  // a story by starting the next one); and every control or user-defined
+  // EOS), as llama.cpp's end-of-generation set: EOS; the extra end ids; BOS
+  // of a SentencePiece vocabulary (llama2.c models end a story by starting
+  // the next one); and every control or user-defined
   // token spelled as a chat format's end of turn or of text: <|eot_id|>,
   // <|eom_id|>, <|end_of_text|> (Llama 3), <|im_end|>, <|endoftext|>
   // (ChatML), <|end|> (Phi-3), <end_of_turn> (Gemma). A normal piece with the
   // same spelling is text, not a stop. Sorted, without repeats.
   const std::vector<int>& end_of_generation_ids() const { return end_of_generation_ids_; }
 
-  // The id of the piece spelled exactly `text`, or -1 when there is none.
+  // The id of the piece spelled exactly `text`, or -1 when there is none
+  // (Unused ids are never found).
   int piece_id(std::string_view text) const;
   // The byte-fallback id for `byte`: the id of the piece "<0xXX>" (3 + byte in
   // llama2.c's files), or unk_id() when the vocabulary has no such piece.
@@ -81,6 +122,8 @@ class Tokenizer {
   std::vector<TokenType> types_;
   int bos_id_, eos_id_, unk_id_;
   std::vector<int> end_of_generation_ids_;
+  std::vector<int> special_ids_;  // Control and UserDefined ids, longest piece first
+  std::shared_ptr<const HfTokenizer> bpe_;  // set for ByteLevelBpe
 
   // Heterogeneous lookup: find() takes a string_view without building a string.
   struct PieceHash {
@@ -89,6 +132,9 @@ class Tokenizer {
   };
   std::unordered_map<std::string, int, PieceHash, std::equal_to<>> piece_ids_;
   std::array<int, 256> byte_ids_{};
+
+  // Lookup tables and the end-of-generation set, once pieces and types are set.
+  void index_pieces(std::vector<int> extra_end_ids);
 };
 
 }  // namespace astrai

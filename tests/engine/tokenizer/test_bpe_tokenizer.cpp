@@ -5,13 +5,18 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
+#include <unordered_map>
 
+#include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/hf_tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/support/shared_data.h"
 
 namespace {
@@ -220,4 +225,117 @@ TEST_CASE("unsupported tokenizer.json components are refused by name") {
   CHECK_THROWS_WITH(HfTokenizer::parse(with(R"("add_prefix_space":false)", R"("add_prefix_space":true)")),
                     Catch::Contains("add_prefix_space"));
   CHECK_THROWS_WITH(HfTokenizer::parse(with(R"(["a b"])", R"(["a c"])")), Catch::Contains("merge 0"));
+}
+
+TEST_CASE("BpeModel's heap merges equal a plain rescanning loop on random tie-heavy merge lists") {
+  // The plain loop (the definition): merge the lowest-ranked adjacent pair,
+  // the leftmost on a tie, until no pair has a merge.
+  auto rescanning = [](std::vector<std::string> symbols, const std::vector<std::pair<std::string, std::string>>& merges) {
+    for (;;) {
+      size_t best_rank = merges.size(), best_pos = 0;
+      for (size_t p = 0; p + 1 < symbols.size(); ++p)
+        for (size_t r = 0; r < best_rank; ++r)
+          if (merges[r].first == symbols[p] && merges[r].second == symbols[p + 1]) {
+            best_rank = r;
+            best_pos = p;
+          }
+      if (best_rank == merges.size()) return symbols;
+      symbols[best_pos] += symbols[best_pos + 1];
+      symbols.erase(symbols.begin() + long(best_pos) + 1);
+    }
+  };
+  REQUIRE(rc::check("encode_word == rescanning", [&] {
+    // Merges over a 3-letter alphabet: words like "aaaa" make overlapping,
+    // equal-rank candidates the rule.
+    std::unordered_map<std::string, int> vocab{{"a", 0}, {"b", 1}, {"c", 2}};
+    std::vector<std::pair<std::string, std::string>> merges;
+    const auto n_merges = *rc::gen::inRange<size_t>(0, 12);
+    for (size_t i = 0; i < n_merges; ++i) {
+      std::vector<std::string> pieces;
+      for (const auto& [piece, id] : vocab) pieces.push_back(piece);
+      std::sort(pieces.begin(), pieces.end());
+      const std::string a = *rc::gen::elementOf(pieces), b = *rc::gen::elementOf(pieces);
+      if (a.size() + b.size() > 6) continue;
+      merges.emplace_back(a, b);
+      vocab.try_emplace(a + b, int(vocab.size()));
+    }
+    const astrai::BpeModel model(vocab, merges, false);
+    const auto word = *rc::gen::container<std::string>(rc::gen::element<char>('a', 'b', 'c', 'a'));
+    std::vector<int> ids;
+    model.encode_word(word, ids);
+    std::vector<std::string> want_symbols;
+    for (const char c : word) want_symbols.emplace_back(1, c);
+    std::vector<int> want;
+    for (const auto& s : rescanning(want_symbols, merges)) want.push_back(vocab.at(s));
+    RC_ASSERT(ids == want);
+  }));
+}
+
+namespace {
+
+// The id tokenizer.json's added_tokens gives `content`, read independently of HfTokenizer.
+int added_token_id(const std::string& name, const std::string& content) {
+  std::ifstream f(tokenizer_json(name));
+  const auto file = nlohmann::json::parse(f);
+  for (const auto& a : file.at("added_tokens"))
+    if (a.at("content") == content) return a.at("id").get<int>();
+  return -1;
+}
+
+// bos_token / eos_token of the package's tokenizer_config.json ("" when null).
+std::string config_token(const std::string& name, const char* key) {
+  std::ifstream f(tokenizer_json(name).replace_filename("tokenizer_config.json"));
+  const auto v = nlohmann::json::parse(f).value(key, nlohmann::json());
+  return v.is_string() ? v.get<std::string>() : v.is_object() ? v.at("content").get<std::string>() : "";
+}
+
+}  // namespace
+
+TEST_CASE("Tokenizer::load_hf: BOS, EOS and the end-of-generation set from tokenizer_config.json") {
+  for (const std::string name : {"llama3", "qwen3"}) {
+    REQUIRE_TOKENIZER(hf, name);
+    const auto tok = astrai::Tokenizer::load_hf(tokenizer_json(name).string(),
+                                                tokenizer_json(name).replace_filename("tokenizer_config.json").string());
+    INFO(name);
+    CHECK(tok.kind() == astrai::TokenizerKind::ByteLevelBpe);
+    const std::string bos = config_token(name, "bos_token"), eos = config_token(name, "eos_token");
+    CHECK(tok.bos_id() == (bos.empty() ? -1 : added_token_id(name, bos)));
+    CHECK(tok.eos_id() == added_token_id(name, eos));
+    // llama.cpp's end-of-generation pieces that the vocabulary has, and EOS.
+    std::set<int> want{tok.eos_id()};
+    for (const char* piece : {"<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>"})
+      if (const int id = added_token_id(name, piece); id >= 0) want.insert(id);
+    const auto& got = tok.end_of_generation_ids();
+    CHECK(std::set<int>(got.begin(), got.end()) == want);
+    CHECK(want.size() >= 2);
+    // add_bos is the post-processor's prefix (this Llama 3 file's post-processor
+    // is ByteLevel alone, as Meta's first release was: no prefix; chat
+    // templates spell BOS out), compared with tokenizers.js above.
+    CHECK(tok.encode("Hi", true) == hf->encode("Hi", true));
+    // Streaming decode: token by token, control tokens give nothing, the rest
+    // their bytes, so the pieces of any text joined give the text back.
+    const std::string text = "caf\u00e9 \U0001F600 <|im_start|>x\n\n  y";
+    std::string joined;
+    int prev = tok.bos_id();
+    for (const int id : tok.encode_with_special_tokens(text)) {
+      joined += tok.decode_token(prev, id);
+      prev = id;
+    }
+    std::string want_text = text;
+    if (tok.piece_id("<|im_start|>") >= 0 && tok.type(tok.piece_id("<|im_start|>")) == astrai::TokenType::Control)
+      want_text.erase(want_text.find("<|im_start|>"), 12);
+    CHECK(joined == want_text);
+  }
+}
+
+TEST_CASE("Qwen 3's <think> is an added token that is text, not a control token") {
+  REQUIRE_TOKENIZER(hf, "qwen3");
+  const auto tok = astrai::Tokenizer::load_hf(tokenizer_json("qwen3").string(),
+                                              tokenizer_json("qwen3").replace_filename("tokenizer_config.json").string());
+  const int think = added_token_id("qwen3", "<think>");
+  REQUIRE(think >= 0);
+  CHECK(tok.encode_with_special_tokens("<think>") == std::vector<int>{think});
+  CHECK(tok.type(think) == astrai::TokenType::UserDefined);
+  CHECK(tok.decode_token(-1, think) == "<think>");
+  CHECK(tok.decode_token(-1, added_token_id("qwen3", "<|im_end|>")).empty());
 }

@@ -188,3 +188,28 @@ TEST_CASE("heap encoder equals run.c's rescanning loop on random tie-heavy vocab
     RC_ASSERT(tok.decode(ids) == text);
   });
 }
+
+TEST_CASE("encode_with_special_tokens: control pieces in the text become their ids", "[tokenizer]") {
+  const Tokenizer tok = merge_rule_vocab();
+  // Each run between special pieces is encoded as encode(run, false) would,
+  // dummy prefix included (llama.cpp's parse_special after a special token).
+  auto concat = [](std::initializer_list<std::vector<int>> parts) {
+    std::vector<int> v;
+    for (const auto& p : parts) v.insert(v.end(), p.begin(), p.end());
+    return v;
+  };
+  CHECK(tok.encode_with_special_tokens("<s>ab</s>") == concat({{1}, tok.encode("ab", false), {2}}));
+  CHECK(tok.encode_with_special_tokens("a<s><s>") == concat({tok.encode("a", false), {1, 1}}));
+  CHECK(tok.encode_with_special_tokens("") == std::vector<int>{});
+  // <unk> is Unknown, not Control: it stays text, as does a near miss.
+  CHECK(tok.encode_with_special_tokens("<unk>") == tok.encode("<unk>", false));
+  CHECK(tok.encode_with_special_tokens("<s </s") == tok.encode("<s </s", false));
+  // Plain encode never parses them (run.c spells "<s>" out).
+  CHECK(tok.encode("<s>", false) != std::vector<int>{1});
+  rc::prop("encode_with_special_tokens(a + </s> + b) == encode(a) + [eos] + encode(b)", [&] {
+    const auto text = rc::gen::container<std::string>(rc::gen::element<char>(' ', 'a', 'b', 'c', 's', '/', '\n'));
+    const std::string a = *text, b = *text;  // no '<': no special piece can start inside them
+    RC_ASSERT(tok.encode_with_special_tokens(a + "</s>" + b) ==
+              concat({tok.encode(a, false), {2}, tok.encode(b, false)}));
+  });
+}

@@ -1,0 +1,66 @@
+// Tokenizer::load_hf: a Hugging Face tokenizer (tokenizer.json) with the
+// BOS and EOS named by tokenizer_config.json.
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "engine/tokenizer/hf_tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace astrai {
+
+namespace {
+
+using nlohmann::json;
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("tokenizer config '" + path + "': cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  try {
+    return json::parse(buffer.str());
+  } catch (const json::exception& e) {
+    throw std::runtime_error("tokenizer config '" + path + "': not JSON: " + e.what());
+  }
+}
+
+// bos_token / eos_token: "<s>", {"content": "<s>", ...} or null/absent ("").
+std::string special_token_text(const json& config, const char* key, const std::string& path) {
+  if (!config.contains(key) || config[key].is_null()) return "";
+  const json& v = config[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  throw std::runtime_error("tokenizer config '" + path + "': " + key + " is neither a string nor {\"content\": ...}");
+}
+
+// The id of an added token (or vocabulary piece) spelled exactly `text`.
+int token_id(const HfTokenizer& bpe, const std::string& text, const char* key, const std::string& path) {
+  for (const AddedToken& a : bpe.added_tokens())
+    if (a.content == text) return a.id;
+  const std::vector<int> ids = bpe.encode(text, false);
+  if (ids.size() == 1) return ids[0];
+  throw std::runtime_error("tokenizer config '" + path + "': " + key + " '" + text + "' is not one token");
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::load_hf(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,
+                             std::vector<int> extra_end_ids) {
+  auto bpe = std::make_shared<const HfTokenizer>(HfTokenizer::load(tokenizer_json_path));
+  const json config = read_json_file(tokenizer_config_path);
+  if (!config.is_object()) throw std::runtime_error("tokenizer config '" + tokenizer_config_path + "': not an object");
+  const std::string bos = special_token_text(config, "bos_token", tokenizer_config_path);
+  const std::string eos = special_token_text(config, "eos_token", tokenizer_config_path);
+  if (eos.empty()) throw std::runtime_error("tokenizer config '" + tokenizer_config_path + "': no eos_token");
+  const int bos_id = bos.empty() ? -1 : token_id(*bpe, bos, "bos_token", tokenizer_config_path);
+  const int eos_id = token_id(*bpe, eos, "eos_token", tokenizer_config_path);
+  try {
+    return Tokenizer(std::move(bpe), bos_id, eos_id, std::move(extra_end_ids));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("tokenizer '" + tokenizer_json_path + "': " + e.what());
+  }
+}
+
+}  // namespace astrai
