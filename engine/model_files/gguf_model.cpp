@@ -10,17 +10,11 @@
 #include <stdexcept>
 
 #include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf_tokenizer.h"
 #include "engine/model_files/gguf_writer.h"
 
 namespace astrai {
 namespace {
-
-constexpr const char* kSentencePieceSpace = "\xE2\x96\x81";  // U+2581 '▁'
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-  return s;
-}
 
 std::string layer_tensor(int layer, const char* what) { return "blk." + std::to_string(layer) + "." + what + ".weight"; }
 
@@ -118,49 +112,6 @@ ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
   return w;
 }
 
-TokenType token_type_from(const GgufReader& g, int64_t v, size_t id) {
-  if (v < int64_t(TokenType::Normal) || v > int64_t(TokenType::Byte))
-    throw std::runtime_error(g.path() + ": tokenizer.ggml.token_type of id " + std::to_string(id) + " is " +
-                             std::to_string(v) + ", not a llama token type (1-6)");
-  return TokenType(v);
-}
-
-int token_id(const GgufReader& g, const std::string& key, int fallback) {
-  if (!g.has(key)) return fallback;
-  const int64_t v = g.get_int(key);
-  if (v < 0 || v > std::numeric_limits<int32_t>::max())
-    throw std::runtime_error(g.path() + ": metadata key '" + key + "' is " + std::to_string(v) + ", not a token id");
-  return int(v);
-}
-
-Tokenizer read_tokenizer(const GgufReader& g, int vocab_size) {
-  const std::string model = g.get_string("tokenizer.ggml.model");
-  if (model != "llama")
-    throw std::runtime_error(g.path() + ": tokenizer.ggml.model '" + model +
-                             "' is not supported (only SentencePiece 'llama' vocabularies)");
-  std::vector<std::string> pieces = g.get_string_array("tokenizer.ggml.tokens");
-  const size_t n = pieces.size();
-  if (n != size_t(vocab_size))
-    throw std::runtime_error(g.path() + ": tokenizer has " + std::to_string(n) + " tokens, the model's vocabulary " +
-                             std::to_string(vocab_size));
-  for (auto& p : pieces) p = replace_all(std::move(p), kSentencePieceSpace, " ");
-  std::vector<float> scores(n, 0.0f);
-  if (g.has("tokenizer.ggml.scores")) scores = g.get_float_array("tokenizer.ggml.scores");
-  std::vector<TokenType> types(n, TokenType::Normal);
-  if (g.has("tokenizer.ggml.token_type")) {
-    const auto raw = g.get_int_array("tokenizer.ggml.token_type");
-    types.assign(raw.size(), TokenType::Normal);
-    for (size_t i = 0; i < raw.size(); ++i) types[i] = token_type_from(g, raw[i], i);
-  }
-  try {
-    return Tokenizer(std::move(pieces), std::move(scores), std::move(types),
-                     token_id(g, "tokenizer.ggml.bos_token_id", 1), token_id(g, "tokenizer.ggml.eos_token_id", 2),
-                     token_id(g, "tokenizer.ggml.unknown_token_id", 0));
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(g.path() + ": invalid tokenizer: " + e.what());
-  }
-}
-
 // ---- writing ----
 
 void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const std::string& name) {
@@ -177,22 +128,6 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   out.add_metadata("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
   out.add_metadata("llama.rope.freq_base", c.rope_theta);
   out.add_metadata("llama.vocab_size", uint32_t(c.vocab_size));
-}
-
-void add_tokenizer(GgufWriter& out, const Tokenizer& tok) {
-  std::vector<std::string> pieces;
-  pieces.reserve(size_t(tok.vocab_size()));
-  for (const auto& p : tok.pieces()) pieces.push_back(replace_all(p, " ", kSentencePieceSpace));
-  std::vector<int32_t> types;
-  types.reserve(pieces.size());
-  for (const auto t : tok.types()) types.push_back(int32_t(t));
-  out.add_metadata("tokenizer.ggml.model", "llama");
-  out.add_metadata("tokenizer.ggml.tokens", make_gguf_array(pieces));
-  out.add_metadata("tokenizer.ggml.scores", make_gguf_array(tok.scores()));
-  out.add_metadata("tokenizer.ggml.token_type", make_gguf_array(types));
-  out.add_metadata("tokenizer.ggml.bos_token_id", uint32_t(tok.bos_id()));
-  out.add_metadata("tokenizer.ggml.eos_token_id", uint32_t(tok.eos_id()));
-  out.add_metadata("tokenizer.ggml.unknown_token_id", uint32_t(tok.unk_id()));
 }
 
 void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType matrix_type) {
@@ -236,7 +171,7 @@ GgufModel read_gguf_model(const std::string& path) {
   const GgufReader g(path);
   const ModelConfig config = read_config(g);
   ModelWeights weights = read_weights(g, config);
-  Tokenizer tokenizer = read_tokenizer(g, config.vocab_size);
+  Tokenizer tokenizer = read_gguf_tokenizer(g, config.vocab_size);
   const std::string name = g.has("general.name") ? g.get_string("general.name") : "";
   const std::string chat_template = g.has("tokenizer.chat_template") ? g.get_string("tokenizer.chat_template") : "";
   return GgufModel{std::move(weights), std::move(tokenizer), name, chat_template};
@@ -253,7 +188,7 @@ void write_gguf_model(const std::string& path, const ModelWeights& weights, cons
                                 " pieces, the model's vocabulary " + std::to_string(weights.config.vocab_size));
   GgufWriter out;
   add_config(out, weights.config, dtype, name);
-  add_tokenizer(out, tokenizer);
+  add_gguf_tokenizer(out, tokenizer);
   add_weights(out, weights, ggml_type_of(dtype));
   out.write(path);
 }

@@ -1,7 +1,7 @@
 // A Llama model and its tokenizer as a GGUF file, following llama.cpp's
-// conventions for architecture `llama` (metadata keys, tensor names, the
-// SentencePiece vocabulary with '▁' for spaces). See docs/model-files.md for
-// the full mapping.
+// conventions for architecture `llama` (metadata keys, tensor names) and its
+// two vocabulary kinds (gguf_tokenizer.h: SentencePiece `llama` with '▁' for
+// spaces, byte-level BPE `gpt2`). See docs/model-files.md for the full mapping.
 #pragma once
 
 #include <string>
@@ -34,8 +34,8 @@ GgufModel read_gguf_model(const std::string& path);
 // Writes weights and tokenizer as a `llama` GGUF (version 3). output.weight is
 // omitted when the classifier equals the embedding bit for bit. Throws
 // std::invalid_argument for weights in the rotate-half RoPE layout (GGUF's
-// `llama` expects adjacent pairs) or a tokenizer whose size differs from the
-// model's vocabulary; std::runtime_error when the file cannot be written.
+// `llama` expects adjacent pairs), a tokenizer whose size differs from the
+// model's vocabulary or one GGUF cannot describe (add_gguf_tokenizer); std::runtime_error when the file cannot be written.
 void write_gguf_model(const std::string& path, const ModelWeights& weights, const Tokenizer& tokenizer,
                       GgufDType dtype, const std::string& name);
 

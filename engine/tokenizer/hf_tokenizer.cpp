@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "engine/tokenizer/bpe_pre_tokenizers.h"
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/nfc.h"
 
@@ -17,8 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-// GPT-2's pattern: the ByteLevel pre-tokenizer's own split when use_regex is true.
-constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 [[noreturn]] void unsupported(const std::string& origin, const std::string& what) {
   throw std::runtime_error(origin + ": unsupported " + what);
@@ -51,7 +50,7 @@ std::string parse_pre_tokenizer(const std::string& origin, const json& pt) {
       byte_level = true;
       if (step.value("use_regex", true)) {
         if (pattern) unsupported(origin, "Split followed by a ByteLevel with use_regex true");
-        pattern = kGpt2Pattern;
+        pattern = std::string(find_bpe_pre_tokenizer("gpt-2")->pattern);  // GPT-2's own split
       }
     } else {
       unsupported(origin, "pre_tokenizer step " + type + " (supported: Split then ByteLevel, or ByteLevel)");

@@ -44,15 +44,19 @@ Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores,
   index_pieces({});
 }
 
-Tokenizer::Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos_id, std::vector<int> extra_end_ids)
+Tokenizer::Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos_id, std::vector<int> extra_end_ids,
+                     int vocab_size)
     : bos_id_(bos_id), eos_id_(eos_id), unk_id_(-1), bpe_(std::move(bpe)) {
   if (!bpe_) throw std::invalid_argument("Tokenizer: no byte-level BPE given");
-  const auto n = size_t(bpe_->vocab_size());
+  if (vocab_size != 0 && vocab_size < bpe_->vocab_size())
+    throw std::invalid_argument("Tokenizer: vocab_size " + std::to_string(vocab_size) + " is below the tokenizer's " +
+                                std::to_string(bpe_->vocab_size()) + " ids");
+  const auto n = size_t(std::max(vocab_size, bpe_->vocab_size()));
   pieces_.resize(n);
   scores_.assign(n, 0.0f);  // merges are ranked inside the BPE model, not scored per piece
   types_.assign(n, TokenType::Unused);
   for (size_t id = 0; id < n; ++id) {
-    if (!bpe_->has_token(int(id))) continue;
+    if (!bpe_->has_token(int(id))) continue;  // also every id past the tokenizer's own
     pieces_[id] = bpe_->token_bytes(int(id));
     types_[id] = TokenType::Normal;
   }
@@ -119,7 +123,7 @@ std::string Tokenizer::decode_token(int prev_token, int token) const {
     case TokenType::Control:
       return "";  // <s>, </s> mark sequence structure; they are not text
     case TokenType::Unused:
-      if (bpe_) throw std::invalid_argument("Tokenizer::decode_token: id " + std::to_string(token) + " has no token");
+      if (bpe_) return "";  // padding: the model may emit it, it stands for no text
       break;
     case TokenType::Byte:
       return std::string(1, char(*parse_byte_piece(piece)));  // validated in the constructor

