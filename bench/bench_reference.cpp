@@ -123,8 +123,9 @@ void bm_rope(benchmark::State& state, OpShape s) {
   auto x = random_matrix(rows, size_t(s.n_heads * s.head_dim), 5);
   std::vector<int> positions(rows);
   for (size_t r = 0; r < rows; ++r) positions[r] = 100 + int(r);
+  const std::vector<float> freqs = astrai::rope_frequencies(s.head_dim, 10000.0f);
   for (auto _ : state) {
-    astrai::apply_rope(x, positions, s.head_dim, 10000.0f, astrai::RopeLayout::AdjacentPairs);
+    astrai::apply_rope(x, positions, freqs, astrai::RopeLayout::AdjacentPairs);
     benchmark::DoNotOptimize(x.data());
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(x.size() / 2));

@@ -117,13 +117,15 @@ struct CudaExecutor::Impl {
     return device;
   }
 
-  // cos/sin of rope_angle() (reference/rope.h), the reference's own angles.
+  // cos/sin of rope_angle() at rope_frequencies() (reference/rope.h, Llama
+  // 3.1's scaling included): the reference's own angles.
   void build_rope_tables() {
     const int half = c.head_dim() / 2;
+    const std::vector<float> freqs = rope_frequencies(c);
     std::vector<float> cos_table(size_t(c.max_seq_len) * size_t(half)), sin_table(cos_table.size());
     for (int pos = 0; pos < c.max_seq_len; ++pos)
       for (int i = 0; i < half; ++i) {
-        const float angle = rope_angle(pos, i, c.head_dim(), c.rope_theta);
+        const float angle = rope_angle(pos, freqs[size_t(i)]);
         cos_table[size_t(pos) * size_t(half) + size_t(i)] = std::cos(angle);
         sin_table[size_t(pos) * size_t(half) + size_t(i)] = std::sin(angle);
       }
@@ -204,9 +206,10 @@ struct CudaExecutor::Impl {
                               stream);
       gemm.run(h.get(), L.wqkv.get(), t, R, c.dim, qkv_width, qkv.as<float>(), stream);
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
+      const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps};  // null where the model has none
       launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
                            meta_at(PlanLayout::kPos), rope_cos.as<float>(), rope_sin.as<float>(),
-                           meta_at(PlanLayout::kSlot), a.kv, stream);
+                           meta_at(PlanLayout::kSlot), a.kv, pre, stream);
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo.get(), t, R, c.q_dim(), c.dim, proj.as<float>(), stream);
       launch_residual_rmsnorm(x.as<float>(), proj.as<float>(), L.ffn_norm.get(), t, c.dim, c.norm_eps, nullptr, R,

@@ -9,7 +9,8 @@
 // Per layer (R rows; f32 = float32, T = the storage dtype):
 //   h[R,dim] T     = rmsnorm(x += ffn_out of the previous layer)   residual_rmsnorm.cu
 //   qkv[R,..] f32  = h [Wq;Wk;Wv]^T                                 cuBLASLt
-//   q rotated in place, K (rotated) and V written to their pages    rope_kv_write.cu
+//   (+ bias, per-head q/k RMSNorm where the model has them), q
+//   rotated in place, K (rotated) and V written to their pages      rope_kv_write.cu
 //   partial softmax per split: decode rows / prefill tiles          decode_attention.cu, prefill_attention.cu
 //   attn[R,q_dim] T = log-sum-exp merge of the splits               attention_merge.cu
 //   proj f32 = attn Wo^T;  h = rmsnorm(x += proj)                   cuBLASLt, residual_rmsnorm.cu

@@ -16,8 +16,9 @@ namespace {
 
 // Element counts of the tensors one layer holds.
 size_t layer_elements(const ModelConfig& c) {
-  const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim);
-  return 2 * dim + size_t(c.q_dim() + 2 * c.kv_dim()) * dim + dim * size_t(c.q_dim()) + 3 * hidden * dim;
+  const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim), qkv = size_t(c.q_dim() + 2 * c.kv_dim());
+  return 2 * dim + qkv * dim + dim * size_t(c.q_dim()) + 3 * hidden * dim + (c.qkv_bias ? qkv : 0) +
+         (c.qk_norm ? 2 * size_t(c.head_dim()) : 0);
 }
 
 // Uploads the float32 parts one after another into one buffer of `dtype`,
@@ -72,6 +73,11 @@ DeviceWeights::DeviceWeights(const ModelWeights& w, DType dtype) : dtype_(dtype)
     d.ffn_norm = upload(dtype, name + " ffn norm", L.ffn_norm);
     d.w_gate_up = upload(dtype, name + " w_gate/w_up", L.w_gate, L.w_up);
     d.w_down = upload(dtype, name + " w_down", L.w_down);
+    if (c.qkv_bias) d.bqkv = upload(dtype, name + " bq/bk/bv", L.bq, L.bk, L.bv);
+    if (c.qk_norm) {
+      d.q_norm = upload(dtype, name + " q norm", L.q_norm);
+      d.k_norm = upload(dtype, name + " k norm", L.k_norm);
+    }
     layers_.push_back(std::move(d));
   }
   final_norm_ = upload(dtype, "the final norm", w.final_norm);

@@ -3,7 +3,9 @@
 // [out, in] row-major layout; the q/k/v projections are stacked into one
 // [q_dim + 2 kv_dim, dim] matrix and gate/up into one [2 hidden, dim] matrix,
 // so each needs one GEMM (row o of the stack is row o of its part: the
-// results are those of the separate products).
+// results are those of the separate products). The options' vectors (Qwen 2's
+// biases, Qwen 3's q/k norms) are in the storage type too, and empty
+// (null) when the model has none.
 #pragma once
 
 #include <vector>
@@ -21,6 +23,9 @@ struct DeviceLayerWeights {
   DeviceBuffer ffn_norm;   // [dim]
   DeviceBuffer w_gate_up;  // [2 hidden, dim]: w_gate, then w_up
   DeviceBuffer w_down;     // [dim, hidden]
+  DeviceBuffer bqkv;       // [q_dim + 2 kv_dim]: bq, then bk, then bv (qkv_bias only)
+  DeviceBuffer q_norm;     // [head_dim] (qk_norm only)
+  DeviceBuffer k_norm;     // [head_dim] (qk_norm only)
 };
 
 class DeviceWeights {

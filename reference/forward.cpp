@@ -28,15 +28,32 @@ void write_kv(KVCacheView& cache, int layer, std::span<const BatchToken> batch, 
   for (size_t r = 0; r < batch.size(); ++r) cache.write(layer, batch[r].seq, batch[r].pos, &k(r, 0), &v(r, 0));
 }
 
-// x += W_o attention(RoPE(W_q norm(x)), RoPE(W_k norm(x)), W_v norm(x))
+// y = x W^T + b; a model without biases has b empty (Qwen 2 / 2.5 add one to
+// q, k and v). The bias is added after the product, row by row, in float.
+xt::xtensor<float, 2> project(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 2>& W,
+                              const xt::xtensor<float, 1>& b) {
+  xt::xtensor<float, 2> y = linear(x, W);
+  if (b.size() > 0) y += b;  // broadcast over the rows
+  return y;
+}
+
+// x += W_o attention(RoPE(N_q(W_q norm(x) + b_q)), RoPE(N_k(W_k norm(x) + b_k)), W_v norm(x) + b_v)
+// where the biases are there only with qkv_bias (Qwen 2) and N_q, N_k are the
+// per-head RMSNorms of qk_norm (Qwen 3), else the identity; `freqs` holds
+// rope_frequencies(c) (with Llama 3.1's scaling when the config has it).
 void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer, std::span<const BatchToken> batch,
-                     std::span<const int> positions, KVCacheView& cache, const ModelConfig& c) {
+                     std::span<const int> positions, std::span<const float> freqs, KVCacheView& cache,
+                     const ModelConfig& c) {
   const xt::xtensor<float, 2> h = rmsnorm(x, L.attn_norm, c.norm_eps);
-  xt::xtensor<float, 2> q = linear(h, L.wq);
-  xt::xtensor<float, 2> k = linear(h, L.wk);
-  const xt::xtensor<float, 2> v = linear(h, L.wv);
-  apply_rope(q, positions, c.head_dim(), c.rope_theta, c.rope_layout);
-  apply_rope(k, positions, c.head_dim(), c.rope_theta, c.rope_layout);
+  xt::xtensor<float, 2> q = project(h, L.wq, L.bq);
+  xt::xtensor<float, 2> k = project(h, L.wk, L.bk);
+  const xt::xtensor<float, 2> v = project(h, L.wv, L.bv);
+  if (c.qk_norm) {
+    q = rmsnorm_heads(q, L.q_norm, c.norm_eps);
+    k = rmsnorm_heads(k, L.k_norm, c.norm_eps);
+  }
+  apply_rope(q, positions, freqs, c.rope_layout);
+  apply_rope(k, positions, freqs, c.rope_layout);
   // K enters the cache already rotated: a cached key never needs its position again.
   write_kv(cache, layer, batch, k, v);
   x += linear(causal_attention(q, batch, cache, layer, c), L.wo);
@@ -65,11 +82,12 @@ xt::xtensor<float, 2> forward(const ModelWeights& weights, std::span<const Batch
   check_batch(c, batch);
   std::vector<int> positions;
   for (const auto& t : batch) positions.push_back(t.pos);
+  const std::vector<float> freqs = rope_frequencies(c);
 
   xt::xtensor<float, 2> x = embed(weights, batch);  // the residual stream, one row per token
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = weights.layers[size_t(l)];
-    attention_block(x, L, l, batch, positions, cache, c);
+    attention_block(x, L, l, batch, positions, freqs, cache, c);
     feed_forward_block(x, L, c);
   }
   return logits_of_wanted_rows(weights, x, batch);

@@ -1,5 +1,7 @@
 // The Llama forward pass over a batch of tokens, each at its own position in
-// its own sequence. Tokens of one sequence appear in increasing position
+// its own sequence, with the options of today's Llama-family models that the
+// config turns on (docs/forward-pass.md): Llama 3.1's RoPE frequency scaling,
+// Qwen 2's q/k/v biases, Qwen 3's per-head q/k RMSNorm and explicit head_dim. Tokens of one sequence appear in increasing position
 // order; earlier positions of that sequence are already in the cache or
 // earlier in the same batch.
 //

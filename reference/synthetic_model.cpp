@@ -28,11 +28,13 @@ xt::xtensor<float, 2> random_matrix(SplitMix64& rng, int rows, int cols) {
   return m;
 }
 
-xt::xtensor<float, 1> random_norm_weight(SplitMix64& rng, int n) {
+xt::xtensor<float, 1> random_vector(SplitMix64& rng, int n, float lo, float hi) {
   auto w = xt::xtensor<float, 1>::from_shape({size_t(n)});
-  for (auto& x : w) x = rng.uniform(0.5f, 1.5f);
+  for (auto& x : w) x = rng.uniform(lo, hi);
   return w;
 }
+
+xt::xtensor<float, 1> random_norm_weight(SplitMix64& rng, int n) { return random_vector(rng, n, 0.5f, 1.5f); }
 
 ModelConfig shape(int dim, int hidden, int layers, int heads, int kv_heads, int vocab, int ctx, float theta) {
   ModelConfig c;
@@ -67,6 +69,17 @@ ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed) {
     L.w_gate = random_matrix(rng, config.hidden_dim, config.dim);
     L.w_down = random_matrix(rng, config.dim, config.hidden_dim);
     L.w_up = random_matrix(rng, config.hidden_dim, config.dim);
+    // The options' tensors come last and only when on, so a model without
+    // them keeps the weights (and golden outputs) it always had.
+    if (config.qkv_bias) {
+      L.bq = random_vector(rng, config.q_dim(), -1.0f, 1.0f);
+      L.bk = random_vector(rng, config.kv_dim(), -1.0f, 1.0f);
+      L.bv = random_vector(rng, config.kv_dim(), -1.0f, 1.0f);
+    }
+    if (config.qk_norm) {
+      L.q_norm = random_vector(rng, config.head_dim(), 0.5f, 1.5f);
+      L.k_norm = random_vector(rng, config.head_dim(), 0.5f, 1.5f);
+    }
   }
   w.final_norm = random_norm_weight(rng, config.dim);
   w.classifier = random_matrix(rng, config.vocab_size, config.dim);

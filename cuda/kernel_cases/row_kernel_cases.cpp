@@ -176,18 +176,23 @@ struct SwigluRun final : KernelRun {
   }
 };
 
-// ---- RoPE on q and k, then K and V written to their cache slots ----
+// ---- q/k/v bias, per-head q/k RMSNorm, RoPE on q and k, then K and V
+// written to their cache slots ----
 // result(): every row's rotated q (float32), then the K rows and the V rows
-// at the rows' slots, in row order.
+// at the rows' slots, in row order. The bias, the norms and Llama 3.1's
+// frequency scaling are each drawn on or off.
 
 struct RopeRun final : KernelRun {
   DType t;
   int rows, n_heads, n_kv, head_dim, max_seq = 1000, n_slots;
   RopeLayout layout;
   float theta;
+  RopeScaling scaling;
+  bool with_bias, with_norm;
+  float eps = 1e-6f;
   std::vector<int> positions, slots;
-  std::vector<float> qkv, cos_t, sin_t;
-  DeviceBuffer d_qkv, d_pos, d_slots, d_cos, d_sin, d_k, d_v;
+  std::vector<float> qkv, cos_t, sin_t, bias, q_norm, k_norm;
+  DeviceBuffer d_qkv, d_pos, d_slots, d_cos, d_sin, d_k, d_v, d_bias, d_q_norm, d_k_norm;
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv * head_dim; }
   int width() const { return q_dim() + 2 * kv_dim(); }
@@ -195,7 +200,10 @@ struct RopeRun final : KernelRun {
   explicit RopeRun(const KernelShape& s)
       : t(s.dtype), rows(s["rows"]), n_heads(s["n_kv"] * s["ratio"]), n_kv(s["n_kv"]), head_dim(s["head_dim"]),
         layout(s["rotate_half"] ? RopeLayout::RotateHalf : RopeLayout::AdjacentPairs),
-        theta(s["theta"] == 0 ? 10000.0f : 500000.0f) {
+        theta(s["theta"] == 0 ? 10000.0f : 500000.0f), with_bias(s["bias"] != 0), with_norm(s["qk_norm"] != 0) {
+    // Llama 3.1 8B's scaling, with an original context short enough that
+    // positions below max_seq reach pairs of all three bands.
+    if (s["scaling"]) scaling = RopeScaling{8.0f, 1.0f, 4.0f, 512};
     std::mt19937 rng(s.seed);
     n_slots = rows + 7;
     slots.resize(size_t(n_slots));
@@ -204,13 +212,19 @@ struct RopeRun final : KernelRun {
     slots.resize(size_t(rows));
     for (int r = 0; r < rows; ++r) positions.push_back(int(rng() % uint32_t(max_seq)));
     qkv = random_values(size_t(rows) * size_t(width()), s.seed, DType::Float32);
+    if (with_bias) bias = random_values(size_t(width()), s.seed + 1, t);
+    if (with_norm) {
+      q_norm = random_values(size_t(head_dim), s.seed + 2, t);
+      k_norm = random_values(size_t(head_dim), s.seed + 3, t);
+    }
     // The angle tables as the executor builds them (cuda_executor.cpp).
     const int half = head_dim / 2;
+    const std::vector<float> freqs = rope_frequencies(head_dim, theta, scaling);
     cos_t.resize(size_t(max_seq) * size_t(half));
     sin_t.resize(cos_t.size());
     for (int p = 0; p < max_seq; ++p)
       for (int i = 0; i < half; ++i) {
-        const float angle = rope_angle(p, i, head_dim, theta);
+        const float angle = rope_angle(p, freqs[size_t(i)]);
         cos_t[size_t(p * half + i)] = std::cos(angle);
         sin_t[size_t(p * half + i)] = std::sin(angle);
       }
@@ -221,6 +235,11 @@ struct RopeRun final : KernelRun {
     d_sin = upload(sin_t, DType::Float32);
     d_k = nan_filled(size_t(n_slots) * size_t(kv_dim()), t);
     d_v = nan_filled(size_t(n_slots) * size_t(kv_dim()), t);
+    if (with_bias) d_bias = upload(bias, t);
+    if (with_norm) {
+      d_q_norm = upload(q_norm, t);
+      d_k_norm = upload(k_norm, t);
+    }
     bytes = double(rows) * (double(q_dim() + kv_dim()) * 8.0 + double(kv_dim()) * 4.0 +
                             2.0 * kv_dim() * double(dtype_size(t)));
     flops = 6.0 * double(rows) * (q_dim() + kv_dim()) / 2.0;
@@ -230,7 +249,7 @@ struct RopeRun final : KernelRun {
     test::upload_to(d_qkv.get(), qkv, DType::Float32);  // q is rotated in place: start from the inputs
     launch_rope_kv_write(d_qkv.as<float>(), rows, n_heads, n_kv, head_dim, layout, d_pos.as<int>(),
                          d_cos.as<float>(), d_sin.as<float>(), d_slots.as<int>(), KVLayer{d_k.get(), d_v.get(), t},
-                         stream);
+                         PreRope{d_bias.get(), d_q_norm.get(), d_k_norm.get(), eps}, stream);
   }
   std::vector<float> result() override {
     const auto got_qkv = download(d_qkv, qkv.size(), DType::Float32);
@@ -253,8 +272,22 @@ struct RopeRun final : KernelRun {
       std::copy(row + q_dim(), row + q_dim() + kv_dim(), &k(size_t(r), 0));
       std::copy(row + q_dim() + kv_dim(), row + width(), &v(size_t(r), 0));
     }
-    apply_rope(q, positions, head_dim, theta, layout);
-    apply_rope(k, positions, head_dim, theta, layout);
+    // attention_block() of reference/forward.cpp from the projection on.
+    if (with_bias) {
+      const xt::xtensor<float, 1> b = xt::adapt(bias, {size_t(width())});
+      q += xt::view(b, xt::range(0, q_dim()));
+      k += xt::view(b, xt::range(q_dim(), q_dim() + kv_dim()));
+      v += xt::view(b, xt::range(q_dim() + kv_dim(), width()));
+    }
+    if (with_norm) {
+      const xt::xtensor<float, 1> wq = xt::adapt(q_norm, {size_t(head_dim)});
+      const xt::xtensor<float, 1> wk = xt::adapt(k_norm, {size_t(head_dim)});
+      q = rmsnorm_heads(q, wq, eps);
+      k = rmsnorm_heads(k, wk, eps);
+    }
+    const std::vector<float> freqs = rope_frequencies(head_dim, theta, scaling);
+    apply_rope(q, positions, freqs, layout);
+    apply_rope(k, positions, freqs, layout);
     std::vector<float> out(q.begin(), q.end());
     const auto kv = rounded(std::vector<float>(k.begin(), k.end()), t);
     const auto vv = rounded(std::vector<float>(v.begin(), v.end()), t);
@@ -314,18 +347,25 @@ KernelCase swiglu_case() {
 
 KernelCase rope_kv_write_case() {
   return {"rope_kv_write", "cuda/kernels/rope_kv_write.cu",
-          "apply_rope() in reference/rope.cpp on q and k, then write_kv() in forward.cpp", 1,
+          "attention_block() in reference/forward.cpp: q/k/v bias, rmsnorm_heads() on q and k, apply_rope() with "
+          "rope_frequencies(), then write_kv()",
+          1,
           {0.0, 0.0,
-           "exact: the reference's own angle tables and the same operations without FMA, then the same "
-           "round-to-nearest-even for a bf16 cache"},
+           "exact: the reference's own angle tables, the same operations without FMA, each head's sum of squares "
+           "in the reference's order, then the same round-to-nearest-even for a bf16 cache"},
           [](const Pick& pick) {
             return shape(pick_dtype(pick), pick_seed(pick),
                          {{"rows", pick(1, 20)}, {"n_kv", pick(1, 3)}, {"ratio", pick_from(pick, {1, 2, 4, 8, 16})},
                           {"head_dim", pick_from(pick, {8, 64, 128, 146, 256})}, {"rotate_half", pick(0, 1)},
-                          {"theta", pick(0, 1)}});
+                          {"theta", pick(0, 1)}, {"bias", pick(0, 1)}, {"qk_norm", pick(0, 1)},
+                          {"scaling", pick(0, 1)}});
           },
           {shape(DType::BFloat16, 1,
-                 {{"rows", 256}, {"n_kv", 8}, {"ratio", 4}, {"head_dim", 128}, {"rotate_half", 1}, {"theta", 1}})},
+                 {{"rows", 256}, {"n_kv", 8}, {"ratio", 4}, {"head_dim", 128}, {"rotate_half", 1}, {"theta", 1},
+                  {"bias", 0}, {"qk_norm", 0}, {"scaling", 1}}),
+           shape(DType::BFloat16, 1,
+                 {{"rows", 256}, {"n_kv", 8}, {"ratio", 2}, {"head_dim", 128}, {"rotate_half", 1}, {"theta", 1},
+                  {"bias", 1}, {"qk_norm", 1}, {"scaling", 0}})},
           [](const KernelShape& s) { return std::make_unique<RopeRun>(s); }};
 }
 

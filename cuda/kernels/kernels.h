@@ -39,14 +39,26 @@ struct KVLayer {
   DType dtype = DType::Float32;
 };
 
-// qkv: [rows, q_dim + 2 kv_dim] float, q then k then v. Rotates q in place
-// and k by the angle table (cos/sin [max_seq_len, head_dim/2], built on the
-// host exactly as reference/rope.cpp computes angles), then writes rotated K
-// and V into row row_slot[r] of the layer's cache.
-// (reference: apply_rope() in rope.cpp, then write_kv() in forward.cpp)
+// What today's architectures do to the q/k/v projection before RoPE, all
+// optional (null: off), each of kv.dtype (the executor's storage type):
+struct PreRope {
+  const void* bias = nullptr;    // [q_dim + 2 kv_dim]: bq, bk, bv (Qwen 2), added to the GEMM's output
+  const void* q_norm = nullptr;  // [head_dim]: RMSNorm weight of every q head (Qwen 3); with k_norm
+  const void* k_norm = nullptr;  // [head_dim]: the same for the k heads
+  float eps = 0.0f;              // the norms' epsilon (the model's norm_eps)
+};
+
+// qkv: [rows, q_dim + 2 kv_dim] float, q then k then v. Adds the bias,
+// RMSNorms each q and k head (pre), rotates q in place and k by the angle
+// table (cos/sin [max_seq_len, head_dim/2], built on the host from
+// rope_frequencies() exactly as reference/rope.cpp computes angles), then
+// writes rotated K and V into row row_slot[r] of the layer's cache. With a
+// bias, q in qkv is rotated from its biased value; the unrotated k and v in
+// qkv are left as the GEMM wrote them (only the cache holds their result).
+// (reference: attention_block() in forward.cpp up to write_kv())
 void launch_rope_kv_write(float* qkv, int rows, int n_heads, int n_kv_heads, int head_dim, RopeLayout layout,
                           const int* row_pos, const float* rope_cos, const float* rope_sin, const int* row_slot,
-                          KVLayer kv, cudaStream_t stream);
+                          KVLayer kv, const PreRope& pre, cudaStream_t stream);
 
 // What both attention kernels read: queries, the paged cache and the split.
 struct AttentionArgs {

@@ -1,7 +1,11 @@
 // Properties of reference/forward.h on synthetic models: decoding with the
 // cache equals one forward over the whole sequence (what RoPE-before-cache-
 // write guarantees), chunked prefill equals prefill at once, batching never
-// changes a row, and GQA equals MHA with repeated K/V heads.
+// changes a row, GQA equals MHA with repeated K/V heads, and the logits equal
+// an independent float64 forward pass, for Llama-, Llama 3.1-, Qwen 2- and
+// Qwen 3-shaped models (each option drawn, and each forced on in a property
+// of its own), each option shown to move the logits far beyond that
+// comparison's tolerance.
 //
 // The first three are exact, and each says why: they compare the same model
 // on the same rows, and every row goes through the same BLAS calls with the
@@ -22,22 +26,52 @@
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"
 #include "tests/reference/random_tensors.h"
+#include "tests/reference/rope_f64.h"
 
 using namespace astrai;
 
 namespace {
 
-ModelConfig draw_config() {
+// The options of today's architectures a drawn model must have; those not
+// forced are drawn, on or off.
+struct Forced {
+  bool explicit_head_dim = false;  // Qwen 3: q_dim = n_heads * head_dim, independent of dim
+  bool qkv_bias = false;           // Qwen 2
+  bool qk_norm = false;            // Qwen 3
+  bool rope_scaling = false;       // Llama 3.1
+};
+
+// Llama 3.1's scaling with an original context of a few positions, so that
+// heads of 2 to 16 dimensions have pairs in all three bands within the
+// drawn contexts (wavelengths 2 pi .. 2 pi 10000^(7/8)).
+RopeScaling draw_scaling() {
+  RopeScaling s;
+  s.factor = *rc::gen::element(2.0f, 8.0f, 32.0f);
+  s.low_freq_factor = *rc::gen::element(1.0f, 2.0f);
+  s.high_freq_factor = s.low_freq_factor + *rc::gen::element(1.0f, 3.0f);
+  s.original_context = *rc::gen::inRange(2, 65);
+  return s;
+}
+
+ModelConfig draw_config(Forced force = {}) {
   ModelConfig c;
   const int head_dim = *rc::gen::element(2, 4, 8, 16);
   c.n_kv_heads = *rc::gen::inRange(1, 3);
   c.n_heads = c.n_kv_heads * *rc::gen::element(1, 2, 4);
-  c.dim = c.n_heads * head_dim;
+  if (force.explicit_head_dim || *rc::gen::arbitrary<bool>()) {
+    c.explicit_head_dim = head_dim;
+    c.dim = *rc::gen::inRange(1, 40);  // any width, odd ones too: q_dim = n_heads * head_dim is not dim
+  } else {
+    c.dim = c.n_heads * head_dim;
+  }
   c.hidden_dim = *rc::gen::inRange(1, 64);
   c.n_layers = *rc::gen::inRange(1, 3);
   c.vocab_size = *rc::gen::inRange(2, 64);
   c.max_seq_len = *rc::gen::inRange(2, 40);
   c.rope_layout = *rc::gen::element(RopeLayout::AdjacentPairs, RopeLayout::RotateHalf);
+  c.qkv_bias = force.qkv_bias || *rc::gen::arbitrary<bool>();
+  c.qk_norm = force.qk_norm || *rc::gen::arbitrary<bool>();
+  if (force.rope_scaling || *rc::gen::arbitrary<bool>()) c.rope_scaling = draw_scaling();
   return c;
 }
 
@@ -137,12 +171,18 @@ TEST_CASE("a GQA model equals the MHA model with K/V weights repeated per head")
     const size_t d = size_t(config.head_dim()), group = size_t(config.n_heads / config.n_kv_heads);
     for (auto& L : mha.layers) {
       const auto wk = L.wk, wv = L.wv;
+      const auto bk = L.bk, bv = L.bv;
       L.wk = xt::xtensor<float, 2>({size_t(config.q_dim()), size_t(config.dim)});
       L.wv = L.wk;
+      if (config.qkv_bias) L.bk = L.bv = xt::xtensor<float, 1>::from_shape({size_t(config.q_dim())});
       for (size_t h = 0; h < size_t(config.n_heads); ++h)
         for (size_t i = 0; i < d; ++i) {
           xt::row(L.wk, h * d + i) = xt::row(wk, (h / group) * d + i);
           xt::row(L.wv, h * d + i) = xt::row(wv, (h / group) * d + i);
+          if (config.qkv_bias) {
+            L.bk(h * d + i) = bk((h / group) * d + i);
+            L.bv(h * d + i) = bv((h / group) * d + i);
+          }
         }
     }
     mha.validate_shapes();
@@ -169,7 +209,12 @@ namespace {
 
 // An independent float64 forward pass over a whole sequence, written from the
 // formulas with no KV cache at all: every layer attends over the full [n, n]
-// causal score matrix of rotated q and k. It shares no code with reference/.
+// causal score matrix of rotated q and k. It shares no code with reference/
+// (the RoPE frequencies come from tests/reference/rope_f64.h). The options,
+// as transformers' modeling_llama / modeling_qwen2 / modeling_qwen3 apply them:
+// q = h Wq^T (+ bq), k = h Wk^T (+ bk), v = h Wv^T (+ bv); then (qk_norm)
+// RMSNorm of each head of q and k with q_norm / k_norm; then RoPE with the
+// (Llama 3.1-scaled) frequencies; scores scaled by 1 / sqrt(head_dim).
 using Matrix = std::vector<std::vector<double>>;
 
 Matrix matmul_t(const Matrix& x, const xt::xtensor<float, 2>& W) {  // x W^T
@@ -177,6 +222,13 @@ Matrix matmul_t(const Matrix& x, const xt::xtensor<float, 2>& W) {  // x W^T
   for (size_t r = 0; r < x.size(); ++r)
     for (size_t o = 0; o < W.shape(0); ++o)
       for (size_t i = 0; i < W.shape(1); ++i) y[r][o] += x[r][i] * double(W(o, i));
+  return y;
+}
+
+Matrix add_bias(Matrix y, const xt::xtensor<float, 1>& b) {
+  if (b.size() == 0) return y;
+  for (auto& row : y)
+    for (size_t o = 0; o < row.size(); ++o) row[o] += double(b(o));
   return y;
 }
 
@@ -191,6 +243,18 @@ Matrix rms_norm(const Matrix& x, const xt::xtensor<float, 1>& w, double eps) {
   return y;
 }
 
+// RMSNorm of every head_dim-wide slice of every row, with the shared weight w.
+void norm_heads(Matrix& x, const xt::xtensor<float, 1>& w, double eps) {
+  const size_t d = w.size();
+  for (auto& row : x)
+    for (size_t h = 0; h < row.size() / d; ++h) {
+      double ms = 0.0;
+      for (size_t i = 0; i < d; ++i) ms += row[h * d + i] * row[h * d + i];
+      const double inv = 1.0 / std::sqrt(ms / double(d) + eps);
+      for (size_t i = 0; i < d; ++i) row[h * d + i] *= inv * double(w(i));
+    }
+}
+
 void rotate(Matrix& x, const ModelConfig& c) {
   const size_t d = size_t(c.head_dim());
   for (size_t pos = 0; pos < x.size(); ++pos)
@@ -199,7 +263,8 @@ void rotate(Matrix& x, const ModelConfig& c) {
         const bool adjacent = c.rope_layout == RopeLayout::AdjacentPairs;
         double& a = x[pos][h * d + (adjacent ? 2 * i : i)];
         double& b = x[pos][h * d + (adjacent ? 2 * i + 1 : i + d / 2)];
-        const double angle = double(pos) * std::pow(double(c.rope_theta), -2.0 * double(i) / double(d));
+        const double angle =
+            double(pos) * astrai::test::rope_frequency_f64(int(i), int(d), c.rope_theta, c.rope_scaling);
         const double a0 = a, b0 = b;
         a = a0 * std::cos(angle) - b0 * std::sin(angle);
         b = a0 * std::sin(angle) + b0 * std::cos(angle);
@@ -214,8 +279,12 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens) {
     for (size_t i = 0; i < size_t(c.dim); ++i) x[t].push_back(w.token_embedding(size_t(tokens[t]), i));
   for (const auto& L : w.layers) {
     const Matrix h = rms_norm(x, L.attn_norm, c.norm_eps);
-    Matrix q = matmul_t(h, L.wq), k = matmul_t(h, L.wk);
-    const Matrix v = matmul_t(h, L.wv);
+    Matrix q = add_bias(matmul_t(h, L.wq), L.bq), k = add_bias(matmul_t(h, L.wk), L.bk);
+    const Matrix v = add_bias(matmul_t(h, L.wv), L.bv);
+    if (c.qk_norm) {
+      norm_heads(q, L.q_norm, c.norm_eps);
+      norm_heads(k, L.k_norm, c.norm_eps);
+    }
     rotate(q, c);
     rotate(k, c);
     Matrix att(n, std::vector<double>(size_t(c.q_dim())));
@@ -250,33 +319,145 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens) {
 
 }  // namespace
 
+namespace {
+
+// Normwise relative error of the reference's logits, decoded token by token,
+// against forward_f64 over the whole sequence.
+double error_against_f64(const ModelWeights& w, const std::vector<int>& tokens) {
+  DenseKVCache cache(w.config, 1);
+  std::vector<float> got;
+  for (size_t i = 0; i < tokens.size(); ++i) {  // token by token, as decoding runs
+    const BatchToken t{tokens[i], 0, int(i), true};
+    const auto row = forward(w, std::span<const BatchToken>(&t, 1), cache);
+    got.insert(got.end(), row.begin(), row.end());
+  }
+  const Matrix want = forward_f64(w, tokens);
+  double diff = 0.0, norm = 0.0;
+  size_t k = 0;
+  for (const auto& row : want)
+    for (double x : row) {
+      if (!std::isfinite(got[k])) return INFINITY;  // NaN never passes
+      diff += (got[k] - x) * (got[k] - x);
+      norm += x * x;
+      ++k;
+    }
+  return std::sqrt(diff / norm);
+}
+
+// float32 through a few small layers (positions < 40, widths < 64): normwise
+// relative error ~1e-6; 1e-4 leaves room for the float32 RoPE angles (and the
+// float32 Llama 3.1 frequencies: their error, at most twice that of the
+// unscaled float frequency, 6e-7 relative, times positions < 40, is < 5e-5 rad).
+// Biases add one rounding per element; the per-head RMSNorms are as well
+// conditioned as the layer norms (eps bounds their gain).
+constexpr double kF64Tolerance = 1e-4;
+
+void check_against_f64(Forced force) {
+  const auto config = draw_config(force);
+  const auto w = make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
+  const auto tokens = draw_tokens(config, 1);
+  RC_LOG() << config.describe() << "\n";  // printed for a failing case only
+  RC_ASSERT(error_against_f64(w, tokens) <= kF64Tolerance);
+}
+
+}  // namespace
+
 TEST_CASE("the forward pass matches a float64 full-sequence forward pass without a KV cache") {
   // Decoding through the cache must compute what full causal attention over
   // rotated q and k computes: this fails if K went into the cache unrotated,
   // if a position were off by one, or if the mask let a token see the future.
-  rc::prop("reference logits ~ float64 logits", [] {
-    const auto config = draw_config();
-    const auto w = make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
-    const auto tokens = draw_tokens(config, 1);
-    DenseKVCache cache(config, 1);
-    std::vector<float> got;
-    for (size_t i = 0; i < tokens.size(); ++i) {  // token by token, as decoding runs
-      const BatchToken t{tokens[i], 0, int(i), true};
-      const auto row = forward(w, std::span<const BatchToken>(&t, 1), cache);
-      got.insert(got.end(), row.begin(), row.end());
-    }
-    const Matrix want = forward_f64(w, tokens);
-    double diff = 0.0, norm = 0.0;
-    size_t k = 0;
-    for (const auto& row : want)
-      for (double x : row) {
-        RC_ASSERT(std::isfinite(got[k]));
-        diff += (got[k] - x) * (got[k] - x);
-        norm += x * x;
-        ++k;
-      }
-    // float32 through a few small layers (positions < 40, widths < 64):
-    // normwise relative error ~1e-6; 1e-4 leaves room for the float32 RoPE angles.
-    RC_ASSERT(std::sqrt(diff) <= 1e-4 * std::sqrt(norm));
+  // Every option is drawn on or off.
+  rc::prop("reference logits ~ float64 logits", [] { check_against_f64({}); });
+}
+
+TEST_CASE("each of today's options matches the float64 forward pass when on") {
+  rc::prop("explicit head_dim (q_dim != dim, Qwen 3)", [] { check_against_f64({.explicit_head_dim = true}); });
+  rc::prop("q/k/v biases (Qwen 2)", [] { check_against_f64({.qkv_bias = true}); });
+  rc::prop("per-head q/k RMSNorm (Qwen 3)", [] { check_against_f64({.qk_norm = true}); });
+  rc::prop("Llama 3.1 RoPE scaling", [] { check_against_f64({.rope_scaling = true}); });
+  rc::prop("Qwen 3 shape: explicit head_dim and q/k norms", [] {
+    check_against_f64({.explicit_head_dim = true, .qk_norm = true});
   });
+}
+
+namespace {
+
+// Fixed small models of each architecture's shape (odd widths, GQA 2:1) and a
+// prompt of distinct tokens: with equal tokens every position's V rows would be
+// equal and attention (so RoPE) could not change anything.
+ModelConfig arch_config() {
+  ModelConfig c;
+  c.dim = 24;
+  c.hidden_dim = 40;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.vocab_size = 48;
+  c.max_seq_len = 32;
+  c.rope_layout = RopeLayout::RotateHalf;
+  return c;
+}
+
+const std::vector<int> kDistinctTokens = {1, 7, 30, 2, 45, 11, 19, 3, 28, 40, 5, 33, 21, 9, 14, 37};
+
+double relative_difference(const xt::xtensor<float, 2>& a, const xt::xtensor<float, 2>& b) {
+  return astrai::test::relative_error(a, b);
+}
+
+xt::xtensor<float, 2> logits_of(const ModelWeights& w) {
+  DenseKVCache cache(w.config, 1);
+  return forward_all(w, kDistinctTokens, cache);
+}
+
+// The option off and on must differ by far more than kF64Tolerance, so that a
+// forward pass ignoring it fails the float64 comparison. Minimum over 8 seeds.
+template <class TurnOff>
+double smallest_effect(const ModelConfig& config, TurnOff turn_off) {
+  double smallest = INFINITY;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const ModelWeights on = make_synthetic_weights(config, seed);
+    ModelWeights off = on;
+    turn_off(off);
+    off.validate_shapes();
+    smallest = std::min(smallest, relative_difference(logits_of(on), logits_of(off)));
+    // And the option-on model passes the float64 comparison itself.
+    CHECK(error_against_f64(on, kDistinctTokens) <= kF64Tolerance);
+  }
+  return smallest;
+}
+
+}  // namespace
+
+TEST_CASE("each option changes the logits far beyond the float64 comparison's tolerance") {
+  SECTION("q/k/v biases (Qwen 2)") {
+    ModelConfig c = arch_config();
+    c.qkv_bias = true;
+    const double effect = smallest_effect(c, [](ModelWeights& w) {
+      w.config.qkv_bias = false;
+      for (auto& L : w.layers) L.bq = L.bk = L.bv = {};
+    });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
+  SECTION("per-head q/k RMSNorm (Qwen 3, explicit head_dim: q_dim 32 != dim 24)") {
+    ModelConfig c = arch_config();
+    c.explicit_head_dim = 8;
+    c.qk_norm = true;
+    const double effect = smallest_effect(c, [](ModelWeights& w) {
+      w.config.qk_norm = false;
+      for (auto& L : w.layers) L.q_norm = L.k_norm = {};
+    });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
+  SECTION("Llama 3.1 RoPE scaling") {
+    // head_dim 6: wavelengths 2 pi, 2 pi 10000^(1/3), 2 pi 10000^(2/3), i.e.
+    // 6.3, 135 and 2916; original context 256 with factors 1 and 4 keeps the
+    // first (< 64), blends the second (64 .. 256) and slows the third by 8.
+    ModelConfig c = arch_config();
+    c.rope_scaling = {8.0f, 1.0f, 4.0f, 256};
+    const double effect = smallest_effect(c, [](ModelWeights& w) { w.config.rope_scaling = {}; });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
 }

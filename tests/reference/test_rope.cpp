@@ -1,5 +1,6 @@
 // reference/rope.h: norm preservation, relative-position property, the two
-// layouts, and a float64 rotation.
+// layouts, a float64 rotation, and Llama 3.1's frequency scaling against the
+// formula in float64 (tests/reference/rope_f64.h) in each of its three bands.
 #include <cmath>
 #include <vector>
 
@@ -9,21 +10,36 @@
 
 #include "reference/rope.h"
 #include "tests/reference/random_tensors.h"
+#include "tests/reference/rope_f64.h"
 
 using namespace astrai;
 
 namespace {
 
+// Llama 3.1's scaling with drawn parameters (original context from a few
+// positions up, so that small heads have pairs in every band), or off.
+RopeScaling draw_scaling() {
+  RopeScaling s;
+  if (!*rc::gen::arbitrary<bool>()) return s;
+  s.factor = *rc::gen::element(2.0f, 3.5f, 8.0f, 32.0f);
+  s.low_freq_factor = *rc::gen::element(0.5f, 1.0f, 2.0f);
+  s.high_freq_factor = s.low_freq_factor + *rc::gen::element(1.0f, 3.0f);
+  s.original_context = *rc::gen::inRange(4, 16385);
+  return s;
+}
+
 struct RopeCase {
   int head_dim, n_heads;
   RopeLayout layout;
   float theta;
+  RopeScaling scaling;
+  std::vector<float> freqs() const { return rope_frequencies(head_dim, theta, scaling); }
 };
 
 RopeCase draw_case() {
   const int head_dim = 2 * *rc::gen::inRange(1, 65);
   return {head_dim, *rc::gen::inRange(1, 5), *rc::gen::element(RopeLayout::AdjacentPairs, RopeLayout::RotateHalf),
-          *rc::gen::element(10000.0f, 500000.0f, 100.0f)};
+          *rc::gen::element(10000.0f, 500000.0f, 100.0f), draw_scaling()};
 }
 
 // Index of the partner of pair i's first element.
@@ -40,7 +56,7 @@ TEST_CASE("RoPE preserves the norm of every rotated pair") {
     const auto x = astrai::test::random_matrix(1, size_t(c.head_dim * c.n_heads), *rc::gen::arbitrary<uint64_t>());
     auto y = x;
     const std::vector<int> positions{pos};
-    apply_rope(y, positions, c.head_dim, c.theta, c.layout);
+    apply_rope(y, positions, c.freqs(), c.layout);
     for (int h = 0; h < c.n_heads; ++h)
       for (size_t i = 0; i < size_t(c.head_dim / 2); ++i) {
         const auto [a, b] = pair_indices(c.layout, i, size_t(c.head_dim));
@@ -62,8 +78,8 @@ TEST_CASE("q.k after RoPE depends only on the position difference") {
     auto dot_at = [&](int pq, int pk) {
       auto rq = q, rk = k;
       const std::vector<int> a{pq}, b{pk};
-      apply_rope(rq, a, c.head_dim, c.theta, c.layout);
-      apply_rope(rk, b, c.head_dim, c.theta, c.layout);
+      apply_rope(rq, a, c.freqs(), c.layout);
+      apply_rope(rk, b, c.freqs(), c.layout);
       double s = 0.0;
       for (size_t i = 0; i < size_t(c.head_dim); ++i) s += double(rq(0, i)) * double(rk(0, i));
       return s;
@@ -88,14 +104,14 @@ TEST_CASE("RoPE matches the rotation formula in float64, in both layouts") {
     for (size_t r = 0; r < rows; ++r) positions.push_back(*rc::gen::inRange(0, 4096));
     const auto x = astrai::test::random_matrix(rows, size_t(c.head_dim * c.n_heads), *rc::gen::arbitrary<uint64_t>());
     auto y = x;
-    apply_rope(y, positions, c.head_dim, c.theta, c.layout);
+    apply_rope(y, positions, c.freqs(), c.layout);
     xt::xtensor<double, 2> want(x.shape());
     for (size_t r = 0; r < rows; ++r)
       for (size_t h = 0; h < size_t(c.n_heads); ++h)
         for (size_t i = 0; i < size_t(c.head_dim / 2); ++i) {
           const auto [ia, ib] = pair_indices(c.layout, i, size_t(c.head_dim));
           const size_t o = h * size_t(c.head_dim);
-          const double angle = positions[r] * std::pow(double(c.theta), -2.0 * double(i) / c.head_dim);
+          const double angle = positions[r] * test::rope_frequency_f64(int(i), c.head_dim, c.theta, c.scaling);
           const double a = x(r, o + ia), b = x(r, o + ib);
           want(r, o + ia) = a * std::cos(angle) - b * std::sin(angle);
           want(r, o + ib) = a * std::sin(angle) + b * std::cos(angle);
@@ -119,8 +135,8 @@ TEST_CASE("RotateHalf is AdjacentPairs on a permuted head") {
     }
     auto half = x;
     const std::vector<int> positions{pos};
-    apply_rope(half, positions, d, 10000.0f, RopeLayout::RotateHalf);
-    apply_rope(permuted, positions, d, 10000.0f, RopeLayout::AdjacentPairs);
+    apply_rope(half, positions, rope_frequencies(d, 10000.0f), RopeLayout::RotateHalf);
+    apply_rope(permuted, positions, rope_frequencies(d, 10000.0f), RopeLayout::AdjacentPairs);
     for (int i = 0; i < d / 2; ++i) {
       RC_ASSERT(half(0, size_t(i)) == permuted(0, size_t(2 * i)));
       RC_ASSERT(half(0, size_t(i + d / 2)) == permuted(0, size_t(2 * i + 1)));
@@ -132,6 +148,88 @@ TEST_CASE("RoPE at position 0 is the identity") {
   const auto x = astrai::test::random_matrix(1, 64, 3);
   auto y = x;
   const std::vector<int> positions{0};
-  apply_rope(y, positions, 16, 10000.0f, RopeLayout::AdjacentPairs);
+  apply_rope(y, positions, rope_frequencies(16, 10000.0f), RopeLayout::AdjacentPairs);
   CHECK(bool(y == x));
+}
+
+TEST_CASE("unscaled frequencies are llama2.c's, bit for bit") {
+  // Exact: the same float expression 1.0f / powf(theta, float(2i) / float(head_dim))
+  // as run.c (one correctly rounded division of the same powf result); the
+  // golden tests against run.c rely on it.
+  rc::prop("rope_frequencies == run.c's freq", [] {
+    const int head_dim = 2 * *rc::gen::inRange(1, 129);
+    const float theta = *rc::gen::element(10000.0f, 500000.0f, 1000000.0f);
+    const auto f = rope_frequencies(head_dim, theta);
+    RC_ASSERT(f.size() == size_t(head_dim / 2));
+    for (int i = 0; i < head_dim / 2; ++i)
+      RC_ASSERT(f[size_t(i)] == 1.0f / powf(theta, float(2 * i) / float(head_dim)));
+  });
+}
+
+namespace {
+
+// Relative error allowed between rope_frequencies() and the float64 formula.
+// The unscaled frequency is a float powf of a rounded exponent: the exponent's
+// rounding (2^-24 relative) times ln(theta) <= 13.9 for theta <= 1e6 moves it
+// by at most 8.3e-7, plus an ulp each for powf and the division: 1e-6 covers
+// it. The medium band's blend is quadratic in f, and its relative sensitivity
+// d ln(f') / d ln(f) is at most 2 + (factor - 1) low / (high - low) (largest
+// where the band meets the low one), so the error bound grows by that much.
+// Rounding the blend to float adds an ulp. A wrong band or a swapped factor
+// is off by at least (factor - 1) / factor >= 0.5 somewhere.
+double frequency_tolerance(const RopeScaling& s) {
+  const double amplification =
+      s.enabled() ? 2.0 + double(s.factor - 1.0f) * s.low_freq_factor / (s.high_freq_factor - s.low_freq_factor) : 1.0;
+  return 1e-6 * amplification + 1.2e-7;
+}
+
+}  // namespace
+
+TEST_CASE("Llama 3.1 frequencies equal the formula in float64, pair by pair, in all three bands") {
+  rc::prop("rope_frequencies ~ float64 formula", [] {
+    const int head_dim = 2 * *rc::gen::inRange(1, 129);
+    const float theta = *rc::gen::element(10000.0f, 500000.0f, 1000000.0f);
+    RopeScaling s = draw_scaling();
+    if (!s.enabled()) s.factor = 8.0f;
+    const auto f = rope_frequencies(head_dim, theta, s);
+    bool bands[4] = {false, false, false, false};
+    for (int i = 0; i < head_dim / 2; ++i) {
+      test::RopeBand band;
+      const double want = test::rope_frequency_f64(i, head_dim, theta, s, &band);
+      bands[int(band)] = true;
+      RC_ASSERT(std::abs(double(f[size_t(i)]) - want) <= frequency_tolerance(s) * want);
+    }
+    RC_CLASSIFY(bands[int(test::RopeBand::Medium)], "a pair in the medium band");
+    RC_CLASSIFY(bands[int(test::RopeBand::High)] && bands[int(test::RopeBand::Medium)] &&
+                    bands[int(test::RopeBand::Low)],
+                "pairs in all three bands");
+  });
+}
+
+TEST_CASE("Llama 3.1's own scaling: high band kept, low band divided by 8, medium blended") {
+  // Llama 3.1 8B: head_dim 128, theta 500000, rope_scaling {factor 8,
+  // low_freq_factor 1, high_freq_factor 4, original_max_position_embeddings 8192}.
+  // Wavelengths 2 pi 500000^(i/64): pairs 0-28 are below 8192/4 (kept),
+  // 29-34 between (blended), 35-63 above 8192/1 (divided by 8).
+  const RopeScaling s{8.0f, 1.0f, 4.0f, 8192};
+  const auto scaled = rope_frequencies(128, 500000.0f, s), plain = rope_frequencies(128, 500000.0f);
+  int counts[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 64; ++i) {
+    INFO("pair " << i);
+    test::RopeBand band;
+    const double want = test::rope_frequency_f64(i, 128, 500000.0, s, &band);
+    ++counts[int(band)];
+    CHECK(std::abs(double(scaled[size_t(i)]) - want) <= frequency_tolerance(s) * want);
+    // Exact: the kept band returns the unscaled float untouched, and dividing
+    // a float by 8 in float64 and rounding back is exact (a power of two).
+    if (band == test::RopeBand::High) CHECK(scaled[size_t(i)] == plain[size_t(i)]);
+    if (band == test::RopeBand::Low) CHECK(scaled[size_t(i)] == plain[size_t(i)] / 8.0f);
+    if (band == test::RopeBand::Medium) {  // strictly between its two neighbours' rules
+      CHECK(scaled[size_t(i)] < plain[size_t(i)]);
+      CHECK(scaled[size_t(i)] > plain[size_t(i)] / 8.0f);
+    }
+  }
+  CHECK(counts[int(test::RopeBand::High)] == 29);
+  CHECK(counts[int(test::RopeBand::Medium)] == 6);
+  CHECK(counts[int(test::RopeBand::Low)] == 29);
 }

@@ -25,11 +25,22 @@ using astrai::BatchToken;
 using astrai::KVCacheView;
 using Tokens = std::vector<int>;
 
+// Llama-shaped, or with today's options drawn (an explicit head_dim, so the
+// caches' rows of kv_dim = n_kv_heads * head_dim need not relate to dim;
+// Qwen's biases and q/k norms; Llama 3.1's RoPE scaling).
 astrai::ModelConfig draw_config() {
   astrai::ModelConfig c;
   c.n_kv_heads = *rc::gen::inRange(1, 3);
   c.n_heads = c.n_kv_heads * *rc::gen::element(1, 2);
-  c.dim = c.n_heads * *rc::gen::element(2, 4, 8);
+  const int head_dim = *rc::gen::element(2, 4, 8);
+  c.dim = c.n_heads * head_dim;
+  if (*rc::gen::arbitrary<bool>()) {
+    c.explicit_head_dim = head_dim;
+    c.dim = *rc::gen::inRange(1, 20);
+  }
+  c.qkv_bias = *rc::gen::arbitrary<bool>();
+  c.qk_norm = *rc::gen::arbitrary<bool>();
+  if (*rc::gen::arbitrary<bool>()) c.rope_scaling = astrai::RopeScaling{8.0f, 1.0f, 4.0f, 16};
   c.hidden_dim = *rc::gen::inRange(4, 24);
   c.n_layers = *rc::gen::inRange(1, 3);
   c.vocab_size = *rc::gen::inRange(2, 32);
