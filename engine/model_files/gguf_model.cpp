@@ -1,22 +1,51 @@
-// GGUF <-> (ModelWeights, Tokenizer) with llama.cpp's `llama` names (see gguf_model.h).
+// GGUF <-> (ModelWeights, Tokenizer) with llama.cpp's names for the `llama`,
+// `qwen2` and `qwen3` architectures (see gguf_model.h).
 //
-// llama2.c checkpoints already use GGUF's adjacent-pair RoPE layout, so wq/wk
-// are written as they are (llama.cpp's convert-llama2c does not permute them
-// either; only Hugging Face's rotate-half checkpoints need the permutation).
+// RoPE layouts: llama.cpp runs `llama` with adjacent pairs (its "normal"
+// RoPE) and `qwen2`/`qwen3` with rotate-half ("neox"). llama2.c checkpoints
+// already use adjacent pairs; Hugging Face weights are rotate-half, so their
+// wq/wk rows are permuted for `llama` as llama.cpp's converter does
+// (rope_layout.h) and kept as they are for Qwen.
 #include "engine/model_files/gguf_model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/rope_layout.h"
+#include "reference/rope.h"
 #include "engine/model_files/gguf_tokenizer.h"
 #include "engine/model_files/gguf_writer.h"
 
 namespace astrai {
 namespace {
 
-std::string layer_tensor(int layer, const char* what) { return "blk." + std::to_string(layer) + "." + what + ".weight"; }
+std::string layer_tensor(int layer, const char* what, const char* kind = "weight") {
+  return "blk." + std::to_string(layer) + "." + what + "." + kind;
+}
+
+// The GGUF architecture of a config: its options name it.
+std::string architecture_of(const ModelConfig& c) {
+  if (c.qk_norm) return "qwen3";
+  if (c.qkv_bias) return "qwen2";
+  return "llama";
+}
+
+RopeLayout rope_layout_of(const std::string& arch) {
+  return arch == "llama" ? RopeLayout::AdjacentPairs : RopeLayout::RotateHalf;
+}
+
+// llama.cpp's rope_freqs.weight: per pair, unscaled frequency / scaled one.
+std::vector<float> rope_freq_factors(const ModelConfig& c) {
+  const auto plain = rope_frequencies(c.head_dim(), c.rope_theta);
+  const auto scaled = rope_frequencies(c);
+  std::vector<float> factors(plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) factors[i] = plain[i] / scaled[i];
+  return factors;
+}
 
 // llama.cpp's llama_ftype for a file whose matrices are all `dtype`.
 uint32_t file_type_of(GgufDType dtype) {
@@ -52,34 +81,78 @@ int positive_int(const GgufReader& g, const std::string& key) {
   return int(v);
 }
 
+// Llama 3.1 scaling: from this engine's keys (<arch>.rope.scaling.*) when
+// present; else from the rope_freqs.weight a llama.cpp conversion stores, which
+// must be what Meta's parameters (low 1, high 4, original context 8192, the
+// largest factor as `factor`) give, pair by pair.
+RopeScaling read_rope_scaling(const GgufReader& g, const std::string& arch, const ModelConfig& c) {
+  const std::string key = arch + ".rope.scaling.";
+  RopeScaling s;
+  if (g.has(key + "type")) {
+    const std::string type = g.get_string(key + "type");
+    if (type == "none") return s;
+    if (type != "llama3") throw std::runtime_error(g.path() + ": RoPE scaling '" + type + "' is not supported (llama3 is)");
+    s.factor = float(g.get_float(key + "factor"));
+    s.low_freq_factor = float(g.get_float(key + "low_freq_factor"));
+    s.high_freq_factor = float(g.get_float(key + "high_freq_factor"));
+    s.original_context = positive_int(g, key + "original_context_length");
+    return s;
+  }
+  if (!g.find_tensor("rope_freqs.weight")) return s;
+  const auto pairs = size_t(c.head_dim() / 2);
+  const auto table = g.read_tensor<1>("rope_freqs.weight", {pairs});
+  s.factor = *std::max_element(table.begin(), table.end());
+  ModelConfig scaled = c;
+  scaled.rope_scaling = s;
+  const auto want = rope_freq_factors(scaled);
+  for (size_t i = 0; i < pairs; ++i)
+    if (!(std::abs(table(i) - want[i]) <= 1e-4f * want[i]))
+      throw std::runtime_error(g.path() + ": rope_freqs.weight pair " + std::to_string(i) + " is " +
+                               std::to_string(table(i)) + ", not Llama 3 scaling's " + std::to_string(want[i]) +
+                               " (other per-pair RoPE factors are not supported)");
+  return s;
+}
+
 ModelConfig read_config(const GgufReader& g) {
   const std::string arch = g.get_string("general.architecture");
-  if (arch != "llama")
-    throw std::runtime_error(g.path() + ": architecture '" + arch + "' is not supported (only 'llama')");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+    throw std::runtime_error(g.path() + ": architecture '" + arch + "' is not supported (llama, qwen2, qwen3 are)");
+  const std::string p = arch + ".";
   ModelConfig c;
-  c.dim = positive_int(g, "llama.embedding_length");
-  c.hidden_dim = positive_int(g, "llama.feed_forward_length");
-  c.n_layers = positive_int(g, "llama.block_count");
-  c.n_heads = positive_int(g, "llama.attention.head_count");
-  c.n_kv_heads = g.has("llama.attention.head_count_kv") ? positive_int(g, "llama.attention.head_count_kv") : c.n_heads;
-  c.max_seq_len = positive_int(g, "llama.context_length");
-  c.rope_theta = g.has("llama.rope.freq_base") ? float(g.get_float("llama.rope.freq_base")) : 10000.0f;
-  c.norm_eps = float(g.get_float("llama.attention.layer_norm_rms_epsilon"));
-  c.rope_layout = RopeLayout::AdjacentPairs;
-  // The vocabulary size is the token list's length; llama.vocab_size, when present, must agree.
+  c.dim = positive_int(g, p + "embedding_length");
+  c.hidden_dim = positive_int(g, p + "feed_forward_length");
+  c.n_layers = positive_int(g, p + "block_count");
+  c.n_heads = positive_int(g, p + "attention.head_count");
+  c.n_kv_heads = g.has(p + "attention.head_count_kv") ? positive_int(g, p + "attention.head_count_kv") : c.n_heads;
+  c.max_seq_len = positive_int(g, p + "context_length");
+  c.rope_theta = g.has(p + "rope.freq_base") ? float(g.get_float(p + "rope.freq_base")) : 10000.0f;
+  c.norm_eps = float(g.get_float(p + "attention.layer_norm_rms_epsilon"));
+  c.rope_layout = rope_layout_of(arch);
+  c.qkv_bias = arch == "qwen2";
+  c.qk_norm = arch == "qwen3";
+  // attention.key_length: the head width when it is not dim / n_heads (Qwen 3).
+  if (g.has(p + "attention.key_length")) {
+    const int key_length = positive_int(g, p + "attention.key_length");
+    if (g.has(p + "attention.value_length") && g.get_int(p + "attention.value_length") != key_length)
+      throw std::runtime_error(g.path() + ": attention.value_length differs from key_length (not supported)");
+    if (c.dim % c.n_heads != 0 || key_length != c.dim / c.n_heads) c.explicit_head_dim = key_length;
+  }
+  // The vocabulary size is the token list's length; <arch>.vocab_size, when present, must agree.
   const auto* tokens = g.find("tokenizer.ggml.tokens");
   const auto* token_array = tokens ? std::get_if<GgufArray>(&tokens->value) : nullptr;
-  c.vocab_size = g.has("llama.vocab_size") ? positive_int(g, "llama.vocab_size")
-                 : token_array            ? int(std::min<size_t>(token_array->elements.size(), INT32_MAX))
-                                          : 0;
+  c.vocab_size = g.has(p + "vocab_size") ? positive_int(g, p + "vocab_size")
+                 : token_array          ? int(std::min<size_t>(token_array->elements.size(), INT32_MAX))
+                                        : 0;
   try {
+    c.validate();
+    c.rope_scaling = read_rope_scaling(g, arch, c);
     c.validate();
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(g.path() + ": metadata describes an invalid model (" + c.describe() + "): " + e.what());
   }
-  if (g.has("llama.rope.dimension_count") && g.get_int("llama.rope.dimension_count") != c.head_dim())
-    throw std::runtime_error(g.path() + ": llama.rope.dimension_count " +
-                             std::to_string(g.get_int("llama.rope.dimension_count")) + " differs from head_dim " +
+  if (g.has(p + "rope.dimension_count") && g.get_int(p + "rope.dimension_count") != c.head_dim())
+    throw std::runtime_error(g.path() + ": " + p + "rope.dimension_count " +
+                             std::to_string(g.get_int(p + "rope.dimension_count")) + " differs from head_dim " +
                              std::to_string(c.head_dim()) + " (partial RoPE is not supported)");
   return c;
 }
@@ -105,6 +178,15 @@ ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
     L.w_gate = mat(layer_tensor(l, "ffn_gate"), hidden, dim);
     L.w_down = mat(layer_tensor(l, "ffn_down"), dim, hidden);
     L.w_up = mat(layer_tensor(l, "ffn_up"), hidden, dim);
+    if (c.qkv_bias) {
+      L.bq = vec(layer_tensor(l, "attn_q", "bias"), q_dim);
+      L.bk = vec(layer_tensor(l, "attn_k", "bias"), kv_dim);
+      L.bv = vec(layer_tensor(l, "attn_v", "bias"), kv_dim);
+    }
+    if (c.qk_norm) {
+      L.q_norm = vec(layer_tensor(l, "attn_q_norm"), size_t(c.head_dim()));
+      L.k_norm = vec(layer_tensor(l, "attn_k_norm"), size_t(c.head_dim()));
+    }
   }
   w.final_norm = vec("output_norm.weight", dim);
   // llama.cpp omits output.weight for tied embeddings.
@@ -115,19 +197,31 @@ ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
 // ---- writing ----
 
 void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const std::string& name) {
-  out.add_metadata("general.architecture", "llama");
+  const std::string arch = architecture_of(c), p = arch + ".";
+  out.add_metadata("general.architecture", arch);
   out.add_metadata("general.name", name);
   out.add_metadata("general.file_type", file_type_of(dtype));
-  out.add_metadata("llama.context_length", uint32_t(c.max_seq_len));
-  out.add_metadata("llama.embedding_length", uint32_t(c.dim));
-  out.add_metadata("llama.block_count", uint32_t(c.n_layers));
-  out.add_metadata("llama.feed_forward_length", uint32_t(c.hidden_dim));
-  out.add_metadata("llama.rope.dimension_count", uint32_t(c.head_dim()));
-  out.add_metadata("llama.attention.head_count", uint32_t(c.n_heads));
-  out.add_metadata("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
-  out.add_metadata("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  out.add_metadata("llama.rope.freq_base", c.rope_theta);
-  out.add_metadata("llama.vocab_size", uint32_t(c.vocab_size));
+  out.add_metadata(p + "context_length", uint32_t(c.max_seq_len));
+  out.add_metadata(p + "embedding_length", uint32_t(c.dim));
+  out.add_metadata(p + "block_count", uint32_t(c.n_layers));
+  out.add_metadata(p + "feed_forward_length", uint32_t(c.hidden_dim));
+  out.add_metadata(p + "rope.dimension_count", uint32_t(c.head_dim()));
+  out.add_metadata(p + "attention.head_count", uint32_t(c.n_heads));
+  out.add_metadata(p + "attention.head_count_kv", uint32_t(c.n_kv_heads));
+  if (c.explicit_head_dim > 0) {
+    out.add_metadata(p + "attention.key_length", uint32_t(c.head_dim()));
+    out.add_metadata(p + "attention.value_length", uint32_t(c.head_dim()));
+  }
+  out.add_metadata(p + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  out.add_metadata(p + "rope.freq_base", c.rope_theta);
+  out.add_metadata(p + "vocab_size", uint32_t(c.vocab_size));
+  if (c.rope_scaling.enabled()) {  // this engine's keys; llama.cpp reads rope_freqs.weight (add_weights)
+    out.add_metadata(p + "rope.scaling.type", "llama3");
+    out.add_metadata(p + "rope.scaling.factor", c.rope_scaling.factor);
+    out.add_metadata(p + "rope.scaling.low_freq_factor", c.rope_scaling.low_freq_factor);
+    out.add_metadata(p + "rope.scaling.high_freq_factor", c.rope_scaling.high_freq_factor);
+    out.add_metadata(p + "rope.scaling.original_context_length", uint32_t(c.rope_scaling.original_context));
+  }
 }
 
 void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType matrix_type) {
@@ -144,6 +238,19 @@ void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType matrix_type) {
     out.add_tensor(layer_tensor(l, "ffn_gate"), L.w_gate, matrix_type);
     out.add_tensor(layer_tensor(l, "ffn_down"), L.w_down, matrix_type);
     out.add_tensor(layer_tensor(l, "ffn_up"), L.w_up, matrix_type);
+    if (w.config.qkv_bias) {  // biases stay F32, as llama.cpp's converter keeps 1-D tensors
+      out.add_tensor(layer_tensor(l, "attn_q", "bias"), L.bq, norm_type);
+      out.add_tensor(layer_tensor(l, "attn_k", "bias"), L.bk, norm_type);
+      out.add_tensor(layer_tensor(l, "attn_v", "bias"), L.bv, norm_type);
+    }
+    if (w.config.qk_norm) {
+      out.add_tensor(layer_tensor(l, "attn_q_norm"), L.q_norm, norm_type);
+      out.add_tensor(layer_tensor(l, "attn_k_norm"), L.k_norm, norm_type);
+    }
+  }
+  if (w.config.rope_scaling.enabled()) {
+    const auto factors = rope_freq_factors(w.config);
+    out.add_tensor("rope_freqs.weight", {factors.size()}, factors, GgmlType::F32);
   }
   out.add_tensor("output_norm.weight", w.final_norm, norm_type);
   if (!same_bits(w.classifier, w.token_embedding)) out.add_tensor("output.weight", w.classifier, matrix_type);
@@ -178,18 +285,18 @@ GgufModel read_gguf_model(const std::string& path) {
 }
 
 void write_gguf_model(const std::string& path, const ModelWeights& weights, const Tokenizer& tokenizer,
-                      GgufDType dtype, const std::string& name) {
+                      GgufDType dtype, const std::string& name, const std::string& chat_template) {
   weights.validate_shapes();
-  if (weights.config.rope_layout != RopeLayout::AdjacentPairs)
-    throw std::invalid_argument("write_gguf_model: GGUF's llama tensors use adjacent-pair RoPE; this model uses "
-                                "rotate-half (permute its wq/wk rows first)");
   if (tokenizer.vocab_size() != weights.config.vocab_size)
     throw std::invalid_argument("write_gguf_model: tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                                 " pieces, the model's vocabulary " + std::to_string(weights.config.vocab_size));
+  // The layout llama.cpp runs the architecture with (see the top of this file).
+  const ModelWeights stored = with_rope_layout(weights, rope_layout_of(architecture_of(weights.config)));
   GgufWriter out;
-  add_config(out, weights.config, dtype, name);
+  add_config(out, stored.config, dtype, name);
   add_gguf_tokenizer(out, tokenizer);
-  add_weights(out, weights, ggml_type_of(dtype));
+  if (!chat_template.empty()) out.add_metadata("tokenizer.chat_template", chat_template);
+  add_weights(out, stored, ggml_type_of(dtype));
   out.write(path);
 }
 

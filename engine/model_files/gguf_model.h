@@ -26,17 +26,21 @@ struct GgufModel {
   std::string chat_template;  // tokenizer.chat_template, "" when absent
 };
 
-// Reads a `llama` GGUF with F32/F16/BF16 tensors. A missing output.weight
+// Reads a `llama`, `qwen2` or `qwen3` GGUF with F32/F16/BF16 tensors. A missing output.weight
 // means a classifier tied to the embedding. Throws std::runtime_error naming
 // the file and the key or tensor at fault.
 GgufModel read_gguf_model(const std::string& path);
 
-// Writes weights and tokenizer as a `llama` GGUF (version 3). output.weight is
-// omitted when the classifier equals the embedding bit for bit. Throws
-// std::invalid_argument for weights in the rotate-half RoPE layout (GGUF's
-// `llama` expects adjacent pairs), a tokenizer whose size differs from the
-// model's vocabulary or one GGUF cannot describe (add_gguf_tokenizer); std::runtime_error when the file cannot be written.
+// Writes weights and tokenizer (and a chat template when not empty) as a GGUF
+// (version 3) of architecture `qwen3` (q/k norms), `qwen2` (q/k/v biases) or
+// `llama`, with wq/wk in the RoPE layout llama.cpp runs that architecture
+// with (permuted when the weights hold the other). output.weight is omitted
+// when the classifier equals the embedding bit for bit; Llama 3.1 RoPE
+// scaling is stored as this engine's <arch>.rope.scaling.* keys and as
+// llama.cpp's rope_freqs.weight. Throws std::invalid_argument for a tokenizer
+// whose size differs from the model's vocabulary or one GGUF cannot describe
+// (add_gguf_tokenizer); std::runtime_error when the file cannot be written.
 void write_gguf_model(const std::string& path, const ModelWeights& weights, const Tokenizer& tokenizer,
-                      GgufDType dtype, const std::string& name);
+                      GgufDType dtype, const std::string& name, const std::string& chat_template = "");
 
 }  // namespace astrai

@@ -1,0 +1,17 @@
+// Moving a model's weights between the two RoPE layouts (reference/model_config.h).
+// Within each head, rotate-half pairs dimension i with i + head_dim/2 and
+// adjacent-pairs pairs 2i with 2i + 1; the same pairs rotate by the same angle,
+// so reordering the head's dimensions (rows of wq and wk, entries of their
+// biases and of the q/k norm weights) from one layout to the other leaves
+// every q.k product, and so the model, unchanged. This is the permutation
+// llama.cpp's convert_hf_to_gguf.py applies to Llama's q_proj and k_proj.
+#pragma once
+
+#include "reference/model_weights.h"
+
+namespace astrai {
+
+// The weights in `target` layout (a copy of `weights` when already there).
+ModelWeights with_rope_layout(ModelWeights weights, RopeLayout target);
+
+}  // namespace astrai
