@@ -278,3 +278,61 @@ TEST_CASE("the independent 16-bit rounding of the tests agrees with known values
   CHECK(std::isinf(round_to_bf16(std::numeric_limits<float>::max())));
   CHECK(round_to_bf16(-3e38f) == -std::ldexp(226.0f, 120));  // float(3e38) / 2^120 = 225.69...: 8 significant bits round to 226
 }
+
+namespace {
+
+// Parses `bytes`; a std::runtime_error starting with the file's path is a
+// clean rejection. A file that parses must keep the reader's promises: every
+// range inside the file, the ranges tiling the data section, and every
+// F32/F16/BF16 tensor readable. Anything else escapes and fails the test.
+bool parses_consistently(const std::string& bytes, astrai::test::MemoryFile& file) {
+  file.set(bytes);
+  try {
+    const SafetensorsFile st(file.path());
+    uint64_t covered = 0;
+    for (const auto& t : st.tensors()) {
+      REQUIRE(t.begin == covered);
+      REQUIRE(t.end - t.begin == t.n_elements * safetensors_dtype_bytes(t.dtype));
+      covered = t.end;
+      REQUIRE(st.tensor_data(t).size() == t.end - t.begin);
+      if (t.dtype == SafetensorsDType::F32 || t.dtype == SafetensorsDType::F16 || t.dtype == SafetensorsDType::BF16) {
+        std::vector<float> out(size_t(t.n_elements));
+        st.read_tensor_floats(t, out);
+      }
+    }
+    REQUIRE(st.data_offset() + covered == bytes.size());
+    return true;
+  } catch (const std::runtime_error& e) {
+    REQUIRE(std::string(e.what()).rfind(file.path() + ": ", 0) == 0);
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("safetensors truncated at every byte or with any header byte changed fails cleanly", "[safetensors][corruption]") {
+  const std::string file = safetensors_bytes(kHandBuiltHeader, hand_built_data());
+  astrai::test::MemoryFile mem;
+  REQUIRE(parses_consistently(file, mem));
+  // The tensors must end exactly at the end of the file: every truncation fails.
+  for (size_t n = 0; n < file.size(); ++n) {
+    INFO("truncated to " << n);
+    CHECK(!parses_consistently(file.substr(0, n), mem));
+  }
+  const uint64_t data_offset = Parsed(file).st->data_offset();
+  size_t parsed = 0, refused = 0;
+  for (size_t at = 0; at < data_offset; ++at) {
+    const auto original = uint8_t(file[at]);
+    for (const uint8_t value : {uint8_t(0x00), uint8_t(0xFF), uint8_t(0x80), uint8_t('1'), uint8_t(original ^ 0x01),
+                                uint8_t(original ^ 0x20)}) {
+      INFO("byte " << at << " set to " << int(value));
+      std::string bytes = file;
+      bytes[at] = char(value);
+      (parses_consistently(bytes, mem) ? parsed : refused)++;
+    }
+  }
+  // Both outcomes occur (a changed padding space or a name's letter still
+  // parses): the checks do not simply refuse everything.
+  CHECK(parsed > 0);
+  CHECK(refused > 0);
+}
