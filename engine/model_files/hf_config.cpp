@@ -126,14 +126,13 @@ Json parse_object(std::string_view text, const std::string& origin) {
   return j;
 }
 
-HfArchitecture read_architecture(const Json& j, const Fields& f) {
+HfArchitecture read_architecture(const Fields& f) {
   const Json& list = f.require("architectures");
   if (!list.is_array() || list.empty() || !list[0].is_string())
     f.fail("architectures", "is " + list.dump() + ", expected a list holding the model class name");
   const std::string name = list[0].get<std::string>();
   for (const auto& a : kArchitectures)
     if (name == a.name) return a.arch;
-  (void)j;
   f.fail("architectures", "names '" + name +
                               "', which is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
                               "Qwen2ForCausalLM, Qwen3ForCausalLM)");
@@ -144,7 +143,7 @@ HfArchitecture read_architecture(const Json& j, const Fields& f) {
 // "rope_parameters". Only no scaling ("default") and Llama 3.1's "llama3" are
 // supported; every other type would silently give wrong positions, so it is
 // refused by name.
-void read_rope(const Json& j, const Fields& f, const std::string& origin, ModelConfig& c) {
+void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
   const Json* parameters = f.find("rope_parameters");
   if (parameters && !parameters->is_object()) f.fail("rope_parameters", "is not an object");
   const Json* scaling = f.find("rope_scaling");
@@ -171,7 +170,6 @@ void read_rope(const Json& j, const Fields& f, const std::string& origin, ModelC
   c.rope_scaling.low_freq_factor = float(s.number("low_freq_factor"));
   c.rope_scaling.high_freq_factor = float(s.number("high_freq_factor"));
   c.rope_scaling.original_context = s.positive("original_max_position_embeddings");
-  (void)j;
 }
 
 // Options of these architectures that AstrAI's forward pass does not have:
@@ -205,7 +203,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   const Json j = parse_object(json_text, origin);
   const Fields f(j, origin);
   HfModelConfig out;
-  out.architecture = read_architecture(j, f);
+  out.architecture = read_architecture(f);
   refuse_unsupported(f, out.architecture);
   ModelConfig& c = out.config;
   c.dim = f.positive("hidden_size");
@@ -216,7 +214,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   c.vocab_size = f.positive("vocab_size");
   c.max_seq_len = f.positive("max_position_embeddings");
   c.norm_eps = float(f.number("rms_norm_eps"));
-  read_rope(j, f, origin, c);
+  read_rope(f, origin, c);
   c.rope_layout = RopeLayout::RotateHalf;  // Hugging Face's q/k rows pair x[i] with x[i + head_dim/2]
   if (const auto head_dim = f.optional_positive("head_dim")) c.explicit_head_dim = *head_dim;
   if (out.architecture == HfArchitecture::Qwen3 && c.explicit_head_dim == 0)

@@ -159,7 +159,7 @@ class TensorSource {
   std::map<std::string, const SafetensorsFile*> where_;
 };
 
-ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf, const fs::path& dir) {
+ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf) {
   const ModelConfig& c = hf.config;
   // Every tensor in the files must be one the model uses (or a harmless
   // extra); checked before anything is read.
@@ -171,7 +171,6 @@ ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf, cons
     throw std::runtime_error(file->path() + ": unexpected tensor '" + name + "': a " +
                              hf_architecture_name(hf.architecture) + " with this config.json has no such weight");
   }
-  (void)dir;
   const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim), vocab = size_t(c.vocab_size);
   const size_t q_dim = size_t(c.q_dim()), kv_dim = size_t(c.kv_dim()), head_dim = size_t(c.head_dim());
   auto vec = [&](const std::string& name, size_t n) { return src.read<1>(name, {n}); };
@@ -241,7 +240,7 @@ HfModelFolder load_hf_folder(const std::string& dir_string) {
   const HfModelConfig hf = parse_hf_config(read_text(dir / kConfig), (dir / kConfig).string());
   const TensorSource src(dir);
   HfModelFolder out;
-  out.weights = read_weights(src, hf, dir);
+  out.weights = read_weights(src, hf);
   out.architecture = hf.architecture;
   if (fs::exists(dir / kGenerationConfig))
     out.generation = parse_hf_generation_config(read_text(dir / kGenerationConfig), (dir / kGenerationConfig).string(),
