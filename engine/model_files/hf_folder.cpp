@@ -323,7 +323,6 @@ void write_hf_folder(const std::string& dir_string, const ModelWeights& w, const
   }
   write_text(dir / kConfig, config_json);
   if (options.generation) write_text(dir / kGenerationConfig, hf_generation_config_json(*options.generation));
-  else fs::remove(dir / kGenerationConfig);
   if (options.max_shard_bytes == 0) {
     shards[0].write((dir / kSingleFile).string());
     return;

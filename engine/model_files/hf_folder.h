@@ -59,7 +59,10 @@ struct HfWriteOptions {
 };
 
 // Writes config.json, the safetensors file(s) and generation_config.json
-// into `dir` (created when missing). lm_head.weight is left out, with
+// (when options.generation is set) into `dir` (created when missing). Weight
+// files of an earlier write (model.safetensors, its index, model-*.safetensors)
+// are removed first; other files (a tokenizer, an existing
+// generation_config.json) are left as they are. lm_head.weight is left out, with
 // tie_word_embeddings true, when the classifier equals the embedding bit for
 // bit. Throws std::invalid_argument for weights Hugging Face cannot hold as
 // such (adjacent-pair RoPE: permute wq/wk rows first; invalid shapes) and

@@ -415,6 +415,28 @@ TEST_CASE("folder loading: missing files and a bad index are refused naming the 
   CHECK_THAT(load_error(sharded), Contains("model.safetensors.index.json: not valid JSON"));
 }
 
+TEST_CASE("writing into a folder replaces earlier weights and keeps other files", "[hf_folder]") {
+  const ModelConfig c = config_for(HfArchitecture::Llama, 1, 2, 2, 6, 2, 11, 16);
+  const ModelWeights first = weights_for(c, 1, false), second = weights_for(c, 2, true);
+  const fs::path dir = fresh_dir("rewrite");
+  write_hf_folder(dir.string(), first, sharded_at(100));
+  astrai::test::write_file(dir / "tokenizer.json", "{}");
+  astrai::test::write_file(dir / "generation_config.json", R"({"eos_token_id": 3})");
+  auto safetensors_files = [&] {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".safetensors";
+    return n;
+  };
+  REQUIRE(safetensors_files() > 2);
+  write_hf_folder(dir.string(), second, with_dtype(SafetensorsDType::F32));
+  CHECK(safetensors_files() == 1);  // model.safetensors alone: no stale shard
+  CHECK(!fs::exists(dir / "model.safetensors.index.json"));
+  CHECK(fs::exists(dir / "tokenizer.json"));
+  const HfModelFolder folder = load_hf_folder(dir.string());
+  CHECK(compare_all(folder.weights, second, SafetensorsDType::F32).empty());
+  CHECK(folder.generation.eos_token_ids == std::vector<int>{3});
+}
+
 TEST_CASE("the folder writer refuses weights Hugging Face cannot hold as they are", "[hf_folder]") {
   ModelConfig c = config_for(HfArchitecture::Llama, 1, 1, 2, 4, 1, 5, 4);
   ModelWeights w = weights_for(c, 1, false);
