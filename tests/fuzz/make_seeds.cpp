@@ -14,11 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "engine/model_files/gguf_model.h"
+#include "engine/model_files/hf_folder.h"
 #include "reference/synthetic_model.h"
 #include "engine/model_files/synthetic_tokenizer.h"
 
@@ -74,6 +76,47 @@ void write_gguf_seeds(const fs::path& dir) {
   append_le<uint32_t>(g, 4);
   append_le<uint32_t>(g, 64);
   write(dir / "metadata-only", g);
+}
+
+// fuzz_safetensors: the model.safetensors of its fixed tiny Qwen 2 folder
+// (dim 8, 2 heads, 1 KV head, hidden 16, 1 layer, vocabulary 8, untied) in
+// each dtype, written by the engine's folder writer, and a file spelled here
+// from the format (an F32 matrix, a BF16 vector, an I8 tensor, a scalar, an
+// empty tensor, metadata).
+void write_safetensors_seeds(const fs::path& dir) {
+  ModelConfig c{.dim = 8, .hidden_dim = 16, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 8,
+                .max_seq_len = 4, .rope_theta = 1e6f, .norm_eps = 1e-6f, .rope_layout = astrai::RopeLayout::RotateHalf,
+                .rope_scaling = {}, .explicit_head_dim = 0, .qkv_bias = true, .qk_norm = false};
+  astrai::ModelWeights w = astrai::make_synthetic_weights(c, 7);
+  for (auto& L : w.layers) {
+    L.bq = xt::zeros<float>({size_t(c.q_dim())}) + 0.25f;
+    L.bk = xt::zeros<float>({size_t(c.kv_dim())}) - 0.5f;
+    L.bv = xt::zeros<float>({size_t(c.kv_dim())}) + 1.0f;
+  }
+  const fs::path scratch = fs::temp_directory_path() / "astrai-make-seeds-folder";
+  for (const auto dtype : {astrai::SafetensorsDType::F32, astrai::SafetensorsDType::F16, astrai::SafetensorsDType::BF16}) {
+    fs::remove_all(scratch);
+    astrai::HfWriteOptions options;
+    options.dtype = dtype;
+    astrai::write_hf_folder(scratch.string(), w, options);
+    std::ifstream in(scratch / "model.safetensors", std::ios::binary);
+    write(dir / ("tiny-qwen2-" + astrai::safetensors_dtype_name(dtype)),
+          std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  }
+  fs::remove_all(scratch);
+  std::string header = R"({"__metadata__":{"format":"pt"},"m":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                       R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]},"s":{"dtype":"F32","shape":[],)"
+                       R"("data_offsets":[22,26]},"e":{"dtype":"F16","shape":[0,3],"data_offsets":[26,26]},)"
+                       R"("i":{"dtype":"I8","shape":[2],"data_offsets":[26,28]}})";
+  while (header.size() % 8) header += ' ';
+  std::string file;
+  append_le<uint64_t>(file, header.size());
+  file += header;
+  for (const float v : {1.0f, -2.0f, 0.5f, 3.0f}) append_le<float>(file, v);
+  for (const uint16_t v : {0x3F80, 0xC000, 0x7F80}) append_le<uint16_t>(file, v);  // 1, -2, inf
+  append_le<float>(file, -0.0f);
+  file += "\x01\xFF";
+  write(dir / "hand-spelled", file);
 }
 
 // llama2.c's checkpoint layout (engine/model_files/llama2c_checkpoint.h).
@@ -208,6 +251,7 @@ int main(int argc, char** argv) {
   try {
     const fs::path corpus = argv[1];
     write_gguf_seeds(corpus / "gguf");
+    write_safetensors_seeds(corpus / "safetensors");
     write(corpus / "llama2c" / "tiny-shared", llama2c_checkpoint(tiny_config(8), true));
     write(corpus / "llama2c" / "tiny-unshared", llama2c_checkpoint(tiny_config(8), false));
     write(corpus / "tokenizer_file" / "synthetic-300", llama2c_tokenizer(astrai::make_synthetic_tokenizer(300)));

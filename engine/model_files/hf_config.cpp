@@ -1,0 +1,356 @@
+// config.json and generation_config.json of Hugging Face model folders (see hf_config.h).
+#include "engine/model_files/hf_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace astrai {
+namespace {
+
+using Json = nlohmann::json;
+
+struct ArchitectureName {
+  HfArchitecture arch;
+  const char* name;        // config.json "architectures"
+  const char* model_type;  // config.json "model_type"
+};
+constexpr ArchitectureName kArchitectures[] = {
+    {HfArchitecture::Llama, "LlamaForCausalLM", "llama"},
+    {HfArchitecture::Mistral, "MistralForCausalLM", "mistral"},
+    {HfArchitecture::Qwen2, "Qwen2ForCausalLM", "qwen2"},
+    {HfArchitecture::Qwen3, "Qwen3ForCausalLM", "qwen3"},
+};
+
+const ArchitectureName& names_of(HfArchitecture arch) {
+  for (const auto& a : kArchitectures)
+    if (a.arch == arch) return a;
+  throw std::logic_error("unknown HfArchitecture");
+}
+
+// Reads fields of one JSON object, each error naming the file and the field.
+class Fields {
+ public:
+  Fields(const Json& object, std::string origin, std::string prefix = "")
+      : object_(object), origin_(std::move(origin)), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    throw std::runtime_error(origin_ + ": \"" + prefix_ + key + "\" " + problem);
+  }
+  // The value, or nullptr when the key is absent or null (transformers treats both as "not set").
+  const Json* find(const std::string& key) const {
+    const auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  const Json& require(const std::string& key) const {
+    const Json* v = find(key);
+    if (!v) fail(key, "is missing");
+    return *v;
+  }
+  int64_t integer(const std::string& key, const Json& v) const {
+    if (!v.is_number_integer()) fail(key, "is " + v.dump() + ", expected an integer");
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      fail(key, "is " + v.dump() + ", too large");
+    return v.get<int64_t>();
+  }
+  // A count in [1, 2^31).
+  int positive(const std::string& key, const Json& v) const {
+    const int64_t n = integer(key, v);
+    if (n <= 0 || n > std::numeric_limits<int32_t>::max())
+      fail(key, "is " + std::to_string(n) + ", expected a positive 32-bit count");
+    return int(n);
+  }
+  int positive(const std::string& key) const { return positive(key, require(key)); }
+  std::optional<int> optional_positive(const std::string& key) const {
+    const Json* v = find(key);
+    return v ? std::optional<int>(positive(key, *v)) : std::nullopt;
+  }
+  double number(const std::string& key, const Json& v) const {
+    if (!v.is_number()) fail(key, "is " + v.dump() + ", expected a number");
+    const double x = v.get<double>();
+    if (!std::isfinite(x)) fail(key, "is not finite");
+    return x;
+  }
+  double number(const std::string& key) const { return number(key, require(key)); }
+  std::optional<bool> optional_bool(const std::string& key) const {
+    const Json* v = find(key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) fail(key, "is " + v->dump() + ", expected true or false");
+    return v->get<bool>();
+  }
+  std::optional<std::string> optional_string(const std::string& key) const {
+    const Json* v = find(key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) fail(key, "is " + v->dump() + ", expected a string");
+    return v->get<std::string>();
+  }
+  // A token id in [0, vocab_size).
+  int token_id(const std::string& key, const Json& v, int vocab_size) const {
+    const int64_t id = integer(key, v);
+    if (id < 0 || id >= vocab_size)
+      fail(key, "holds token id " + std::to_string(id) + ", outside the vocabulary [0, " + std::to_string(vocab_size) +
+                    ")");
+    return int(id);
+  }
+  // An int, a list of ints, or absent/null.
+  std::vector<int> token_ids(const std::string& key, int vocab_size) const {
+    const Json* v = find(key);
+    if (!v) return {};
+    if (!v->is_array()) return {token_id(key, *v, vocab_size)};
+    std::vector<int> ids;
+    for (const auto& e : *v) ids.push_back(token_id(key, e, vocab_size));
+    return ids;
+  }
+  std::optional<int> optional_token_id(const std::string& key, int vocab_size) const {
+    const Json* v = find(key);
+    return v ? std::optional<int>(token_id(key, *v, vocab_size)) : std::nullopt;
+  }
+
+ private:
+  const Json& object_;
+  std::string origin_;
+  std::string prefix_;
+};
+
+Json parse_object(std::string_view text, const std::string& origin) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw std::runtime_error(origin + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw std::runtime_error(origin + ": not a JSON object");
+  return j;
+}
+
+HfArchitecture read_architecture(const Fields& f) {
+  const Json& list = f.require("architectures");
+  if (!list.is_array() || list.empty() || !list[0].is_string())
+    f.fail("architectures", "is " + list.dump() + ", expected a list holding the model class name");
+  const std::string name = list[0].get<std::string>();
+  for (const auto& a : kArchitectures)
+    if (name == a.name) return a.arch;
+  f.fail("architectures", "names '" + name +
+                              "', which is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
+                              "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+}
+
+// rope_theta and rope_scaling: transformers 4.x writes "rope_theta" and
+// "rope_scaling" (null or {"rope_type": ...}); transformers 5 writes both into
+// "rope_parameters". Only no scaling ("default") and Llama 3.1's "llama3" are
+// supported; every other type would silently give wrong positions, so it is
+// refused by name.
+void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
+  const Json* parameters = f.find("rope_parameters");
+  if (parameters && !parameters->is_object()) f.fail("rope_parameters", "is not an object");
+  const Json* scaling = f.find("rope_scaling");
+  if (scaling && !scaling->is_object()) f.fail("rope_scaling", "is " + scaling->dump() + ", expected null or an object");
+  if (parameters && scaling) f.fail("rope_scaling", "and \"rope_parameters\" are both given; expected one of them");
+  // theta: top level, else inside rope_parameters.
+  if (f.find("rope_theta")) {
+    c.rope_theta = float(f.number("rope_theta"));
+  } else if (parameters) {
+    c.rope_theta = float(Fields(*parameters, origin, "rope_parameters.").number("rope_theta"));
+  } else {
+    f.require("rope_theta");
+  }
+  const Json* source = parameters ? parameters : scaling;
+  if (!source) return;
+  const std::string prefix = parameters ? "rope_parameters." : "rope_scaling.";
+  const Fields s(*source, origin, prefix);
+  const auto type = s.find("rope_type") ? s.optional_string("rope_type") : s.optional_string("type");
+  if (!type) s.fail("rope_type", "is missing");
+  if (*type == "default") return;
+  if (*type != "llama3")
+    s.fail("rope_type", "is '" + *type + "'; only 'llama3' RoPE scaling (and none) is supported");
+  c.rope_scaling.factor = float(s.number("factor"));
+  c.rope_scaling.low_freq_factor = float(s.number("low_freq_factor"));
+  c.rope_scaling.high_freq_factor = float(s.number("high_freq_factor"));
+  c.rope_scaling.original_context = s.positive("original_max_position_embeddings");
+}
+
+// Options of these architectures that AstrAI's forward pass does not have:
+// refused by name rather than ignored.
+void refuse_unsupported(const Fields& f, HfArchitecture arch) {
+  if (f.find("quantization_config"))
+    f.fail("quantization_config", "is present: quantized checkpoints are not supported (only bf16/f16/f32 weights)");
+  for (const char* key : {"hidden_act", "hidden_activation"})
+    if (const auto act = f.optional_string(key); act && *act != "silu")
+      f.fail(key, "is '" + *act + "'; only 'silu' (SwiGLU) is supported");
+  // Qwen 2's q/k/v biases are implied by its architecture; elsewhere
+  // attention_bias would add biases to q, k, v and o.
+  if (arch != HfArchitecture::Qwen2 && f.optional_bool("attention_bias").value_or(false))
+    f.fail("attention_bias", "is true: attention projection biases are only supported as Qwen 2's q/k/v biases");
+  if (f.optional_bool("mlp_bias").value_or(false)) f.fail("mlp_bias", "is true: MLP biases are not supported");
+}
+
+}  // namespace
+
+std::string hf_architecture_name(HfArchitecture arch) { return names_of(arch).name; }
+
+HfArchitecture hf_architecture_for(const ModelConfig& config) {
+  if (config.qkv_bias && config.qk_norm)
+    throw std::invalid_argument("no Hugging Face architecture has both q/k/v biases and q/k norms");
+  if (config.qkv_bias) return HfArchitecture::Qwen2;
+  if (config.qk_norm) return HfArchitecture::Qwen3;
+  return HfArchitecture::Llama;
+}
+
+HfModelConfig parse_hf_config(std::string_view json_text, const std::string& origin) {
+  const Json j = parse_object(json_text, origin);
+  const Fields f(j, origin);
+  HfModelConfig out;
+  out.architecture = read_architecture(f);
+  refuse_unsupported(f, out.architecture);
+  ModelConfig& c = out.config;
+  c.dim = f.positive("hidden_size");
+  c.hidden_dim = f.positive("intermediate_size");
+  c.n_layers = f.positive("num_hidden_layers");
+  c.n_heads = f.positive("num_attention_heads");
+  c.n_kv_heads = f.optional_positive("num_key_value_heads").value_or(c.n_heads);
+  c.vocab_size = f.positive("vocab_size");
+  c.max_seq_len = f.positive("max_position_embeddings");
+  c.norm_eps = float(f.number("rms_norm_eps"));
+  read_rope(f, origin, c);
+  c.rope_layout = RopeLayout::RotateHalf;  // Hugging Face's q/k rows pair x[i] with x[i + head_dim/2]
+  if (const auto head_dim = f.optional_positive("head_dim")) c.explicit_head_dim = *head_dim;
+  if (out.architecture == HfArchitecture::Qwen3 && c.explicit_head_dim == 0)
+    f.require("head_dim");  // Qwen3Config's default (128) is not hidden_size / heads: make it explicit
+  c.qkv_bias = out.architecture == HfArchitecture::Qwen2;
+  c.qk_norm = out.architecture == HfArchitecture::Qwen3;
+  out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(false);
+
+  // Sliding-window attention: a token attends to at most the last `window`
+  // positions. While the sequence is no longer than the window that is exactly
+  // full causal attention, so capping the context at the window makes the
+  // full-attention forward pass exact (and longer contexts are refused, not
+  // computed wrongly). Mistral applies sliding_window when it is not null;
+  // Qwen 2 / 3 only when use_sliding_window is true.
+  const bool window_applies = out.architecture == HfArchitecture::Mistral ||
+                              ((out.architecture == HfArchitecture::Qwen2 || out.architecture == HfArchitecture::Qwen3) &&
+                               f.optional_bool("use_sliding_window").value_or(false));
+  if (window_applies) {
+    if (const auto window = f.optional_positive("sliding_window"); window && *window < c.max_seq_len) {
+      out.sliding_window = *window;
+      c.max_seq_len = *window;
+    }
+  }
+
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (const auto dtype = f.optional_string(key)) {
+      if (*dtype != "bfloat16" && *dtype != "float16" && *dtype != "float32")
+        f.fail(key, "is '" + *dtype + "'; only bfloat16, float16 and float32 models are supported");
+      out.torch_dtype = *dtype;
+    }
+  }
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(origin + ": describes an invalid model (" + c.describe() + "): " + e.what());
+  }
+  out.eos_token_ids = f.token_ids("eos_token_id", c.vocab_size);
+  out.bos_token_id = f.optional_token_id("bos_token_id", c.vocab_size);
+  return out;
+}
+
+HfGenerationConfig parse_hf_generation_config(std::string_view json_text, const std::string& origin, int vocab_size) {
+  const Json j = parse_object(json_text, origin);
+  const Fields f(j, origin);
+  HfGenerationConfig g;
+  g.eos_token_ids = f.token_ids("eos_token_id", vocab_size);
+  g.bos_token_id = f.optional_token_id("bos_token_id", vocab_size);
+  g.do_sample = f.optional_bool("do_sample");
+  if (const Json* v = f.find("temperature")) {
+    const double t = f.number("temperature", *v);
+    if (t < 0) f.fail("temperature", "is negative");
+    g.temperature = float(t);
+  }
+  if (const Json* v = f.find("top_p")) {
+    const double p = f.number("top_p", *v);
+    if (!(p > 0 && p <= 1)) f.fail("top_p", "is " + v->dump() + ", expected a number in (0, 1]");
+    g.top_p = float(p);
+  }
+  if (const Json* v = f.find("top_k")) {
+    const int64_t k = f.integer("top_k", *v);
+    if (k < 0 || k > std::numeric_limits<int32_t>::max()) f.fail("top_k", "is " + v->dump() + ", expected 0 or more");
+    g.top_k = int(k);
+  }
+  return g;
+}
+
+namespace {
+
+// A float as the JSON number with the fewest digits that reads back as the
+// same float (1e-05 rather than 9.999999747378752e-06), so written configs
+// look like transformers' and still round-trip bit for bit.
+double json_float(float x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  double d = 0;
+  std::from_chars(buf, r.ptr, d);
+  return float(d) == x ? d : double(x);
+}
+
+}  // namespace
+
+std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_word_embeddings,
+                           const std::string& torch_dtype) {
+  c.validate();
+  if (hf_architecture_for(c) != arch && !(arch == HfArchitecture::Mistral && hf_architecture_for(c) == HfArchitecture::Llama))
+    throw std::invalid_argument("hf_config_json: a model with" + std::string(c.qkv_bias ? " qkv_bias" : "") +
+                                (c.qk_norm ? " qk_norm" : "") + (!c.qkv_bias && !c.qk_norm ? "out qkv_bias or qk_norm" : "") +
+                                " is not a " + hf_architecture_name(arch));
+  if (c.rope_layout != RopeLayout::RotateHalf)
+    throw std::invalid_argument("hf_config_json: Hugging Face checkpoints use rotate-half RoPE; this model's q/k rows "
+                                "pair adjacent dimensions");
+  const auto& names = names_of(arch);
+  Json j = Json::object();
+  j["architectures"] = {names.name};
+  j["model_type"] = names.model_type;
+  j["hidden_size"] = c.dim;
+  j["intermediate_size"] = c.hidden_dim;
+  j["num_hidden_layers"] = c.n_layers;
+  j["num_attention_heads"] = c.n_heads;
+  j["num_key_value_heads"] = c.n_kv_heads;
+  j["vocab_size"] = c.vocab_size;
+  j["max_position_embeddings"] = c.max_seq_len;
+  j["rms_norm_eps"] = json_float(c.norm_eps);
+  j["rope_theta"] = json_float(c.rope_theta);
+  j["hidden_act"] = "silu";
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  if (!torch_dtype.empty()) j["torch_dtype"] = torch_dtype;
+  if (c.explicit_head_dim > 0 || arch == HfArchitecture::Qwen3) j["head_dim"] = c.head_dim();
+  if (c.rope_scaling.enabled()) {
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", json_float(c.rope_scaling.factor)},
+                         {"low_freq_factor", json_float(c.rope_scaling.low_freq_factor)},
+                         {"high_freq_factor", json_float(c.rope_scaling.high_freq_factor)},
+                         {"original_max_position_embeddings", c.rope_scaling.original_context}};
+  } else {
+    j["rope_scaling"] = nullptr;
+  }
+  switch (arch) {
+    case HfArchitecture::Llama: j["attention_bias"] = false; j["mlp_bias"] = false; break;
+    case HfArchitecture::Mistral: j["sliding_window"] = nullptr; break;
+    case HfArchitecture::Qwen2: j["use_sliding_window"] = false; break;
+    case HfArchitecture::Qwen3: j["attention_bias"] = false; j["use_sliding_window"] = false; break;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string hf_generation_config_json(const HfGenerationConfig& g) {
+  Json j = Json::object();
+  if (g.bos_token_id) j["bos_token_id"] = *g.bos_token_id;
+  if (g.eos_token_ids.size() == 1) j["eos_token_id"] = g.eos_token_ids[0];
+  if (g.eos_token_ids.size() > 1) j["eos_token_id"] = g.eos_token_ids;
+  if (g.do_sample) j["do_sample"] = *g.do_sample;
+  if (g.temperature) j["temperature"] = json_float(*g.temperature);
+  if (g.top_p) j["top_p"] = json_float(*g.top_p);
+  if (g.top_k) j["top_k"] = *g.top_k;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace astrai

@@ -1,0 +1,343 @@
+// Hugging Face model folders <-> ModelWeights (see hf_folder.h).
+//
+// Tensor names (Hugging Face's Llama / Mistral / Qwen 2 / Qwen 3 modules), all
+// matrices [out_features, in_features] like ModelWeights:
+//   model.embed_tokens.weight                         token_embedding [vocab, dim]
+//   model.layers.N.input_layernorm.weight             attn_norm [dim]
+//   model.layers.N.self_attn.{q,k,v,o}_proj.weight    wq [q_dim, dim], wk/wv [kv_dim, dim], wo [dim, q_dim]
+//   model.layers.N.self_attn.{q,k,v}_proj.bias        bq/bk/bv (Qwen 2)
+//   model.layers.N.self_attn.{q,k}_norm.weight        q_norm/k_norm [head_dim] (Qwen 3)
+//   model.layers.N.post_attention_layernorm.weight    ffn_norm [dim]
+//   model.layers.N.mlp.{gate,up,down}_proj.weight     w_gate/w_up [hidden, dim], w_down [dim, hidden]
+//   model.norm.weight                                 final_norm [dim]
+//   lm_head.weight                                    classifier [vocab, dim] (absent when tied)
+#include "engine/model_files/hf_folder.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model_files/safetensors_writer.h"
+
+namespace astrai {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kConfig = "config.json";
+constexpr const char* kSingleFile = "model.safetensors";
+constexpr const char* kIndex = "model.safetensors.index.json";
+constexpr const char* kGenerationConfig = "generation_config.json";
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path.string() + ": cannot open");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string layer_name(int layer, const std::string& what) { return "model.layers." + std::to_string(layer) + "." + what; }
+
+// Tensors that exporters sometimes leave in a checkpoint and that carry
+// nothing the model needs: RoPE's tables (recomputed from rope_theta). vLLM's
+// Llama / Qwen loaders skip exactly these names.
+bool harmless_extra(const std::string& name) {
+  for (const char* suffix : {"rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached"}) {
+    const size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
+  }
+  return false;
+}
+
+// The name and row-major shape of every tensor `c` needs, in file order.
+std::vector<std::pair<std::string, std::vector<size_t>>> expected_tensors(const ModelConfig& c, bool tied) {
+  const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim), vocab = size_t(c.vocab_size);
+  const size_t q_dim = size_t(c.q_dim()), kv_dim = size_t(c.kv_dim()), head_dim = size_t(c.head_dim());
+  std::vector<std::pair<std::string, std::vector<size_t>>> t;
+  t.push_back({"model.embed_tokens.weight", {vocab, dim}});
+  for (int l = 0; l < c.n_layers; ++l) {
+    t.push_back({layer_name(l, "input_layernorm.weight"), {dim}});
+    t.push_back({layer_name(l, "self_attn.q_proj.weight"), {q_dim, dim}});
+    t.push_back({layer_name(l, "self_attn.k_proj.weight"), {kv_dim, dim}});
+    t.push_back({layer_name(l, "self_attn.v_proj.weight"), {kv_dim, dim}});
+    if (c.qkv_bias) {
+      t.push_back({layer_name(l, "self_attn.q_proj.bias"), {q_dim}});
+      t.push_back({layer_name(l, "self_attn.k_proj.bias"), {kv_dim}});
+      t.push_back({layer_name(l, "self_attn.v_proj.bias"), {kv_dim}});
+    }
+    t.push_back({layer_name(l, "self_attn.o_proj.weight"), {dim, q_dim}});
+    if (c.qk_norm) {
+      t.push_back({layer_name(l, "self_attn.q_norm.weight"), {head_dim}});
+      t.push_back({layer_name(l, "self_attn.k_norm.weight"), {head_dim}});
+    }
+    t.push_back({layer_name(l, "post_attention_layernorm.weight"), {dim}});
+    t.push_back({layer_name(l, "mlp.gate_proj.weight"), {hidden, dim}});
+    t.push_back({layer_name(l, "mlp.up_proj.weight"), {hidden, dim}});
+    t.push_back({layer_name(l, "mlp.down_proj.weight"), {dim, hidden}});
+  }
+  t.push_back({"model.norm.weight", {dim}});
+  if (!tied) t.push_back({"lm_head.weight", {vocab, dim}});
+  return t;
+}
+
+// The folder's safetensors files and which of them holds each tensor.
+class TensorSource {
+ public:
+  explicit TensorSource(const fs::path& dir) : dir_(dir) {
+    if (fs::exists(dir / kIndex)) open_sharded(dir / kIndex);
+    else if (fs::exists(dir / kSingleFile)) add_file(dir / kSingleFile, nullptr);
+    else
+      throw std::runtime_error(dir.string() + ": neither " + kSingleFile + " nor " + kIndex +
+                               " (only safetensors weights are supported, not pytorch_model.bin)");
+  }
+
+  const std::map<std::string, const SafetensorsFile*>& tensors() const { return where_; }
+
+  template <size_t N>
+  xt::xtensor<float, N> read(const std::string& name, const std::array<size_t, N>& shape) const {
+    const auto it = where_.find(name);
+    if (it == where_.end())
+      throw std::runtime_error(dir_.string() + ": tensor '" + name + "' is missing (config.json's model needs it)");
+    return it->second->read_tensor<N>(name, shape, "config.json");
+  }
+
+ private:
+  // The index: {"metadata": {...}, "weight_map": {"tensor": "shard file", ...}}.
+  void open_sharded(const fs::path& index_path) {
+    const std::string where = index_path.string();
+    Json index;
+    try {
+      index = Json::parse(read_text(index_path));
+    } catch (const Json::exception& e) {
+      throw std::runtime_error(where + ": not valid JSON (" + e.what() + ")");
+    }
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+      throw std::runtime_error(where + ": no \"weight_map\" object");
+    std::map<std::string, std::set<std::string>> by_shard;  // shard file -> tensor names the index puts there
+    for (const auto& [tensor, shard] : index["weight_map"].items()) {
+      if (!shard.is_string())
+        throw std::runtime_error(where + ": weight_map entry of tensor '" + tensor + "' is not a file name");
+      const std::string file = shard.get<std::string>();
+      // A shard is a file of this folder: no paths that lead elsewhere.
+      if (file.empty() || file.find('/') != std::string::npos || file.find('\\') != std::string::npos || file == "." ||
+          file == "..")
+        throw std::runtime_error(where + ": weight_map puts tensor '" + tensor + "' in '" + file +
+                                 "', which is not a plain file name in the folder");
+      by_shard[file].insert(tensor);
+    }
+    for (const auto& [file, names] : by_shard) add_file(dir_ / file, &names);
+  }
+
+  // Opens one safetensors file; with `listed`, the tensors it holds must be
+  // exactly those the index puts in it.
+  void add_file(const fs::path& path, const std::set<std::string>* listed) {
+    if (!fs::exists(path)) throw std::runtime_error(path.string() + ": missing (the index lists it as a shard)");
+    const SafetensorsFile& file = *files_.emplace_back(std::make_unique<SafetensorsFile>(path.string()));
+    for (const auto& t : file.tensors()) {
+      if (listed && !listed->count(t.name))
+        throw std::runtime_error(path.string() + ": holds tensor '" + t.name + "', which " + kIndex +
+                                 " does not put in this shard");
+      if (!where_.emplace(t.name, &file).second)
+        throw std::runtime_error(path.string() + ": tensor '" + t.name + "' is also in " + where_[t.name]->path());
+    }
+    if (listed) {
+      for (const auto& name : *listed)
+        if (!file.find_tensor(name))
+          throw std::runtime_error(path.string() + ": " + kIndex + " puts tensor '" + name + "' here, but the file does not hold it");
+    }
+  }
+
+  fs::path dir_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsFile*> where_;
+};
+
+ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf) {
+  const ModelConfig& c = hf.config;
+  // Every tensor in the files must be one the model uses (or a harmless
+  // extra); checked before anything is read.
+  std::set<std::string> wanted;
+  for (const auto& [name, shape] : expected_tensors(c, hf.tie_word_embeddings)) wanted.insert(name);
+  for (const auto& [name, file] : src.tensors()) {
+    if (wanted.count(name) || harmless_extra(name)) continue;
+    if (name == "lm_head.weight" && hf.tie_word_embeddings) continue;  // tied: the embedding is the classifier
+    throw std::runtime_error(file->path() + ": unexpected tensor '" + name + "': a " +
+                             hf_architecture_name(hf.architecture) + " with this config.json has no such weight");
+  }
+  const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim), vocab = size_t(c.vocab_size);
+  const size_t q_dim = size_t(c.q_dim()), kv_dim = size_t(c.kv_dim()), head_dim = size_t(c.head_dim());
+  auto vec = [&](const std::string& name, size_t n) { return src.read<1>(name, {n}); };
+  auto mat = [&](const std::string& name, size_t rows, size_t cols) { return src.read<2>(name, {rows, cols}); };
+  ModelWeights w;
+  w.config = c;
+  w.token_embedding = mat("model.embed_tokens.weight", vocab, dim);
+  // One layer at a time: num_hidden_layers is a claim, and only layers whose
+  // tensors are really there may take memory.
+  for (int l = 0; l < c.n_layers; ++l) {
+    auto& L = w.layers.emplace_back();
+    L.attn_norm = vec(layer_name(l, "input_layernorm.weight"), dim);
+    L.wq = mat(layer_name(l, "self_attn.q_proj.weight"), q_dim, dim);
+    L.wk = mat(layer_name(l, "self_attn.k_proj.weight"), kv_dim, dim);
+    L.wv = mat(layer_name(l, "self_attn.v_proj.weight"), kv_dim, dim);
+    L.wo = mat(layer_name(l, "self_attn.o_proj.weight"), dim, q_dim);
+    if (c.qkv_bias) {
+      L.bq = vec(layer_name(l, "self_attn.q_proj.bias"), q_dim);
+      L.bk = vec(layer_name(l, "self_attn.k_proj.bias"), kv_dim);
+      L.bv = vec(layer_name(l, "self_attn.v_proj.bias"), kv_dim);
+    }
+    if (c.qk_norm) {
+      L.q_norm = vec(layer_name(l, "self_attn.q_norm.weight"), head_dim);
+      L.k_norm = vec(layer_name(l, "self_attn.k_norm.weight"), head_dim);
+    }
+    L.ffn_norm = vec(layer_name(l, "post_attention_layernorm.weight"), dim);
+    L.w_gate = mat(layer_name(l, "mlp.gate_proj.weight"), hidden, dim);
+    L.w_up = mat(layer_name(l, "mlp.up_proj.weight"), hidden, dim);
+    L.w_down = mat(layer_name(l, "mlp.down_proj.weight"), dim, hidden);
+  }
+  w.final_norm = vec("model.norm.weight", dim);
+  w.classifier = hf.tie_word_embeddings ? w.token_embedding : mat("lm_head.weight", vocab, dim);
+  return w;
+}
+
+std::string folder_name(const fs::path& dir) {
+  fs::path p = dir.lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "dir/"
+  std::string name = p.filename().string();
+  if (name.empty() || name == "." || name == "..") name = fs::absolute(p).lexically_normal().filename().string();
+  return name;
+}
+
+bool same_bits(const xt::xtensor<float, 2>& a, const xt::xtensor<float, 2>& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.flush();
+  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+}  // namespace
+
+bool is_hf_folder(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / kConfig, ec);
+}
+
+HfModelFolder load_hf_folder(const std::string& dir_string) {
+  const fs::path dir(dir_string);
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir_string + ": not a directory");
+  if (!fs::exists(dir / kConfig))
+    throw std::runtime_error(dir_string + ": no config.json (not a Hugging Face model folder)");
+  const HfModelConfig hf = parse_hf_config(read_text(dir / kConfig), (dir / kConfig).string());
+  const TensorSource src(dir);
+  HfModelFolder out;
+  out.weights = read_weights(src, hf);
+  out.architecture = hf.architecture;
+  if (fs::exists(dir / kGenerationConfig))
+    out.generation = parse_hf_generation_config(read_text(dir / kGenerationConfig), (dir / kGenerationConfig).string(),
+                                                hf.config.vocab_size);
+  if (out.generation.eos_token_ids.empty()) out.generation.eos_token_ids = hf.eos_token_ids;
+  if (!out.generation.bos_token_id) out.generation.bos_token_id = hf.bos_token_id;
+  if (fs::exists(dir / "tokenizer.json")) out.tokenizer_json = (dir / "tokenizer.json").string();
+  if (fs::exists(dir / "tokenizer_config.json")) out.tokenizer_config_json = (dir / "tokenizer_config.json").string();
+  out.name = folder_name(dir);
+  return out;
+}
+
+std::string hf_torch_dtype_name(SafetensorsDType dtype) {
+  switch (dtype) {
+    case SafetensorsDType::F32: return "float32";
+    case SafetensorsDType::F16: return "float16";
+    case SafetensorsDType::BF16: return "bfloat16";
+    default: break;
+  }
+  throw std::invalid_argument("Hugging Face folders hold F32, F16 or BF16 weights, not " + safetensors_dtype_name(dtype));
+}
+
+void write_hf_folder(const std::string& dir_string, const ModelWeights& w, const HfWriteOptions& options) {
+  w.validate_shapes();
+  const ModelConfig& c = w.config;
+  const HfArchitecture arch = options.architecture.value_or(hf_architecture_for(c));
+  const bool tied = same_bits(w.classifier, w.token_embedding);
+  const std::string config_json = hf_config_json(c, arch, tied, hf_torch_dtype_name(options.dtype));
+
+  // The tensors in file order, each with its data.
+  std::map<std::string, std::pair<std::vector<uint64_t>, std::span<const float>>> data;
+  auto put = [&](const std::string& name, const auto& t) {
+    data[name] = {std::vector<uint64_t>(t.shape().begin(), t.shape().end()), std::span<const float>(t.data(), t.size())};
+  };
+  put("model.embed_tokens.weight", w.token_embedding);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const auto& L = w.layers[size_t(l)];
+    put(layer_name(l, "input_layernorm.weight"), L.attn_norm);
+    put(layer_name(l, "self_attn.q_proj.weight"), L.wq);
+    put(layer_name(l, "self_attn.k_proj.weight"), L.wk);
+    put(layer_name(l, "self_attn.v_proj.weight"), L.wv);
+    put(layer_name(l, "self_attn.o_proj.weight"), L.wo);
+    if (c.qkv_bias) {
+      put(layer_name(l, "self_attn.q_proj.bias"), L.bq);
+      put(layer_name(l, "self_attn.k_proj.bias"), L.bk);
+      put(layer_name(l, "self_attn.v_proj.bias"), L.bv);
+    }
+    if (c.qk_norm) {
+      put(layer_name(l, "self_attn.q_norm.weight"), L.q_norm);
+      put(layer_name(l, "self_attn.k_norm.weight"), L.k_norm);
+    }
+    put(layer_name(l, "post_attention_layernorm.weight"), L.ffn_norm);
+    put(layer_name(l, "mlp.gate_proj.weight"), L.w_gate);
+    put(layer_name(l, "mlp.up_proj.weight"), L.w_up);
+    put(layer_name(l, "mlp.down_proj.weight"), L.w_down);
+  }
+  put("model.norm.weight", w.final_norm);
+  if (!tied) put("lm_head.weight", w.classifier);
+
+  // Shards: a new one when the next tensor would take the current one past max_shard_bytes.
+  std::vector<SafetensorsWriter> shards(1);
+  const uint64_t element_bytes = safetensors_dtype_bytes(options.dtype);
+  for (const auto& [name, shape] : expected_tensors(c, tied)) {
+    const auto& [dims, values] = data.at(name);
+    const uint64_t bytes = values.size() * element_bytes;
+    if (options.max_shard_bytes > 0 && shards.back().tensor_count() > 0 &&
+        shards.back().data_bytes() + bytes > options.max_shard_bytes)
+      shards.emplace_back();
+    shards.back().add_tensor(name, dims, values, options.dtype);
+  }
+
+  const fs::path dir(dir_string);
+  fs::create_directories(dir);
+  // Weights of an earlier write would be mixed with these: remove them first.
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string f = entry.path().filename().string();
+    if (f == kSingleFile || f == kIndex || (f.rfind("model-", 0) == 0 && f.size() > 12 &&
+                                            f.compare(f.size() - 12, 12, ".safetensors") == 0))
+      fs::remove(entry.path());
+  }
+  write_text(dir / kConfig, config_json);
+  if (options.generation) write_text(dir / kGenerationConfig, hf_generation_config_json(*options.generation));
+  if (options.max_shard_bytes == 0) {
+    shards[0].write((dir / kSingleFile).string());
+    return;
+  }
+  Json weight_map = Json::object();
+  uint64_t total = 0;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char file[64];
+    std::snprintf(file, sizeof file, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+    shards[i].write((dir / file).string());
+    for (const auto& name : shards[i].tensor_names()) weight_map[name] = file;
+    total += shards[i].data_bytes();
+  }
+  const Json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  write_text(dir / kIndex, index.dump(2) + "\n");
+}
+
+}  // namespace astrai

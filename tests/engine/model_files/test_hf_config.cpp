@@ -1,0 +1,389 @@
+// config.json and generation_config.json: the real field sets of Llama 3.2,
+// Llama 3.1, Qwen 2.5, Qwen 3 and Mistral (v0.1 with its sliding window, v0.3
+// without) map to the right ModelConfig; each bad value is refused naming the
+// field; written configs read back to the same ModelConfig.
+#include <catch2/catch.hpp>
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model_files/hf_config.h"
+
+using namespace astrai;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// config.json of meta-llama/Llama-3.2-1B (as published).
+const char* kLlama32_1B = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu",
+  "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "transformers_version": "4.45.0.dev0", "use_cache": true, "vocab_size": 128256})";
+
+// meta-llama/Llama-3.1-8B-Instruct: no head_dim, untied, a list of EOS ids.
+const char* kLlama31_8B = R"({
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.42.3", "use_cache": true, "vocab_size": 128256})";
+
+// Qwen/Qwen2.5-0.5B: q/k/v biases implied by the architecture; a sliding
+// window that is off (use_sliding_window false).
+const char* kQwen25_05B = R"({
+  "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+  "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 24,
+  "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.40.1", "use_cache": true, "use_mrope": false,
+  "use_sliding_window": false, "vocab_size": 151936})";
+
+// Qwen/Qwen3-0.6B: head_dim 128 although hidden_size / heads = 64; an integer rope_theta.
+const char* kQwen3_06B = R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+  "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true,
+  "use_sliding_window": false, "vocab_size": 151936})";
+
+// mistralai/Mistral-7B-v0.3: sliding_window null (full attention).
+const char* kMistral7B_v03 = R"({
+  "architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+  "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+  "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.42.0.dev0", "use_cache": true, "vocab_size": 32768})";
+
+// mistralai/Mistral-7B-v0.1: a 4096-token sliding window.
+const char* kMistral7B_v01 = R"({
+  "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 32768, "model_type": "mistral", "num_attention_heads": 32,
+  "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+  "sliding_window": 4096, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.34.0.dev0", "use_cache": true, "vocab_size": 32000})";
+
+// The fixture with `edit` applied to its JSON.
+std::string edited(const char* fixture, const std::function<void(nlohmann::json&)>& edit) {
+  auto j = nlohmann::json::parse(fixture);
+  edit(j);
+  return j.dump();
+}
+
+std::string config_error(const std::string& text) {
+  try {
+    (void)parse_hf_config(text, "m/config.json");
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    REQUIRE(message.rfind("m/config.json: ", 0) == 0);
+    return message;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("config.json of Llama 3.2 1B", "[hf_config]") {
+  const HfModelConfig hf = parse_hf_config(kLlama32_1B, "config.json");
+  const ModelConfig& c = hf.config;
+  CHECK(hf.architecture == HfArchitecture::Llama);
+  CHECK(c.dim == 2048);
+  CHECK(c.hidden_dim == 8192);
+  CHECK(c.n_layers == 16);
+  CHECK(c.n_heads == 32);
+  CHECK(c.n_kv_heads == 8);
+  CHECK(c.vocab_size == 128256);
+  CHECK(c.max_seq_len == 131072);
+  CHECK(c.rope_theta == 500000.0f);
+  CHECK(c.norm_eps == 1e-5f);
+  CHECK(c.rope_layout == RopeLayout::RotateHalf);
+  CHECK(c.explicit_head_dim == 64);
+  CHECK(c.head_dim() == 64);
+  CHECK(!c.qkv_bias);
+  CHECK(!c.qk_norm);
+  CHECK(c.rope_scaling.enabled());
+  CHECK(c.rope_scaling.factor == 32.0f);
+  CHECK(c.rope_scaling.low_freq_factor == 1.0f);
+  CHECK(c.rope_scaling.high_freq_factor == 4.0f);
+  CHECK(c.rope_scaling.original_context == 8192);
+  CHECK(hf.tie_word_embeddings);
+  CHECK(hf.torch_dtype == "bfloat16");
+  CHECK(hf.sliding_window == 0);
+  CHECK(hf.eos_token_ids == std::vector<int>{128001});
+  CHECK(hf.bos_token_id == 128000);
+}
+
+TEST_CASE("config.json of Llama 3.1 8B Instruct", "[hf_config]") {
+  const HfModelConfig hf = parse_hf_config(kLlama31_8B, "config.json");
+  CHECK(hf.config.dim == 4096);
+  CHECK(hf.config.hidden_dim == 14336);
+  CHECK(hf.config.explicit_head_dim == 0);
+  CHECK(hf.config.head_dim() == 128);
+  CHECK(hf.config.rope_scaling.factor == 8.0f);
+  CHECK(!hf.tie_word_embeddings);
+  CHECK(hf.eos_token_ids == std::vector<int>{128001, 128008, 128009});
+}
+
+TEST_CASE("config.json of Qwen 2.5 0.5B", "[hf_config]") {
+  const HfModelConfig hf = parse_hf_config(kQwen25_05B, "config.json");
+  const ModelConfig& c = hf.config;
+  CHECK(hf.architecture == HfArchitecture::Qwen2);
+  CHECK(c.dim == 896);
+  CHECK(c.hidden_dim == 4864);
+  CHECK(c.n_layers == 24);
+  CHECK(c.n_heads == 14);
+  CHECK(c.n_kv_heads == 2);
+  CHECK(c.head_dim() == 64);
+  CHECK(c.vocab_size == 151936);
+  CHECK(c.max_seq_len == 32768);  // use_sliding_window false: the window does not apply
+  CHECK(c.rope_theta == 1e6f);
+  CHECK(c.norm_eps == 1e-6f);
+  CHECK(c.qkv_bias);
+  CHECK(!c.qk_norm);
+  CHECK(!c.rope_scaling.enabled());
+  CHECK(hf.tie_word_embeddings);
+  CHECK(hf.sliding_window == 0);
+}
+
+TEST_CASE("config.json of Qwen 3 0.6B", "[hf_config]") {
+  const HfModelConfig hf = parse_hf_config(kQwen3_06B, "config.json");
+  const ModelConfig& c = hf.config;
+  CHECK(hf.architecture == HfArchitecture::Qwen3);
+  CHECK(c.dim == 1024);
+  CHECK(c.hidden_dim == 3072);
+  CHECK(c.n_layers == 28);
+  CHECK(c.n_heads == 16);
+  CHECK(c.n_kv_heads == 8);
+  CHECK(c.explicit_head_dim == 128);
+  CHECK(c.q_dim() == 2048);  // wider than hidden_size
+  CHECK(c.kv_dim() == 1024);
+  CHECK(c.max_seq_len == 40960);
+  CHECK(c.rope_theta == 1e6f);
+  CHECK(c.qk_norm);
+  CHECK(!c.qkv_bias);
+  CHECK(hf.eos_token_ids == std::vector<int>{151645});
+}
+
+TEST_CASE("config.json of Mistral 7B v0.3 and v0.1 (sliding window caps the context)", "[hf_config]") {
+  const HfModelConfig v3 = parse_hf_config(kMistral7B_v03, "config.json");
+  CHECK(v3.architecture == HfArchitecture::Mistral);
+  CHECK(v3.config.dim == 4096);
+  CHECK(v3.config.vocab_size == 32768);
+  CHECK(v3.config.max_seq_len == 32768);
+  CHECK(v3.sliding_window == 0);
+  CHECK(!v3.tie_word_embeddings);
+  CHECK(!v3.config.qkv_bias);
+  const HfModelConfig v1 = parse_hf_config(kMistral7B_v01, "config.json");
+  CHECK(v1.sliding_window == 4096);
+  CHECK(v1.config.max_seq_len == 4096);  // within the window, sliding-window attention is full attention
+  CHECK(v1.config.rope_theta == 10000.0f);
+  // A window at least as long as the context changes nothing.
+  const auto wide = parse_hf_config(edited(kMistral7B_v01, [](auto& j) { j["sliding_window"] = 32768; }), "c");
+  CHECK(wide.config.max_seq_len == 32768);
+  CHECK(wide.sliding_window == 0);
+  // Qwen's window applies only with use_sliding_window.
+  const auto qwen = parse_hf_config(edited(kQwen25_05B, [](auto& j) {
+                                      j["use_sliding_window"] = true;
+                                      j["sliding_window"] = 4096;
+                                    }), "c");
+  CHECK(qwen.config.max_seq_len == 4096);
+  CHECK(qwen.sliding_window == 4096);
+}
+
+TEST_CASE("config.json: defaults and transformers 5's rope_parameters", "[hf_config]") {
+  // num_key_value_heads absent: as many as the query heads; tie_word_embeddings absent: false.
+  const auto mha = parse_hf_config(edited(kMistral7B_v03, [](auto& j) {
+                                     j.erase("num_key_value_heads");
+                                     j.erase("tie_word_embeddings");
+                                     j.erase("torch_dtype");
+                                   }), "c");
+  CHECK(mha.config.n_kv_heads == 32);
+  CHECK(!mha.tie_word_embeddings);
+  CHECK(mha.torch_dtype.empty());
+  const auto v5 = parse_hf_config(edited(kLlama32_1B, [](auto& j) {
+                                    j["rope_parameters"] = j["rope_scaling"];
+                                    j["rope_parameters"]["rope_theta"] = 500000.0;
+                                    j.erase("rope_scaling");
+                                    j.erase("rope_theta");
+                                    j.erase("torch_dtype");
+                                    j["dtype"] = "bfloat16";
+                                  }), "c");
+  CHECK(v5.config.rope_theta == 500000.0f);
+  CHECK(v5.config.rope_scaling.factor == 32.0f);
+  CHECK(v5.torch_dtype == "bfloat16");
+  const auto plain = parse_hf_config(edited(kLlama32_1B, [](auto& j) {
+                                       j["rope_scaling"] = {{"rope_type", "default"}};
+                                     }), "c");
+  CHECK(!plain.config.rope_scaling.enabled());
+}
+
+TEST_CASE("config.json: bad values are refused naming the field", "[hf_config]") {
+  using J = nlohmann::json;
+  auto with = [](const char* fixture, const std::function<void(J&)>& edit) { return config_error(edited(fixture, edit)); };
+  CHECK(config_error(kLlama32_1B).empty());
+  CHECK_THAT(config_error("{\"architectures\": "), Contains("not valid JSON"));
+  CHECK_THAT(config_error("[]"), Contains("not a JSON object"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j.erase("architectures"); }), Contains("\"architectures\" is missing"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["architectures"] = J::array({"GPT2LMHeadModel"}); }),
+             Contains("names 'GPT2LMHeadModel', which is not supported"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["architectures"] = J::array(); }), Contains("\"architectures\" is []"));
+  for (const char* field : {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+                            "max_position_embeddings", "rms_norm_eps", "rope_theta"}) {
+    INFO(field);
+    CHECK_THAT(with(kLlama32_1B, [&](J& j) { j.erase(field); }), Contains(std::string("\"") + field + "\" is missing"));
+  }
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["hidden_size"] = "2048"; }), Contains("\"hidden_size\" is \"2048\", expected an integer"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["hidden_size"] = 2048.5; }), Contains("\"hidden_size\" is 2048.5, expected an integer"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["num_hidden_layers"] = 0; }), Contains("\"num_hidden_layers\" is 0, expected a positive"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["vocab_size"] = 4294967296; }), Contains("\"vocab_size\" is 4294967296"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rms_norm_eps"] = "small"; }), Contains("\"rms_norm_eps\" is \"small\", expected a number"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["tie_word_embeddings"] = 1; }), Contains("\"tie_word_embeddings\" is 1, expected true or false"));
+  // Options the forward pass does not have.
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"]["rope_type"] = "yarn"; }),
+             Contains("\"rope_scaling.rope_type\" is 'yarn'; only 'llama3' RoPE scaling"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; }),
+             Contains("is 'linear'; only 'llama3'"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"].erase("low_freq_factor"); }),
+             Contains("\"rope_scaling.low_freq_factor\" is missing"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"]["factor"] = 0.5; }), Contains("rope_scaling.factor must be at least 1"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"] = "llama3"; }), Contains("\"rope_scaling\" is \"llama3\", expected null or an object"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["hidden_act"] = "gelu"; }), Contains("\"hidden_act\" is 'gelu'; only 'silu'"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["attention_bias"] = true; }), Contains("\"attention_bias\" is true"));
+  CHECK_THAT(with(kQwen3_06B, [](J& j) { j["attention_bias"] = true; }), Contains("\"attention_bias\" is true"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["mlp_bias"] = true; }), Contains("\"mlp_bias\" is true"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["quantization_config"] = {{"quant_method", "gptq"}}; }),
+             Contains("quantized checkpoints are not supported"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["torch_dtype"] = "float8_e4m3fn"; }), Contains("\"torch_dtype\" is 'float8_e4m3fn'"));
+  CHECK_THAT(with(kQwen3_06B, [](J& j) { j.erase("head_dim"); }), Contains("\"head_dim\" is missing"));
+  // Values ModelConfig::validate refuses.
+  CHECK_THAT(with(kLlama31_8B, [](J& j) { j["num_key_value_heads"] = 5; }), Contains("n_heads is not a multiple of n_kv_heads"));
+  CHECK_THAT(with(kLlama31_8B, [](J& j) { j["hidden_size"] = 4095; }), Contains("dim is not a multiple of n_heads"));
+  CHECK_THAT(with(kLlama31_8B, [](J& j) { j["rms_norm_eps"] = 0; }), Contains("norm_eps must be positive"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["head_dim"] = 63; }), Contains("head_dim must be even"));
+  // Token ids outside the vocabulary.
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["eos_token_id"] = 128256; }), Contains("\"eos_token_id\" holds token id 128256, outside"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["bos_token_id"] = -1; }), Contains("\"bos_token_id\" holds token id -1"));
+}
+
+TEST_CASE("generation_config.json: EOS lists and sampling defaults", "[hf_config]") {
+  // meta-llama/Llama-3.2-1B-Instruct's and Qwen/Qwen3-0.6B's.
+  const auto llama = parse_hf_generation_config(
+      R"({"bos_token_id": 128000, "do_sample": true, "eos_token_id": [128001, 128008, 128009],
+          "temperature": 0.6, "top_p": 0.9, "transformers_version": "4.45.0.dev0"})", "g", 128256);
+  CHECK(llama.eos_token_ids == std::vector<int>{128001, 128008, 128009});
+  CHECK(llama.bos_token_id == 128000);
+  CHECK(llama.do_sample == true);
+  CHECK(llama.temperature == 0.6f);
+  CHECK(llama.top_p == 0.9f);
+  CHECK(!llama.top_k);
+  const auto qwen = parse_hf_generation_config(
+      R"({"bos_token_id": 151643, "do_sample": true, "eos_token_id": [151645, 151643], "pad_token_id": 151643,
+          "temperature": 0.6, "top_k": 20, "top_p": 0.95, "transformers_version": "4.51.0"})", "g", 151936);
+  CHECK(qwen.eos_token_ids == std::vector<int>{151645, 151643});
+  CHECK(qwen.top_k == 20);
+  CHECK(qwen.top_p == 0.95f);
+  const auto bare = parse_hf_generation_config(R"({"eos_token_id": 2, "temperature": 1})", "g", 32000);
+  CHECK(bare.eos_token_ids == std::vector<int>{2});
+  CHECK(bare.temperature == 1.0f);
+  CHECK(!bare.bos_token_id);
+  CHECK(!bare.do_sample);
+  auto error = [](const std::string& text) {
+    try {
+      (void)parse_hf_generation_config(text, "g.json", 100);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error(R"({"temperature": -0.5})"), Contains("g.json: \"temperature\" is negative"));
+  CHECK_THAT(error(R"({"top_p": 0})"), Contains("\"top_p\" is 0, expected a number in (0, 1]"));
+  CHECK_THAT(error(R"({"top_p": 1.5})"), Contains("\"top_p\" is 1.5"));
+  CHECK_THAT(error(R"({"top_k": -1})"), Contains("\"top_k\" is -1, expected 0 or more"));
+  CHECK_THAT(error(R"({"top_k": 2.5})"), Contains("\"top_k\" is 2.5, expected an integer"));
+  CHECK_THAT(error(R"({"eos_token_id": [1, "2"]})"), Contains("\"eos_token_id\" is \"2\", expected an integer"));
+  CHECK_THAT(error(R"({"eos_token_id": 100})"), Contains("\"eos_token_id\" holds token id 100, outside the vocabulary [0, 100)"));
+  CHECK_THAT(error(R"({"do_sample": "yes"})"), Contains("\"do_sample\" is \"yes\""));
+  CHECK_THAT(error("nope"), Contains("g.json: not valid JSON"));
+  // And written back.
+  const auto again = parse_hf_generation_config(hf_generation_config_json(qwen), "g", 151936);
+  CHECK(again.eos_token_ids == qwen.eos_token_ids);
+  CHECK(again.bos_token_id == qwen.bos_token_id);
+  CHECK(again.do_sample == qwen.do_sample);
+  CHECK(again.temperature == qwen.temperature);
+  CHECK(again.top_p == qwen.top_p);
+  CHECK(again.top_k == qwen.top_k);
+}
+
+TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]") {
+  rc::prop("every architecture", [] {
+    const auto arch = *rc::gen::element(HfArchitecture::Llama, HfArchitecture::Mistral, HfArchitecture::Qwen2,
+                                        HfArchitecture::Qwen3);
+    ModelConfig c;
+    c.n_kv_heads = *rc::gen::inRange(1, 5);
+    c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
+    const int head = 2 * *rc::gen::inRange(1, 40);
+    c.dim = c.n_heads * head;
+    c.hidden_dim = *rc::gen::inRange(1, 100000);
+    c.n_layers = *rc::gen::inRange(1, 100);
+    c.vocab_size = *rc::gen::inRange(1, 300000);
+    c.max_seq_len = *rc::gen::inRange(1, 1 << 20);
+    c.rope_theta = *rc::gen::element(10000.0f, 500000.0f, 1e6f, 1234.567f);
+    c.norm_eps = *rc::gen::element(1e-5f, 1e-6f, 3.3e-7f);
+    c.rope_layout = RopeLayout::RotateHalf;
+    if (arch == HfArchitecture::Qwen3 || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 80);
+    c.qkv_bias = arch == HfArchitecture::Qwen2;
+    c.qk_norm = arch == HfArchitecture::Qwen3;
+    if (*rc::gen::arbitrary<bool>()) c.rope_scaling = {.factor = *rc::gen::element(8.0f, 32.0f, 1.5f),
+                                                       .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
+                                                       .original_context = *rc::gen::inRange(1, 1 << 16)};
+    const bool tied = *rc::gen::arbitrary<bool>();
+    const HfModelConfig hf = parse_hf_config(hf_config_json(c, arch, tied, "float16"), "c");
+    RC_ASSERT(hf.architecture == arch);
+    RC_ASSERT(hf.tie_word_embeddings == tied);
+    RC_ASSERT(hf.torch_dtype == "float16");
+    const ModelConfig& r = hf.config;
+    RC_ASSERT(r.dim == c.dim && r.hidden_dim == c.hidden_dim && r.n_layers == c.n_layers && r.n_heads == c.n_heads &&
+              r.n_kv_heads == c.n_kv_heads && r.vocab_size == c.vocab_size && r.max_seq_len == c.max_seq_len);
+    // Floats are written with the shortest decimal that reads back as the same float.
+    RC_ASSERT(r.rope_theta == c.rope_theta);
+    RC_ASSERT(r.norm_eps == c.norm_eps);
+    RC_ASSERT(r.rope_layout == RopeLayout::RotateHalf);
+    RC_ASSERT(r.explicit_head_dim == c.explicit_head_dim);
+    RC_ASSERT(r.qkv_bias == c.qkv_bias && r.qk_norm == c.qk_norm);
+    RC_ASSERT(r.rope_scaling.factor == c.rope_scaling.factor);
+    RC_ASSERT(r.rope_scaling.low_freq_factor == c.rope_scaling.low_freq_factor);
+    RC_ASSERT(r.rope_scaling.high_freq_factor == c.rope_scaling.high_freq_factor);
+    RC_ASSERT(r.rope_scaling.original_context == c.rope_scaling.original_context);
+  });
+  ModelConfig c;
+  c.dim = 8;
+  c.hidden_dim = 4;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.vocab_size = 10;
+  c.max_seq_len = 4;
+  c.rope_layout = RopeLayout::RotateHalf;
+  CHECK(nlohmann::json::parse(hf_config_json(c, HfArchitecture::Llama, false, ""))["rms_norm_eps"].dump() == "1e-05");
+  CHECK_THROWS_AS(hf_config_json(c, HfArchitecture::Qwen2, false, ""), std::invalid_argument);  // no qkv_bias
+  c.rope_layout = RopeLayout::AdjacentPairs;
+  CHECK_THROWS_AS(hf_config_json(c, HfArchitecture::Llama, false, ""), std::invalid_argument);
+}
