@@ -1,5 +1,5 @@
-// astrai convert: a llama2.c checkpoint and its tokenizer to one GGUF file in
-// llama.cpp's conventions for the `llama` architecture.
+// astrai convert: a llama2.c checkpoint and its tokenizer, or a Hugging Face
+// folder, to one GGUF file in llama.cpp's conventions (load_model.h).
 #include <iostream>
 
 #include "cli/arguments.h"
@@ -9,15 +9,15 @@
 namespace astrai::cli {
 
 int run_convert(std::span<const std::string_view> argv) {
-  Arguments args("astrai convert --model M.bin [--tokenizer T.bin] -o OUT.gguf [--dtype f32|f16|bf16]");
-  args.option("--model", "llama2.c checkpoint")
+  Arguments args("astrai convert --model (M.bin | DIR) [--tokenizer T.bin] -o OUT.gguf [--dtype f32|f16|bf16]");
+  args.option("--model", "llama2.c checkpoint, or a Hugging Face model folder")
       .option("--tokenizer", "llama2.c tokenizer.bin (default: tok<vocab>.bin or tokenizer.bin beside the model)")
       .option("-o", "the GGUF file to write")
       .option("--dtype", "how weights are stored", "f32");
   if (int status = args.parse(argv); status >= 0) return status;
   return run_reporting_errors("convert", [&] {
     if (!args.has("--model") || !args.has("-o")) throw std::invalid_argument("--model and -o are required");
-    convert_llama2c_to_gguf(args.get("--model"), args.get("--tokenizer"), args.get("-o"),
+    convert_to_gguf(args.get("--model"), args.get("--tokenizer"), args.get("-o"),
                             parse_gguf_dtype(args.get("--dtype")));
     std::cout << "wrote " << args.get("-o") << "\n";
     return 0;

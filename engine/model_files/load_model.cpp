@@ -1,10 +1,14 @@
-// Format detection and loading of GGUF / llama2.c models (see load_model.h).
+// Format detection and loading of Hugging Face folders, GGUF and llama2.c models (see load_model.h).
 #include "engine/model_files/load_model.h"
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/model_files/hf_folder.h"
 #include "engine/model_files/llama2c_checkpoint.h"
 
 namespace astrai {
@@ -15,9 +19,54 @@ Tokenizer load_llama2c_tokenizer(const std::string& model_path, const std::strin
   return Tokenizer::load_llama2c(path, vocab);
 }
 
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// chat_template.jinja beside the other files (newer transformers save it so),
+// else tokenizer_config.json's chat_template: a string, or a list of
+// {"name", "template"} of which "default" is the one apply_chat_template uses.
+std::string folder_chat_template(const HfModelFolder& f, const std::string& dir) {
+  const auto jinja = std::filesystem::path(dir) / "chat_template.jinja";
+  if (std::filesystem::is_regular_file(jinja)) return read_text_file(jinja.string());
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(read_text_file(f.tokenizer_config_json));
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(f.tokenizer_config_json + ": not JSON: " + e.what());
+  }
+  const auto t = config.value("chat_template", nlohmann::json());
+  if (t.is_string()) return t.get<std::string>();
+  if (t.is_array())
+    for (const auto& named : t)
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+          named["template"].is_string())
+        return named["template"].get<std::string>();
+  if (!t.is_null()) throw std::runtime_error(f.tokenizer_config_json + ": chat_template is neither a string nor a list with a \"default\"");
+  return "";
+}
+
+LoadedModel load_hf_model(const std::string& dir, const std::string& tokenizer_path) {
+  if (!tokenizer_path.empty())
+    throw std::runtime_error(dir + ": a Hugging Face folder brings its own tokenizer (no --tokenizer)");
+  HfModelFolder f = load_hf_folder(dir);
+  if (f.tokenizer_json.empty() || f.tokenizer_config_json.empty())
+    throw std::runtime_error(dir + ": a model folder needs tokenizer.json and tokenizer_config.json");
+  Tokenizer tokenizer = Tokenizer::load_hf(f.tokenizer_json, f.tokenizer_config_json, f.generation.eos_token_ids,
+                                           f.weights.config.vocab_size);
+  std::string chat_template = folder_chat_template(f, dir);
+  return LoadedModel{std::move(f.weights), std::move(tokenizer), f.name, "hf", std::move(chat_template),
+                     std::move(f.generation)};
+}
+
 }  // namespace
 
 std::string detect_model_format(const std::string& model_path) {
+  if (is_hf_folder(model_path)) return "hf";
   std::ifstream in(model_path, std::ios::binary);
   if (!in) throw std::runtime_error(model_path + ": cannot open model file");
   char magic[4] = {};
@@ -36,27 +85,28 @@ std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size
 }
 
 LoadedModel load_model(const std::string& model_path, const std::string& tokenizer_path) {
-  if (detect_model_format(model_path) == "gguf") {
+  const std::string format = detect_model_format(model_path);
+  if (format == "hf") return load_hf_model(model_path, tokenizer_path);
+  if (format == "gguf") {
     GgufModel g = read_gguf_model(model_path);
     Tokenizer tokenizer = tokenizer_path.empty()
                               ? std::move(g.tokenizer)
                               : Tokenizer::load_llama2c(tokenizer_path, g.weights.config.vocab_size);
     const std::string name = g.name.empty() ? std::filesystem::path(model_path).stem().string() : g.name;
-    return LoadedModel{std::move(g.weights), std::move(tokenizer), name, "gguf", g.chat_template};
+    return LoadedModel{std::move(g.weights), std::move(tokenizer), name, "gguf", g.chat_template, std::nullopt};
   }
   ModelWeights weights = load_llama2c_checkpoint(model_path);
   Tokenizer tokenizer = load_llama2c_tokenizer(model_path, tokenizer_path, weights.config.vocab_size);
   const std::string name = std::filesystem::path(model_path).stem().string();
-  return LoadedModel{std::move(weights), std::move(tokenizer), name, "llama2c", ""};
+  return LoadedModel{std::move(weights), std::move(tokenizer), name, "llama2c", "", std::nullopt};
 }
 
-void convert_llama2c_to_gguf(const std::string& model_path, const std::string& tokenizer_path,
-                             const std::string& out_path, GgufDType dtype) {
+void convert_to_gguf(const std::string& model_path, const std::string& tokenizer_path, const std::string& out_path,
+                     GgufDType dtype) {
   if (detect_model_format(model_path) == "gguf")
-    throw std::runtime_error(model_path + ": is already a GGUF file (convert takes a llama2.c checkpoint)");
-  const ModelWeights weights = load_llama2c_checkpoint(model_path);
-  const Tokenizer tokenizer = load_llama2c_tokenizer(model_path, tokenizer_path, weights.config.vocab_size);
-  write_gguf_model(out_path, weights, tokenizer, dtype, std::filesystem::path(model_path).stem().string());
+    throw std::runtime_error(model_path + ": is already a GGUF file (convert takes a llama2.c checkpoint or a folder)");
+  const LoadedModel m = load_model(model_path, tokenizer_path);
+  write_gguf_model(out_path, m.weights, m.tokenizer, dtype, m.name, m.chat_template);
 }
 
 }  // namespace astrai

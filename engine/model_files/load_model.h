@@ -1,11 +1,14 @@
-// One entry point for every model file the engine reads: GGUF (detected by its
-// "GGUF" magic) or a llama2.c checkpoint plus its tokenizer.bin; and the
-// conversion of llama2.c checkpoints to GGUF (`astrai convert`).
+// One entry point for every model the engine reads: a Hugging Face folder
+// (config.json, safetensors, tokenizer.json), a GGUF file (detected by its
+// "GGUF" magic) or a llama2.c checkpoint plus its tokenizer.bin; and their
+// conversion to GGUF (`astrai convert`).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "engine/model_files/gguf_model.h"           // write_gguf_model, GgufDType
+#include "engine/model_files/hf_config.h"            // HfGenerationConfig
 #include "engine/model_files/synthetic_tokenizer.h"  // make_synthetic_tokenizer
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
@@ -16,12 +19,16 @@ struct LoadedModel {
   ModelWeights weights;
   Tokenizer tokenizer;
   std::string name;           // general.name, else the file name without extension
-  std::string format;         // "gguf" or "llama2c"
-  std::string chat_template;  // from GGUF, may be empty
+  std::string format;         // "hf", "gguf" or "llama2c"
+  std::string chat_template;  // Jinja: GGUF's tokenizer.chat_template or the folder's; may be empty
+  // A folder's generation_config.json (sampling defaults; its EOS ids are
+  // already in the tokenizer's end-of-generation set).
+  std::optional<HfGenerationConfig> generation;
 };
 
-// "gguf" when the file starts with the GGUF magic, else "llama2c". Throws
-// std::runtime_error when the file cannot be opened.
+// "hf" for a directory holding config.json, "gguf" when the file starts with
+// the GGUF magic, else "llama2c". Throws std::runtime_error when the file
+// cannot be opened.
 std::string detect_model_format(const std::string& model_path);
 
 // The tokenizer a llama2.c checkpoint uses when none is given: tok<vocab>.bin
@@ -29,15 +36,21 @@ std::string detect_model_format(const std::string& model_path);
 // naming both candidates when neither exists.
 std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size);
 
-// Loads a GGUF or llama2.c model. For llama2.c, tokenizer_path names the
-// tokenizer.bin ("" = find_llama2c_tokenizer). For GGUF the tokenizer comes
-// from the file unless tokenizer_path names a llama2.c tokenizer.bin to use
-// instead. Throws std::runtime_error naming the file and the problem.
+// Loads a Hugging Face folder, a GGUF or a llama2.c model. For llama2.c,
+// tokenizer_path names the tokenizer.bin ("" = find_llama2c_tokenizer). For
+// GGUF the tokenizer comes from the file unless tokenizer_path names a
+// llama2.c tokenizer.bin to use instead. A folder needs its tokenizer.json and
+// tokenizer_config.json (tokenizer_path must be ""); its chat template is
+// chat_template.jinja when present, else tokenizer_config.json's
+// chat_template (a string, or the "default" of a list of named templates).
+// Throws std::runtime_error naming the file and the problem.
 LoadedModel load_model(const std::string& model_path, const std::string& tokenizer_path = "");
 
-// llama2.c checkpoint (+ tokenizer, "" = find_llama2c_tokenizer) -> GGUF at
-// out_path, named after the checkpoint's file name.
-void convert_llama2c_to_gguf(const std::string& model_path, const std::string& tokenizer_path,
-                             const std::string& out_path, GgufDType dtype);
+// A llama2.c checkpoint (+ tokenizer, "" = find_llama2c_tokenizer) or a
+// Hugging Face folder -> GGUF at out_path, as a llama.cpp user would get it:
+// architecture, tensors, vocabulary (with merges) and chat template. Named
+// after the checkpoint's file or the folder. Refuses a GGUF input.
+void convert_to_gguf(const std::string& model_path, const std::string& tokenizer_path, const std::string& out_path,
+                     GgufDType dtype);
 
 }  // namespace astrai

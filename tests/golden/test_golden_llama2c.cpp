@@ -88,7 +88,7 @@ TEST_CASE("stories260K converted to GGUF reproduces run.c's greedy tokens and te
   ASTRAI_REQUIRE_SHARED(model_path, "models/stories260K/stories260K.bin");
   ASTRAI_REQUIRE_SHARED(tok_path, "models/stories260K/tok512.bin");
   const auto gguf = (astrai::test::scratch_dir() / "stories260K.gguf").string();
-  convert_llama2c_to_gguf(model_path.string(), tok_path.string(), gguf, GgufDType::F32);
+  convert_to_gguf(model_path.string(), tok_path.string(), gguf, GgufDType::F32);
   const LoadedModel model = load_model(gguf);
   CHECK(model.format == "gguf");
   check_reference_matches_golden(model, read_cases(golden));

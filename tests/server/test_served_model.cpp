@@ -15,7 +15,7 @@ namespace {
 LoadedModel tiny_loaded_model(const std::string& chat_template) {
   const ModelConfig config = tiny_config(64);
   return LoadedModel{make_synthetic_weights(config, 3), make_synthetic_tokenizer(config.vocab_size), "tiny", "gguf",
-                     chat_template};
+                     chat_template, std::nullopt};
 }
 
 }  // namespace

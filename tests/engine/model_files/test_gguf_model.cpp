@@ -196,7 +196,7 @@ TEST_CASE("stories260K converted to GGUF loads identical to the original", "[ggu
   for (const auto dtype : {GgufDType::F32, GgufDType::F16, GgufDType::BF16}) {
     INFO("dtype " << gguf_dtype_name(dtype));
     const auto out = astrai::test::scratch_file("stories260K-" + gguf_dtype_name(dtype)).string();
-    convert_llama2c_to_gguf(model.string(), tok.string(), out, dtype);
+    convert_to_gguf(model.string(), tok.string(), out, dtype);
     const GgufModel g = read_gguf_model(out);
     CHECK(compare_weights(g.weights, original, dtype) == "");
     CHECK(same_tokenizer(g.tokenizer, original_tok));

@@ -33,7 +33,7 @@ TEST_CASE("load_model reads stories260K with the tokenizer beside it", "[load_mo
 
   // Converted to GGUF, the same model comes back through the same entry point.
   const auto gguf = astrai::test::scratch_file("stories").string();
-  convert_llama2c_to_gguf(model.string(), "", gguf, GgufDType::F32);
+  convert_to_gguf(model.string(), "", gguf, GgufDType::F32);
   CHECK(detect_model_format(gguf) == "gguf");
   const LoadedModel g = load_model(gguf);
   CHECK(g.format == "gguf");
@@ -42,7 +42,7 @@ TEST_CASE("load_model reads stories260K with the tokenizer beside it", "[load_mo
   CHECK(same_tokenizer(g.tokenizer, m.tokenizer));
   // A tokenizer path given for a GGUF replaces the file's own vocabulary.
   CHECK(same_tokenizer(load_model(gguf, tok.string()).tokenizer, m.tokenizer));
-  REQUIRE_THROWS_WITH(convert_llama2c_to_gguf(gguf, "", gguf + ".2", GgufDType::F32), Contains("already a GGUF"));
+  REQUIRE_THROWS_WITH(convert_to_gguf(gguf, "", gguf + ".2", GgufDType::F32), Contains("already a GGUF"));
 }
 
 TEST_CASE("load_model explains a missing tokenizer or model", "[load_model]") {
