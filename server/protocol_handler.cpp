@@ -98,7 +98,11 @@ void ProtocolHandler::handle(httplib::Response& response) {
 
   GenerationRequest request;
   request.prompt_ids = std::move(prompt);
-  request.max_tokens = chat.max_tokens;
+  // Omitted (OpenAI): what the context leaves. The engine ends a request when
+  // the context is full (finish reason ContextLimit), which for a prompt of
+  // P tokens is after context - P + 1 tokens (prompt_limit.h), so this bound
+  // never ends a request before the context does.
+  request.max_tokens = chat.max_tokens.value_or(engine.model_config().max_seq_len - prompt_tokens + 1);
   request.sampling = chat.sampling;
   request.stop = chat.stop;
   request.ignore_eos = chat.ignore_eos;
