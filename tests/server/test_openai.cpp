@@ -62,7 +62,7 @@ TEST_CASE("OpenAI: a streamed chat completion, chunk by chunk", "[openai][stream
   REQUIRE(reply.status == 200);
   CHECK(reply.header("Content-Type").rfind("text/event-stream", 0) == 0);
   const auto events = parse_sse(reply.body);
-  REQUIRE(events.size() >= 5);
+  REQUIRE(events.size() >= 4);  // role, at least one content delta, finish, [DONE]
   CHECK(events.back().data == "[DONE]");
 
   std::vector<json> chunks;
