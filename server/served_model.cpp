@@ -16,7 +16,8 @@ std::vector<int> ServedModel::encode(const Prompt& prompt) const { return encode
 size_t longest_token_bytes(const Tokenizer& tokenizer) {
   size_t longest = 1;
   for (int id = 0; id < tokenizer.vocab_size(); ++id)
-    if (tokenizer.type(id) != TokenType::Byte) longest = std::max(longest, tokenizer.piece(id).size());
+    if (tokenizer.type(id) == TokenType::Normal || tokenizer.type(id) == TokenType::UserDefined)
+      longest = std::max(longest, tokenizer.piece(id).size());
   return longest;
 }
 

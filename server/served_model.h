@@ -29,11 +29,12 @@ struct ServedModel {
 };
 
 // The most input bytes one token of `tokenizer` can stand for when text is
-// encoded: the longest piece (pieces hold their bytes, spaces as spaces), and
-// 1 for a <0xXX> byte piece, which stands for one byte. Every token encode()
-// makes of text is a piece of the vocabulary, a byte piece, or the unknown
-// piece for one byte, and the pieces' bytes concatenate to the text (with
-// the dummy space in front), so no token stands for more.
+// encoded: the longest normal or user-defined piece (pieces hold their bytes,
+// spaces as spaces), at least 1. Every token encode() makes of text is such a
+// piece, a <0xXX> byte piece (one byte), or the unknown piece standing for
+// one byte (no byte pieces); never a control piece. The pieces' bytes
+// concatenate to the text (with the dummy space in front), so no token
+// stands for more.
 size_t longest_token_bytes(const Tokenizer& tokenizer);
 
 // Builds the engine (CPU reference) for a loaded model. template_name names a
