@@ -94,7 +94,6 @@ class ConnectionManager {
 
   struct Counts {
     uint64_t open = 0;       // connections open now
-    uint64_t waiting = 0;    // of those, between requests or sending a head (no thread)
     uint64_t timed_out = 0;  // heads refused with 408 (stalled, or slower than the request timeout)
     uint64_t refused = 0;    // heads refused with 400, 413, 414 or 431
   };
