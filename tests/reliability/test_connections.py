@@ -57,7 +57,7 @@ def exchange(port, raw, timeout=5):
         sock.close()
 
 
-def test_idle_connections(results, server, count):
+def test_idle_connections(results, server, count, check_memory):
     limit = raise_open_file_limit(count + 256)
     if limit < count + 64:
         results.check(f"the open-file limit fits {count} connections", False, f"soft limit {limit}")
@@ -84,8 +84,11 @@ def test_idle_connections(results, server, count):
         per = (after - before) * 1024 / count
         print(f"       RSS {before} KiB before, {after} KiB with {count} idle connections: "
               f"{per:.0f} bytes per connection", flush=True)
-        results.check(f"memory per idle connection is bounded ({per:.0f} bytes <= 32 KiB)", per <= 32 * 1024,
-                      f"{before} -> {after} KiB")
+        if check_memory:
+            results.check(f"memory per idle connection is bounded ({per:.0f} bytes <= 32 KiB)", per <= 32 * 1024,
+                          f"{before} -> {after} KiB")
+        else:
+            print("SKIPPED: memory per idle connection (--no-memory-checks)", flush=True)
     finally:
         for s in sockets:
             s.close()
@@ -148,7 +151,7 @@ def test_framing(results, port):
                   status_of(data) == 413 and waited < 1.0, f"{how} after {waited:.2f} s {data[:200]!r}")
 
 
-def test_oversized_prompts(results, server, count, megabytes):
+def test_oversized_prompts(results, server, count, megabytes, check_memory):
     """Prompts far over the context, one after another: each is refused
     (400) from its bytes, and the memory their bodies took is returned. RSS
     is read after the 10th, 50th and last: between the 10th and the last it
@@ -160,14 +163,17 @@ def test_oversized_prompts(results, server, count, megabytes):
     start = time.monotonic()
     for i in range(1, count + 1):
         statuses.append(chat(server.port, "openai", body, timeout=60, headers=AUTH).status)
-        if i in (10, count // 2, count):
+        if i in (min(10, count), count // 2, count):
             rss[i] = server.rss_kib()
     seconds = time.monotonic() - start
-    first, middle, last = rss[10], rss[count // 2], rss[count]
+    first, middle, last = rss[min(10, count)], rss[count // 2], rss[count]
     print(f"       {count} prompts of {len(text) / 1e6:.1f} MB in {seconds:.1f} s; RSS after the 10th {first} KiB, "
           f"the {count // 2}th {middle} KiB, the {count}th {last} KiB", flush=True)
     results.check(f"{count} prompts of {megabytes} MB: all 400 (context_length_exceeded)",
                   statuses == [400] * count, sorted(set(statuses)))
+    if not check_memory:
+        print("SKIPPED: RSS flat across the prompts (--no-memory-checks)", flush=True)
+        return
     results.check(f"RSS flat across them: +{last - first} KiB from the 10th to the {count}th (<= 4096), "
                   f"{(last - middle) * 100 / middle:+.1f} % from the {count // 2}th (<= 2 %)",
                   last - first <= 4096 and last - middle <= 0.02 * middle, rss)
@@ -180,6 +186,8 @@ def main():
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--prompts", type=int, default=100)
     parser.add_argument("--prompt-mb", type=float, default=1.0)
+    parser.add_argument("--no-memory-checks", action="store_true",
+                        help="skip the RSS checks (sanitizer builds: ASan's quarantine keeps freed memory)")
     args = parser.parse_args()
     results = Results()
     model = make_model(args.astrai, scratch_dir("astrai-connections-"))
@@ -188,12 +196,12 @@ def main():
     with ServerProcess(args.astrai, model, "--api-key", API_KEY, "--keep-alive-timeout", 30, "--threads", 8,
                        "--quiet") as server:
         server.wait_ready()
-        test_idle_connections(results, server, args.idle)
+        test_idle_connections(results, server, args.idle, not args.no_memory_checks)
         test_pipelining(results, server.port)
         test_http10(results, server.port)
         test_header_bytes(results, server.port)
         test_framing(results, server.port)
-        test_oversized_prompts(results, server, args.prompts, args.prompt_mb)
+        test_oversized_prompts(results, server, args.prompts, args.prompt_mb, not args.no_memory_checks)
         code = server.stop()
     results.check("the server stopped cleanly", code == 0, f"exit status {code}")
     return results.finish()
