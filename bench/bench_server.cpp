@@ -97,7 +97,9 @@ Timing through_server(int port, int client) {
                      {"max_tokens", kNewTokens},
                      {"temperature", 0},
                      {"ignore_eos", true},
-                     {"stream", true}};
+                     {"stream", true},
+                     // The usage chunk (its token count is read below) comes only when asked.
+                     {"stream_options", {{"include_usage", true}}}};
   httplib::Client http("127.0.0.1", port);
   http.set_read_timeout(120);
   httplib::Request request;

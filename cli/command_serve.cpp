@@ -3,7 +3,9 @@
 // background, so /health answers at once (model_loaded false until ready).
 // Without --model it serves a synthetic model with random weights, created
 // once in the cache folder, and says loudly that its output is meaningless.
+#include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -53,6 +55,32 @@ void wait_for_stop() {
   char byte;
   while (read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
   }
+}
+
+// Each client connection takes one file descriptor, idle ones included (they
+// hold no thread: server/connection_manager.h). Many systems set a soft limit
+// of 1024 open files with a much higher hard limit; the server raises its
+// soft limit to the hard one, as nginx and Go programs do, so that a thousand
+// idle connections do not make accept() fail for the next client.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+    std::cerr << "astrai serve: cannot raise the open-file limit to " << limit.rlim_max << "\n";
+}
+
+// glibc raises its mmap threshold to the size of each large block freed (up
+// to 32 MiB), after which blocks that size come from the heap arenas, one
+// per thread in use, and stay with them when freed. A request body of a few
+// MB is read, parsed and rendered by whichever worker serves it, so a stream
+// of large requests (oversized prompts, refused) grew the server's RSS by
+// tens of MB per arena. A fixed threshold keeps every block of 256 KiB and
+// over in its own mapping, returned to the system when freed (fixing it also
+// turns off the dynamic adjustment); small blocks are unaffected.
+void bound_retained_memory() {
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 512 * 1024);
 }
 
 // Joins the HTTP workers. After the engine's shutdown every handler ends
@@ -169,6 +197,8 @@ int run_serve(std::span<const std::string_view> argv) {
 
   try {
     install_stop_handlers();
+    raise_open_file_limit();
+    bound_retained_memory();
     if (model_path.empty()) {
       const auto path = ensure_default_model(default_cache_dir());
       std::cerr << default_model_warning(path);

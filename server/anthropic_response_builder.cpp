@@ -70,6 +70,8 @@ ChatRequest AnthropicResponseBuilder::prepare(const json& body) {
   read_messages(check, body, request);
   const CommonParameters p = read_common_parameters(check, body);
   const json loc = json::array({"body"});
+  // Anthropic's Messages API requires max_tokens (read with the others above).
+  check.field(body, loc, "max_tokens", true);
   if (const json* v = check.field(body, loc, "stop_sequences"))
     read_stop_sequences(check, *v, loc_append(loc, "stop_sequences"), false, request.stop);
   check.throw_if_any();

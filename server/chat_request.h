@@ -3,6 +3,7 @@
 // ResponseBuilders of each protocol.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,12 @@
 
 namespace astrai {
 
-inline constexpr int kDefaultMaxTokens = 256;
-
 struct ChatRequest {
   std::vector<ChatMessage> messages;  // in order; never empty
-  int max_tokens = kDefaultMaxTokens;
+  // nullopt: what the context leaves after the prompt (OpenAI's and vLLM's
+  // default; ProtocolHandler fills it in once the prompt is encoded).
+  // Anthropic's protocol requires the field.
+  std::optional<int> max_tokens;
   SamplingParams sampling;            // temperature 1, top_k 50, top_p 1 unless given
   std::vector<std::string> stop;      // stop sequences, none empty
   bool stream = false;

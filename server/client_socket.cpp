@@ -8,13 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received (glibc's netinet/tcp.h lacks it)
-
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 
 namespace astrai {
 
@@ -98,53 +95,6 @@ std::optional<ClientSocket> ClientSocket::find(int local_port, const std::string
   return found;
 }
 
-std::vector<ClientSocket> ClientSocket::all(int local_port) {
-  std::vector<ClientSocket> sockets;
-  // One entry per connection: a handler may hold its own dup() of its
-  // client's socket (find()), which /proc/self/fd lists too. Descriptors of
-  // one socket share its inode.
-  std::set<ino_t> seen;
-  for_each_socket(
-      [&](int fd) {
-        const auto e = endpoints_of(fd);
-        return e && e->local_port == local_port;
-      },
-      [&](int own) {
-        struct stat st {};
-        if (fstat(own, &st) != 0 || !seen.insert(st.st_ino).second) {
-          close(own);
-          return true;
-        }
-        sockets.push_back(ClientSocket(own));
-        return true;
-      });
-  return sockets;
-}
-
-std::string ClientSocket::peer() const {
-  const auto e = endpoints_of(fd_);
-  return e ? e->peer_address + ":" + std::to_string(e->peer_port) : "";
-}
-
-uint64_t ClientSocket::bytes_received() const {
-  tcp_info info{};
-  socklen_t size = sizeof info;
-  if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &size) != 0) return 0;
-  // Kernels before 4.1 fill a shorter struct without this field.
-  if (size < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) return 0;
-  return info.tcpi_bytes_received;
-}
-
-bool ClientSocket::unread_request_head_complete() const {
-  std::string unread(64 * 1024, '\0');
-  const ssize_t n = recv(fd_, unread.data(), unread.size(), MSG_PEEK | MSG_DONTWAIT);
-  if (n <= 0) return false;
-  unread.resize(size_t(n));
-  return unread.find("\r\n\r\n") != std::string::npos;
-}
-
-void ClientSocket::finish_sending() const { shutdown(fd_, SHUT_WR); }
-void ClientSocket::shut_down() const { shutdown(fd_, SHUT_RDWR); }
 
 ClientSocket::~ClientSocket() {
   if (fd_ >= 0) close(fd_);

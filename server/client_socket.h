@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace astrai {
 
@@ -22,10 +21,6 @@ class ClientSocket {
  public:
   // nullopt when no such socket is open (the client already left).
   static std::optional<ClientSocket> find(int local_port, const std::string& remote_addr, int remote_port);
-  // Every connected TCP socket of this process whose local port is
-  // `local_port` (the server's client connections), one per connection even
-  // when several descriptors refer to it.
-  static std::vector<ClientSocket> all(int local_port);
 
   ClientSocket(ClientSocket&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   ClientSocket& operator=(ClientSocket&&) = delete;
@@ -37,23 +32,6 @@ class ClientSocket {
   // mean it is still there. A client that only half-closes after sending
   // its request counts as gone, as in other servers that poll for this.
   bool closed_by_peer() const;
-
-  // The peer as "ADDRESS:PORT" ("" if it cannot be read).
-  std::string peer() const;
-  // Bytes received on the connection since it opened (TCP_INFO).
-  uint64_t bytes_received() const;
-  // Whether the bytes received but not yet read hold a whole request head
-  // (a blank line ends it): a request waiting for a worker, not one still
-  // being sent. Looks at up to 64 KiB.
-  bool unread_request_head_complete() const;
-
-  // Ends the sending direction: the client reads what was written, then end
-  // of file. The server's worker still reads whatever the client sends (a
-  // lingering close: closing with unread bytes would make the kernel send a
-  // reset, which can destroy the response before the client reads it).
-  void finish_sending() const;
-  // Ends both directions: the worker's pending read or write fails at once.
-  void shut_down() const;
 
  private:
   explicit ClientSocket(int fd) : fd_(fd) {}

@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -10,7 +11,6 @@
 #include <httplib.h>
 
 #include "server/api_key.h"
-#include "server/client_socket.h"
 #include "server/json_text.h"
 #include "server/protocol_handler.h"
 #include "server/protocols.h"
@@ -21,24 +21,50 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-// httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed
-// when Debian compiled the library). Thirty-two clients connecting at once
-// overflow it, and Linux then drops or resets some of their handshakes.
-// Calling listen() again on the bound socket sets a larger backlog.
-class WideBacklogServer : public httplib::Server {
+// httplib's Server with two changes:
+//  * httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+//    fixed when Debian compiled the library). Thirty-two clients connecting
+//    at once overflow it, and Linux then drops or resets some of their
+//    handshakes. Calling listen() again on the bound socket sets a larger one.
+//  * httplib's accept loop hands each accepted socket to its task queue,
+//    whose job calls the virtual process_and_close_socket(). The queue here
+//    runs that job at once on the accepting thread, and the override gives
+//    the socket to the ConnectionManager, which calls back serve_one()
+//    (httplib's own protected process_request) for each request head it has
+//    read. httplib still parses, routes and writes every response.
+class ManagedServer : public httplib::Server {
  public:
   bool widen_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+  void set_connections(ConnectionManager* connections) { connections_ = connections; }
+  bool serve_one(httplib::Stream& stream, bool& connection_closed) {
+    return process_request(stream, false, connection_closed, nullptr);
+  }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    if (connections_) {
+      connections_->adopt(sock);
+    } else {
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+    }
+    return true;
+  }
+  ConnectionManager* connections_ = nullptr;
+};
+
+// The accepting thread's "task queue": runs the job (ManagedServer's
+// process_and_close_socket, which only hands the socket over) at once.
+class InlineTaskQueue final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
 };
 
 void send_json(httplib::Response& response, int status, const json& body) {
   response.status = status;
   response.set_content(json_text(body), "application/json");
 }
-
-// The most header bytes a request may carry (httplib's own limit is 8 KiB a
-// line, with no limit on the number of lines). Also counted: the REMOTE_ADDR,
-// REMOTE_PORT, LOCAL_ADDR and LOCAL_PORT entries httplib adds itself.
-constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 const char* status_text(int status) {
   switch (status) {
@@ -48,12 +74,13 @@ const char* status_text(int status) {
     case 408: return "Request Timeout";
     case 413: return "Request body too large";
     case 414: return "URI Too Long";
+    case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     default: return "HTTP error";
   }
 }
 
-json stats_json(const SchedulerStats& s, const ConnectionWatchdog::Counts& http) {
+json stats_json(const SchedulerStats& s, const ConnectionManager::Counts& http) {
   return {{"total_tasks", s.total_tasks},
           {"total_tokens", s.total_tokens},
           {"active_tasks", s.active_tasks},
@@ -71,8 +98,9 @@ json stats_json(const SchedulerStats& s, const ConnectionWatchdog::Counts& http)
             {"blocks_free", s.cache.blocks_free},
             {"tasks", s.cache.tasks}}},
           {"http",
-           {{"connections_timed_out", http.timed_out},
-            {"connections_too_large", http.too_large}}}};
+           {{"connections_open", http.open},
+            {"heads_timed_out", http.timed_out},
+            {"heads_refused", http.refused}}}};
 }
 
 // One entry that both SDKs read: OpenAI's {id, object, created, owned_by}
@@ -94,7 +122,7 @@ HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
   if (options_.read_timeout.count() < 1 || options_.request_timeout.count() < 1 ||
       options_.keep_alive_timeout.count() < 1)
     throw std::invalid_argument("server: timeouts must be at least 1 second");
-  server_ = std::make_unique<WideBacklogServer>();
+  server_ = std::make_unique<ManagedServer>();
   install_routes();
 }
 
@@ -114,10 +142,6 @@ std::shared_ptr<ServedModel> HttpServer::loaded_model(httplib::Response& respons
   auto model = this->model();
   if (!model) send_json(response, 503, {{"detail", "Engine not initialized"}});
   return model;
-}
-
-void HttpServer::request_started(const httplib::Request& request) const {
-  if (watchdog_) watchdog_->request_started(request.remote_addr, request.remote_port);
 }
 
 bool HttpServer::read_body(const httplib::ContentReader& read, httplib::Response& response, std::string& body) const {
@@ -167,52 +191,25 @@ bool HttpServer::authorized(const httplib::Request& request, httplib::Response& 
 
 void HttpServer::install_routes() {
   httplib::Server& s = *server_;
-  const auto threads = size_t(options_.threads);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Connections are served by the ConnectionManager's workers (start()).
+  s.new_task_queue = [] { return new InlineTaskQueue; };
   s.set_payload_max_length(options_.max_body_bytes);
   s.set_read_timeout(options_.read_timeout);
   s.set_keep_alive_timeout(options_.keep_alive_timeout.count());
-
-  // httplib 0.11 limits each header line (8 KiB), not their number. The
-  // watchdog stops a head that grows past the body limit plus 1 MiB while it
-  // arrives; a complete head over kMaxHeaderBytes is refused here.
-  // Also refused: a body whose length is ambiguous (RFC 9112 section 6.3).
-  // httplib would take one of two Content-Lengths, or the Content-Length
-  // beside Transfer-Encoding; a proxy in front might take the other, and
-  // read the rest as a second request of the attacker's making.
-  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    size_t bytes = 0;
-    for (const auto& [name, value] : req.headers) bytes += name.size() + value.size() + 4;  // ": " and CRLF
-    std::string refusal;
-    int status = 400;
-    if (bytes > kMaxHeaderBytes) {
-      status = 431;
-      refusal = "the request's headers take " + std::to_string(bytes) + " bytes; the limit is " +
-                std::to_string(kMaxHeaderBytes);
-    } else if (req.has_header("Content-Length") && req.has_header("Transfer-Encoding")) {
-      refusal = "a request may not carry both Content-Length and Transfer-Encoding";
-    } else {
-      for (size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
-        if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length"))
-          refusal = "the request carries different Content-Length values";
-    }
-    if (refusal.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("Connection", "close");
-    send_json(res, status, {{"detail", refusal}});
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  // Heads are checked before httplib parses them (request_head.h): header
+  // sizes (431), NUL/CR/LF in values, and ambiguous or malformed body
+  // lengths (400) never reach the routes.
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, {{"status", "ok"}, {"model_loaded", model() != nullptr}});
   });
   s.Get("/stats", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
-    request_started(req);
     if (auto model = loaded_model(res))
-      send_json(res, 200, stats_json(model->engine->get_stats(), watchdog_ ? watchdog_->counts() : ConnectionWatchdog::Counts{}));
+      send_json(res, 200, stats_json(model->engine->get_stats(),
+                                     connections_ ? connections_->counts() : ConnectionManager::Counts{}));
   });
   s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-    request_started(req);
     if (!authorized(req, res)) return;
     if (auto model = loaded_model(res)) send_json(res, 200, models_json(*model));
   });
@@ -222,7 +219,6 @@ void HttpServer::install_routes() {
   for (const Protocol& protocol : protocols()) {
     s.Post(protocol.path, [this, &protocol](const httplib::Request& req, httplib::Response& res,
                                             const httplib::ContentReader& read) {
-      request_started(req);
       httplib::Request with_body = req;
       if (!read_body(read, res, with_body.body)) return;
       if (!authorized(with_body, res)) return;
@@ -241,7 +237,7 @@ void HttpServer::install_routes() {
     // After these the connection's bytes can no longer be trusted to start
     // the next request (part of a body may be unread): it is closed once the
     // response is out (see the logger below).
-    if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414)
+    if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414 || res.status == 431)
       res.set_header("Connection", "close");
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 404 && !authorized(req, res)) return httplib::Server::HandlerResponse::Handled;
@@ -261,15 +257,12 @@ void HttpServer::install_routes() {
     std::cerr << "astrai serve: internal error on " << req.method << " " << req.path << ": " << what << "\n";
     send_json(res, 500, {{"detail", "Internal server error"}});
   });
-  // httplib calls the logger once the response is written. httplib 0.11
-  // keeps a connection open whatever the response's Connection header says,
-  // so a response marked "Connection: close" ends the sending direction here:
-  // the client sees the response, then end of file.
+  // httplib calls the logger once the response is written, on the thread
+  // that wrote it. httplib 0.11 would keep a connection open whatever the
+  // response's Connection header says; a response marked "Connection: close"
+  // tells the ConnectionManager to end the connection after it.
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    if (watchdog_) watchdog_->request_ended(req.remote_addr, req.remote_port);
-    if (res.get_header_value("Connection") == "close")
-      if (const auto client = ClientSocket::find(req.local_port, req.remote_addr, req.remote_port))
-        client->finish_sending();
+    if (res.get_header_value("Connection") == "close") ConnectionManager::close_after_response();
     // Method, path and status only: request and response content is never logged.
     if (options_.log_requests)
       std::cerr << "astrai serve: " << req.method << " " << req.path << " " << res.status << "\n";
@@ -288,12 +281,20 @@ int HttpServer::start() {
                                " (in use, or not an address of this machine)");
     port_ = options_.port;
   }
-  if (!static_cast<WideBacklogServer&>(*server_).widen_backlog(SOMAXCONN))
+  auto& managed = static_cast<ManagedServer&>(*server_);
+  if (!managed.widen_backlog(SOMAXCONN))
     throw std::runtime_error("cannot set the listen backlog on " + options_.host + ":" + std::to_string(port_));
-  // A request head may take up to the whole body limit plus 1 MiB (headers)
-  // before the watchdog cuts it off; httplib itself bounds only each line.
-  watchdog_ = std::make_unique<ConnectionWatchdog>(port_, options_.request_timeout,
-                                                   uint64_t(options_.max_body_bytes) + (uint64_t(1) << 20));
+  ConnectionLimits limits;
+  limits.read_timeout = options_.read_timeout;
+  limits.request_timeout = options_.request_timeout;
+  limits.keep_alive_timeout = options_.keep_alive_timeout;
+  limits.write_timeout = std::chrono::seconds(5);  // httplib's default, as before
+  limits.max_body_bytes = options_.max_body_bytes;
+  limits.threads = options_.threads;
+  limits.log_refusals = options_.log_requests;
+  connections_ = std::make_unique<ConnectionManager>(
+      limits, [&managed](httplib::Stream& stream, bool& closed) { return managed.serve_one(stream, closed); });
+  managed.set_connections(connections_.get());
   listener_ = std::thread([this] { server_->listen_after_bind(); });
   return port_;
 }
@@ -303,18 +304,18 @@ void HttpServer::stop_accepting() {
   // find it closed); its listen thread then waits for the workers, which
   // stop() below joins.
   if (listener_.joinable()) std::call_once(stop_listening_, [this] { server_->stop(); });
+  if (connections_) connections_->stop_keeping_alive();
 }
 
 void HttpServer::close_connections() {
-  if (port_ > 0)
-    for (const ClientSocket& client : ClientSocket::all(port_)) client.shut_down();
+  if (connections_) connections_->shut_down_all();
 }
 
 void HttpServer::stop() {
   if (!listener_.joinable()) return;
   stop_accepting();
   listener_.join();
-  watchdog_.reset();
+  connections_->stop();
 }
 
 }  // namespace astrai

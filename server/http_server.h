@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "server/connection_watchdog.h"
+#include "server/connection_manager.h"
 #include "server/served_model.h"
 #include "server/server_options.h"
 
@@ -38,8 +38,9 @@ class HttpServer {
   // the address cannot be bound. Ignores SIGPIPE process-wide: a client that
   // disconnects must make a write fail, not kill the process.
   int start();
-  // Closes the listening socket: no new connection is accepted, and kept-
-  // alive connections close after their current request. Returns at once.
+  // Closes the listening socket: no new connection is accepted, kept-alive
+  // connections close after their current request, idle ones at once.
+  // Returns at once.
   void stop_accepting();
   // Shuts down every open client connection (both directions): workers
   // waiting on a silent or slow client return at once. For shutdown, once
@@ -64,9 +65,6 @@ class HttpServer {
   // Reads a POST body within options_.request_timeout; false with the
   // error status set (408 late, 413 too large, 400 broken) otherwise.
   bool read_body(const httplib::ContentReader& read, httplib::Response& response, std::string& body) const;
-  // A handler has the request's head: its connection is busy until the
-  // response is written (see ConnectionWatchdog).
-  void request_started(const httplib::Request& request) const;
   // The model, or nullptr with a 503 written.
   std::shared_ptr<ServedModel> loaded_model(httplib::Response& response) const;
 
@@ -74,7 +72,8 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   std::once_flag stop_listening_;
-  std::unique_ptr<ConnectionWatchdog> watchdog_;  // from start() to stop()
+  // Every client connection, from httplib's accept() on (connection_manager.h).
+  std::unique_ptr<ConnectionManager> connections_;
   int port_ = 0;
 
   mutable std::mutex model_mutex_;

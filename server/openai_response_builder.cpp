@@ -6,8 +6,8 @@
 //              choices: [{index: 0, message: {role: assistant, content}, finish_reason: stop|length}],
 //              usage: {prompt_tokens, completion_tokens, total_tokens}}
 //   stream:   chunks {id, object: chat.completion.chunk, created, model, choices: [{index, delta, finish_reason}]}:
-//             delta {role: assistant}, then {content}s, then {} with the finish_reason, then a chunk with
-//             choices [] and the usage, then [DONE].
+//             delta {role: assistant}, then {content}s, then {} with the finish_reason, then (only with
+//             stream_options.include_usage true) a chunk with choices [] and the usage, then [DONE].
 #include "server/openai_response_builder.h"
 
 #include "server/request_id.h"
@@ -126,7 +126,9 @@ std::string OpenAIResponseBuilder::format_chunk(std::string_view text) {
 
 std::string OpenAIResponseBuilder::format_stream_end(const CompletionResult& result) {
   std::string out = sse_data(chunk(json::object(), openai_finish_reason(result.reason)));
-  if (include_usage_.value_or(true)) {
+  // Only when asked, as OpenAI does: the usage chunk's choices are empty,
+  // and clients that read choices[0] of every chunk would fail on it.
+  if (include_usage_.value_or(false)) {
     const json usage_chunk = {{"id", id_},         {"object", "chat.completion.chunk"}, {"created", created_},
                               {"model", model_},   {"choices", json::array()},          {"usage", usage_of(result)}};
     out += sse_data(usage_chunk);

@@ -91,14 +91,28 @@ void ProtocolHandler::handle(httplib::Response& response) {
   ChatRequest chat = std::move(*parsed.request);
 
   InferenceEngine& engine = *model_->engine;
-  std::vector<int> prompt = model_->encode(chat.messages);
-  if (const auto too_long = prompt_too_long(prompt.size(), engine.model_config().max_seq_len))
+  const int context = engine.model_config().max_seq_len;
+  const Prompt rendered = model_->chat_template->render(chat.messages);
+  // Bytes first: a prompt that cannot fit whatever its tokens is refused
+  // without tokenizing it (which costs time, and memory that a stream of
+  // oversized prompts would make the allocator hold).
+  size_t text_bytes = 0;
+  for (const PromptPart& part : rendered)
+    if (part.kind == PromptPart::Kind::Text) text_bytes += part.text.size();
+  if (const auto too_long = prompt_surely_too_long(text_bytes, model_->max_token_bytes, context))
+    return send_error(response, ErrorKind::ContextLength, *too_long);
+  std::vector<int> prompt = model_->encode(rendered);
+  if (const auto too_long = prompt_too_long(prompt.size(), context))
     return send_error(response, ErrorKind::ContextLength, *too_long);
   const int prompt_tokens = int(prompt.size());
 
   GenerationRequest request;
   request.prompt_ids = std::move(prompt);
-  request.max_tokens = chat.max_tokens;
+  // Omitted (OpenAI): what the context leaves. The engine ends a request when
+  // the context is full (finish reason ContextLimit), which for a prompt of
+  // P tokens is after context - P + 1 tokens (prompt_limit.h), so this bound
+  // never ends a request before the context does.
+  request.max_tokens = chat.max_tokens.value_or(context - prompt_tokens + 1);
   request.sampling = chat.sampling;
   request.stop = chat.stop;
   request.ignore_eos = chat.ignore_eos;
@@ -146,13 +160,20 @@ void ProtocolHandler::respond_stream(httplib::Response& response, int task_id, i
                                                          heartbeat_});
   response.status = 200;
   response.set_header("Cache-Control", "no-cache");
-  response.set_chunked_content_provider(
-      "text/event-stream", [state](size_t, httplib::DataSink& sink) { return write_stream(*state, sink); },
-      // Runs when the response is destroyed: a stream that never ran to its
-      // end (connection lost before or during it) must not leave its task.
-      [state](bool success) {
-        if (!success) state->model->engine->cancel(state->task_id);
-      });
+  auto provider = [state](size_t, httplib::DataSink& sink) { return write_stream(*state, sink); };
+  // Runs when the response is destroyed: a stream that never ran to its end
+  // (connection lost before or during it) must not leave its task.
+  auto releaser = [state](bool success) {
+    if (!success) state->model->engine->cancel(state->task_id);
+  };
+  if (request_.version == "HTTP/1.0") {
+    // RFC 9112 section 6.1: no chunked encoding towards an HTTP/1.0 client.
+    // The body ends where the connection does.
+    response.set_header("Connection", "close");
+    response.set_content_provider("text/event-stream", provider, releaser);
+  } else {
+    response.set_chunked_content_provider("text/event-stream", provider, releaser);
+  }
 }
 
 }  // namespace astrai

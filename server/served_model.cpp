@@ -1,12 +1,24 @@
 #include "server/served_model.h"
 
+#include <algorithm>
+
 #include "engine/chat/prompt_encoder.h"
 #include "server/request_id.h"
 
 namespace astrai {
 
 std::vector<int> ServedModel::encode(const std::vector<ChatMessage>& messages) const {
-  return encode_prompt(chat_template->render(messages), engine->tokenizer());
+  return encode(chat_template->render(messages));
+}
+
+std::vector<int> ServedModel::encode(const Prompt& prompt) const { return encode_prompt(prompt, engine->tokenizer()); }
+
+size_t longest_token_bytes(const Tokenizer& tokenizer) {
+  size_t longest = 1;
+  for (int id = 0; id < tokenizer.vocab_size(); ++id)
+    if (tokenizer.type(id) == TokenType::Normal || tokenizer.type(id) == TokenType::UserDefined)
+      longest = std::max(longest, tokenizer.piece(id).size());
+  return longest;
 }
 
 std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> engine, std::string name,
@@ -16,6 +28,7 @@ std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> 
   served->name = std::move(name);
   served->chat_template = make_chat_template(template_name);
   served->created = unix_time_now();
+  served->max_token_bytes = longest_token_bytes(served->engine->tokenizer());
   return served;
 }
 

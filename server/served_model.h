@@ -18,10 +18,24 @@ struct ServedModel {
   std::string name;
   std::unique_ptr<ChatTemplate> chat_template;
   int64_t created = 0;  // Unix time it was loaded
+  // The most bytes of text one token of the tokenizer stands for (see
+  // longest_token_bytes): a prompt of B bytes of text has at least
+  // B / max_token_bytes tokens.
+  size_t max_token_bytes = 1;
 
   // The prompt's token ids for a conversation (BOS first).
   std::vector<int> encode(const std::vector<ChatMessage>& messages) const;
+  std::vector<int> encode(const Prompt& prompt) const;
 };
+
+// The most input bytes one token of `tokenizer` can stand for when text is
+// encoded: the longest normal or user-defined piece (pieces hold their bytes,
+// spaces as spaces), at least 1. Every token encode() makes of text is such a
+// piece, a <0xXX> byte piece (one byte), or the unknown piece standing for
+// one byte (no byte pieces); never a control piece. The pieces' bytes
+// concatenate to the text (with the dummy space in front), so no token
+// stands for more.
+size_t longest_token_bytes(const Tokenizer& tokenizer);
 
 // Builds the engine (CPU reference) for a loaded model. template_name names a
 // chat template, or is "" / "auto" to take the one the model's metadata

@@ -53,7 +53,16 @@ std::optional<long long> FieldChecker::integer(const json& value, const json& lo
   }
   if (value.is_number_float()) {
     const double x = value.get<double>();
-    if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9.0e18) return static_cast<long long>(x);
+    if (std::isfinite(x) && x == std::floor(x)) {
+      // nlohmann reads integers beyond 64 bits as doubles. Integral values
+      // within [-2^63, 2^64) are integers of the range the unsigned branch
+      // above accepts (clamped the same way); beyond it, out of range.
+      constexpr double two_63 = 9223372036854775808.0, two_64 = 18446744073709551616.0;
+      if (x >= -two_63 && x < two_63) return static_cast<long long>(x);
+      if (x >= two_63 && x < two_64) return (std::numeric_limits<long long>::max)();
+      add(loc, "Input should be an integer from -2^63 to 2^64 - 1: this one is out of range", "int_parsing_size");
+      return std::nullopt;
+    }
     add(loc, "Input should be a valid integer, got a number with a fractional part", "int_from_float");
     return std::nullopt;
   }

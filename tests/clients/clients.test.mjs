@@ -110,7 +110,12 @@ describe('OpenAI SDK', () => {
     assert.equal(body.slice(-2), '\n\n');
     for (const event of events.slice(0, -1)) {
       assert.ok(event.startsWith('data: '), event);
-      assert.equal(JSON.parse(event.slice(6)).object, 'chat.completion.chunk');
+      const chunk = JSON.parse(event.slice(6));
+      assert.equal(chunk.object, 'chat.completion.chunk');
+      // Without stream_options.include_usage, as from OpenAI: no usage chunk
+      // (its choices are empty), so choices[0] is there in every chunk.
+      assert.equal(chunk.choices.length, 1, event);
+      assert.ok(!('usage' in chunk), event);
     }
     assert.equal(events.filter((e) => e === 'data: [DONE]').length, 1);
   });

@@ -226,7 +226,12 @@ void check_matches_body(const ChatRequest& r, const json& body, bool anthropic) 
 
   const json* max_tokens = given(body, "max_tokens");
   if (!anthropic && given(body, "max_completion_tokens")) max_tokens = given(body, "max_completion_tokens");
-  check_count(max_tokens, r.max_tokens, kDefaultMaxTokens, "max_tokens as given (max_completion_tokens first)");
+  // Anthropic requires max_tokens; OpenAI's omitted means "what the context
+  // leaves" (nullopt here, filled in by the handler).
+  if (anthropic) check(max_tokens != nullptr, "Anthropic accepts a request only with max_tokens");
+  check(r.max_tokens.has_value() == (max_tokens != nullptr), "max_tokens is set exactly when given");
+  if (max_tokens && r.max_tokens)
+    check_count(max_tokens, *r.max_tokens, 0, "max_tokens as given (max_completion_tokens first)");
   check_count(given(body, "top_k"), r.sampling.top_k, SamplingParams{}.top_k, "top_k as given");
   const auto temperature = number_of(given(body, "temperature"));
   check(r.sampling.temperature == (temperature ? as_float(*temperature) : SamplingParams{}.temperature),
@@ -258,7 +263,7 @@ void check_bounds(const ChatRequest& r, bool anthropic) {
     check(is_valid_utf8(r.messages[i].content), "every message's content is UTF-8");
     if (anthropic && r.messages[i].role == ChatRole::System) check(i == 0, "Anthropic's system prompt comes first");
   }
-  check(r.max_tokens >= 1, "max_tokens >= 1");
+  check(r.max_tokens.value_or(1) >= 1, "max_tokens >= 1");
   check(std::isfinite(r.sampling.temperature) && r.sampling.temperature >= 0, "temperature is finite and >= 0");
   check(r.sampling.top_p > 0 && r.sampling.top_p <= 1, "top_p is in (0, 1]");
   check(r.sampling.top_k >= 0, "top_k >= 0");
@@ -391,7 +396,7 @@ void check_formatters(ResponseBuilder& builder, bool anthropic, const ChatReques
   result.prompt_tokens = prompt_tokens;
   // As the engine reports them: both counts fit the model's context (an
   // int), so their sum does too; max_tokens itself may be up to INT_MAX.
-  result.completion_tokens = std::min(request.max_tokens, 1 << 20);
+  result.completion_tokens = std::min(request.max_tokens.value_or(1 << 20), 1 << 20);
   for (const FinishReason reason :
        {FinishReason::Eos, FinishReason::Length, FinishReason::StopSequence, FinishReason::ContextLimit}) {
     result.reason = reason;

@@ -201,6 +201,10 @@ def chat_body(protocol, prompt, max_tokens, temperature=0.0, seed=None, stream=F
             "temperature": temperature, "stream": stream}
     if seed is not None:
         body["seed"] = seed
+    if protocol == "openai" and stream:
+        # The usage chunk comes only when asked for (as from OpenAI); the
+        # tests count tokens, so they ask.
+        body["stream_options"] = {"include_usage": True}
     body.update(extra)
     return body
 
@@ -301,12 +305,13 @@ def read_sse(response):
             raise Malformed(f"not an SSE line: {line!r}")
 
 
-def parse_openai_stream(events):
+def parse_openai_stream(events, include_usage=True):
     """(text, finish_reason, prompt_tokens, completion_tokens, errored).
     Every data line is JSON but the last, `[DONE]`; the first chunk's delta
-    is the role, the deltas concatenate to the text, a finish chunk and the
-    usage chunk come last. A stream the server ended early carries
-    {"error": ...} before [DONE]."""
+    is the role, the deltas concatenate to the text, a finish chunk and, only
+    with stream_options.include_usage, the usage chunk come last (without it
+    no chunk carries "usage", and the counts are None). A stream the server
+    ended early carries {"error": ...} before [DONE]."""
     _need(events and events[-1][1] == "[DONE]", f"the stream does not end with [DONE]: {events[-2:]!r}")
     chunks = [_json(data, "a data line") for _, data in events[:-1]]
     _need(all(name is None for name, _ in events), "OpenAI streams have no event names")
@@ -333,6 +338,9 @@ def parse_openai_stream(events):
     except (KeyError, IndexError, TypeError) as e:
         raise Malformed(f"missing {e} in a chunk")
     _need(finish is not None, "no finish_reason chunk")
+    if not include_usage:
+        _need(all("usage" not in chunk for chunk in chunks), "a usage field without include_usage")
+        return "".join(text), finish, None, None, False
     _need(usage is not None and usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"],
           f"bad or missing usage chunk: {usage!r}")
     return "".join(text), finish, usage["prompt_tokens"], usage["completion_tokens"], False
@@ -388,8 +396,11 @@ def chat(port, protocol, body, timeout=60, headers=None):
             return Reply(response.status, hdrs, error=check_error_body(protocol, response.status, raw))
         if body.get("stream"):
             _need(hdrs.get("content-type", "").startswith("text/event-stream"), f"content-type {hdrs!r}")
-            parse = parse_openai_stream if protocol == "openai" else parse_anthropic_stream
-            text, finish, p, c, errored = parse(read_sse(response))
+            if protocol == "openai":
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                text, finish, p, c, errored = parse_openai_stream(read_sse(response), include_usage)
+            else:
+                text, finish, p, c, errored = parse_anthropic_stream(read_sse(response))
             return Reply(200, hdrs, text, finish, p, c, stream_error=errored)
         parse = parse_openai_whole if protocol == "openai" else parse_anthropic_whole
         return Reply(200, hdrs, *parse(response.read()))

@@ -66,7 +66,7 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   server_options.port = 0;
   server_options.api_key = options_.api_key;
   server_options.max_body_bytes = options_.max_body_bytes;
-  server_options.threads = 48;
+  server_options.threads = options_.threads;
   server_options.log_requests = options_.log_requests;
   server_options.stream_heartbeat = std::chrono::milliseconds(50);
   server_options.request_timeout = options_.request_timeout;

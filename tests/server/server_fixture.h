@@ -57,6 +57,7 @@ struct TestServerOptions {
   bool log_requests = false;
   std::string chat_template = "plain";
   std::chrono::seconds request_timeout{30};  // a request body must arrive within this
+  int threads = 48;                          // httplib workers
 };
 
 // The tiny Llama-shaped model every server test uses (synthetic weights and

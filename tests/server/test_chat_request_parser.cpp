@@ -114,3 +114,58 @@ TEST_CASE("parse_chat_request: temperature and top_p stay within their bounds as
 }
 
 }  // namespace astrai::test
+
+namespace astrai::test {
+
+// nlohmann reads an integer beyond 64 bits (2^64 and up, or below -2^63) as
+// a double; it was reported as "a number with a fractional part". It is an
+// integer out of range, and the message must say so.
+TEST_CASE("parse_chat_request: an integer beyond 64 bits is out of range, not fractional", "[parser]") {
+  for (const std::string number : {"18446744073709551616", "99999999999999999999999", "-10000000000000000000",
+                                   "1e30"}) {
+    for (const std::string field : {"max_tokens", "seed", "top_k"}) {
+      const std::string body =
+          R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,")" + field + R"(":)" + number + "}";
+      for (const Protocol& protocol : protocols()) {
+        INFO(protocol.name << " " << body);
+        const ParsedChatRequest parsed = parse_as(protocol, body);
+        REQUIRE_FALSE(parsed.ok());
+        CHECK(parsed.status == 422);
+        const json& detail = parsed.error_body.at("detail");
+        REQUIRE(detail.size() == 1);
+        CHECK(detail[0]["loc"] == json::array({"body", field}));
+        CHECK(detail[0]["type"] == "int_parsing_size");
+        CHECK(detail[0]["msg"].get<std::string>().find("out of range") != std::string::npos);
+      }
+    }
+  }
+  // The largest 64-bit values still read: 2^64 - 1 (unsigned) and -2^63,
+  // and an integral double below 2^64 (1e19); counts are clamped as before.
+  for (const std::string number : {"18446744073709551615", "-9223372036854775808", "1e19"}) {
+    const std::string body = R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"seed":)" + number + "}";
+    INFO(body);
+    CHECK(parse_as(protocols()[0], body).ok());
+  }
+}
+
+// Anthropic's Messages API requires max_tokens; OpenAI's leaves it optional
+// (what the context leaves, decided once the prompt's length is known).
+TEST_CASE("parse_chat_request: max_tokens is required by Anthropic, optional for OpenAI", "[parser]") {
+  const std::string body = R"({"messages":[{"role":"user","content":"Hi"}]})";
+  for (const Protocol& protocol : protocols()) {
+    INFO(protocol.name);
+    const ParsedChatRequest parsed = parse_as(protocol, body);
+    if (protocol.name == std::string("anthropic")) {
+      REQUIRE_FALSE(parsed.ok());
+      const json& detail = parsed.error_body.at("detail");
+      REQUIRE(detail.size() == 1);
+      CHECK(detail[0]["loc"] == json::array({"body", "max_tokens"}));
+      CHECK(detail[0]["type"] == "missing");
+    } else {
+      REQUIRE(parsed.ok());
+      CHECK_FALSE(parsed.request->max_tokens.has_value());
+    }
+  }
+}
+
+}  // namespace astrai::test

@@ -158,8 +158,10 @@ TEST_CASE("a prompt that fills the context gets one token; one token more is ref
 
 TEST_CASE("400 when the prompt does not fit the context, saying how many tokens", "[errors]") {
   TestServer server;  // context 256
-  std::string long_text;
-  for (int i = 0; i < 120; ++i) long_text += "word" + std::to_string(i) + " ";
+  // Short enough in bytes that only tokenizing tells (see the next test):
+  // '~' has no merges in the synthetic vocabulary, one token a byte.
+  const std::string long_text(300, '~');
+  REQUIRE(long_text.size() <= server.model()->max_token_bytes * 256);
   const size_t prompt_tokens = server.engine().tokenize(long_text).size();
   REQUIRE(prompt_tokens >= 256);
   const Reply openai = post(server, "/v1/chat/completions", openai_body(long_text, 4));
@@ -176,6 +178,33 @@ TEST_CASE("400 when the prompt does not fit the context, saying how many tokens"
   CHECK(anthropic.body_json()["type"] == "error");
   CHECK(anthropic.body_json()["error"]["type"] == "invalid_request_error");
   CHECK(anthropic.body_json()["error"]["message"] == message);
+}
+
+TEST_CASE("A prompt whose bytes alone overflow the context is refused before it is tokenized", "[errors]") {
+  TestServer server;  // context 256
+  const size_t longest = server.model()->max_token_bytes;
+  // One byte more than 256 tokens of the longest piece could hold: at least
+  // 257 tokens, whatever the text. The message says "at least", which only
+  // the byte bound gives (tokenized, the count would be exact).
+  const std::string text(longest * 256 + 1, 'a');
+  for (const char* path : {"/v1/chat/completions", "/v1/messages"}) {
+    INFO(path);
+    const Reply reply = post(server, path, std::string(path) == "/v1/messages" ? anthropic_body(text, 4)
+                                                                               : openai_body(text, 4));
+    CHECK(reply.status == 400);
+    const json body = reply.body_json();
+    const std::string message = body["error"]["message"];
+    CHECK(message.find("at least 257 tokens") != std::string::npos);
+    CHECK(message.find("256") != std::string::npos);
+  }
+  // A prompt the bound cannot decide is tokenized and counted exactly.
+  // ('~' has no merges in the synthetic vocabulary: one token a byte.)
+  const std::string words(300, '~');
+  REQUIRE(server.engine().tokenize(words).size() > 256);
+  REQUIRE(words.size() <= longest * 256);
+  const Reply near = post(server, "/v1/chat/completions", openai_body(words, 4));
+  CHECK(near.status == 400);
+  CHECK(near.body_json()["error"]["message"].get<std::string>().find("at least") == std::string::npos);
 }
 
 TEST_CASE("413 for a body over --max-body-bytes; at the limit it is read", "[errors]") {

@@ -62,7 +62,7 @@ TEST_CASE("OpenAI: a streamed chat completion, chunk by chunk", "[openai][stream
   REQUIRE(reply.status == 200);
   CHECK(reply.header("Content-Type").rfind("text/event-stream", 0) == 0);
   const auto events = parse_sse(reply.body);
-  REQUIRE(events.size() >= 5);
+  REQUIRE(events.size() >= 4);  // role, at least one content delta, finish, [DONE]
   CHECK(events.back().data == "[DONE]");
 
   std::vector<json> chunks;
@@ -78,13 +78,16 @@ TEST_CASE("OpenAI: a streamed chat completion, chunk by chunk", "[openai][stream
     CHECK(c["object"] == "chat.completion.chunk");
     CHECK(c["model"] == "tiny-test-model");
     CHECK(c["created"].is_number_integer());
-    // include_usage not asked for: only the last chunk has a usage field.
-    CHECK(c.contains("usage") == (i + 1 == chunks.size()));
+    // include_usage not asked for: no chunk has a usage field, and every
+    // chunk has one choice (OpenAI sends the usage chunk, with its empty
+    // choices, only when asked; clients read choices[0] of every chunk).
+    CHECK_FALSE(c.contains("usage"));
+    CHECK(c["choices"].size() == 1);
   }
-  // First: the role. Then content deltas. Then an empty delta with the reason. Then usage.
+  // First: the role. Then content deltas. Then an empty delta with the reason.
   CHECK(chunks[0]["choices"] == json::parse(R"([{"index":0,"delta":{"role":"assistant"},"finish_reason":null}])"));
   std::string text;
-  for (size_t i = 1; i + 2 < chunks.size(); ++i) {
+  for (size_t i = 1; i + 1 < chunks.size(); ++i) {
     const json& choice = chunks[i]["choices"][0];
     CHECK(choice["index"] == 0);
     CHECK(choice["finish_reason"].is_null());
@@ -94,12 +97,9 @@ TEST_CASE("OpenAI: a streamed chat completion, chunk by chunk", "[openai][stream
     text += piece;
   }
   CHECK(text == whole["choices"][0]["message"]["content"]);
-  const json& finish = chunks[chunks.size() - 2]["choices"];
+  const json& finish = chunks.back()["choices"];
   CHECK(finish == json::array({{{"index", 0}, {"delta", json::object()}, {"finish_reason",
                                                                             whole["choices"][0]["finish_reason"]}}}));
-  const json& usage_chunk = chunks.back();
-  CHECK(usage_chunk["choices"] == json::array());
-  CHECK(usage_chunk["usage"] == whole["usage"]);
 }
 
 TEST_CASE("OpenAI: stream_options.include_usage as OpenAI's clients expect it", "[openai][stream]") {
@@ -116,6 +116,14 @@ TEST_CASE("OpenAI: stream_options.include_usage as OpenAI's clients expect it", 
     CHECK(last["usage"]["completion_tokens"].get<int>() >= 1);
     CHECK(last["usage"]["total_tokens"] == last["usage"]["prompt_tokens"].get<int>() +
                                                last["usage"]["completion_tokens"].get<int>());
+  }
+  SECTION("true: the usage chunk's counts are the whole response's") {
+    const json whole = post(server, kPath, openai_body("Once upon a time", 16)).body_json();
+    json body = openai_body("Once upon a time", 16, true);
+    body["stream_options"] = {{"include_usage", true}};
+    const auto events = parse_sse(post(server, kPath, body).body);
+    REQUIRE(events.size() >= 2);
+    CHECK(json::parse(events[events.size() - 2].data)["usage"] == whole["usage"]);
   }
   SECTION("false: no usage chunk") {
     json body = openai_body("Hello", 6, true);
@@ -206,6 +214,30 @@ TEST_CASE("ignore_eos (extension) generates max_tokens past the model's end", "[
     }
   }
   FAIL("no candidate prompt ends before 100 tokens; last answer: " << ended.dump());
+}
+
+TEST_CASE("OpenAI: max_tokens omitted means what the context leaves (as OpenAI and vLLM)", "[openai]") {
+  // A context of 512, over the 256 tokens an old fixed default gave: with
+  // ignore_eos the request runs until the context is full. The engine's rule
+  // (engine/scheduler/prompt_limit.h): a prompt of P tokens leaves room for
+  // context - P tokens fed back, plus one last token that is not, so
+  // exactly context - P + 1 tokens, finish "length".
+  TestServerOptions options;
+  options.context = 512;
+  TestServer server(options);
+  json body = openai_body("Once upon a time", 1);
+  body.erase("max_tokens");
+  body["ignore_eos"] = true;
+  const json reply = post(server, kPath, body).body_json();
+  const int prompt_tokens = reply["usage"]["prompt_tokens"];
+  CHECK(reply["usage"]["completion_tokens"] == 512 - prompt_tokens + 1);
+  CHECK(reply["choices"][0]["finish_reason"] == "length");
+  // Streamed, the same count.
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  const auto events = parse_sse(post(server, kPath, body).body);
+  REQUIRE(events.size() >= 2);
+  CHECK(json::parse(events[events.size() - 2].data)["usage"]["completion_tokens"] == 512 - prompt_tokens + 1);
 }
 
 }  // namespace astrai::test

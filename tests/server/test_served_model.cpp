@@ -1,5 +1,7 @@
 // The chat template a served model gets: named by --chat-template, else
 // recognised from the GGUF's tokenizer.chat_template, else plain.
+#include <random>
+
 #include <catch2/catch.hpp>
 
 #include "reference/synthetic_model.h"
@@ -61,6 +63,38 @@ TEST_CASE("The default synthetic model is written once to the cache folder and l
   CHECK(model.tokenizer.vocab_size() == 512);
   CHECK(default_model_warning(path).find("MEANINGLESS") != std::string::npos);
   CHECK(default_model_warning(path).find("--model") != std::string::npos);
+}
+
+// The server refuses a prompt from its bytes alone when B bytes of text
+// must make more than `context` tokens (prompt_surely_too_long). That is only
+// sound if no token stands for more than longest_token_bytes bytes, i.e.
+// encode(text) has at least ceil(B / L) tokens. Checked against the real
+// encoder on fixed-seed random texts built to favour long tokens: runs of the
+// vocabulary's longest pieces, spaces, and random bytes (byte fallback).
+TEST_CASE("No token stands for more than longest_token_bytes bytes of text", "[served_model]") {
+  const Tokenizer tokenizer = make_synthetic_tokenizer(512);
+  const size_t longest = longest_token_bytes(tokenizer);
+  REQUIRE(longest >= 1);
+  std::vector<std::string> long_pieces;
+  for (int id = 0; id < tokenizer.vocab_size(); ++id)
+    if (tokenizer.type(id) == TokenType::Normal && tokenizer.piece(id).size() + 2 >= longest)
+      long_pieces.push_back(tokenizer.piece(id));
+  REQUIRE_FALSE(long_pieces.empty());
+  std::mt19937 rng(16);
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    const int parts = 1 + int(rng() % 40);
+    for (int p = 0; p < parts; ++p) {
+      switch (rng() % 3) {
+        case 0: text += long_pieces[rng() % long_pieces.size()]; break;
+        case 1: text += std::string(1 + rng() % 4, ' '); break;
+        default: text += char(rng() % 256); break;
+      }
+    }
+    const size_t tokens = tokenizer.encode(text, false).size();
+    INFO("text of " << text.size() << " bytes, " << tokens << " tokens, longest token " << longest << " bytes");
+    CHECK(tokens * longest >= text.size());
+  }
 }
 
 }  // namespace astrai::test
