@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/chat/prompt_encoder.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "server/request_id.h"
 
 namespace astrai {
@@ -14,10 +15,19 @@ std::vector<int> ServedModel::encode(const std::vector<ChatMessage>& messages) c
 std::vector<int> ServedModel::encode(const Prompt& prompt) const { return encode_prompt(prompt, engine->tokenizer()); }
 
 size_t longest_token_bytes(const Tokenizer& tokenizer) {
+  const bool byte_level = tokenizer.kind() == TokenizerKind::ByteLevelBpe;
   size_t longest = 1;
-  for (int id = 0; id < tokenizer.vocab_size(); ++id)
-    if (tokenizer.type(id) == TokenType::Normal || tokenizer.type(id) == TokenType::UserDefined)
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+    const TokenType type = tokenizer.type(id);
+    // A byte-level BPE also makes control tokens of text that spells them.
+    if (type == TokenType::Normal || type == TokenType::UserDefined || (byte_level && type == TokenType::Control))
       longest = std::max(longest, tokenizer.piece(id).size());
+  }
+  // NFC shrinks text at most threefold (Hangul L+V+T jamo, 9 bytes, compose
+  // into one 3-byte syllable; a base with its two composable marks takes at
+  // least 5 bytes for at most 3), and the bytes counted are the text's before
+  // normalization.
+  if (byte_level && tokenizer.byte_level_bpe()->normalizes_nfc()) longest *= 3;
   return longest;
 }
 

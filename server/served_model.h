@@ -29,12 +29,14 @@ struct ServedModel {
 };
 
 // The most input bytes one token of `tokenizer` can stand for when text is
-// encoded: the longest normal or user-defined piece (pieces hold their bytes,
-// spaces as spaces), at least 1. Every token encode() makes of text is such a
-// piece, a <0xXX> byte piece (one byte), or the unknown piece standing for
-// one byte (no byte pieces); never a control piece. The pieces' bytes
-// concatenate to the text (with the dummy space in front), so no token
-// stands for more.
+// encoded, at least 1. SentencePiece: the longest normal or user-defined
+// piece (pieces hold their bytes, spaces as spaces). Every token encode()
+// makes of text is such a piece, a <0xXX> byte piece (one byte), or the
+// unknown piece standing for one byte (no byte pieces); never a control
+// piece. The pieces' bytes concatenate to the text (with the dummy space in
+// front), so no token stands for more. Byte-level BPE: the longest piece of
+// any kind (text that spells a control token becomes it), three times that
+// when the tokenizer normalizes to NFC (which shrinks text at most threefold).
 size_t longest_token_bytes(const Tokenizer& tokenizer);
 
 // Builds the engine (CPU reference) for a loaded model. template_name names a

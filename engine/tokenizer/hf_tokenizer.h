@@ -69,6 +69,7 @@ class HfTokenizer {
   bool is_special(int id) const;
   const std::vector<AddedToken>& added_tokens() const { return added_; }
   const std::vector<int>& prefix_ids() const { return prefix_ids_; }  // from the post-processor
+  bool normalizes_nfc() const { return nfc_; }
 
  private:
   HfTokenizer(BpeModel model, std::optional<RegexSplit> split) : model_(std::move(model)), split_(std::move(split)) {}

