@@ -21,6 +21,10 @@ Value apply_filter(const std::string& name, const Value& input, const CallArgs& 
 bool apply_test(const std::string& name, const Value& input, const CallArgs& args);
 bool has_filter(const std::string& name);
 bool has_test(const std::string& name);
+// Whether jinja2 itself has a filter / test of that name: jinja2 refuses a
+// template naming any other when it compiles it, executed or not.
+bool is_jinja2_filter(const std::string& name);
+bool is_jinja2_test(const std::string& name);
 
 // jinja2's environment.getattr (obj.name) and getitem (obj[key]) under the
 // immutable sandbox: a missing key, attribute or index gives Undefined,

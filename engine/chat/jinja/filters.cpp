@@ -1,8 +1,10 @@
 // `x | name(args)`: jinja2's builtin filters (jinja2/filters.py) that chat
 // templates use, with their semantics, plus transformers' tojson override.
 // A jinja2 filter missing here is refused by name, never approximated.
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "engine/chat/jinja/builtins.h"
@@ -65,16 +67,18 @@ Value select(const Value& seq, const CallArgs& a, bool by_attribute, bool keep) 
   }
   const CallArgs test_args = rest(a, next + 1);
   std::vector<Value> out;
+  if (!truthy(seq)) return Value::iterator({}, "generator");  // jinja2: `if value:` before iterating
   for (const Value& item : iterate(seq)) {
     const Value v = by_attribute ? attribute_path(item, attribute) : item;
     const bool ok = test ? apply_test(*test, v, test_args) : truthy(v);
     if (ok == keep) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::iterator(std::move(out), "generator");
 }
 
 Value map_filter(const Value& seq, const CallArgs& a) {
   std::vector<Value> out;
+  if (!truthy(seq)) return Value::iterator({}, "generator");  // jinja2: `if value:` before iterating
   const Value* attribute = nullptr;
   for (const auto& [k, v] : a.keyword)
     if (k == "attribute") attribute = &v;
@@ -86,13 +90,13 @@ Value map_filter(const Value& seq, const CallArgs& a) {
       Value v = attribute_path(item, to_str(*attribute));
       out.push_back(v.is_undefined() && fallback ? *fallback : v);
     }
-    return Value::list(std::move(out));
+    return Value::iterator(std::move(out), "generator");
   }
   if (a.positional.empty() || !a.positional[0].is_string()) throw std::runtime_error("map needs a filter name or attribute=");
   const std::string name = a.positional[0].as_string();
   const CallArgs filter_args = rest(a, 1);
   for (const Value& item : iterate(seq)) out.push_back(apply_filter(name, item, filter_args));
-  return Value::list(std::move(out));
+  return Value::iterator(std::move(out), "generator");
 }
 
 Value tojson(const Value& v, const CallArgs& a) {
@@ -117,6 +121,7 @@ Value tojson(const Value& v, const CallArgs& a) {
 
 Value indent(const Value& v, const CallArgs& a) {
   // jinja2's do_indent: the first line stays unless first=True; blank lines stay blank unless blank=True.
+  if (!v.is_string()) throw std::runtime_error("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
   std::string pad = "    ";
   if (const Value* w = opt(a, 0, "width")) pad = w->is_string() ? w->as_string() : std::string(size_t(std::max<int64_t>(0, w->as_int())), ' ');
   const bool first = opt(a, 1, "first") && truthy(*opt(a, 1, "first"));
@@ -138,6 +143,7 @@ Value indent(const Value& v, const CallArgs& a) {
 
 Value int_filter(const Value& v, const CallArgs& a) {
   const Value fallback = opt(a, 0, "default") ? *opt(a, 0, "default") : Value(int64_t(0));
+  if (v.is_undefined()) throw std::runtime_error(v.undefined_description());  // int(Undefined) raises
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
   if (v.is_float()) return std::isfinite(v.as_double()) ? Value(int64_t(std::trunc(v.as_double()))) : fallback;
   if (v.is_string()) {
@@ -156,6 +162,7 @@ Value int_filter(const Value& v, const CallArgs& a) {
 
 Value float_filter(const Value& v, const CallArgs& a) {
   const Value fallback = opt(a, 0, "default") ? *opt(a, 0, "default") : Value(0.0);
+  if (v.is_undefined()) throw std::runtime_error(v.undefined_description());  // float(Undefined) raises
   if (v.is_number()) return Value(v.as_double());
   if (v.is_string()) {
     const std::string s = py_strip(v.as_string(), std::nullopt, true, true);
@@ -167,21 +174,6 @@ Value float_filter(const Value& v, const CallArgs& a) {
     }
   }
   return fallback;
-}
-
-Value escape(const Value& v, const CallArgs&) {
-  std::string out;
-  for (const char c : text(v)) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return Value(out);
 }
 
 const std::map<std::string, FilterFn>& filters() {
@@ -202,7 +194,6 @@ const std::map<std::string, FilterFn>& filters() {
          if (v.is_undefined() || (boolean && truthy(*boolean) && !truthy(v))) return d ? *d : Value("");
          return v;
        }},
-      {"escape", escape},
       {"first",
        [](const Value& v, const CallArgs&) {
          const auto items = iterate(v);
@@ -213,9 +204,11 @@ const std::map<std::string, FilterFn>& filters() {
       {"int", int_filter},
       {"items",
        [](const Value& v, const CallArgs&) {
-         if (v.is_undefined()) return Value::list({});
-         if (!v.is_dict()) throw std::runtime_error("Can only get item pairs from a mapping.");
-         return get_attribute(v, "items").as_callable().call({});
+         // jinja2's do_items is a generator: it only raises for a non-mapping once iterated.
+         if (v.is_undefined()) return Value::iterator({}, "generator");
+         if (!v.is_dict())
+           throw std::runtime_error("the items filter on a non-mapping (jinja2 raises only once it is iterated) is not supported by this Jinja engine");
+         return Value::iterator(get_attribute(v, "items").as_callable().call({}).as_list().items, "generator");
        }},
       {"join",
        [](const Value& v, const CallArgs& a) {
@@ -231,6 +224,7 @@ const std::map<std::string, FilterFn>& filters() {
        }},
       {"last",
        [](const Value& v, const CallArgs&) {
+         if (v.is_list() && v.as_list().one_shot()) throw std::runtime_error("'" + v.type_name() + "' object is not reversible");
          const auto items = iterate(v);
          return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
        }},
@@ -248,11 +242,19 @@ const std::map<std::string, FilterFn>& filters() {
        }},
       {"reverse",
        [](const Value& v, const CallArgs&) {
+         // do_reverse: value[::-1] for a str, else reversed(value): an iterator.
          if (v.is_string()) return Value(py_slice(v.as_string(), std::nullopt, std::nullopt, -1));
+         if (v.is_undefined()) return Value::iterator({}, "reversed");
+         if (v.is_list() && v.as_list().one_shot())
+           throw std::runtime_error("reversing a " + v.type_name() + " (jinja2 copies it into a list) is not supported by this Jinja engine");
+         if (!v.is_list() && !v.is_dict()) throw std::runtime_error("'" + v.type_name() + "' object is not reversible");
          auto items = iterate(v);
-         return Value::list(std::vector<Value>(items.rbegin(), items.rend()));
+         const std::string type = v.is_dict() ? "dict_reversekeyiterator"
+                                  : v.as_list().plain() && !v.as_list().is_tuple ? "list_reverseiterator"
+                                  : v.as_list().view() ? v.as_list().iterator.substr(0, 5) + "reverse" + v.as_list().iterator.substr(5, v.as_list().iterator.size() - 6) + "iterator"
+                                  : "reversed";
+         return Value::iterator(std::vector<Value>(items.rbegin(), items.rend()), type);
        }},
-      {"safe", [](const Value& v, const CallArgs&) { return v; }},
       {"select", [](const Value& v, const CallArgs& a) { return select(v, a, false, true); }},
       {"selectattr", [](const Value& v, const CallArgs& a) { return select(v, a, true, true); }},
       {"string", [](const Value& v, const CallArgs&) { return Value(text(v)); }},
@@ -271,12 +273,48 @@ const std::map<std::string, FilterFn>& filters() {
 
 }  // namespace
 
-bool has_filter(const std::string& name) { return filters().count(name) || name == "d" || name == "e"; }
+// The parameters after the input, in order, as jinja2 declares them (Python
+// raises TypeError for more positional arguments or an unknown keyword).
+// Filters taking *args (map, select...) are not listed.
+void check_signature(const std::string& name, const CallArgs& a) {
+  static const std::map<std::string, std::vector<std::string>> signatures = {
+      {"abs", {}}, {"attr", {"name"}}, {"capitalize", {}}, {"count", {}},
+      {"default", {"default_value", "boolean"}}, {"first", {}}, {"float", {"default"}},
+      {"indent", {"width", "first", "blank"}}, {"int", {"default", "base"}}, {"items", {}},
+      {"join", {"d", "attribute"}}, {"last", {}}, {"length", {}}, {"list", {}}, {"lower", {}},
+      {"replace", {"old", "new", "count"}}, {"reverse", {}}, {"string", {}}, {"title", {}},
+      {"tojson", {"ensure_ascii", "indent", "separators", "sort_keys"}}, {"trim", {"chars"}}, {"upper", {}}};
+  const auto it = signatures.find(name);
+  if (it == signatures.end()) return;
+  const auto& params = it->second;
+  if (a.positional.size() > params.size())
+    throw std::runtime_error("filter '" + name + "' takes at most " + std::to_string(params.size()) + " argument(s), " +
+                             std::to_string(a.positional.size()) + " given");
+  for (const auto& [k, v] : a.keyword) {
+    const auto p = std::find(params.begin(), params.end(), k);
+    if (p == params.end()) throw std::runtime_error("filter '" + name + "' got an unexpected keyword argument '" + k + "'");
+    if (size_t(p - params.begin()) < a.positional.size())
+      throw std::runtime_error("filter '" + name + "' got multiple values for argument '" + k + "'");
+  }
+}
+
+bool is_jinja2_filter(const std::string& name) {
+  static const std::set<std::string> names = {
+      "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
+      "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
+      "last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr", "replace",
+      "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags", "sum", "title",
+      "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize", "wordcount", "wordwrap", "xmlattr"};
+  return names.count(name) > 0;
+}
+
+bool has_filter(const std::string& name) { return filters().count(name) || name == "d"; }
 
 Value apply_filter(const std::string& name, const Value& input, const CallArgs& args) {
-  const std::string n = name == "d" ? "default" : name == "e" ? "escape" : name;
+  const std::string n = name == "d" ? "default" : name;
   const auto it = filters().find(n);
   if (it == filters().end()) throw std::runtime_error("the filter '" + name + "' is not supported by this Jinja engine");
+  check_signature(n, args);
   return it->second(input, args);
 }
 

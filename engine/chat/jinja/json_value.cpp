@@ -97,6 +97,7 @@ void dump(const Value& v, const JsonDumpOptions& o, int depth, std::string& out)
     }
     case Value::Kind::String: dump_string(v.as_string(), o.ensure_ascii, out); return;
     case Value::Kind::List: {
+      if (!v.as_list().plain()) throw std::runtime_error("Object of type " + v.type_name() + " is not JSON serializable");
       const auto& items = v.as_list().items;
       if (items.empty()) {
         out += "[]";

@@ -221,17 +221,17 @@ Value dict_method(const Value& self, const std::string& name, const CallArgs& a)
   if (name == "items") {
     std::vector<Value> pairs;
     for (const auto& [k, v] : d.items) pairs.push_back(Value::list({Value(k), v}, true));
-    return Value::list(std::move(pairs));
+    return Value::iterator(std::move(pairs), "dict_items");
   }
   if (name == "keys") {
     std::vector<Value> keys;
     for (const auto& [k, v] : d.items) keys.emplace_back(k);
-    return Value::list(std::move(keys));
+    return Value::iterator(std::move(keys), "dict_keys");
   }
   if (name == "values") {
     std::vector<Value> values;
     for (const auto& [k, v] : d.items) values.push_back(v);
-    return Value::list(std::move(values));
+    return Value::iterator(std::move(values), "dict_values");
   }
   if (name == "get") {
     const Value* key = a.get(0, "key");
@@ -302,6 +302,7 @@ Value get_attribute(const Value& obj, const std::string& name) {
       if (const Value* v = obj.as_dict().find(name)) return *v;
       break;
     case Value::Kind::List:
+      if (!obj.as_list().plain()) break;
       if (!obj.as_list().is_tuple && list_methods().count(name)) return bound(obj, name, list_method);
       if (obj.as_list().is_tuple && (name == "index" || name == "count")) return bound(obj, name, list_method);
       break;
@@ -318,7 +319,7 @@ Value get_item(const Value& obj, const Value& key) {
   if (key.is_undefined() && !obj.is_dict()) return Value::undefined(object_name(obj) + " has no element Undefined");
   if (obj.is_dict() && key.is_string()) {
     if (const Value* v = obj.as_dict().find(key.as_string())) return *v;
-  } else if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+  } else if (((obj.is_list() && obj.as_list().plain()) || obj.is_string()) && (key.is_int() || key.is_bool())) {
     int64_t i = key.as_int();
     if (obj.is_list()) {
       const auto& items = obj.as_list().items;

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "engine/chat/jinja/builtins.h"
 #include "engine/chat/jinja/error.h"
 
 namespace astrai::jinja {
@@ -592,8 +593,57 @@ class Parser {
   size_t pos_ = 0;
 };
 
+// jinja2 refuses a filter or test name it does not know when it compiles the
+// template, except inside a "soft" frame (an if statement's test and branches,
+// a conditional expression), where the error waits until it runs. For loops,
+// macros and set blocks open frames that are not soft.
+void check_names(const Expr& e, bool soft) {
+  const bool inner_soft = soft || e.kind == Expr::Kind::Conditional;
+  if (!inner_soft && e.kind == Expr::Kind::Filter && !is_jinja2_filter(e.name))
+    throw TemplateError("no filter named '" + e.name + "'", e.line);
+  if (!inner_soft && e.kind == Expr::Kind::Test && !is_jinja2_test(e.name))
+    throw TemplateError("no test named '" + e.name + "'", e.line);
+  for (const auto& c : e.children)
+    if (c) check_names(*c, inner_soft);
+  for (const auto& [k, v] : e.kwargs) check_names(*v, inner_soft);
+}
+
+void check_names(const Body& body, bool soft) {
+  for (const auto& n : body) {
+    switch (n->kind) {
+      case Node::Kind::Output:
+      case Node::Kind::Set: check_names(*n->expr, soft); break;
+      case Node::Kind::If:
+        for (const auto& [cond, branch] : n->branches) {
+          check_names(*cond, true);
+          check_names(branch, true);
+        }
+        check_names(n->else_body, true);
+        break;
+      case Node::Kind::For:
+        check_names(*n->expr, soft);
+        if (n->filter) check_names(*n->filter, false);
+        check_names(n->body, false);
+        check_names(n->else_body, soft);
+        break;
+      case Node::Kind::SetBlock: check_names(n->body, false); break;
+      case Node::Kind::Macro:
+        for (const auto& p : n->params)
+          if (p.default_value) check_names(*p.default_value, false);
+        check_names(n->body, false);
+        break;
+      case Node::Kind::Scope: check_names(n->body, soft); break;
+      default: break;
+    }
+  }
+}
+
 }  // namespace
 
-Body parse(const std::vector<Token>& tokens) { return Parser(tokens).parse_template(); }
+Body parse(const std::vector<Token>& tokens) {
+  Body body = Parser(tokens).parse_template();
+  check_names(body, false);
+  return body;
+}
 
 }  // namespace astrai::jinja

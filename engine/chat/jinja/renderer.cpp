@@ -47,6 +47,7 @@ Value repeat(const Value& seq, int64_t n) {
 
 // Python's binary arithmetic operators on template values.
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+  if (op == "%" && a.is_string()) throw std::runtime_error("printf-style string formatting ('%') is not supported by this Jinja engine");
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   const bool nums = a.is_number() && b.is_number();
@@ -59,7 +60,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     }
     if (nums) return Value(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
-    if (a.is_list() && b.is_list() && a.as_list().is_tuple == b.as_list().is_tuple) {
+    if (a.is_list() && b.is_list() && a.as_list().plain() && b.as_list().plain() &&
+        a.as_list().is_tuple == b.as_list().is_tuple) {
       std::vector<Value> items = a.as_list().items;
       items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
       return Value::list(std::move(items), a.as_list().is_tuple);
@@ -81,14 +83,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       return Value(r);
     }
     if (nums) return Value(a.as_double() * b.as_double());
-    if ((a.is_string() || a.is_list()) && is_intlike(b)) return repeat(a, b.as_int());
-    if ((b.is_string() || b.is_list()) && is_intlike(a)) return repeat(b, a.as_int());
+    auto sequence = [](const Value& v) { return v.is_string() || (v.is_list() && v.as_list().plain()); };
+    if (sequence(a) && is_intlike(b)) return repeat(a, b.as_int());
+    if (sequence(b) && is_intlike(a)) return repeat(b, a.as_int());
     throw std::runtime_error(operand_error("*", a, b));
   }
-  if (!nums) {
-    if (op == "%" && a.is_string()) throw std::runtime_error("printf-style string formatting ('%') is not supported by this Jinja engine");
-    throw std::runtime_error(operand_error(op, a, b));
-  }
+  if (!nums) throw std::runtime_error(operand_error(op, a, b));
   if (op == "/") {
     if (b.as_double() == 0) throw std::runtime_error("division by zero");
     return Value(a.as_double() / b.as_double());
@@ -199,7 +199,8 @@ class Renderer {
       case Node::Kind::Set: assign(n.target, eval(*n.expr, scope), scope); return Flow::Normal;
       case Node::Kind::SetBlock: {
         std::string captured;
-        if (exec(n.body, scope, captured) != Flow::Normal) throw std::runtime_error("'break' or 'continue' inside a set block");
+        Scope inner{&scope, {}};  // jinja2 renders a block set's body in a frame of its own
+        if (exec(n.body, inner, captured) != Flow::Normal) throw std::runtime_error("'break' or 'continue' inside a set block");
         assign(n.target, Value(captured), scope);
         return Flow::Normal;
       }
@@ -226,16 +227,22 @@ class Renderer {
       }
       items = std::move(kept);
     }
-    if (items.empty()) {
-      Scope s{&scope, {}};
-      return exec(n.else_body, s, out);
-    }
+    // jinja2 marks the loop as iterated at the end of the body, so an
+    // iteration cut short by break or continue does not count: the else block
+    // runs unless some iteration ran to the end of the body.
+    bool completed = false;
     const int64_t len = int64_t(items.size());
     for (int64_t i = 0; i < len; ++i) {
       Scope s{&scope, {}};
       bind(n.target, items[size_t(i)], s);
       s.vars["loop"] = loop_object(items, i);
-      if (exec(n.body, s, out) == Flow::Break) break;
+      const Flow f = exec(n.body, s, out);
+      if (f == Flow::Break) break;
+      if (f == Flow::Normal) completed = true;
+    }
+    if (!completed && !n.else_body.empty()) {
+      Scope s{&scope, {}};
+      return exec(n.else_body, s, out);
     }
     return Flow::Normal;
   }
@@ -408,26 +415,29 @@ class Renderer {
 
   Value slice(const Expr& e, Scope& s) {
     const Value obj = eval(*e.children[0], s);
+    // jinja2 compiles slices to plain Python subscripts (not environment.getitem),
+    // so every failure raises: a bound that is no int, an object without slicing.
     std::optional<int64_t> bounds[3];
-    bool valid = true;
     for (int i = 0; i < 3; ++i) {
       if (!e.children[size_t(i) + 1]) continue;
       const Value b = eval(*e.children[size_t(i) + 1], s);
+      if (b.is_undefined()) fail_undefined(b);
       if (is_intlike(b)) bounds[i] = b.as_int();
-      else if (!b.is_none()) valid = false;  // Python TypeError, which jinja2 turns into Undefined
+      else if (!b.is_none()) throw std::runtime_error("slice indices must be integers or None or have an __index__ method");
     }
     line_ = e.line;
     if (obj.is_undefined()) fail_undefined(obj);
-    if (valid && obj.is_string()) return Value(py_slice(obj.as_string(), bounds[0], bounds[1], bounds[2]));
-    if (valid && obj.is_list()) {
+    if (obj.is_string()) return Value(py_slice(obj.as_string(), bounds[0], bounds[1], bounds[2]));
+    if (obj.is_list() && obj.as_list().plain()) {
       std::vector<Value> out;
       const auto& items = obj.as_list().items;
       for (const int64_t i : slice_indices(int64_t(items.size()), bounds[0], bounds[1], bounds[2])) out.push_back(items[size_t(i)]);
       return Value::list(std::move(out), obj.as_list().is_tuple);
     }
+    if (obj.is_dict()) throw std::runtime_error("unhashable type: 'slice'");
     std::string message = "'";
     message += obj.type_name();
-    return Value::undefined(message + " object' cannot be sliced");
+    throw std::runtime_error(message + "' object is not subscriptable");
   }
 
   const DictObject& context_;

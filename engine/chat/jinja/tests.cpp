@@ -1,5 +1,7 @@
 // `x is name(args)`: jinja2's builtin tests (jinja2/tests.py), same meanings.
+#include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "engine/chat/jinja/builtins.h"
@@ -17,11 +19,21 @@ const Value& arg(const CallArgs& a, const std::string& test) {
   return *v;
 }
 
-// Python's `value % 2` etc. on an int (bools are ints); Undefined raises.
-int64_t int_of(const Value& v, const std::string& test) {
-  if (v.is_undefined()) throw std::runtime_error(v.undefined_description());
-  if (v.is_int() || v.is_bool()) return v.as_int();
-  throw std::runtime_error("test '" + test + "' needs an integer, got " + v.type_name());
+// Python's value % divisor on numbers (ints, bools, floats; the result takes
+// the divisor's sign); Undefined and other types raise.
+double py_mod(const Value& v, const Value& divisor, const std::string& test) {
+  for (const Value* x : {&v, &divisor}) {
+    if (x->is_undefined()) throw std::runtime_error(x->undefined_description());
+    if (!x->is_number()) throw std::runtime_error("test '" + test + "' needs numbers, got " + x->type_name());
+  }
+  if (divisor.as_double() == 0) throw std::runtime_error("integer division or modulo by zero");
+  if (!v.is_float() && !divisor.is_float()) {
+    const int64_t m = v.as_int() % divisor.as_int();
+    return double(m != 0 && ((m < 0) != (divisor.as_int() < 0)) ? m + divisor.as_int() : m);
+  }
+  double m = std::fmod(v.as_double(), divisor.as_double());
+  if (m != 0 && ((m < 0) != (divisor.as_double() < 0))) m += divisor.as_double();
+  return m;
 }
 
 bool in_test(const Value& item, const Value& container) {
@@ -29,7 +41,10 @@ bool in_test(const Value& item, const Value& container) {
     case Value::Kind::String:
       if (!item.is_string()) throw std::runtime_error("'in <string>' requires string as left operand, not " + item.type_name());
       return container.as_string().find(item.as_string()) != std::string::npos;
-    case Value::Kind::Dict: return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+    case Value::Kind::Dict:
+      if ((item.is_list() && !item.as_list().is_tuple) || item.is_dict())
+        throw std::runtime_error("unhashable type: '" + item.type_name() + "'");
+      return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
     case Value::Kind::List:
       for (const Value& x : container.as_list().items)
         if (equals(x, item)) return true;
@@ -56,15 +71,11 @@ const std::map<std::string, TestFn>& tests() {
       {"iterable", [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
       // len() and __getitem__: str, list, dict, and Undefined (which has both).
       {"sequence", [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
-      {"callable", [](const Value& v, const CallArgs&) { return v.is_callable(); }},
-      {"odd", [](const Value& v, const CallArgs&) { return int_of(v, "odd") % 2 != 0; }},
-      {"even", [](const Value& v, const CallArgs&) { return int_of(v, "even") % 2 == 0; }},
-      {"divisibleby",
-       [](const Value& v, const CallArgs& a) {
-         const int64_t d = int_of(arg(a, "divisibleby"), "divisibleby");
-         if (d == 0) throw std::runtime_error("integer division or modulo by zero");
-         return int_of(v, "divisibleby") % d == 0;
-       }},
+      // Undefined has a __call__ (that raises), so callable() is true for it.
+      {"callable", [](const Value& v, const CallArgs&) { return v.is_callable() || v.is_undefined(); }},
+      {"odd", [](const Value& v, const CallArgs&) { return py_mod(v, Value(int64_t(2)), "odd") == 1; }},
+      {"even", [](const Value& v, const CallArgs&) { return py_mod(v, Value(int64_t(2)), "even") == 0; }},
+      {"divisibleby", [](const Value& v, const CallArgs& a) { return py_mod(v, arg(a, "divisibleby"), "divisibleby") == 0; }},
       {"eq", [](const Value& v, const CallArgs& a) { return equals(v, arg(a, "eq")); }},
       {"ne", [](const Value& v, const CallArgs& a) { return !equals(v, arg(a, "ne")); }},
       {"lt", [](const Value& v, const CallArgs& a) { return less_than(v, arg(a, "lt")); }},
@@ -100,12 +111,29 @@ const std::map<std::string, std::string>& aliases() {
 
 }  // namespace
 
+bool is_jinja2_test(const std::string& name) {
+  static const std::set<std::string> names = {
+      "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter", "float",
+      "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt", "mapping", "ne", "none",
+      "number", "odd", "sameas", "sequence", "string", "test", "true", "undefined", "upper", "==", "!=", "<", "<=",
+      ">", ">="};
+  return names.count(name) > 0;
+}
+
 bool has_test(const std::string& name) { return tests().count(name) || aliases().count(name); }
 
 bool apply_test(const std::string& name, const Value& input, const CallArgs& args) {
   const auto alias = aliases().find(name);
-  const auto it = tests().find(alias == aliases().end() ? name : alias->second);
+  const std::string canonical = alias == aliases().end() ? name : alias->second;
+  const auto it = tests().find(canonical);
   if (it == tests().end()) throw std::runtime_error("no test named '" + name + "' in this Jinja engine");
+  // Python checks the call: these take the value and one argument, the rest the value only.
+  static const std::set<std::string> one_argument = {"divisibleby", "eq", "ne", "lt", "le", "gt", "ge", "in", "sameas"};
+  const size_t given = args.positional.size() + args.keyword.size();
+  const size_t wanted = one_argument.count(canonical) ? 1 : 0;
+  if (given != wanted)
+    throw std::runtime_error("test '" + name + "' takes " + std::to_string(wanted) + " argument(s), " +
+                             std::to_string(given) + " given");
   return it->second(input, args);
 }
 

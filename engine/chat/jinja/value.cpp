@@ -39,6 +39,15 @@ Value Value::list(std::vector<Value> items, bool tuple) {
   return v;
 }
 
+Value Value::iterator(std::vector<Value> items, std::string type) {
+  auto l = std::make_shared<ListObject>();
+  l->items = std::move(items);
+  l->iterator = std::move(type);
+  Value v;
+  v.v_ = std::move(l);
+  return v;
+}
+
 Value Value::dict(DictObject d) {
   Value v;
   v.v_ = std::make_shared<DictObject>(std::move(d));
@@ -65,7 +74,7 @@ std::string Value::type_name() const {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::String: return "str";
-    case Kind::List: return as_list().is_tuple ? "tuple" : "list";
+    case Kind::List: return !as_list().plain() ? as_list().iterator : as_list().is_tuple ? "tuple" : "list";
     case Kind::Dict: return "dict";
     case Kind::Namespace: return "Namespace";
     case Kind::Callable: return "function";
@@ -81,7 +90,7 @@ bool truthy(const Value& v) {
     case Value::Kind::Int: return v.as_int() != 0;
     case Value::Kind::Float: return v.as_double() != 0.0;
     case Value::Kind::String: return !v.as_string().empty();
-    case Value::Kind::List: return !v.as_list().items.empty();
+    case Value::Kind::List: return v.as_list().one_shot() || !v.as_list().items.empty();
     case Value::Kind::Dict: return !v.as_dict().items.empty();
     default: return true;
   }
@@ -93,6 +102,11 @@ std::string to_repr(const Value& v) {
     case Value::Kind::String: return py_string_repr(v.as_string());
     case Value::Kind::List: {
       const auto& l = v.as_list();
+      if (l.one_shot())
+        throw std::runtime_error("printing a " + l.iterator +
+                                 " object (jinja2 prints its memory address) is not supported by this Jinja engine; "
+                                 "convert it with | list");
+      if (l.view()) return l.iterator + "(" + to_repr(Value::list(l.items)) + ")";
       std::string out = l.is_tuple ? "(" : "[";
       for (size_t i = 0; i < l.items.size(); ++i) out += (i ? ", " : "") + to_repr(l.items[i]);
       if (l.is_tuple && l.items.size() == 1) out += ",";
@@ -138,7 +152,8 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::List: {
       const auto& x = a.as_list();
       const auto& y = b.as_list();
-      if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
+      if (x.one_shot() || y.one_shot()) return &x == &y;  // iterators compare by identity
+      if (x.is_tuple != y.is_tuple || x.iterator != y.iterator || x.items.size() != y.items.size()) return false;
       for (size_t i = 0; i < x.items.size(); ++i)
         if (!equals(x.items[i], y.items[i])) return false;
       return true;
@@ -165,7 +180,8 @@ bool less_than(const Value& a, const Value& b) {
     return a.as_int() < b.as_int();
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 byte order = code point order
-  if (a.is_list() && b.is_list() && a.as_list().is_tuple == b.as_list().is_tuple) {
+  if (a.is_list() && b.is_list() && a.as_list().plain() && b.as_list().plain() &&
+      a.as_list().is_tuple == b.as_list().is_tuple) {
     const auto& x = a.as_list().items;
     const auto& y = b.as_list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i)
@@ -180,7 +196,9 @@ int64_t length(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::Undefined: return 0;
     case Value::Kind::String: return py_len(v.as_string());
-    case Value::Kind::List: return int64_t(v.as_list().items.size());
+    case Value::Kind::List:
+      if (v.as_list().one_shot()) throw std::runtime_error("object of type '" + v.type_name() + "' has no len()");
+      return int64_t(v.as_list().items.size());
     case Value::Kind::Dict: return int64_t(v.as_dict().items.size());
     default: throw std::runtime_error("object of type '" + v.type_name() + "' has no len()");
   }
@@ -189,7 +207,13 @@ int64_t length(const Value& v) {
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return v.as_list().items;
+    case Value::Kind::List: {
+      const ListObject& l = v.as_list();
+      if (!l.one_shot()) return l.items;
+      if (l.consumed) return {};  // a Python iterator yields its items once
+      l.consumed = true;
+      return l.items;
+    }
     case Value::Kind::Dict: {
       std::vector<Value> keys;
       for (const auto& [k, x] : v.as_dict().items) keys.emplace_back(k);

@@ -22,6 +22,18 @@ class Value;
 struct ListObject {
   std::vector<Value> items;
   bool is_tuple = false;  // only changes how it prints: (1, 2) instead of [1, 2]
+  // Non-empty for what Python gives as an iterator or a view rather than a
+  // list: "generator" (jinja2's select, map, selectattr... and the items
+  // filter), "list_reverseiterator" / "reversed" / "dict_reversekeyiterator"
+  // (the reverse filter): iterable once, always true, no len(), no indexing,
+  // and refused when printed (jinja2 would print a memory address);
+  // "dict_items" / "dict_keys" / "dict_values" (dict methods): a len(),
+  // iterable again, no indexing, printed as dict_items([...]).
+  std::string iterator;
+  mutable bool consumed = false;  // a one-shot iterator that has been walked
+  bool plain() const { return iterator.empty(); }
+  bool one_shot() const { return !iterator.empty() && !view(); }
+  bool view() const { return iterator == "dict_items" || iterator == "dict_keys" || iterator == "dict_values"; }
 };
 
 // A Python dict with string keys, in insertion order (as json.loads builds
@@ -72,6 +84,8 @@ class Value {
   Value(std::string s) : v_(std::move(s)) {}
   Value(const char* s) : v_(std::string(s)) {}
   static Value list(std::vector<Value> items, bool tuple = false);
+  // An iterator or view over `items` (see ListObject::iterator).
+  static Value iterator(std::vector<Value> items, std::string type);
   static Value dict(DictObject d);
   static Value namespace_object(DictObject attrs);
   static Value callable(std::string name, std::function<Value(const CallArgs&)> fn);

@@ -153,6 +153,27 @@ def check_strftime_default(exe, path):
     return 0
 
 
+def check_bad_input(exe, path):
+    """A line that is no JSON request stops the CLI with a non-zero status and
+    an error naming the line; the lines before it were printed."""
+    good = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    failures = 0
+    for bad, expect in [("{not json", "input line 2"), ('{"messages": "x"}', "input line 2"),
+                        ('{"messages": [], "add_generation_prompt": "yes"}', "add_generation_prompt")]:
+        result = subprocess.run([exe, "chat-template", "--tokenizer-config", path, "--jsonl"],
+                                input=(good + "\n" + bad + "\n").encode(), capture_output=True, timeout=60)
+        if result.returncode == 0 or expect not in result.stderr.decode() or len(result.stdout.decode().split("\n")) != 2:
+            failures += 1
+            print(f"FAIL bad input {bad!r}: status {result.returncode}, stderr {result.stderr.decode()!r}")
+    result = subprocess.run([exe, "chat-template", "--tokenizer-config", path + ".missing", "--jsonl"], input=b"",
+                            capture_output=True, timeout=60)
+    if result.returncode == 0 or ".missing" not in result.stderr.decode():
+        failures += 1
+        print(f"FAIL missing config file: status {result.returncode}, stderr {result.stderr.decode()!r}")
+    print(f"bad input lines and files: {4 - failures} of 4 refused with a message")
+    return failures
+
+
 def main():
     exe, root = sys.argv[1], sys.argv[2]
     if hf_jinja_oracle.jinja2 is None:
@@ -165,6 +186,7 @@ def main():
     rng = random.Random(20261201)
     failures = sum(check_template(exe, name, path, rng) for name, path in templates(root))
     failures += check_strftime_default(exe, templates(root)[-1][1])
+    failures += check_bad_input(exe, templates(root)[0][1])
     return 1 if failures else 0
 
 
