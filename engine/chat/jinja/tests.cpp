@@ -69,8 +69,12 @@ const std::map<std::string, TestFn>& tests() {
       {"mapping", [](const Value& v, const CallArgs&) { return v.is_dict(); }},
       // iter() works on str, list, dict and Undefined (empty).
       {"iterable", [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
-      // len() and __getitem__: str, list, dict, and Undefined (which has both).
-      {"sequence", [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
+      // len() and __getitem__: str, list, tuple, dict, and Undefined (which has both);
+      // not iterators (no len) nor dict views (no __getitem__).
+      {"sequence",
+       [](const Value& v, const CallArgs&) {
+         return v.is_string() || (v.is_list() && v.as_list().plain()) || v.is_dict() || v.is_undefined();
+       }},
       // Undefined has a __call__ (that raises), so callable() is true for it.
       {"callable", [](const Value& v, const CallArgs&) { return v.is_callable() || v.is_undefined(); }},
       {"odd", [](const Value& v, const CallArgs&) { return py_mod(v, Value(int64_t(2)), "odd") == 1; }},

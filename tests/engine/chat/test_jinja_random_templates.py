@@ -95,6 +95,11 @@ class Gen:
             return self.literal()
         return "(" + self.expr() + ")"
 
+    def paren(self, e):
+        """Mostly parenthesized when compound, so that most templates parse;
+        sometimes bare, to test precedence and jinja2's syntax errors alike."""
+        return e if " " not in e or self.r.random() < 0.1 else "(" + e + ")"
+
     def postfix(self, e):
         k = self.r.randint(0, 12)
         if k == 0:
@@ -141,15 +146,16 @@ class Gen:
                     # sometimes bare, to test precedence and syntax errors.
                     e = self.postfix(e if " " not in e or self.r.random() < 0.15 else "(" + e + ")")
                 return e
+            p = self.paren
             if k <= 6:
                 op = self.choice(["+", "-", "*", "/", "//", "%", "**", "~", "and", "or", "==", "!=", "<", "<=",
                                   ">", ">=", "in", "not in"])
-                return f"{self.expr()} {op} {self.expr()}"
+                return f"{p(self.expr())} {op} {p(self.expr())}"
             if k == 7:
-                return f"{self.choice(['not ', '-', 'not not '])}{self.expr()}"
+                return f"{self.choice(['not ', '-', 'not not '])}{p(self.expr())}"
             if k == 8:
-                return f"{self.expr()} if {self.expr()} else {self.expr()}"
-            return f"{self.expr()} if {self.expr()}"
+                return f"{p(self.expr())} if {p(self.expr())} else {p(self.expr())}"
+            return f"{p(self.expr())} if {p(self.expr())}"
         finally:
             self.depth -= 1
 
@@ -177,9 +183,9 @@ class Gen:
         if k <= 3:
             return self.ws() + self.out() + self.ws()
         if k == 4:
-            s = f"{o()} if {self.expr()} {c()}{self.body(depth, loop)}"
+            s = f"{o()} if {self.paren(self.expr())} {c()}{self.body(depth, loop)}"
             if self.r.random() < 0.4:
-                s += f"{o()} elif {self.expr()} {c()}{self.body(depth, loop)}"
+                s += f"{o()} elif {self.paren(self.expr())} {c()}{self.body(depth, loop)}"
             if self.r.random() < 0.5:
                 s += f"{o()} else {c()}{self.body(depth, loop)}"
             return self.ws() + s + f"{o()} endif {c()}" + self.ws()
@@ -188,7 +194,7 @@ class Gen:
             it = self.choice(["items", "messages", "d", "d.items()", "s", "x", "[1, 2, 3]", "messages[::-1]", "range(n)"])
             if target != "it":
                 it = self.choice(["d.items()", "[[1, 2], ['a', 'b']]", "d | items"])
-            cond = f" if {self.expr()}" if self.r.random() < 0.2 else ""
+            cond = f" if {self.paren(self.expr())}" if self.r.random() < 0.2 else ""
             inner = self.choice(["{{ loop.index }}", "{{ loop.index0 }}{{ loop.first }}", "{{ loop.last }}",
                                  "{{ loop.length }}{{ loop.revindex }}", "{{ loop.previtem }}", "{{ loop.cycle('a', 'b') }}",
                                  "{{ it }}" if target == "it" else "{{ k }}={{ v }}"])
@@ -203,7 +209,7 @@ class Gen:
                     f"{o()} set ns.b = ns.b + 1 {c()}{o()} set ns.a = {self.expr()} {c()}{o()} endfor {c()}"
                     "{{ ns.a }}/{{ ns.b }}")
         if k == 8 and loop:
-            return f"{o()} if {self.expr()} {c()}{self.choice(['{% break %}', '{% continue %}'])}{o()} endif {c()}"
+            return f"{o()} if {self.paren(self.expr())} {c()}{self.choice(['{% break %}', '{% continue %}'])}{o()} endif {c()}"
         if k == 9:
             return (f"{o()} macro m(a, b='B') {c()}[{{{{ a }}}}|{{{{ b }}}}]{o()} endmacro {c()}"
                     f"{{{{ m({self.expr()}) }}}}{{{{ m(1, b={self.expr()}) }}}}")
