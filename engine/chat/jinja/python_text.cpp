@@ -170,6 +170,17 @@ std::string icu_case(std::string_view s, bool upper) {
 
 std::string one(char32_t c) { return u32_to_utf8(std::u32string(1, c)); }
 
+// The full title-case mapping of one code point (Python's _PyUnicode_ToTitleFull):
+// 'ß' -> "Ss", 'ﬁ' -> "Fi".
+std::string title_full(char32_t c) {
+  if (c < 0x80) return one(c >= 'a' && c <= 'z' ? c - 32 : c);
+  icu::UnicodeString u{UChar32(c)};
+  u.toTitle(nullptr, icu::Locale::getRoot(), U_TITLECASE_NO_LOWERCASE | U_TITLECASE_NO_BREAK_ADJUSTMENT);
+  std::string out;
+  u.toUTF8String(out);
+  return out;
+}
+
 }  // namespace
 
 std::string py_upper(std::string_view s) { return icu_case(s, true); }
@@ -178,14 +189,14 @@ std::string py_lower(std::string_view s) { return icu_case(s, false); }
 std::string py_capitalize(std::string_view s) {
   const std::u32string u = utf8_to_u32(s);
   if (u.empty()) return "";
-  return one(char32_t(u_totitle(UChar32(u[0])))) + py_lower(u32_to_utf8(std::u32string_view(u).substr(1)));
+  return title_full(u[0]) + py_lower(u32_to_utf8(std::u32string_view(u).substr(1)));
 }
 
 std::string py_str_title(std::string_view s) {
   std::string out;
   bool previous_is_cased = false;
   for (const char32_t c : utf8_to_u32(s)) {
-    out += previous_is_cased ? py_lower(one(c)) : one(char32_t(u_totitle(UChar32(c))));
+    out += previous_is_cased ? py_lower(one(c)) : title_full(c);
     previous_is_cased = u_hasBinaryProperty(UChar32(c), UCHAR_CASED);
   }
   return out;

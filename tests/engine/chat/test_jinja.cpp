@@ -161,6 +161,9 @@ TEST_CASE("jinja: string methods with Python's semantics", "[jinja]") {
         "y|True|True");
   CHECK(render("{{ 'aaa'.replace('a', 'b', 2) }}|{{ 'hello world'.title() }}|{{ 'sTRASSE'.capitalize() }}") == "bba|Hello World|Strasse");
   CHECK(render("{{ 'stra\u00dfe'.upper() }}|{{ '\u00c9T\u00c9'.lower() }}") == "STRASSE|\u00e9t\u00e9");  // full case mapping
+  // Full title-case mapping (Python's str.title/capitalize): 'ß' -> 'Ss', 'ﬁ' -> 'Fi', 'ǆ' -> 'ǅ'.
+  CHECK(render("{{ '\u00df'.capitalize() }}|{{ '\u00dfa'.title() }}|{{ '\ufb01x'.title() }}|{{ '\u01c6a'.title() }}") ==
+        "Ss|Ssa|Fix|\u01c5a");
   CHECK(render("{{ 'h\u00e9llo'.find('l') }}|{{ 'banana'.count('an') }}|{{ '-'.join(['a', 'b']) }}") == "2|2|a-b");
   CHECK(error_of("{{ 'a'.format(1) }}").find("not supported") != std::string::npos);
 }
