@@ -33,6 +33,7 @@ import hf_jinja_oracle  # noqa: E402
 SKIP = 77
 CASES_PER_TEMPLATE = 300
 MAX_FAILING_CASES_RUN = 12  # each refused conversation costs one CLI process
+RENDER_MJS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jinja_oracle", "render.mjs")
 
 FRAGMENTS = [
     "Hello", " world", "How are you?", "", " ", "  leading", "trailing  ", "\n", "\n\n", "\t", "\r\n", "line1\nline2",
@@ -133,7 +134,50 @@ def check_template(exe, name, path, rng):
             print(f"FAIL {name}: jinja2 raised {error!r}; the CLI's error does not carry that message: {stderr!r}")
     print(f"{name}: {len(rendered)} prompts equal jinja2's, {min(len(refused), MAX_FAILING_CASES_RUN)} of "
           f"{len(refused)} refused conversations refused too; {failures} failures")
+    SECOND_ORACLE.append((name, config, rendered, outputs))
     return failures
+
+
+SECOND_ORACLE = []  # (template name, jinja2's config, rendered [(request, jinja2's prompt)], astrai's prompts)
+
+
+def second_oracle(results):
+    """@huggingface/jinja (transformers.js) on the same contexts, in one node
+    process: an independent implementation, which cross-checks the oracle's
+    configuration (trim_blocks, lstrip_blocks, the render context). Its
+    divergences from jinja2 are reported, not failed: jinja2 is what
+    transformers renders with."""
+    if not os.path.exists(os.path.join(os.path.dirname(RENDER_MJS), "node_modules/@huggingface/jinja")):
+        print("@huggingface/jinja: SKIPPED (not installed: npm ci in tests/engine/chat/jinja_oracle)")
+        return
+    lines = []
+    for name, config, rendered, outputs in results:
+        for request, _ in rendered:
+            context = dict(hf_jinja_oracle.special_tokens(config))
+            context.update(request)
+            for key, default in (("tools", None), ("documents", None), ("add_generation_prompt", False)):
+                context.setdefault(key, default)
+            lines.append(json.dumps({"template": config["chat_template"], "context": context}, ensure_ascii=False))
+    try:
+        result = subprocess.run(["node", RENDER_MJS], input=("\n".join(lines) + "\n").encode(), capture_output=True,
+                                timeout=120)
+    except FileNotFoundError:
+        print("@huggingface/jinja: SKIPPED (no node)")
+        return
+    js = [json.loads(line) for line in result.stdout.decode().split("\n") if line]
+    if result.returncode != 0 or len(js) != len(lines):
+        print(f"@huggingface/jinja: SKIPPED (node failed: {result.stderr.decode()[:200]})")
+        return
+    i = 0
+    for name, config, rendered, outputs in results:
+        mine = js[i:i + len(outputs)]
+        i += len(outputs)
+        equal = sum(1 for j, got in zip(mine, outputs) if j["ok"] and j["output"] == got)
+        print(f"@huggingface/jinja on {name}: {equal} of {len(outputs)} prompts equal astrai's (and jinja2's)")
+        for (request, expected), j in zip(rendered, mine):
+            if not (j["ok"] and j["output"] == expected):
+                print(f"  e.g. @huggingface/jinja {j.get('output', j.get('error'))!r}\n       where jinja2 gives {expected!r}")
+                break
 
 
 def check_strftime_default(exe, path):
@@ -276,6 +320,7 @@ def main():
         return SKIP
     rng = random.Random(20261201)
     failures = sum(check_template(exe, name, path, rng) for name, path in templates(root))
+    second_oracle(SECOND_ORACLE)
     failures += check_strftime_default(exe, templates(root)[-1][1])
     failures += check_bad_input(exe, templates(root)[0][1])
     with tempfile.TemporaryDirectory() as scratch:
