@@ -46,6 +46,8 @@ HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, co
   }
   out.bos_token = special_token(config, "bos_token", source);
   out.eos_token = special_token(config, "eos_token", source);
+  out.unk_token = special_token(config, "unk_token", source);
+  out.pad_token = special_token(config, "pad_token", source);
   return out;
 }
 
@@ -88,6 +90,8 @@ std::string HfChatTemplate::render_request(const nlohmann::ordered_json& request
   nlohmann::ordered_json context = nlohmann::ordered_json::object();
   if (config_.bos_token) context["bos_token"] = *config_.bos_token;
   if (config_.eos_token) context["eos_token"] = *config_.eos_token;
+  if (config_.unk_token) context["unk_token"] = *config_.unk_token;
+  if (config_.pad_token) context["pad_token"] = *config_.pad_token;
   for (const auto& [k, v] : request.items()) context[k] = v;
   for (const char* key : {"tools", "documents"})
     if (!context.contains(key)) context[key] = nullptr;

@@ -3,7 +3,7 @@
 // add_generation_prompt=...) renders it: the Jinja text of
 // tokenizer_config.json's `chat_template` (or GGUF tokenizer.chat_template)
 // with the context transformers passes: the special tokens the tokenizer
-// config sets (bos_token, eos_token), `messages`, `tools` and `documents`
+// config sets (bos_token, eos_token, unk_token, pad_token), `messages`, `tools` and `documents`
 // (None unless given), `add_generation_prompt`, and any extra keys
 // (e.g. enable_thinking for Qwen 3). The Jinja engine is engine/chat/jinja/.
 #pragma once
@@ -23,6 +23,8 @@ struct HfTemplateConfig {
   std::string chat_template;            // the Jinja text
   std::optional<std::string> bos_token;  // absent or null in the file: not defined for the template
   std::optional<std::string> eos_token;
+  std::optional<std::string> unk_token;  // also in transformers' special_tokens_map
+  std::optional<std::string> pad_token;
 };
 
 // From tokenizer_config.json's JSON: chat_template is a string, or a list of

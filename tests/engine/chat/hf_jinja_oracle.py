@@ -47,7 +47,7 @@ def environment():
 def special_tokens(config):
     """special_tokens_map: the tokens the tokenizer config sets (a string or an AddedToken object)."""
     out = {}
-    for key in ("bos_token", "eos_token"):
+    for key in ("bos_token", "eos_token", "unk_token", "pad_token"):
         value = config.get(key)
         if isinstance(value, dict):
             value = value.get("content")

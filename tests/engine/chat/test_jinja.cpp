@@ -258,7 +258,9 @@ TEST_CASE("HfChatTemplate: tokenizer_config.json and transformers' render contex
   CHECK_THROWS_WITH(astrai::parse_tokenizer_config({{"bos_token", "x"}}, "c.json"), "c.json: no chat_template");
   CHECK_THROWS_WITH(astrai::parse_tokenizer_config({{"chat_template", {{{"name", "other"}, {"template", "x"}}}}}, "c.json"),
                     "c.json: chat_template list has no \"default\" template");
-  CHECK_THROWS_AS(astrai::HfChatTemplate(astrai::HfTemplateConfig{"{% if %}", std::nullopt, std::nullopt}), TemplateError);
+  astrai::HfTemplateConfig broken;
+  broken.chat_template = "{% if %}";
+  CHECK_THROWS_AS(astrai::HfChatTemplate(broken), TemplateError);
   CHECK_THROWS_AS(t.render_request({{"messages", "not a list"}}), std::invalid_argument);
 }
 
