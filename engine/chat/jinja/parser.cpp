@@ -108,7 +108,19 @@ class Parser {
     return body;
   }
 
+  // Deeply nested input (a template from an untrusted model file) must be an
+  // error, not a stack overflow; jinja2 stops at Python's recursion limit.
+  struct DepthGuard {
+    explicit DepthGuard(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDepth) p_.fail("the template nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    ~DepthGuard() { --p_.depth_; }
+    Parser& p_;
+  };
+  static constexpr int kMaxDepth = 200;
+
   NodePtr statement() {
+    const DepthGuard guard(*this);
     const Token& tok = cur();
     const std::string& name = tok.value;
     auto n = std::make_unique<Node>();
@@ -323,6 +335,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    const DepthGuard guard(*this);
     if (is_name("not")) {
       auto e = make(Expr::Kind::Unary, t_[pos_++].line);
       e->name = "not";
@@ -393,6 +406,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    const DepthGuard guard(*this);
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       auto e = make(Expr::Kind::Unary, cur().line);
@@ -591,6 +605,7 @@ class Parser {
 
   const std::vector<Token>& t_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 // jinja2 refuses a filter or test name it does not know when it compiles the

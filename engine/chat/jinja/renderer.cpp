@@ -293,6 +293,13 @@ class Renderer {
   }
 
   Value call_macro(const Node& m, const CallArgs& a) {
+    // A macro calling itself without end is an error (jinja2: RecursionError), not a stack overflow.
+    if (macro_depth_ >= 100) throw std::runtime_error("macro calls nest deeper than 100 (recursion without end?)");
+    ++macro_depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{macro_depth_};
     if (a.positional.size() > m.params.size())
       throw std::runtime_error("macro '" + m.text + "' takes not more than " + std::to_string(m.params.size()) +
                                " argument(s)");
@@ -443,6 +450,7 @@ class Renderer {
   const DictObject& context_;
   Scope* root_ = nullptr;
   int line_ = 1;
+  int macro_depth_ = 0;
 };
 
 }  // namespace

@@ -234,6 +234,12 @@ TEST_CASE("jinja: unsupported features are refused by name, with the line", "[ji
   CHECK(error_of("\n\n{{ 1 + }}").find("line 3") != std::string::npos);
   CHECK(error_of("{{ 'unterminated }}").find("unterminated string") != std::string::npos);
   CHECK(error_of("{% do x %}").find("'do' tag is not supported") != std::string::npos);  // jinja2 too: no do extension in HF
+  // Untrusted templates: deep nesting and endless macro recursion are errors, not stack overflows.
+  CHECK(error_of("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").find("nests deeper") != std::string::npos);
+  std::string nested_ifs;
+  for (int i = 0; i < 3000; ++i) nested_ifs += "{% if true %}";
+  CHECK(error_of(nested_ifs).find("nests deeper") != std::string::npos);
+  CHECK(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").find("macro calls nest deeper") != std::string::npos);
 }
 
 TEST_CASE("HfChatTemplate: tokenizer_config.json and transformers' render context", "[jinja]") {
