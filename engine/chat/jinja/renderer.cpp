@@ -48,6 +48,9 @@ Value repeat(const Value& seq, int64_t n) {
 // Python's binary arithmetic operators on template values.
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "%" && a.is_string()) throw std::runtime_error("printf-style string formatting ('%') is not supported by this Jinja engine");
+  for (const Value* v : {&a, &b})
+    if (v->is_list() && v->as_list().view() && op != "*" && op != "/" && op != "//" && op != "**")
+      throw std::runtime_error("set operations on dict views (" + op + ") are not supported by this Jinja engine");
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   const bool nums = a.is_number() && b.is_number();
