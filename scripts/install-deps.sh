@@ -11,6 +11,7 @@ packages=(
   libpcre2-dev libicu-dev                                         # tokenizer.json: Split regexes (PCRE2), NFC (ICU)
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev          # HTTP server (and what its .pc requires)
   catch2 librapidcheck-dev libbenchmark-dev                       # tests and benchmarks
+  python3-jinja2                                                  # chat template oracle (what transformers renders with)
   clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh)
 )
 # The official OpenAI/Anthropic clients in tests/clients run on Node.js; a

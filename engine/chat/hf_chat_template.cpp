@@ -1,0 +1,102 @@
+// tokenizer_config.json -> HfChatTemplate, and the context transformers
+// renders chat templates with (see hf_chat_template.h).
+#include "engine/chat/hf_chat_template.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace astrai {
+
+namespace {
+
+// A special token is a string or an AddedToken object {"content": "...", ...}.
+std::optional<std::string> special_token(const nlohmann::ordered_json& config, const char* key, const std::string& source) {
+  if (!config.contains(key) || config[key].is_null()) return std::nullopt;
+  const auto& v = config[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  throw std::runtime_error(source + ": " + key + " must be a string or an object with a string \"content\"");
+}
+
+}  // namespace
+
+HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, const std::string& source) {
+  if (!config.is_object()) throw std::runtime_error(source + ": not a JSON object");
+  HfTemplateConfig out;
+  if (!config.contains("chat_template") || config["chat_template"].is_null())
+    throw std::runtime_error(source + ": no chat_template");
+  const auto& t = config["chat_template"];
+  if (t.is_string()) {
+    out.chat_template = t.get<std::string>();
+  } else if (t.is_array()) {
+    bool found = false;
+    for (const auto& entry : t) {
+      if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") || !entry["name"].is_string() ||
+          !entry["template"].is_string())
+        throw std::runtime_error(source + ": chat_template list entries must be {\"name\": str, \"template\": str}");
+      if (entry["name"] == "default") {
+        out.chat_template = entry["template"].get<std::string>();
+        found = true;
+      }
+    }
+    if (!found) throw std::runtime_error(source + ": chat_template list has no \"default\" template");
+  } else {
+    throw std::runtime_error(source + ": chat_template must be a string or a list of named templates");
+  }
+  out.bos_token = special_token(config, "bos_token", source);
+  out.eos_token = special_token(config, "eos_token", source);
+  out.unk_token = special_token(config, "unk_token", source);
+  out.pad_token = special_token(config, "pad_token", source);
+  return out;
+}
+
+HfTemplateConfig read_tokenizer_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::ordered_json config;
+  try {
+    config = nlohmann::ordered_json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": invalid JSON: " + e.what());
+  }
+  return parse_tokenizer_config(config, path);
+}
+
+HfChatTemplate::HfChatTemplate(HfTemplateConfig config)
+    : config_(std::move(config)), template_(config_.chat_template) {}
+
+std::string HfChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                                   const nlohmann::ordered_json& extra) const {
+  nlohmann::ordered_json request = extra.is_null() ? nlohmann::ordered_json::object() : extra;
+  if (!request.is_object()) throw std::invalid_argument("chat template variables must be a JSON object");
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : messages) list.push_back({{"role", to_string(m.role)}, {"content", m.content}});
+  request["messages"] = std::move(list);
+  request["add_generation_prompt"] = add_generation_prompt;
+  return render_request(request);
+}
+
+std::string HfChatTemplate::render_request(const nlohmann::ordered_json& request) const {
+  if (!request.is_object()) throw std::invalid_argument("a chat-template request must be a JSON object");
+  if (!request.contains("messages") || !request["messages"].is_array())
+    throw std::invalid_argument("a chat-template request needs \"messages\": a list");
+  if (request.contains("add_generation_prompt") && !request["add_generation_prompt"].is_boolean())
+    throw std::invalid_argument("\"add_generation_prompt\" must be true or false");
+  // transformers: template.render(messages=..., tools=..., documents=...,
+  // add_generation_prompt=..., **special_tokens_map, **kwargs).
+  nlohmann::ordered_json context = nlohmann::ordered_json::object();
+  if (config_.bos_token) context["bos_token"] = *config_.bos_token;
+  if (config_.eos_token) context["eos_token"] = *config_.eos_token;
+  if (config_.unk_token) context["unk_token"] = *config_.unk_token;
+  if (config_.pad_token) context["pad_token"] = *config_.pad_token;
+  for (const auto& [k, v] : request.items()) context[k] = v;
+  for (const char* key : {"tools", "documents"})
+    if (!context.contains(key)) context[key] = nullptr;
+  if (!context.contains("add_generation_prompt")) context["add_generation_prompt"] = false;
+  return template_.render(context);
+}
+
+}  // namespace astrai

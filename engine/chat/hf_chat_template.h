@@ -1,0 +1,62 @@
+// A model's own chat template, rendered as Hugging Face's
+// tokenizer.apply_chat_template(messages, tokenize=False,
+// add_generation_prompt=...) renders it: the Jinja text of
+// tokenizer_config.json's `chat_template` (or GGUF tokenizer.chat_template)
+// with the context transformers passes: the special tokens the tokenizer
+// config sets (bos_token, eos_token, unk_token, pad_token), `messages`, `tools` and `documents`
+// (None unless given), `add_generation_prompt`, and any extra keys
+// (e.g. enable_thinking for Qwen 3). The Jinja engine is engine/chat/jinja/.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "engine/chat/chat_message.h"
+#include "engine/chat/jinja/template.h"
+
+namespace astrai {
+
+// The parts of tokenizer_config.json a chat template needs.
+struct HfTemplateConfig {
+  std::string chat_template;            // the Jinja text
+  std::optional<std::string> bos_token;  // absent or null in the file: not defined for the template
+  std::optional<std::string> eos_token;
+  std::optional<std::string> unk_token;  // also in transformers' special_tokens_map
+  std::optional<std::string> pad_token;
+};
+
+// From tokenizer_config.json's JSON: chat_template is a string, or a list of
+// {"name", "template"} of which "default" is used; bos_token / eos_token are
+// a string or an {"content": ...} object (AddedToken). Throws
+// std::runtime_error naming `source` (the file) and the problem.
+HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, const std::string& source);
+// Reads and parses the file; throws std::runtime_error naming it.
+HfTemplateConfig read_tokenizer_config(const std::string& path);
+
+class HfChatTemplate {
+ public:
+  // Parses the template once; throws jinja::TemplateError.
+  explicit HfChatTemplate(HfTemplateConfig config);
+
+  // The prompt for `messages`; `extra` holds further template variables
+  // (a JSON object, may be null). Throws jinja::TemplateError (and
+  // jinja::RaisedException when the template calls raise_exception).
+  std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                     const nlohmann::ordered_json& extra = nullptr) const;
+
+  // One request as `astrai chat-template --jsonl` reads it: {"messages": [...],
+  // "add_generation_prompt": bool (default false), other keys = variables}.
+  // Messages are passed as given (any keys). Throws std::invalid_argument for
+  // a malformed request, jinja::TemplateError from the template.
+  std::string render_request(const nlohmann::ordered_json& request) const;
+
+  const HfTemplateConfig& config() const { return config_; }
+
+ private:
+  HfTemplateConfig config_;
+  jinja::Template template_;
+};
+
+}  // namespace astrai

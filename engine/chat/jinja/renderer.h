@@ -1,0 +1,18 @@
+// Walks the parsed template and writes its output, with jinja2's runtime
+// semantics: scopes (a for loop body and a macro get their own, if does not),
+// the loop object, namespace assignment, break/continue, macros, Python
+// operators, Undefined.
+#pragma once
+
+#include <string>
+
+#include "engine/chat/jinja/ast.h"
+#include "engine/chat/jinja/value.h"
+
+namespace astrai::jinja {
+
+// Throws TemplateError (with the line) on any error, RaisedException for
+// raise_exception().
+std::string render(const Body& body, const DictObject& context);
+
+}  // namespace astrai::jinja
