@@ -155,7 +155,7 @@ int run_serve(std::span<const std::string_view> argv) {
       .option("--port", "port to listen on (0 = any free port)", "8000")
       .option("--api-key", "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every route but /health")
       .option("--max-body-bytes", "larger request bodies get 413", "4194304")
-      .option("--chat-template", "auto (from the model's metadata), plain, llama2, chatml or llama3", "auto")
+      .option("--chat-template", "auto (the model's own Jinja template, else one its metadata looks like), jinja, plain, llama2, chatml or llama3", "auto")
       .option("--max-running", "requests generating at once", "16")
       .option("--max-waiting", "requests queued beyond those; more get 503 with Retry-After", "1024")
       .option("--cache", "KV cache: contiguous or paged (the CUDA backend always pages)", "contiguous")
@@ -181,7 +181,7 @@ int run_serve(std::span<const std::string_view> argv) {
     options = server_options(args);
     config = engine_config(args);
     grace = std::chrono::seconds(int_in_range(args, "--shutdown-grace", 0, 3600));
-    if (template_name != "auto") make_chat_template(template_name);  // throws for an unknown name
+    if (template_name != "auto" && template_name != "jinja") make_chat_template(template_name);  // throws for an unknown name
     if (backend != "auto" && backend != "reference" && backend != "cuda")
       throw std::invalid_argument("--backend must be auto, reference or cuda, got '" + backend + "'");
     if (args.has("--tokenizer") && !args.has("--model"))
@@ -216,8 +216,10 @@ int run_serve(std::span<const std::string_view> argv) {
         const LoadedModel model = load_model(model_path, args.get("--tokenizer"));
         std::string description;
         auto engine = make_engine(model, config, backend, &description);
-        const std::string chosen = template_name == "auto" ? detect_chat_template(model.chat_template) : template_name;
-        auto served = make_served_model(std::move(engine), model.name, chosen);
+        std::string note;
+        auto chat_template = choose_chat_template(model, template_name, &note);
+        if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;
+        auto served = make_served_model(std::move(engine), model.name, std::move(chat_template));
         std::cerr << "astrai serve: model '" << served->name << "' ready (" << model.weights.config.describe()
                   << ", chat template " << served->chat_template->name() << ", " << description << ")" << std::endl;
         server.set_model(std::move(served));

@@ -92,13 +92,18 @@ void ProtocolHandler::handle(httplib::Response& response) {
 
   InferenceEngine& engine = *model_->engine;
   const int context = engine.model_config().max_seq_len;
-  const Prompt rendered = model_->chat_template->render(chat.messages);
+  Prompt rendered;
+  try {
+    rendered = model_->chat_template->render(chat.messages);
+  } catch (const std::exception& e) {  // the model's own template refused the conversation
+    return send_error(response, ErrorKind::InvalidRequest, std::string("chat template: ") + e.what());
+  }
   // Bytes first: a prompt that cannot fit whatever its tokens is refused
   // without tokenizing it (which costs time, and memory that a stream of
   // oversized prompts would make the allocator hold).
   size_t text_bytes = 0;
   for (const PromptPart& part : rendered)
-    if (part.kind == PromptPart::Kind::Text) text_bytes += part.text.size();
+    if (part.kind == PromptPart::Kind::Text || part.kind == PromptPart::Kind::Rendered) text_bytes += part.text.size();
   if (const auto too_long = prompt_surely_too_long(text_bytes, model_->max_token_bytes, context))
     return send_error(response, ErrorKind::ContextLength, *too_long);
   std::vector<int> prompt = model_->encode(rendered);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/chat/jinja_chat_template.h"
 #include "engine/chat/prompt_encoder.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "server/request_id.h"
@@ -19,8 +20,10 @@ size_t longest_token_bytes(const Tokenizer& tokenizer) {
   size_t longest = 1;
   for (int id = 0; id < tokenizer.vocab_size(); ++id) {
     const TokenType type = tokenizer.type(id);
-    // A byte-level BPE also makes control tokens of text that spells them.
-    if (type == TokenType::Normal || type == TokenType::UserDefined || (byte_level && type == TokenType::Control))
+    // Control pieces count too: a byte-level BPE makes them of text that
+    // spells them, and so does every tokenizer for a prompt rendered by the
+    // model's own template (encode_with_special_tokens).
+    if (type == TokenType::Normal || type == TokenType::UserDefined || type == TokenType::Control)
       longest = std::max(longest, tokenizer.piece(id).size());
   }
   // NFC shrinks text at most threefold (Hangul L+V+T jamo, 9 bytes, compose
@@ -31,26 +34,53 @@ size_t longest_token_bytes(const Tokenizer& tokenizer) {
   return longest;
 }
 
+std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, const std::string& template_name,
+                                                   std::string* note) {
+  const bool automatic = template_name.empty() || template_name == "auto";
+  if (!automatic && template_name != "jinja") return make_chat_template(template_name);
+  if (model.chat_template.empty()) {
+    if (!automatic) throw std::invalid_argument("--chat-template jinja: the model has no chat template");
+    return make_chat_template("plain");
+  }
+  const Tokenizer& tok = model.tokenizer;
+  HfTemplateConfig config;
+  config.chat_template = model.chat_template;
+  if (tok.bos_id() >= 0) config.bos_token = tok.piece(tok.bos_id());
+  config.eos_token = tok.piece(tok.eos_id());
+  try {
+    return std::make_unique<JinjaChatTemplate>(std::move(config));
+  } catch (const jinja::TemplateError& e) {
+    if (!automatic) throw;
+    const std::string fallback = detect_chat_template(model.chat_template);
+    if (note) *note = std::string("the model's chat template is outside this engine's Jinja subset (") + e.what() +
+                      "); serving with the built-in '" + fallback + "' template instead";
+    return make_chat_template(fallback);
+  }
+}
+
 std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> engine, std::string name,
-                                               const std::string& template_name) {
+                                               std::unique_ptr<ChatTemplate> chat_template) {
   auto served = std::make_shared<ServedModel>();
   served->engine = std::move(engine);
   served->name = std::move(name);
-  served->chat_template = make_chat_template(template_name);
+  served->chat_template = std::move(chat_template);
   served->created = unix_time_now();
   served->max_token_bytes = longest_token_bytes(served->engine->tokenizer());
   return served;
 }
 
+std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> engine, std::string name,
+                                               const std::string& template_name) {
+  return make_served_model(std::move(engine), std::move(name), make_chat_template(template_name));
+}
+
 std::shared_ptr<ServedModel> make_served_model(LoadedModel model, const EngineConfig& config,
                                                const std::string& template_name) {
-  const std::string chosen =
-      (template_name.empty() || template_name == "auto") ? detect_chat_template(model.chat_template) : template_name;
-  make_chat_template(chosen);  // throws for an unknown name before the engine is built
+  auto chat_template = choose_chat_template(model, template_name);  // throws before the engine is built
   auto weights = std::make_shared<const ModelWeights>(std::move(model.weights));
   auto tokenizer = std::make_shared<const Tokenizer>(std::move(model.tokenizer));
   auto engine = std::make_shared<InferenceEngine>(std::move(weights), std::move(tokenizer), config);
-  return make_served_model(std::move(engine), model.name, chosen);
+  return make_served_model(std::move(engine), model.name, std::move(chat_template));
 }
 
 }  // namespace astrai

@@ -29,25 +29,35 @@ struct ServedModel {
 };
 
 // The most input bytes one token of `tokenizer` can stand for when text is
-// encoded, at least 1. SentencePiece: the longest normal or user-defined
-// piece (pieces hold their bytes, spaces as spaces). Every token encode()
-// makes of text is such a piece, a <0xXX> byte piece (one byte), or the
-// unknown piece standing for one byte (no byte pieces); never a control
-// piece. The pieces' bytes concatenate to the text (with the dummy space in
-// front), so no token stands for more. Byte-level BPE: the longest piece of
-// any kind (text that spells a control token becomes it), three times that
-// when the tokenizer normalizes to NFC (which shrinks text at most threefold).
+// encoded, at least 1: the longest normal, user-defined or control piece
+// (pieces hold their bytes, spaces as spaces). Every token encode() or
+// encode_with_special_tokens makes of text is such a piece, a <0xXX> byte
+// piece (one byte), or the unknown piece standing for one byte (no byte
+// pieces). The pieces' bytes concatenate to the text (SentencePiece puts a
+// dummy space in front), so no token stands for more. Three times that when
+// a byte-level tokenizer normalizes to NFC, which shrinks text at most
+// threefold before it is encoded.
 size_t longest_token_bytes(const Tokenizer& tokenizer);
 
-// Builds the engine (CPU reference) for a loaded model. template_name names a
-// chat template, or is "" / "auto" to take the one the model's metadata
-// names (plain when it names none); throws std::invalid_argument for an
-// unknown name.
+// The chat template a model is served with. template_name: a built-in name
+// (plain, llama2, chatml, llama3); "jinja", the model's own template, which
+// must be there and parse; or "" / "auto": the model's own when it has one
+// and this engine's Jinja subset runs it, else the built-in its metadata
+// looks like (plain when none). When auto falls back, *note (if given) says
+// why. Throws std::invalid_argument for an unknown name, and the Jinja
+// engine's error for a "jinja" template it cannot parse.
+std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, const std::string& template_name,
+                                                   std::string* note = nullptr);
+
+// Builds the engine (CPU reference) for a loaded model, with the template
+// choose_chat_template picks.
 std::shared_ptr<ServedModel> make_served_model(LoadedModel model, const EngineConfig& config,
                                                const std::string& template_name = "auto");
 
 // The same for an engine built elsewhere (tests, benchmarks).
 std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> engine, std::string name,
                                                const std::string& template_name);
+std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> engine, std::string name,
+                                               std::unique_ptr<ChatTemplate> chat_template);
 
 }  // namespace astrai

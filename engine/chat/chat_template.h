@@ -23,7 +23,9 @@
 namespace astrai {
 
 struct PromptPart {
-  enum class Kind { Text, Bos, Eos, Special };
+  // Rendered: a whole prompt from the model's own (Jinja) template, special
+  // tokens and BOS spelled out in the text (jinja_chat_template.h).
+  enum class Kind { Text, Bos, Eos, Special, Rendered };
   Kind kind = Kind::Text;
   std::string text;  // the text, or the special token's piece (e.g. "<|im_start|>")
 };

@@ -1,5 +1,7 @@
 #include "engine/chat/prompt_encoder.h"
 
+#include <stdexcept>
+
 namespace astrai {
 namespace {
 
@@ -16,7 +18,10 @@ int special_id(const Tokenizer& tokenizer, const std::string& piece) {
 }  // namespace
 
 std::vector<int> encode_prompt(const Prompt& prompt, const Tokenizer& tokenizer) {
-  std::vector<int> ids{tokenizer.bos_id()};
+  if (prompt.size() == 1 && prompt[0].kind == PromptPart::Kind::Rendered)
+    return tokenizer.encode_with_special_tokens(prompt[0].text);
+  std::vector<int> ids;
+  if (tokenizer.bos_id() >= 0) ids.push_back(tokenizer.bos_id());  // Qwen's vocabulary has none
   std::string text;
   auto flush_text = [&] {
     if (text.empty()) return;
@@ -28,6 +33,8 @@ std::vector<int> encode_prompt(const Prompt& prompt, const Tokenizer& tokenizer)
     int id = -1;
     switch (part.kind) {
       case PromptPart::Kind::Text: break;
+      case PromptPart::Kind::Rendered:
+        throw std::invalid_argument("encode_prompt: a Rendered part must be the whole prompt");
       case PromptPart::Kind::Bos: id = tokenizer.bos_id(); break;
       case PromptPart::Kind::Eos: id = tokenizer.eos_id(); break;
       case PromptPart::Kind::Special: id = special_id(tokenizer, part.text); break;

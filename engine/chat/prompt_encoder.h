@@ -9,7 +9,10 @@
 
 namespace astrai {
 
-// BOS, then the parts in order. Consecutive text parts are encoded as one
+// A Rendered part (the model's own template) is the whole prompt:
+// Tokenizer::encode_with_special_tokens of its text, no BOS added (the
+// template writes its own). Otherwise: BOS (when the vocabulary has one),
+// then the parts in order. Consecutive text parts are encoded as one
 // text (Tokenizer::encode without BOS, which puts SentencePiece's dummy space
 // in front of each run, as llama.cpp does after a special token). Bos/Eos
 // parts become the tokenizer's bos/eos ids; a Special part becomes the id of

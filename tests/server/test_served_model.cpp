@@ -1,6 +1,7 @@
 // The chat template a served model gets: named by --chat-template, else
 // recognised from the GGUF's tokenizer.chat_template, else plain.
 #include <filesystem>
+#include <algorithm>
 #include <random>
 
 #include <catch2/catch.hpp>
@@ -27,11 +28,39 @@ LoadedModel tiny_loaded_model(const std::string& chat_template) {
 TEST_CASE("A served model takes its chat template from the metadata unless one is named", "[served_model]") {
   const std::string chatml = "{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + "
                              "'<|im_end|>\\n'}}{% endfor %}";
-  CHECK(make_served_model(tiny_loaded_model(chatml), EngineConfig{}, "auto")->chat_template->name() == "chatml");
+  // The model's own template runs when this engine's Jinja subset parses it...
+  CHECK(make_served_model(tiny_loaded_model(chatml), EngineConfig{}, "auto")->chat_template->name() == "jinja");
+  CHECK(make_served_model(tiny_loaded_model(chatml), EngineConfig{}, "jinja")->chat_template->name() == "jinja");
+  // ...else the built-in one its markers name, saying why; "jinja" insists.
+  const std::string unsupported = "{% include 'header' %}" + chatml;
+  std::string note;
+  CHECK(choose_chat_template(tiny_loaded_model(unsupported), "auto", &note)->name() == "chatml");
+  CHECK_THAT(note, Catch::Contains("include") && Catch::Contains("built-in 'chatml'"));
+  CHECK_THROWS_WITH(choose_chat_template(tiny_loaded_model(unsupported), "jinja"), Catch::Contains("include"));
+  CHECK_THROWS_WITH(choose_chat_template(tiny_loaded_model(""), "jinja"), Catch::Contains("no chat template"));
   CHECK(make_served_model(tiny_loaded_model(""), EngineConfig{}, "auto")->chat_template->name() == "plain");
   CHECK(make_served_model(tiny_loaded_model(chatml), EngineConfig{}, "llama2")->chat_template->name() == "llama2");
   CHECK_THROWS_WITH(make_served_model(tiny_loaded_model(""), EngineConfig{}, "vicuna"),
                     Catch::Contains("unknown chat template 'vicuna'") && Catch::Contains("chatml"));
+}
+
+TEST_CASE("A Jinja template's prompt is its rendered text with special tokens, no BOS added", "[served_model]") {
+  const std::string chatml = "{{ bos_token }}{% for m in messages %}{{'<|im_start|>' + m['role'] + '\\n' + "
+                             "m['content'] + '<|im_end|>\\n'}}{% endfor %}"
+                             "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+  const auto served = make_served_model(tiny_loaded_model(chatml), EngineConfig{}, "auto");
+  const Tokenizer& tok = served->engine->tokenizer();
+  const std::vector<ChatMessage> chat = {{ChatRole::User, "Hi"}};
+  // The template writes BOS itself ("<s>", a control piece, becomes id 1).
+  CHECK(served->encode(chat) == tok.encode_with_special_tokens("<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
+  const std::vector<int> ids = served->encode(chat);
+  CHECK(ids.front() == tok.bos_id());
+  CHECK(std::count(ids.begin(), ids.end(), tok.bos_id()) == 1);
+  // A final assistant message is continued: the prompt ends with its text,
+  // without its end of turn (transformers' continue_final_message).
+  const std::vector<ChatMessage> prefill = {{ChatRole::User, "Hi"}, {ChatRole::Assistant, "Once upon "}};
+  CHECK(served->encode(prefill) ==
+        tok.encode_with_special_tokens("<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nOnce upon "));
 }
 
 TEST_CASE("The chat template shapes the prompt the server submits", "[served_model]") {
