@@ -1,10 +1,17 @@
-// astrai make-model: a synthetic model of any Llama shape with seeded random
-// weights and a made-up vocabulary, written as GGUF, for tests and benchmarks.
+// astrai make-model: a synthetic model of any Llama, Qwen 2 or Qwen 3 shape
+// with seeded random weights, for tests and benchmarks: a GGUF file, or a
+// Hugging Face folder (--format hf). The vocabulary is made up, or a real
+// tokenizer.json (--tokenizer; its tokenizer_config.json, with the chat
+// template, beside it), the model's vocabulary then padded to a multiple of 128.
+#include <filesystem>
 #include <iostream>
 
 #include "cli/arguments.h"
 #include "cli/commands.h"
+#include "engine/chat/hf_chat_template.h"
+#include "engine/model_files/hf_folder.h"
 #include "engine/model_files/load_model.h"
+#include "engine/model_files/rope_layout.h"
 #include "reference/synthetic_model.h"
 
 namespace astrai::cli {
@@ -12,8 +19,13 @@ namespace astrai::cli {
 int run_make_model(std::span<const std::string_view> argv) {
   std::string presets;
   for (const auto& p : model_presets()) presets += "\n        " + p.name + ": " + p.description;
-  Arguments args("astrai make-model -o OUT.gguf [--preset NAME] [--dim N --layers N ...]");
-  args.option("-o", "the GGUF file to write")
+  Arguments args("astrai make-model -o OUT [--format gguf|hf] [--arch A] [--tokenizer tokenizer.json] "
+                 "[--preset NAME] [--dim N --layers N ...]");
+  args.option("-o", "the GGUF file, or the folder (--format hf), to write")
+      .option("--format", "gguf, or hf (a Hugging Face folder: config.json, safetensors, tokenizer files)", "gguf")
+      .option("--arch", "llama, qwen2 (q/k/v biases) or qwen3 (q/k norms)", "llama")
+      .option("--head-dim", "width of a head when not dim / heads (Qwen 3)")
+      .option("--tokenizer", "a Hugging Face tokenizer.json with tokenizer_config.json beside it (default: made up)")
       .option("--preset", "a named shape; the options below override its fields:" + presets, "tiny")
       .option("--dim", "residual width")
       .option("--hidden", "feed-forward width")
@@ -41,10 +53,45 @@ int run_make_model(std::span<const std::string_view> argv) {
     override_int("--vocab", config.vocab_size);
     override_int("--context", config.max_seq_len);
     if (args.has("--rope-theta")) config.rope_theta = float(args.get_double("--rope-theta"));
+    override_int("--head-dim", config.explicit_head_dim);
+    const std::string arch = args.get("--arch"), format = args.get("--format");
+    if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+      throw std::invalid_argument("--arch must be llama, qwen2 or qwen3, got '" + arch + "'");
+    if (format != "gguf" && format != "hf") throw std::invalid_argument("--format must be gguf or hf, got '" + format + "'");
+    config.qkv_bias = arch == "qwen2";
+    config.qk_norm = arch == "qwen3";
+
+    std::optional<Tokenizer> tokenizer;
+    std::string tokenizer_json, tokenizer_config, chat_template;
+    if (args.has("--tokenizer")) {
+      tokenizer_json = args.get("--tokenizer");
+      tokenizer_config = std::filesystem::path(tokenizer_json).replace_filename("tokenizer_config.json").string();
+      const int ids = Tokenizer::load_hf(tokenizer_json, tokenizer_config).vocab_size();
+      if (!args.has("--vocab")) config.vocab_size = (ids + 127) / 128 * 128;
+      tokenizer = Tokenizer::load_hf(tokenizer_json, tokenizer_config, {}, config.vocab_size);
+      chat_template = read_tokenizer_config(tokenizer_config).chat_template;
+    } else {
+      tokenizer = make_synthetic_tokenizer(config.vocab_size);
+    }
     config.validate();
     const ModelWeights weights = make_synthetic_weights(config, uint64_t(args.get_int("--seed")));
-    write_gguf_model(args.get("-o"), weights, make_synthetic_tokenizer(config.vocab_size),
-                     parse_gguf_dtype(args.get("--dtype")), args.get("--name"));
+    const std::string out = args.get("-o");
+    if (format == "hf") {
+      if (tokenizer_json.empty()) throw std::invalid_argument("--format hf needs --tokenizer (a tokenizer.json)");
+      const std::string dtype = args.get("--dtype");
+      const SafetensorsDType st = dtype == "f32" ? SafetensorsDType::F32
+                                  : dtype == "f16" ? SafetensorsDType::F16
+                                  : dtype == "bf16" ? SafetensorsDType::BF16
+                                                    : throw std::invalid_argument("unknown --dtype '" + dtype + "'");
+      // Random weights are as good in either RoPE layout; Hugging Face's is rotate-half.
+      write_hf_folder(out, with_rope_layout(weights, RopeLayout::RotateHalf), {.dtype = st});
+      const auto dir = std::filesystem::path(out);
+      std::filesystem::copy_file(tokenizer_json, dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::copy_file(tokenizer_config, dir / "tokenizer_config.json",
+                                 std::filesystem::copy_options::overwrite_existing);
+    } else {
+      write_gguf_model(out, weights, *tokenizer, parse_gguf_dtype(args.get("--dtype")), args.get("--name"), chat_template);
+    }
     std::cout << "wrote " << args.get("-o") << " (" << config.describe() << ")\n";
     return 0;
   });

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/chat/hf_chat_template.h"
 #include "engine/model_files/hf_folder.h"
 #include "engine/model_files/llama2c_checkpoint.h"
 
@@ -28,26 +28,11 @@ std::string read_text_file(const std::string& path) {
 }
 
 // chat_template.jinja beside the other files (newer transformers save it so),
-// else tokenizer_config.json's chat_template: a string, or a list of
-// {"name", "template"} of which "default" is the one apply_chat_template uses.
+// else tokenizer_config.json's chat_template (read_tokenizer_config).
 std::string folder_chat_template(const HfModelFolder& f, const std::string& dir) {
   const auto jinja = std::filesystem::path(dir) / "chat_template.jinja";
   if (std::filesystem::is_regular_file(jinja)) return read_text_file(jinja.string());
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(read_text_file(f.tokenizer_config_json));
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(f.tokenizer_config_json + ": not JSON: " + e.what());
-  }
-  const auto t = config.value("chat_template", nlohmann::json());
-  if (t.is_string()) return t.get<std::string>();
-  if (t.is_array())
-    for (const auto& named : t)
-      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
-          named["template"].is_string())
-        return named["template"].get<std::string>();
-  if (!t.is_null()) throw std::runtime_error(f.tokenizer_config_json + ": chat_template is neither a string nor a list with a \"default\"");
-  return "";
+  return read_tokenizer_config(f.tokenizer_config_json).chat_template;
 }
 
 LoadedModel load_hf_model(const std::string& dir, const std::string& tokenizer_path) {

