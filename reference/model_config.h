@@ -38,7 +38,7 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   float norm_eps = 1e-5f;
   RopeLayout rope_layout = RopeLayout::AdjacentPairs;
-  RopeScaling rope_scaling;
+  RopeScaling rope_scaling{};
   // Width of one attention head; 0 means dim / n_heads. Qwen 3 sets its own
   // (config.json head_dim, GGUF attention.key_length), so q_dim() may differ from dim.
   int explicit_head_dim = 0;

@@ -53,9 +53,9 @@ struct HfWriteOptions {
   // shard of its own).
   uint64_t max_shard_bytes = 0;
   // Default: hf_architecture_for(config). Mistral may be chosen for a Llama-shaped config.
-  std::optional<HfArchitecture> architecture;
+  std::optional<HfArchitecture> architecture{};
   // generation_config.json is written when set.
-  std::optional<HfGenerationConfig> generation;
+  std::optional<HfGenerationConfig> generation{};
 };
 
 // Writes config.json, the safetensors file(s) and generation_config.json

@@ -23,7 +23,7 @@ struct LoadedModel {
   std::string chat_template;  // Jinja: GGUF's tokenizer.chat_template or the folder's; may be empty
   // A folder's generation_config.json (sampling defaults; its EOS ids are
   // already in the tokenizer's end-of-generation set).
-  std::optional<HfGenerationConfig> generation;
+  std::optional<HfGenerationConfig> generation{};
 };
 
 // "hf" for a directory holding config.json, "gguf" when the file starts with
