@@ -22,11 +22,7 @@ namespace {
 HfTemplateConfig config_from_model(const std::string& path) {
   const LoadedModel model = load_model(path);
   if (model.chat_template.empty()) throw std::runtime_error(path + ": the model has no chat template (tokenizer.chat_template)");
-  HfTemplateConfig config;
-  config.chat_template = model.chat_template;
-  config.bos_token = model.tokenizer.piece(model.tokenizer.bos_id());
-  config.eos_token = model.tokenizer.piece(model.tokenizer.eos_id());
-  return config;
+  return template_config_for(model.chat_template, model.tokenizer);
 }
 
 }  // namespace

@@ -42,13 +42,8 @@ std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, con
     if (!automatic) throw std::invalid_argument("--chat-template jinja: the model has no chat template");
     return make_chat_template("plain");
   }
-  const Tokenizer& tok = model.tokenizer;
-  HfTemplateConfig config;
-  config.chat_template = model.chat_template;
-  if (tok.bos_id() >= 0) config.bos_token = tok.piece(tok.bos_id());
-  config.eos_token = tok.piece(tok.eos_id());
   try {
-    return std::make_unique<JinjaChatTemplate>(std::move(config));
+    return std::make_unique<JinjaChatTemplate>(template_config_for(model.chat_template, model.tokenizer));
   } catch (const jinja::TemplateError& e) {
     if (!automatic) throw;
     const std::string fallback = detect_chat_template(model.chat_template);

@@ -68,6 +68,14 @@ HfTemplateConfig read_tokenizer_config(const std::string& path) {
 HfChatTemplate::HfChatTemplate(HfTemplateConfig config)
     : config_(std::move(config)), template_(config_.chat_template) {}
 
+HfTemplateConfig template_config_for(std::string chat_template, const Tokenizer& tokenizer) {
+  HfTemplateConfig config;
+  config.chat_template = std::move(chat_template);
+  if (tokenizer.bos_id() >= 0) config.bos_token = tokenizer.piece(tokenizer.bos_id());
+  config.eos_token = tokenizer.piece(tokenizer.eos_id());
+  return config;
+}
+
 std::string HfChatTemplate::render(std::span<const ChatMessage> messages, bool add_generation_prompt,
                                    const nlohmann::ordered_json& extra) const {
   nlohmann::ordered_json request = extra.is_null() ? nlohmann::ordered_json::object() : extra;

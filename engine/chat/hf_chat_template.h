@@ -15,6 +15,7 @@
 
 #include "engine/chat/chat_message.h"
 #include "engine/chat/jinja/template.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace astrai {
 
@@ -34,6 +35,10 @@ struct HfTemplateConfig {
 HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, const std::string& source);
 // Reads and parses the file; throws std::runtime_error naming it.
 HfTemplateConfig read_tokenizer_config(const std::string& path);
+// A model's template (GGUF tokenizer.chat_template, or a folder's) with its
+// tokenizer's BOS and EOS pieces as bos_token and eos_token (no bos_token
+// when the vocabulary has no BOS, as Qwen's tokenizer_config.json says null).
+HfTemplateConfig template_config_for(std::string chat_template, const Tokenizer& tokenizer);
 
 class HfChatTemplate {
  public:

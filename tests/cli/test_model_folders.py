@@ -106,6 +106,11 @@ def main():
         if made.returncode or conv.returncode:
             continue
         prompt = jinja2_prompt(os.path.join(folder, "tokenizer_config.json"))
+        rendered = run("chat-template", "--model", folder, "--jsonl",
+                       stdin=json.dumps({"messages": MESSAGES, "add_generation_prompt": True}) + "\n")
+        results.check(f"{name}: chat-template --model DIR renders what jinja2 renders",
+                      rendered.returncode == 0 and json.loads(rendered.stdout) == prompt,
+                      rendered.stderr + rendered.stdout[:300])
         tok = run("tokenize", "--model", folder, "--jsonl", stdin=json.dumps(prompt) + "\n")
         results.check(f"{name}: tokenize --model DIR --jsonl", tok.returncode == 0, tok.stderr)
         expected = len(json.loads(tok.stdout)) if tok.returncode == 0 else -1
