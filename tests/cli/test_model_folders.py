@@ -12,7 +12,9 @@ the server's prompt token count must equal it. A Qwen GGUF stores its tensors
 as the folder does (no RoPE permutation), so the same greedy request must give
 the same text from both.
 
-Usage (meson runs it): test_model_folders.py PATH/TO/astrai SOURCE_ROOT
+Usage (meson runs it): test_model_folders.py PATH/TO/astrai SOURCE_ROOT [--models NAME,...]
+(sanitizer builds run qwen3 alone: the memory checks need one path, and an
+ASan server is several times slower).
 Skips, saying why, without the npm packages or jinja2. Prints 'N passed, N failed'.
 """
 import json
@@ -22,6 +24,7 @@ import sys
 import tempfile
 
 ASTRAI, SOURCE_ROOT = sys.argv[1], sys.argv[2]
+ONLY = sys.argv[4].split(",") if len(sys.argv) > 4 and sys.argv[3] == "--models" else None
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests/reliability"))
 import server_process as sp  # noqa: E402
 
@@ -91,6 +94,8 @@ def main():
         print("SKIPPED: python3-jinja2 is not installed (the oracle of the served prompt)")
         return 0
     for name, arch, package, extra in MODELS:
+        if ONLY and name not in ONLY:
+            continue
         tokenizer = os.path.join(ORACLE, f"tokenizer-{package}/models/tokenizer.json")
         if not os.path.exists(tokenizer):
             print(f"SKIPPED: {tokenizer} not found (npm ci in tests/engine/tokenizer/bpe_oracle)")

