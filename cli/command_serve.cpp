@@ -149,13 +149,19 @@ ServerOptions server_options(const Arguments& args) {
 
 int run_serve(std::span<const std::string_view> argv) {
   Arguments args("astrai serve [--model M [--tokenizer T]] [--host H] [--port P] [options]");
-  args.option("--model", "a GGUF file or a llama2.c checkpoint (default: a synthetic model with random weights)")
+  args.option("--model",
+              "a Hugging Face folder, a GGUF file or a llama2.c checkpoint (default: a synthetic model with random "
+              "weights)")
       .option("--tokenizer", "llama2.c tokenizer.bin (default: the GGUF's own, or tok<vocab>.bin beside a checkpoint)")
       .option("--host", "address to listen on", "127.0.0.1")
       .option("--port", "port to listen on (0 = any free port)", "8000")
       .option("--api-key", "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every route but /health")
       .option("--max-body-bytes", "larger request bodies get 413", "4194304")
       .option("--chat-template", "auto (the model's own Jinja template, else one its metadata looks like), jinja, plain, llama2, chatml or llama3", "auto")
+      .option("--generation-config",
+              "auto (a folder's generation_config.json sets the default temperature, top_p and top_k, as in vLLM) "
+              "or none (1, 1 and 50 whatever the model)",
+              "auto")
       .option("--max-running", "requests generating at once", "16")
       .option("--max-waiting", "requests queued beyond those; more get 503 with Retry-After", "1024")
       .option("--cache", "KV cache: contiguous or paged (the CUDA backend always pages)", "contiguous")
@@ -177,7 +183,10 @@ int run_serve(std::span<const std::string_view> argv) {
   std::chrono::seconds grace{};
   const std::string template_name = args.get("--chat-template");
   const std::string backend = args.get("--backend");
+  const std::string generation_config = args.get("--generation-config");
   try {
+    if (generation_config != "auto" && generation_config != "none")
+      throw std::invalid_argument("--generation-config must be auto or none, got '" + generation_config + "'");
     options = server_options(args);
     config = engine_config(args);
     grace = std::chrono::seconds(int_in_range(args, "--shutdown-grace", 0, 3600));
@@ -220,6 +229,11 @@ int run_serve(std::span<const std::string_view> argv) {
         auto chat_template = choose_chat_template(model, template_name, &note);
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;
         auto served = make_served_model(std::move(engine), model.name, std::move(chat_template));
+        if (generation_config == "auto") served->default_sampling = sampling_defaults(model.generation);
+        const SamplingParams& d = served->default_sampling;
+        std::cerr << "astrai serve: default sampling: temperature " << d.temperature << ", top_p " << d.top_p
+                  << ", top_k " << d.top_k
+                  << (generation_config == "auto" && model.generation ? " (generation_config.json)" : "") << std::endl;
         std::cerr << "astrai serve: model '" << served->name << "' ready (" << model.weights.config.describe()
                   << ", chat template " << served->chat_template->name() << ", " << description << ")" << std::endl;
         server.set_model(std::move(served));

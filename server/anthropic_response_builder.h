@@ -10,7 +10,8 @@ namespace astrai {
 
 class AnthropicResponseBuilder : public ResponseBuilder {
  public:
-  explicit AnthropicResponseBuilder(std::string model);
+  // defaults: the sampling a request gets for the fields it leaves out.
+  AnthropicResponseBuilder(std::string model, SamplingParams defaults);
 
   ChatRequest prepare(const nlohmann::ordered_json& body) override;
   std::string format_stream_start(int prompt_tokens) override;
@@ -22,6 +23,7 @@ class AnthropicResponseBuilder : public ResponseBuilder {
 
  private:
   std::string model_;
+  SamplingParams default_sampling_;
   std::string id_;
 };
 

@@ -19,7 +19,7 @@ struct ChatRequest {
   // default; ProtocolHandler fills it in once the prompt is encoded).
   // Anthropic's protocol requires the field.
   std::optional<int> max_tokens;
-  SamplingParams sampling;            // temperature 1, top_k 50, top_p 1 unless given
+  SamplingParams sampling;            // the served model's defaults (ServedModel::default_sampling) unless given
   std::vector<std::string> stop;      // stop sequences, none empty
   bool stream = false;
   bool ignore_eos = false;            // extension: always generate max_tokens

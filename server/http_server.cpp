@@ -181,7 +181,7 @@ bool HttpServer::authorized(const httplib::Request& request, httplib::Response& 
                       request.get_header_value("x-api-key")))
     return true;
   const Protocol& protocol = protocol_for_errors(request.path, request.has_header("anthropic-version"));
-  const auto builder = protocol.make_builder("");
+  const auto builder = protocol.make_builder("", SamplingParams{});
   response.set_header("WWW-Authenticate", "Bearer");
   send_json(response, 401,
             builder->format_error(ErrorKind::Authentication,
@@ -224,7 +224,7 @@ void HttpServer::install_routes() {
       if (!authorized(with_body, res)) return;
       auto model = loaded_model(res);
       if (!model) return;
-      std::shared_ptr<ResponseBuilder> builder = protocol.make_builder(model->name);
+      std::shared_ptr<ResponseBuilder> builder = protocol.make_builder(model->name, model->default_sampling);
       ProtocolHandler(with_body, model, std::move(builder), options_.stream_heartbeat).handle(res);
     });
   }

@@ -73,12 +73,13 @@ void read_messages(FieldChecker& check, const json& body, ChatRequest& request) 
 
 }  // namespace
 
-OpenAIResponseBuilder::OpenAIResponseBuilder(std::string model)
-    : model_(std::move(model)), id_(random_id("chatcmpl-")), created_(unix_time_now()) {}
+OpenAIResponseBuilder::OpenAIResponseBuilder(std::string model, SamplingParams defaults)
+    : model_(std::move(model)), default_sampling_(defaults), id_(random_id("chatcmpl-")), created_(unix_time_now()) {}
 
 ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
   FieldChecker check;
   ChatRequest request;
+  request.sampling = default_sampling_;
   read_messages(check, body, request);
   const CommonParameters p = read_common_parameters(check, body);
   const json loc = json::array({"body"});

@@ -11,7 +11,8 @@ namespace astrai {
 
 class OpenAIResponseBuilder : public ResponseBuilder {
  public:
-  explicit OpenAIResponseBuilder(std::string model);
+  // defaults: the sampling a request gets for the fields it leaves out.
+  OpenAIResponseBuilder(std::string model, SamplingParams defaults);
 
   ChatRequest prepare(const nlohmann::ordered_json& body) override;
   std::string format_stream_start(int prompt_tokens) override;
@@ -26,6 +27,7 @@ class OpenAIResponseBuilder : public ResponseBuilder {
   nlohmann::ordered_json chunk(nlohmann::ordered_json delta, const nlohmann::ordered_json& finish_reason) const;
 
   std::string model_;
+  SamplingParams default_sampling_;
   std::string id_;
   int64_t created_;
   // stream_options.include_usage: true puts "usage": null in every chunk as

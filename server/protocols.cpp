@@ -20,9 +20,13 @@ int http_status(ErrorKind kind) {
 const std::vector<Protocol>& protocols() {
   static const std::vector<Protocol> all = {
       {"openai", "/v1/chat/completions",
-       [](const std::string& model) { return std::make_unique<OpenAIResponseBuilder>(model); }},
+       [](const std::string& model, const SamplingParams& defaults) {
+         return std::make_unique<OpenAIResponseBuilder>(model, defaults);
+       }},
       {"anthropic", "/v1/messages",
-       [](const std::string& model) { return std::make_unique<AnthropicResponseBuilder>(model); }},
+       [](const std::string& model, const SamplingParams& defaults) {
+         return std::make_unique<AnthropicResponseBuilder>(model, defaults);
+       }},
   };
   return all;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/sampling/sampling_params.h"
 #include "server/response_builder.h"
 
 namespace astrai {
@@ -14,7 +15,10 @@ namespace astrai {
 struct Protocol {
   std::string name;  // "openai", "anthropic"
   std::string path;  // the POST route
-  std::function<std::unique_ptr<ResponseBuilder>(const std::string& model_name)> make_builder;
+  // A request's builder: the served model's name, and the sampling defaults
+  // its request starts from (the fields the body sets replace them).
+  std::function<std::unique_ptr<ResponseBuilder>(const std::string& model_name, const SamplingParams& defaults)>
+      make_builder;
 };
 
 const std::vector<Protocol>& protocols();

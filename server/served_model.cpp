@@ -75,7 +75,18 @@ std::shared_ptr<ServedModel> make_served_model(LoadedModel model, const EngineCo
   auto weights = std::make_shared<const ModelWeights>(std::move(model.weights));
   auto tokenizer = std::make_shared<const Tokenizer>(std::move(model.tokenizer));
   auto engine = std::make_shared<InferenceEngine>(std::move(weights), std::move(tokenizer), config);
-  return make_served_model(std::move(engine), model.name, std::move(chat_template));
+  auto served = make_served_model(std::move(engine), model.name, std::move(chat_template));
+  served->default_sampling = sampling_defaults(model.generation);
+  return served;
+}
+
+SamplingParams sampling_defaults(const std::optional<HfGenerationConfig>& generation) {
+  SamplingParams defaults;
+  if (!generation) return defaults;
+  if (generation->temperature) defaults.temperature = *generation->temperature;
+  if (generation->top_p) defaults.top_p = *generation->top_p;
+  if (generation->top_k) defaults.top_k = *generation->top_k;
+  return defaults;
 }
 
 }  // namespace astrai

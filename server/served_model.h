@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/chat/chat_template.h"
 #include "engine/inference_engine.h"
 #include "engine/model_files/load_model.h"
+#include "reference/sampling/sampling_params.h"
 
 namespace astrai {
 
@@ -22,6 +24,9 @@ struct ServedModel {
   // longest_token_bytes): a prompt of B bytes of text has at least
   // B / max_token_bytes tokens.
   size_t max_token_bytes = 1;
+  // What a request gets for the sampling fields it leaves out: the model's
+  // own defaults (sampling_defaults), overridden field by field.
+  SamplingParams default_sampling{};
 
   // The prompt's token ids for a conversation (BOS first).
   std::vector<int> encode(const std::vector<ChatMessage>& messages) const;
@@ -38,6 +43,13 @@ struct ServedModel {
 // a byte-level tokenizer normalizes to NFC, which shrinks text at most
 // threefold before it is encoded.
 size_t longest_token_bytes(const Tokenizer& tokenizer);
+
+// The sampling defaults a model is served with, as vLLM applies
+// generation_config.json: its temperature, top_p and top_k where set, the
+// server's own defaults (SamplingParams{}) for the rest and for models
+// without one. do_sample is ignored (vLLM ignores it too): a client asks for
+// greedy decoding with temperature 0.
+SamplingParams sampling_defaults(const std::optional<HfGenerationConfig>& generation);
 
 // The chat template a model is served with. template_name: a built-in name
 // (plain, llama2, chatml, llama3); "jinja", the model's own template, which

@@ -420,7 +420,7 @@ void check_formatters(ResponseBuilder& builder, bool anthropic, const ChatReques
 void check_request(const RequestCase& c) {
   const Protocol& protocol = protocols()[c.anthropic ? 1 : 0];
   check(protocol.name == (c.anthropic ? "anthropic" : "openai"), "protocols() lists OpenAI, then Anthropic");
-  const std::unique_ptr<ResponseBuilder> builder = protocol.make_builder("fuzz-model");
+  const std::unique_ptr<ResponseBuilder> builder = protocol.make_builder("fuzz-model", SamplingParams{});
   ParsedChatRequest parsed;
   try {
     parsed = parse_chat_request(*builder, c.body);

@@ -60,6 +60,7 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   engine_config.cache = options_.cache;
   auto engine = std::make_shared<InferenceEngine>(std::move(executor), tokenizer, engine_config);
   model_ = make_served_model(engine, "tiny-test-model", options_.chat_template);
+  model_->default_sampling = options_.default_sampling;
 
   ServerOptions server_options;
   server_options.host = "127.0.0.1";

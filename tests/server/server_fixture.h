@@ -17,6 +17,7 @@
 
 #include "engine/executor/reference_executor.h"
 #include "engine/inference_engine.h"
+#include "reference/sampling/sampling_params.h"
 #include "server/http_server.h"
 
 namespace astrai::test {
@@ -58,6 +59,7 @@ struct TestServerOptions {
   std::string chat_template = "plain";
   std::chrono::seconds request_timeout{30};  // a request body must arrive within this
   int threads = 48;                          // httplib workers
+  SamplingParams default_sampling{};         // what a request leaves out (a model's generation_config.json)
 };
 
 // The tiny Llama-shaped model every server test uses (synthetic weights and

@@ -16,7 +16,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 ParsedChatRequest parse_as(const Protocol& protocol, const std::string& body) {
-  const auto builder = protocol.make_builder("test-model");
+  const auto builder = protocol.make_builder("test-model", SamplingParams{});
   return parse_chat_request(*builder, body);
 }
 
