@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/hf_config.h"
 #include "engine/model_files/rope_layout.h"
 #include "reference/rope.h"
 #include "engine/model_files/gguf_tokenizer.h"
@@ -27,10 +28,16 @@ std::string layer_tensor(int layer, const char* what, const char* kind = "weight
   return "blk." + std::to_string(layer) + "." + what + "." + kind;
 }
 
-// The GGUF architecture of a config: its options name it.
+// The GGUF architecture of a config: llama.cpp's name for the Hugging Face
+// architecture it needs (Mistral runs as "llama" there). Throws, as
+// hf_architecture_for does, for a config no architecture has.
 std::string architecture_of(const ModelConfig& c) {
-  if (c.qk_norm) return "qwen3";
-  if (c.qkv_bias) return "qwen2";
+  switch (hf_architecture_for(c)) {
+    case HfArchitecture::Qwen3: return "qwen3";
+    case HfArchitecture::Qwen2: return "qwen2";
+    case HfArchitecture::Llama:
+    case HfArchitecture::Mistral: break;
+  }
   return "llama";
 }
 
