@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential meson ninja-build pkg-config cmake
+  ccache                                                          # meson compiles through it: build-emu/ reuses build/'s engine objects (same flags)
   xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev   # reference math
   nlohmann-json3-dev                                              # JSON
   libpcre2-dev libicu-dev                                         # tokenizer.json: Split regexes (PCRE2), NFC (ICU)
