@@ -10,6 +10,7 @@
 #include "engine/chat/jinja/builtins.h"
 #include "engine/chat/jinja/json_value.h"
 #include "engine/chat/jinja/python_text.h"
+#include "engine/chat/jinja/render_limits.h"
 
 namespace astrai::jinja {
 
@@ -99,14 +100,21 @@ Value map_filter(const Value& seq, const CallArgs& a) {
   return Value::iterator(std::move(out), "generator");
 }
 
+constexpr size_t kMaxJsonIndent = 64;
+
 Value tojson(const Value& v, const CallArgs& a) {
   // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
   JsonDumpOptions o;
   if (const Value* e = opt(a, 0, "ensure_ascii")) o.ensure_ascii = truthy(*e);
   if (const Value* i = opt(a, 1, "indent"); i && !i->is_none()) {
     if (i->is_string()) o.indent = i->as_string();
-    else if (i->is_int()) o.indent = std::string(size_t(std::max<int64_t>(0, i->as_int())), ' ');
+    else if (i->is_int()) o.indent = std::string(size_t(std::clamp<int64_t>(i->as_int(), 0, kMaxJsonIndent + 1)), ' ');
     else throw std::runtime_error("tojson indent must be an int or a str");
+    // Each nesting level repeats the indent on every line below it, so a wide
+    // one multiplies the output by the depth; templates indent by 2 or 4.
+    if (o.indent->size() > kMaxJsonIndent)
+      throw std::runtime_error("tojson indent wider than " + std::to_string(kMaxJsonIndent) +
+                               " is not supported by this Jinja engine");
   }
   if (const Value* s = opt(a, 2, "separators"); s && !s->is_none()) {
     if (!s->is_list() || s->as_list().items.size() != 2 || !s->as_list().items[0].is_string() ||
@@ -123,17 +131,24 @@ Value indent(const Value& v, const CallArgs& a) {
   // jinja2's do_indent: the first line stays unless first=True; blank lines stay blank unless blank=True.
   if (!v.is_string()) throw std::runtime_error("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
   std::string pad = "    ";
-  if (const Value* w = opt(a, 0, "width")) pad = w->is_string() ? w->as_string() : std::string(size_t(std::max<int64_t>(0, w->as_int())), ' ');
+  if (const Value* w = opt(a, 0, "width")) {
+    if (!w->is_string()) check_string_size(size_t(std::max<int64_t>(0, w->as_int())));
+    pad = w->is_string() ? w->as_string() : std::string(size_t(std::max<int64_t>(0, w->as_int())), ' ');
+  }
   const bool first = opt(a, 1, "first") && truthy(*opt(a, 1, "first"));
   const bool blank = opt(a, 2, "blank") && truthy(*opt(a, 2, "blank"));
   const Value lines_v = get_attribute(Value(text(v) + "\n"), "splitlines");
   std::vector<Value> lines = lines_v.as_callable().call({}).as_list().items;
   std::string out;
   if (blank) {
-    for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" + pad : "") + lines[i].as_string();
+    for (size_t i = 0; i < lines.size(); ++i) {
+      check_string_size(out.size() + 1 + pad.size() + lines[i].as_string().size());
+      out += (i ? "\n" + pad : "") + lines[i].as_string();
+    }
   } else {
     out = lines.empty() ? "" : lines[0].as_string();
     for (size_t i = 1; i < lines.size(); ++i) {
+      check_string_size(out.size() + 1 + pad.size() + lines[i].as_string().size());
       out += '\n';
       if (!lines[i].as_string().empty()) out += pad + lines[i].as_string();
     }
@@ -217,7 +232,9 @@ const std::map<std::string, FilterFn>& filters() {
          std::string out;
          bool first = true;
          for (const Value& item : iterate(v)) {
-           out += (first ? "" : sep) + text(attribute ? attribute_path(item, text(*attribute)) : item);
+           const std::string piece = text(attribute ? attribute_path(item, text(*attribute)) : item);
+           check_string_size(out.size() + (first ? 0 : sep.size()) + piece.size());
+           out += (first ? "" : sep) + piece;
            first = false;
          }
          return Value(out);

@@ -8,6 +8,7 @@
 
 #include "engine/chat/jinja/builtins.h"
 #include "engine/chat/jinja/python_text.h"
+#include "engine/chat/jinja/render_limits.h"
 
 namespace astrai::jinja {
 
@@ -183,6 +184,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
     for (const Value& x : iterate(*it)) {
       if (!x.is_string())
         throw std::runtime_error("sequence item: expected str instance, " + x.type_name() + " found");
+      check_string_size(out.size() + (first ? 0 : s.size()) + x.as_string().size());
       out += (first ? "" : s) + x.as_string();
       first = false;
     }

@@ -2,6 +2,7 @@
 // ICU (root locale, full mappings as Python's str.upper/lower use).
 #include "engine/chat/jinja/python_text.h"
 
+#include "engine/chat/jinja/render_limits.h"
 #include <unicode/locid.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
@@ -126,6 +127,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
     int64_t done = 0;
     for (size_t i = 0; i <= u.size(); ++i) {
       if (count < 0 || done < count) {
+        check_string_size(out.size() + replacement.size());
         out += replacement;
         ++done;
       }
@@ -138,6 +140,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
   while (count < 0 || done < count) {
     const size_t hit = s.find(old, pos);
     if (hit == std::string_view::npos) break;
+    check_string_size(out.size() + (hit - pos) + replacement.size());
     out += s.substr(pos, hit - pos);
     out += replacement;
     pos = hit + old.size();

@@ -1,12 +1,15 @@
 // The tree-walking renderer (see renderer.h).
 #include "engine/chat/jinja/renderer.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <unordered_map>
 
 #include "engine/chat/jinja/builtins.h"
 #include "engine/chat/jinja/error.h"
 #include "engine/chat/jinja/python_text.h"
+#include "engine/chat/jinja/render_limits.h"
 
 namespace astrai::jinja {
 
@@ -35,6 +38,7 @@ std::string operand_error(const std::string& op, const Value& a, const Value& b)
 }
 
 Value repeat(const Value& seq, int64_t n) {
+  check_repeated_size(seq.is_string() ? seq.as_string().size() : seq.as_list().items.size(), n, !seq.is_string());
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -62,9 +66,13 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       return Value(r);
     }
     if (nums) return Value(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+    if (a.is_string() && b.is_string()) {
+      check_string_size(a.as_string().size() + b.as_string().size());
+      return Value(a.as_string() + b.as_string());
+    }
     if (a.is_list() && b.is_list() && a.as_list().plain() && b.as_list().plain() &&
         a.as_list().is_tuple == b.as_list().is_tuple) {
+      check_list_size(a.as_list().items.size() + b.as_list().items.size());
       std::vector<Value> items = a.as_list().items;
       items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
       return Value::list(std::move(items), a.as_list().is_tuple);
@@ -162,9 +170,10 @@ bool compare(const std::string& op, const Value& a, const Value& b) {
 
 class Renderer {
  public:
-  explicit Renderer(const DictObject& context) : context_(context) {}
+  Renderer(const DictObject& context, const RenderLimits& limits) : context_(context), limits_(limits) {}
 
   std::string run(const Body& body) {
+    const ScopedRenderLimits scoped(limits_);
     Scope root;
     root_ = &root;
     std::string out;
@@ -189,11 +198,27 @@ class Renderer {
     return Flow::Normal;
   }
 
+  // One statement or expression more; throws past the render's budget.
+  void step() {
+    if (++steps_ > limits_.max_steps)
+      throw std::runtime_error("the template ran more than " + std::to_string(limits_.max_steps) +
+                               " steps, this engine's limit (a loop without end?)");
+    if (steps_ % 4096 == 0 && std::chrono::steady_clock::now() > deadline_)
+      throw std::runtime_error("the template took longer than " + py_float_repr(limits_.max_seconds) +
+                               " s to render, this engine's limit");
+  }
+
+  void append(std::string& out, std::string_view text) {
+    check_string_size(out.size() + text.size());
+    out += text;
+  }
+
   Flow exec(const Node& n, Scope& scope, std::string& out) {
     line_ = n.line;
+    step();
     switch (n.kind) {
-      case Node::Kind::Text: out += n.text; return Flow::Normal;
-      case Node::Kind::Output: out += to_str(eval(*n.expr, scope)); return Flow::Normal;
+      case Node::Kind::Text: append(out, n.text); return Flow::Normal;
+      case Node::Kind::Output: append(out, to_str(eval(*n.expr, scope))); return Flow::Normal;
       case Node::Kind::If:
         for (const auto& [cond, body] : n.branches)
           if (truthy(eval(*cond, scope))) return exec(body, scope, out);
@@ -236,6 +261,7 @@ class Renderer {
     bool completed = false;
     const int64_t len = int64_t(items.size());
     for (int64_t i = 0; i < len; ++i) {
+      step();  // an iteration is a step even when its body is empty
       Scope s{&scope, {}};
       bind(n.target, items[size_t(i)], s);
       s.vars["loop"] = loop_object(items, i);
@@ -342,6 +368,7 @@ class Renderer {
 
   Value eval(const Expr& e, Scope& s) {
     line_ = e.line;
+    step();
     switch (e.kind) {
       case Expr::Kind::Literal: return e.literal;
       case Expr::Kind::Name: return lookup(e.name, s);
@@ -402,7 +429,11 @@ class Renderer {
         if (e.name == "or") return truthy(a) ? a : eval(*e.children[1], s);
         const Value b = eval(*e.children[1], s);
         line_ = e.line;
-        if (e.name == "~") return Value(to_str(a) + to_str(b));
+        if (e.name == "~") {
+          std::string joined = to_str(a);
+          append(joined, to_str(b));
+          return Value(std::move(joined));
+        }
         return arithmetic(e.name, a, b);
       }
       case Expr::Kind::Compare: {
@@ -451,6 +482,11 @@ class Renderer {
   }
 
   const DictObject& context_;
+  const RenderLimits& limits_;
+  int64_t steps_ = 0;
+  const std::chrono::steady_clock::time_point deadline_ =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(std::min(limits_.max_seconds, 1e6)));
   Scope* root_ = nullptr;
   int line_ = 1;
   int macro_depth_ = 0;
@@ -458,6 +494,8 @@ class Renderer {
 
 }  // namespace
 
-std::string render(const Body& body, const DictObject& context) { return Renderer(context).run(body); }
+std::string render(const Body& body, const DictObject& context, const RenderLimits& limits) {
+  return Renderer(context, limits).run(body);
+}
 
 }  // namespace astrai::jinja

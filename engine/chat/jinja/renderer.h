@@ -7,12 +7,13 @@
 #include <string>
 
 #include "engine/chat/jinja/ast.h"
+#include "engine/chat/jinja/render_limits.h"
 #include "engine/chat/jinja/value.h"
 
 namespace astrai::jinja {
 
-// Throws TemplateError (with the line) on any error, RaisedException for
-// raise_exception().
-std::string render(const Body& body, const DictObject& context);
+// Throws TemplateError (with the line) on any error, a render beyond
+// `limits` included; RaisedException for raise_exception().
+std::string render(const Body& body, const DictObject& context, const RenderLimits& limits);
 
 }  // namespace astrai::jinja

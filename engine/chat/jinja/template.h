@@ -16,6 +16,7 @@
 
 #include "engine/chat/jinja/ast.h"
 #include "engine/chat/jinja/error.h"
+#include "engine/chat/jinja/render_limits.h"
 
 namespace astrai::jinja {
 
@@ -26,8 +27,9 @@ class Template {
   // context: a JSON object whose keys are the template's variables. An
   // ordered_json keeps the key order a template sees when it iterates a dict
   // (Python keeps insertion order); nlohmann::json sorts keys.
-  std::string render(const nlohmann::ordered_json& context) const;
-  std::string render(const nlohmann::json& context) const;
+  // A render beyond `limits` (render_limits.h) is a TemplateError.
+  std::string render(const nlohmann::ordered_json& context, const RenderLimits& limits = {}) const;
+  std::string render(const nlohmann::json& context, const RenderLimits& limits = {}) const;
 
  private:
   std::shared_ptr<const Body> body_;
