@@ -318,7 +318,7 @@ class Renderer {
     }
     const Value ns = lookup(t.names[0], s);
     if (!ns.is_namespace()) throw std::runtime_error("cannot assign attribute on non-namespace object");
-    ns.as_namespace().attrs.set(t.attribute, v);
+    set_namespace_attribute(ns.as_namespace(), t.attribute, v);
   }
 
   Value call_macro(const Node& m, const CallArgs& a) {

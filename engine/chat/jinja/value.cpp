@@ -1,6 +1,7 @@
 // Python semantics of the template values (see value.h).
 #include "engine/chat/jinja/value.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/chat/jinja/python_text.h"
@@ -30,10 +31,62 @@ const Value* CallArgs::get(size_t index, const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// Depth and namespace content of a container holding `items` (see
+// kMaxValueDepth). A namespace counts as one level: its attributes never hold
+// a namespace (set_namespace_attribute), so walks through it stay bounded.
+template <class Items, class Get>
+void measure(const Items& items, Get get, int& depth, bool& holds_namespace) {
+  int deepest = 0;
+  for (const auto& item : items) {
+    const Value& v = get(item);
+    if (v.is_list()) {
+      deepest = std::max(deepest, v.as_list().depth);
+      holds_namespace = holds_namespace || v.as_list().holds_namespace;
+    } else if (v.is_dict()) {
+      deepest = std::max(deepest, v.as_dict().depth);
+      holds_namespace = holds_namespace || v.as_dict().holds_namespace;
+    } else if (v.is_namespace()) {
+      deepest = std::max(deepest, 1);
+      holds_namespace = true;
+    }
+  }
+  depth = deepest + 1;
+  if (depth > kMaxValueDepth)
+    throw std::runtime_error("lists and dicts nest deeper than " + std::to_string(kMaxValueDepth) +
+                             " levels in this Jinja engine (a list wrapped around itself in a loop?)");
+}
+
+void measure_list(ListObject& l) {
+  measure(l.items, [](const Value& v) -> const Value& { return v; }, l.depth, l.holds_namespace);
+}
+
+bool holds_namespace(const Value& v) {
+  return v.is_namespace() || (v.is_list() && v.as_list().holds_namespace) ||
+         (v.is_dict() && v.as_dict().holds_namespace);
+}
+
+void refuse_namespace_in_namespace(const Value& v) {
+  // A namespace inside a namespace can be the namespace itself: a cycle that
+  // reference counting never frees and that every walk would follow forever.
+  if (holds_namespace(v))
+    throw std::runtime_error("a namespace (or a list or dict holding one) as a namespace attribute is not supported "
+                             "by this Jinja engine");
+}
+
+}  // namespace
+
+void set_namespace_attribute(NamespaceObject& ns, const std::string& name, Value value) {
+  refuse_namespace_in_namespace(value);
+  ns.attrs.set(name, std::move(value));
+}
+
 Value Value::list(std::vector<Value> items, bool tuple) {
   auto l = std::make_shared<ListObject>();
   l->items = std::move(items);
   l->is_tuple = tuple;
+  measure_list(*l);
   Value v;
   v.v_ = std::move(l);
   return v;
@@ -43,18 +96,22 @@ Value Value::iterator(std::vector<Value> items, std::string type) {
   auto l = std::make_shared<ListObject>();
   l->items = std::move(items);
   l->iterator = std::move(type);
+  measure_list(*l);
   Value v;
   v.v_ = std::move(l);
   return v;
 }
 
 Value Value::dict(DictObject d) {
+  d.holds_namespace = false;
+  measure(d.items, [](const auto& item) -> const Value& { return item.second; }, d.depth, d.holds_namespace);
   Value v;
   v.v_ = std::make_shared<DictObject>(std::move(d));
   return v;
 }
 
 Value Value::namespace_object(DictObject attrs) {
+  for (const auto& [name, value] : attrs.items) refuse_namespace_in_namespace(value);
   Value v;
   v.v_ = std::make_shared<NamespaceObject>(NamespaceObject{std::move(attrs)});
   return v;

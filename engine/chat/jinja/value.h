@@ -19,8 +19,19 @@ namespace astrai::jinja {
 
 class Value;
 
+// How deep lists and dicts may nest. Every walk over a value (printing,
+// comparing, tojson, and freeing it) recurses once per level, so a list
+// wrapped around itself in a loop must stop here rather than overflow the
+// stack; Python stops near 1000 levels (RecursionError).
+inline constexpr int kMaxValueDepth = 512;
+
 struct ListObject {
   std::vector<Value> items;
+  // Levels of nesting, this one included, and whether a namespace lies
+  // within: fixed at creation (Value::list, Value::iterator), since lists
+  // never change afterwards in the sandbox.
+  int depth = 1;
+  bool holds_namespace = false;
   bool is_tuple = false;  // only changes how it prints: (1, 2) instead of [1, 2]
   // Non-empty for what Python gives as an iterator or a view rather than a
   // list: "generator" (jinja2's select, map, selectattr... and the items
@@ -40,6 +51,8 @@ struct ListObject {
 // them and as `for k, v in d.items()` walks them).
 struct DictObject {
   std::vector<std::pair<std::string, Value>> items;
+  int depth = 1;                 // as ListObject's, fixed by Value::dict
+  bool holds_namespace = false;
   const Value* find(const std::string& key) const;
   void set(const std::string& key, Value value);  // replaces in place or appends
 };
@@ -48,6 +61,9 @@ struct DictObject {
 struct NamespaceObject {
   DictObject attrs;
 };
+// `{% set ns.name = value %}`. Throws std::runtime_error when the value is or
+// holds a namespace (which could be ns itself: a cycle).
+void set_namespace_attribute(NamespaceObject& ns, const std::string& name, Value value);
 
 // Arguments of a call, evaluated: f(a, b, key=c).
 struct CallArgs {

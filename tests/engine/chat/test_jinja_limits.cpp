@@ -86,6 +86,32 @@ TEST_CASE("Jinja limits: strings and lists that grow without bound are refused b
              Catch::Contains("tojson indent wider than 64"));
 }
 
+TEST_CASE("Jinja limits: values nest at most 512 levels, and never contain themselves", "[jinja][limits]") {
+  // Each walk over a value (printing, comparing, tojson, freeing it) recurses
+  // per level: 100,000 levels overflowed the stack before this limit.
+  for (const char* use : {"{{ ns.l }}", "{{ ns.l | tojson }}", "{{ ns.l == ns.l }}", "{{ ns.l | length }}"})
+    CHECK_THAT(error_of(std::string("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}"
+                                    "{% endfor %}") + use,
+                        RenderLimits{}),
+               Catch::Contains("nest deeper than 512 levels"));
+  CHECK_THAT(error_of("{% set ns = namespace(d={}) %}{% for i in range(1000) %}{% set ns.d = {'k': ns.d} %}"
+                      "{% endfor %}"),
+             Catch::Contains("nest deeper than 512 levels"));
+  // 512 levels are fine.
+  CHECK(Template("{% set ns = namespace(l=[]) %}{% for i in range(511) %}{% set ns.l = [ns.l] %}{% endfor %}"
+                 "{{ ns.l | tojson | length }}")
+            .render(json::object()) == "1024");
+  // A namespace holding itself would be a cycle (never freed, printed forever).
+  CHECK_THAT(error_of("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}"),
+             Catch::Contains("namespace (or a list or dict holding one) as a namespace attribute"));
+  CHECK_THAT(error_of("{% set ns = namespace(a=1) %}{% set ns.l = [1, {'x': ns}] %}{{ ns }}"),
+             Catch::Contains("as a namespace attribute"));
+  CHECK_THAT(error_of("{% set a = namespace() %}{% set b = namespace(inner=a) %}"),
+             Catch::Contains("as a namespace attribute"));
+  // A list may hold a namespace (templates pass them around); printing it works.
+  CHECK(Template("{% set ns = namespace(a=1) %}{{ [ns][0].a }}").render(json::object()) == "1");
+}
+
 TEST_CASE("Jinja limits: a render past its time limit stops", "[jinja][limits]") {
   // Within the step budget but not the clock's: each step works on a 1 MB
   // string (a find() that fails), and a zero deadline expires at the first
