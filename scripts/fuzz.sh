@@ -5,7 +5,7 @@
 #                                                     bash scripts/fuzz.sh 300 gguf text_stream
 #
 # TARGET is a name from tests/fuzz/ without the fuzz_ prefix (default: all):
-# gguf llama2c tokenizer_file tokenizer text_stream request safetensors.
+# gguf llama2c tokenizer_file tokenizer text_stream request safetensors jinja.
 #
 # Builds build-fuzz/ first when needed (clang-14, AddressSanitizer +
 # UndefinedBehaviorSanitizer, libFuzzer). Each target starts from a scratch
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(gguf llama2c tokenizer_file tokenizer text_stream request safetensors)
+all_targets=(gguf llama2c tokenizer_file tokenizer text_stream request safetensors jinja)
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
   echo "usage: bash scripts/fuzz.sh SECONDS [TARGET...]   (targets: ${all_targets[*]})" >&2
   exit 2
@@ -53,12 +53,15 @@ run_target() {
   rm -rf "$corpus"
   mkdir -p "$corpus"
   cp tests/fuzz/corpus/"$t"/* "$corpus"/
-  local start status=0
+  local start status=0 dict=()
+  # A target with a dictionary (tests/fuzz/dictionaries/TARGET.dict) gets it:
+  # the tokens of a grammar that random bytes would rarely spell.
+  [ -f "tests/fuzz/dictionaries/$t.dict" ] && dict=(-dict="tests/fuzz/dictionaries/$t.dict")
   start=$(date +%s)
   # -rss_limit_mb: the whole process; -malloc_limit_mb: any single allocation
   # (inputs are a few KB, so a 512 MiB allocation means a size was trusted).
   "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 \
-    -print_final_stats=1 -artifact_prefix="$crashes/$t-" "$corpus" >"$log" 2>&1 || status=$?
+    -print_final_stats=1 -artifact_prefix="$crashes/$t-" "${dict[@]}" "$corpus" >"$log" 2>&1 || status=$?
   local elapsed=$(( $(date +%s) - start ))
   local runs line
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

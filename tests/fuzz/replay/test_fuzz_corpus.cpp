@@ -68,3 +68,4 @@ TEST_CASE("fuzz corpus: chat requests of both protocols", "[fuzz]") { replay("re
 TEST_CASE("fuzz corpus: safetensors files and Hugging Face folders", "[fuzz]") {
   replay("safetensors", astrai::fuzz::fuzz_safetensors);
 }
+TEST_CASE("fuzz corpus: chat templates (Jinja)", "[fuzz]") { replay("jinja", astrai::fuzz::fuzz_jinja); }
