@@ -58,7 +58,6 @@ class HttpServer {
   std::shared_ptr<ServedModel> model() const;
 
   int port() const { return port_; }
-  ServerMetrics& metrics() { return *metrics_; }
 
  private:
   void install_routes();

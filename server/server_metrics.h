@@ -49,6 +49,8 @@ class RequestMetrics : public std::enable_shared_from_this<RequestMetrics> {
   bool first_token_seen_ = false;
 };
 
+// Owned by a shared_ptr (start_request() hands each request one, so that a
+// request's hooks may outlive the server).
 class ServerMetrics : public std::enable_shared_from_this<ServerMetrics> {
  public:
   ServerMetrics();
