@@ -13,6 +13,7 @@ packages=(
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev          # HTTP server (and what its .pc requires)
   catch2 librapidcheck-dev libbenchmark-dev                       # tests and benchmarks
   python3-jinja2                                                  # chat template oracle (what transformers renders with)
+  python3-prometheus-client                                       # an independent parser of GET /metrics (tests/reliability)
   clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh)
 )
 # The official OpenAI/Anthropic clients in tests/clients run on Node.js; a

@@ -209,6 +209,14 @@ void HttpServer::install_routes() {
       send_json(res, 200, stats_json(model->engine->get_stats(),
                                      connections_ ? connections_->counts() : ConnectionManager::Counts{}));
   });
+  s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    const auto model = this->model();  // before it loads: the HTTP figures only
+    const SchedulerStats engine = model ? model->engine->get_stats() : SchedulerStats{};
+    res.set_content(metrics_->render(model ? &engine : nullptr,
+                                     connections_ ? connections_->counts() : ConnectionManager::Counts{}),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
   s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
     if (auto model = loaded_model(res)) send_json(res, 200, models_json(*model));
@@ -225,7 +233,7 @@ void HttpServer::install_routes() {
       auto model = loaded_model(res);
       if (!model) return;
       std::shared_ptr<ResponseBuilder> builder = protocol.make_builder(model->name, model->default_sampling);
-      ProtocolHandler(with_body, model, std::move(builder), options_.stream_heartbeat).handle(res);
+      ProtocolHandler(with_body, model, std::move(builder), options_.stream_heartbeat, metrics_).handle(res);
     });
   }
 
@@ -256,6 +264,11 @@ void HttpServer::install_routes() {
     }
     std::cerr << "astrai serve: internal error on " << req.method << " " << req.path << ": " << what << "\n";
     send_json(res, 500, {{"detail", "Internal server error"}});
+  });
+  // httplib calls this for every response it writes, with its final status
+  // (after the error handler), just before writing it.
+  s.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    metrics_->count_response(req.path, res.status);
   });
   // httplib calls the logger once the response is written, on the thread
   // that wrote it. httplib 0.11 would keep a connection open whatever the

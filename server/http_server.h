@@ -4,6 +4,7 @@
 //   GET  /v1/models            the served model
 //   GET  /health               {"status": "ok", "model_loaded": bool}; never needs the API key
 //   GET  /stats                the scheduler's counters and the KV cache's occupancy
+//   GET  /metrics              the same and request latencies, for Prometheus (server_metrics.h)
 // The listener starts before the model is loaded: until set_model(), /health
 // says model_loaded false and the other routes answer 503 "Engine not
 // initialized". See docs/server.md for formats and errors.
@@ -15,6 +16,7 @@
 
 #include "server/connection_manager.h"
 #include "server/served_model.h"
+#include "server/server_metrics.h"
 #include "server/server_options.h"
 
 namespace httplib {
@@ -69,6 +71,7 @@ class HttpServer {
   std::shared_ptr<ServedModel> loaded_model(httplib::Response& response) const;
 
   const ServerOptions options_;
+  const std::shared_ptr<ServerMetrics> metrics_ = std::make_shared<ServerMetrics>();
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   std::once_flag stop_listening_;

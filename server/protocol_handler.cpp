@@ -73,8 +73,13 @@ bool write_stream(const StreamState& s, httplib::DataSink& sink) {
 }  // namespace
 
 ProtocolHandler::ProtocolHandler(const httplib::Request& request, std::shared_ptr<ServedModel> model,
-                                 std::shared_ptr<ResponseBuilder> builder, std::chrono::milliseconds heartbeat)
-    : request_(request), model_(std::move(model)), builder_(std::move(builder)), heartbeat_(heartbeat) {}
+                                 std::shared_ptr<ResponseBuilder> builder, std::chrono::milliseconds heartbeat,
+                                 std::shared_ptr<ServerMetrics> metrics)
+    : request_(request),
+      model_(std::move(model)),
+      builder_(std::move(builder)),
+      heartbeat_(heartbeat),
+      metrics_(std::move(metrics)) {}
 
 void ProtocolHandler::send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const {
   response.status = http_status(kind);
@@ -82,6 +87,7 @@ void ProtocolHandler::send_error(httplib::Response& response, ErrorKind kind, co
 }
 
 void ProtocolHandler::handle(httplib::Response& response) {
+  const auto timing = metrics_ ? metrics_->start_request() : nullptr;
   ParsedChatRequest parsed = parse_chat_request(*builder_, request_.body);
   if (!parsed.ok()) {
     response.status = parsed.status;
@@ -127,6 +133,7 @@ void ProtocolHandler::handle(httplib::Response& response) {
     request.on_token = [queue](const TokenEvent& event) { queue->push(event.text); };
     request.on_finish = [queue](const TaskOutput& output) { queue->finish(output); };
   }
+  if (timing) timing->attach(request, prompt_tokens);
   std::shared_ptr<GenerateResult> result;
   try {
     result = engine.generate_with_request(std::move(request));

@@ -19,6 +19,7 @@
 
 #include "server/response_builder.h"
 #include "server/served_model.h"
+#include "server/server_metrics.h"
 
 namespace httplib {
 struct Request;
@@ -33,7 +34,8 @@ class ProtocolHandler {
  public:
   ProtocolHandler(const httplib::Request& request, std::shared_ptr<ServedModel> model,
                   std::shared_ptr<ResponseBuilder> builder,
-                  std::chrono::milliseconds heartbeat = std::chrono::milliseconds(1000));
+                  std::chrono::milliseconds heartbeat = std::chrono::milliseconds(1000),
+                  std::shared_ptr<ServerMetrics> metrics = nullptr);  // null: nothing recorded
 
   // Fills the response: 200 (JSON or an event stream), 422 for a body that
   // is not valid JSON or fails validation, 400 for a prompt longer than the
@@ -50,6 +52,7 @@ class ProtocolHandler {
   std::shared_ptr<ServedModel> model_;
   std::shared_ptr<ResponseBuilder> builder_;
   std::chrono::milliseconds heartbeat_;
+  std::shared_ptr<ServerMetrics> metrics_;
 };
 
 }  // namespace astrai

@@ -165,6 +165,7 @@ void InferenceScheduler::refill() {
         if (!task->admitted_once) {
           task->cached_prompt_tokens = *hit;
           local_.prefix_hit_tokens += uint64_t(*hit);
+          local_.prefix_query_tokens += uint64_t(task->tokens.size());
           task->admitted_once = true;
         }
       }

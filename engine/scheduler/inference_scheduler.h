@@ -54,6 +54,7 @@ struct SchedulerStats {
   uint64_t steps = 0;            // forward batches run
   uint64_t prefill_tokens = 0;   // prompt positions computed
   uint64_t prefix_hit_tokens = 0;// prompt positions a prefix-cache hit saved
+  uint64_t prefix_query_tokens = 0;  // prompt positions looked up in the cache (first admissions)
   uint64_t preemptions = 0;
   uint64_t cancel_requests = 0;  // cancel() calls since start (counted at once, like total_tasks)
   KVCacheStats cache;            // at the end of the last step

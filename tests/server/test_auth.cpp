@@ -38,6 +38,7 @@ TEST_CASE("With --api-key every route but /health needs the key", "[auth]") {
       {"POST", "/v1/messages", anthropic_body("Hi", 2), true},
       {"GET", "/v1/models", nullptr, false},
       {"GET", "/stats", nullptr, false},
+      {"GET", "/metrics", nullptr, false},
   };
   auto call = [&](const Route& r, const httplib::Headers& headers) {
     return r.method == "GET" ? get(server, r.path, headers) : post(server, r.path, r.body, headers);

@@ -98,6 +98,14 @@ TEST_CASE("A page cache too small for all running requests preempts them, and th
     // A preempted task comes back onto its own cached pages: that is not a
     // prefix hit, and must not be counted as one.
     CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
+    // Nor is it a prefix-cache query again: each prompt is looked up at its
+    // first admission only. Requests that made a token were admitted; one
+    // cancelled before its first token may or may not have been.
+    uint64_t admitted = 0, perhaps = 0;
+    for (size_t i = 0; i < requests.size(); ++i)
+      (logs[i]->tokens_seen > 0 ? admitted : perhaps) += requests[i].prompt.size();
+    CHECK(stats.prefix_query_tokens >= admitted);
+    CHECK(stats.prefix_query_tokens <= admitted + perhaps);
     check_batches(batch_log->snapshot(), config.scheduler);
   }
 }

@@ -77,6 +77,7 @@ TEST_CASE("A prefix-cache hit gives the same output as a miss", "[engine][prefix
 
     const SchedulerStats stats = require_all_free(engine);
     CHECK(stats.prefix_hit_tokens == 8 + 16 + 28);
+    CHECK(stats.prefix_query_tokens == 20 + 16 + 20 + 30);  // every prompt token, hit or not
 
     // The same request on a cold engine misses and gives the same output.
     InferenceEngine cold(m.weights, m.tokenizer, paged_config(4, 8));
