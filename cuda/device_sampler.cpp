@@ -25,6 +25,8 @@ DeviceSamplingRow device_sampling_row(const RowSampling& row) {
     valid = false;
   }
   if (!valid) d.top_k = -1;  // the reference sampler decides what happens
+  // Penalties, bias, min_p and logprobs are not done on the device yet: the host's rule.
+  if (!row.adjustments.empty() || row.params.min_p > 0.0f || row.logprobs >= 0) d.top_k = -1;
   return d;
 }
 
