@@ -24,29 +24,55 @@ int TokenCounts::generated(int token) const {
   return it == index_.end() ? 0 : entries_[it->second].generated;
 }
 
+std::optional<LogitAdjustment> adjustment_of(const SamplingParams& params, int token, int generated, bool in_prompt,
+                                             const float* bias) {
+  const bool repetition = params.repetition_penalty != 1.0f && (in_prompt || generated > 0);
+  const bool counted = generated > 0 && (params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f);
+  if (!repetition && !counted && bias == nullptr) return std::nullopt;
+  LogitAdjustment a{token, false, repetition, 0.0};
+  if (generated > 0)
+    a.offset = -(double(params.frequency_penalty) * double(generated) + double(params.presence_penalty));
+  if (bias != nullptr) {
+    a.banned = *bias <= kLogitBiasBan;
+    a.offset = double(*bias) + a.offset;  // bias - (f * n + p), as penalties.h says (negation is exact)
+  }
+  return a;
+}
+
 std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& params, const TokenCounts& counts) {
   std::vector<LogitAdjustment> adjustments;
   if (!params.adjusts_logits()) return adjustments;
-  const bool repetition = params.repetition_penalty != 1.0f;
-  const bool counted = params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f;
-  std::unordered_map<int, std::size_t> at;  // token -> its adjustment
-  if (repetition || counted) {
-    for (const TokenCounts::Entry& e : counts.entries()) {
-      if (!repetition && e.generated == 0) continue;  // only the repetition penalty reads the prompt
-      LogitAdjustment a{e.token, false, repetition, 0.0};
-      if (e.generated > 0)
-        a.offset = -(double(params.frequency_penalty) * double(e.generated) + double(params.presence_penalty));
-      at[e.token] = adjustments.size();
-      adjustments.push_back(a);
-    }
+  std::unordered_map<int, float> bias(params.logit_bias.begin(), params.logit_bias.end());
+  for (const TokenCounts::Entry& e : counts.entries()) {
+    const auto b = bias.find(e.token);
+    if (auto a = adjustment_of(params, e.token, e.generated, e.in_prompt, b == bias.end() ? nullptr : &b->second))
+      adjustments.push_back(*a);
+    if (b != bias.end()) bias.erase(b);
   }
-  for (const auto& [token, bias] : params.logit_bias) {
-    const auto it = at.find(token);
-    LogitAdjustment& a = it != at.end() ? adjustments[it->second] : adjustments.emplace_back(LogitAdjustment{token});
-    a.banned = bias <= kLogitBiasBan;
-    a.offset = double(bias) + a.offset;  // bias - (f * n + p), as penalties.h says (negation is exact)
-  }
+  for (const auto& [token, value] : params.logit_bias)  // biased tokens not seen yet
+    if (bias.count(token) != 0) adjustments.push_back(*adjustment_of(params, token, 0, false, &value));
   return adjustments;
+}
+
+AdjustmentList::AdjustmentList(const SamplingParams& params, std::span<const int> prompt)
+    : params_(params), counts_(prompt), bias_(params.logit_bias.begin(), params.logit_bias.end()) {
+  adjustments_ = logit_adjustments(params, counts_);
+  for (std::size_t i = 0; i < adjustments_.size(); ++i) at_[adjustments_[i].token] = i;
+}
+
+void AdjustmentList::add_generated(int token) {
+  counts_.add_generated(token);
+  const auto b = bias_.find(token);
+  const std::optional<LogitAdjustment> a =
+      adjustment_of(params_, token, counts_.generated(token), false, b == bias_.end() ? nullptr : &b->second);
+  if (!a) return;  // (a token generated once always has one: it was seen)
+  // in_prompt only decides whether the repetition penalty applies, and a
+  // generated token has it either way.
+  const auto [it, inserted] = at_.try_emplace(token, adjustments_.size());
+  if (inserted)
+    adjustments_.push_back(*a);
+  else
+    adjustments_[it->second] = *a;
 }
 
 float adjusted_logit(float logit, const LogitAdjustment& adjustment, float repetition_penalty) {

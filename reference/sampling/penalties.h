@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -56,9 +57,32 @@ struct LogitAdjustment {
   double offset = 0.0;
 };
 
+// The adjustment of one token generated `generated` times, in the prompt or
+// not, with its logit_bias (nullptr: none); nullopt when nothing changes it.
+std::optional<LogitAdjustment> adjustment_of(const SamplingParams& params, int token, int generated, bool in_prompt,
+                                             const float* bias);
+
 // One adjustment per token that params change given counts (none when
 // !params.adjusts_logits()), in no particular order: each touches its own token.
 std::vector<LogitAdjustment> logit_adjustments(const SamplingParams& params, const TokenCounts& counts);
+
+// logit_adjustments kept up to date as tokens are generated: O(1) a token
+// (only that token's adjustment changes), so a scheduler step reads the list
+// without rebuilding it. What SamplerState holds.
+class AdjustmentList {
+ public:
+  AdjustmentList() = default;
+  AdjustmentList(const SamplingParams& params, std::span<const int> prompt);
+  void add_generated(int token);
+  std::span<const LogitAdjustment> adjustments() const { return adjustments_; }
+
+ private:
+  SamplingParams params_;
+  TokenCounts counts_;
+  std::unordered_map<int, float> bias_;
+  std::unordered_map<int, std::size_t> at_;  // token -> its place in adjustments_
+  std::vector<LogitAdjustment> adjustments_;
+};
 
 // One token's new logit: in float64, x = logit; x = x > 0 ? x / r : x * r when
 // the repetition penalty applies; then float(x + offset), rounded once to float.

@@ -484,7 +484,7 @@ SamplerState::SamplerState(const SamplingParams& params, std::span<const int> pr
     : params_((params.validate(), params)),
       seed_(params.seed ? *params.seed : random_seed()),
       rng_(seed_),
-      counts_(params.adjusts_logits() ? TokenCounts(prompt) : TokenCounts()) {}
+      adjustments_(params.adjusts_logits() ? AdjustmentList(params, prompt) : AdjustmentList()) {}
 
 int SamplerState::next(std::span<const float> logits) {
   const double u = next_uniform();

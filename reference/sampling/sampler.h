@@ -136,10 +136,11 @@ class SamplerState {
   double next_uniform() { return rng_.next_uniform(); }
   // The logit changes for the next token (penalties.h): O(tokens seen), empty
   // when the request has no penalty and no bias.
-  std::vector<LogitAdjustment> adjustments() const { return logit_adjustments(params_, counts_); }
-  // A generated token, for the penalties of the tokens after it.
+  // Kept up to date by record(), so reading it costs nothing per step.
+  std::span<const LogitAdjustment> adjustments() const { return adjustments_.adjustments(); }
+  // A generated token, for the penalties of the tokens after it (O(1)).
   void record(int token) {
-    if (params_.adjusts_logits()) counts_.add_generated(token);
+    if (params_.adjusts_logits()) adjustments_.add_generated(token);
   }
 
   // The seed in use (the drawn one for an unseeded request), so that any
@@ -151,7 +152,7 @@ class SamplerState {
   SamplingParams params_;
   std::uint64_t seed_;
   Rng rng_;
-  TokenCounts counts_;  // kept only when params_.adjusts_logits()
+  AdjustmentList adjustments_;  // empty without penalties and bias
 };
 
 }  // namespace astrai

@@ -1,6 +1,7 @@
 // Penalties, logit bias and min-p against the float64 oracles written in the
 // tests (penalty_oracle.h, sampling_oracle.h), and the per-request state that
 // counts tokens for them.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -233,4 +234,37 @@ TEST_CASE("bad penalty, bias and min-p values are refused naming the field", "[s
   edges.frequency_penalty = 2.0f;
   edges.logit_bias = {{0, -100.0f}, {1, 100.0f}};
   CHECK_NOTHROW(edges.validate());
+}
+
+TEST_CASE("the incremental adjustment list equals the one rebuilt from the counts", "[sampling][penalties]") {
+  rc::prop("after each generated token, the same adjustments (as a set of tokens)", [] {
+    const int n = *rc::gen::inRange(1, 40);
+    const std::vector<int> prompt = *gen_history(n, 15), generated = *gen_history(n, 25);
+    SamplingParams params;
+    params.presence_penalty = *rc::gen::element(0.0f, 0.5f, -1.0f);
+    params.frequency_penalty = *rc::gen::element(0.0f, 0.25f);
+    params.repetition_penalty = *rc::gen::element(1.0f, 1.5f);
+    params.logit_bias = *gen_bias(n);
+    astrai::AdjustmentList list(params, prompt);
+    astrai::TokenCounts counts(prompt);
+    const auto sorted = [](std::span<const astrai::LogitAdjustment> a) {
+      std::vector<astrai::LogitAdjustment> v(a.begin(), a.end());
+      std::sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.token < y.token; });
+      return v;
+    };
+    for (std::size_t step = 0; step <= generated.size(); ++step) {
+      const auto got = sorted(list.adjustments());
+      const auto want = sorted(astrai::logit_adjustments(params, counts));
+      RC_ASSERT(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        RC_ASSERT(got[i].token == want[i].token);
+        RC_ASSERT(got[i].banned == want[i].banned);
+        RC_ASSERT(got[i].repetition == want[i].repetition);
+        RC_ASSERT(got[i].offset == want[i].offset);  // the same expression on the same numbers
+      }
+      if (step == generated.size()) break;
+      list.add_generated(generated[step]);
+      counts.add_generated(generated[step]);
+    }
+  });
 }
