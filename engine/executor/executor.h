@@ -29,7 +29,7 @@ struct RowSampling {
   // The request's penalties and bias for this token (SamplerState::adjustments(),
   // which the request's state keeps up to date, so this is a view, not a copy):
   // applied to the row before it is sampled. O(tokens seen), never O(vocabulary).
-  std::span<const LogitAdjustment> adjustments;
+  std::span<const LogitAdjustment> adjustments = {};
   // -1: no log-probabilities; n >= 0: the token's and the n most likely ones
   // (token_logprobs of the raw row, before the adjustments).
   int logprobs = -1;
