@@ -41,6 +41,17 @@ rc::Gen<std::vector<std::pair<int, float>>> gen_bias(int n) {
   });
 }
 
+// Penalties in [-2, 2] in steps of 1/steps, a repetition factor from the
+// list, and a bias on the row's tokens.
+PenaltyCase draw_case(int n, int steps, const std::vector<float>& repetitions) {
+  PenaltyCase c;
+  c.presence = float(*rc::gen::inRange(-2 * steps, 2 * steps + 1)) / float(steps);
+  c.frequency = float(*rc::gen::inRange(-2 * steps, 2 * steps + 1)) / float(steps);
+  c.repetition = *rc::gen::elementOf(repetitions);
+  c.bias = *gen_bias(n);
+  return c;
+}
+
 SamplingParams with_penalties(const PenaltyCase& c) {
   SamplingParams params;
   params.presence_penalty = c.presence;
@@ -67,11 +78,7 @@ TEST_CASE("penalties and bias give the float64 oracle's logits", "[sampling][pen
     const std::vector<float> logits = *astrai::test::gen_logits();
     const int n = int(logits.size());
     const std::vector<int> prompt = *gen_history(n, 20), generated = *gen_history(n, 30);
-    PenaltyCase c;
-    c.presence = float(*rc::gen::inRange(-200, 201)) / 100.0f;
-    c.frequency = float(*rc::gen::inRange(-200, 201)) / 100.0f;
-    c.repetition = *rc::gen::element(1.0f, 1.3f, 0.7f, 2.0f, 0.05f);
-    c.bias = *gen_bias(n);
+    const PenaltyCase c = draw_case(n, 100, {1.0f, 1.3f, 0.7f, 2.0f, 0.05f});
     const std::vector<double> want = astrai::test::oracle_penalized(logits, prompt, generated, c);
     const std::vector<float> got = reference_penalized(logits, prompt, generated, with_penalties(c));
     for (std::size_t i = 0; i < got.size(); ++i) {
@@ -96,11 +103,7 @@ TEST_CASE("penalties, bias, temperature, top-k, top-p and min-p compose in that 
     const std::vector<float> logits = *astrai::test::gen_logits();
     const int n = int(logits.size());
     const std::vector<int> prompt = *gen_history(n, 10), generated = *gen_history(n, 10);
-    PenaltyCase c;
-    c.presence = float(*rc::gen::inRange(-8, 9)) / 4.0f;
-    c.frequency = float(*rc::gen::inRange(-8, 9)) / 4.0f;
-    c.repetition = *rc::gen::element(1.0f, 0.5f, 2.0f);
-    c.bias = *gen_bias(n);
+    const PenaltyCase c = draw_case(n, 4, {1.0f, 0.5f, 2.0f});
     SamplingParams params = with_penalties(c);
     params.temperature = *rc::gen::oneOf(rc::gen::just(0.0f), astrai::test::gen_temperature());
     params.top_k = *rc::gen::inRange(0, 70);
