@@ -17,8 +17,11 @@ DeviceSamplingRow device_sampling_row(const RowSampling& row) {
   d.temperature = row.params.temperature;
   d.top_k = row.params.top_k;
   d.top_p = row.params.top_p;
+  d.min_p = row.params.min_p;
+  d.repetition_penalty = row.params.repetition_penalty;
   d.uniform = row.uniform;
-  bool valid = row.uniform >= 0.0 && row.uniform < 1.0;
+  d.logprobs = row.logprobs < 0 ? -1 : std::min(row.logprobs, kDeviceMaxTopLogprobs);
+  bool valid = row.uniform >= 0.0 && row.uniform < 1.0 && row.logprobs <= kDeviceMaxTopLogprobs;
   try {
     row.params.validate();
   } catch (const std::invalid_argument&) {
@@ -27,6 +30,26 @@ DeviceSamplingRow device_sampling_row(const RowSampling& row) {
   if (!valid) d.top_k = -1;  // the reference sampler decides what happens
   return d;
 }
+
+namespace {
+
+// A buffer of at least `bytes`, grown (never shrunk) as needed; `stream` is
+// synchronised first, since the old buffer may still be read by queued work.
+void ensure(DeviceBuffer& buffer, size_t& capacity, size_t bytes, const char* what, cudaStream_t stream) {
+  if (bytes <= capacity) return;
+  ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
+  capacity = std::max(bytes, 2 * capacity);
+  buffer = DeviceBuffer(capacity, what);
+}
+
+TokenLogprobs from_device(const DeviceTokenLogprobs& d) {
+  TokenLogprobs lp;
+  lp.logprob = d.logprob;
+  for (int i = 0; i < d.n; ++i) lp.top.push_back({d.top_token[i], d.top_logprob[i]});
+  return lp;
+}
+
+}  // namespace
 
 std::vector<SampledToken> DeviceSampler::sample(const float* logits, int vocab, std::span<const RowSampling> rows,
                                                 cudaStream_t stream) {
@@ -42,11 +65,53 @@ std::vector<SampledToken> DeviceSampler::sample(const float* logits, int vocab, 
     results_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceSampledToken),
                             "sampled tokens for " + std::to_string(capacity_) + " rows");
   }
+  // Each row's parameters, and the penalties' adjustments of every row, one
+  // list (O(tokens seen) per penalised row, no pass over the vocabulary).
   params_host_.resize(size_t(n));
-  for (int r = 0; r < n; ++r) params_host_[size_t(r)] = device_sampling_row(rows[size_t(r)]);
+  adjustments_host_.clear();
+  bool any_logprobs = false;
+  for (int r = 0; r < n; ++r) {
+    const RowSampling& row = rows[size_t(r)];
+    DeviceSamplingRow& d = params_host_[size_t(r)] = device_sampling_row(row);
+    if (d.top_k < 0) continue;
+    const bool inside = std::all_of(row.adjustments.begin(), row.adjustments.end(),
+                                    [vocab](const LogitAdjustment& a) { return a.token >= 0 && a.token < vocab; });
+    if (!inside) {  // the reference's error text, from the host
+      d.top_k = -1;
+      continue;
+    }
+    d.adjust_begin = int(adjustments_host_.size());
+    d.adjust_count = int(row.adjustments.size());
+    for (const LogitAdjustment& a : row.adjustments)
+      adjustments_host_.push_back({a.token, (a.banned ? kAdjustBanned : 0) | (a.repetition ? kAdjustRepetition : 0),
+                                   a.offset});
+    any_logprobs = any_logprobs || d.logprobs >= 0;
+  }
   ASTRAI_CUDA_CHECK(cudaMemcpyAsync(params_.get(), params_host_.data(), size_t(n) * sizeof(DeviceSamplingRow),
                                     cudaMemcpyHostToDevice, stream));
-  launch_sample_rows(logits, n, vocab, params_.as<DeviceSamplingRow>(), results_.as<DeviceSampledToken>(), stream);
+  // Rows with penalties or bias are sampled from an adjusted copy of the
+  // logits; the raw logits stay for the logprobs and for the host fallback.
+  const float* sampled_logits = logits;
+  if (!adjustments_host_.empty()) {
+    const size_t list_bytes = adjustments_host_.size() * sizeof(DeviceLogitAdjustment);
+    ensure(adjustments_, adjustments_bytes_, list_bytes, "logit adjustments", stream);
+    ensure(adjusted_, adjusted_bytes_, size_t(n) * size_t(vocab) * sizeof(float), "adjusted logits", stream);
+    ASTRAI_CUDA_CHECK(
+        cudaMemcpyAsync(adjustments_.get(), adjustments_host_.data(), list_bytes, cudaMemcpyHostToDevice, stream));
+    launch_adjust_rows(logits, adjusted_.as<float>(), n, vocab, params_.as<DeviceSamplingRow>(),
+                       adjustments_.as<DeviceLogitAdjustment>(), stream);
+    sampled_logits = adjusted_.as<float>();
+  }
+  launch_sample_rows(sampled_logits, n, vocab, params_.as<DeviceSamplingRow>(), results_.as<DeviceSampledToken>(),
+                     stream);
+  if (any_logprobs) {
+    ensure(logprobs_, logprobs_bytes_, size_t(n) * sizeof(DeviceTokenLogprobs), "token logprobs", stream);
+    launch_row_logprobs(logits, n, vocab, params_.as<DeviceSamplingRow>(), results_.as<DeviceSampledToken>(),
+                        logprobs_.as<DeviceTokenLogprobs>(), stream);
+    logprobs_host_.resize(size_t(n));
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(logprobs_host_.data(), logprobs_.get(), size_t(n) * sizeof(DeviceTokenLogprobs),
+                                      cudaMemcpyDeviceToHost, stream));
+  }
   ASTRAI_CUDA_CHECK(cudaMemcpyAsync(results_host_.data(), results_.get(), size_t(n) * sizeof(DeviceSampledToken),
                                     cudaMemcpyDeviceToHost, stream));
   ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -57,10 +122,12 @@ std::vector<SampledToken> DeviceSampler::sample(const float* logits, int vocab, 
     const DeviceSampledToken& d = results_host_[size_t(r)];
     if (d.status == kSampleOk && d.token >= 0 && d.token < vocab) {
       tokens[size_t(r)].token = d.token;
+      if (params_host_[size_t(r)].logprobs >= 0) tokens[size_t(r)].logprobs = from_device(logprobs_host_[size_t(r)]);
       continue;
     }
     // Bad logits or a rule kept on the host: the reference sampler on this
-    // row gives the error text (or the token) exactly as on the host.
+    // row (the raw logits: sample_rows applies the adjustments itself) gives
+    // the error text, or the token and its logprobs, exactly as on the host.
     ++host_rows_;
     ASTRAI_CUDA_CHECK(cudaMemcpy(row_logits.data(), logits + size_t(r) * size_t(vocab), size_t(vocab) * 4,
                                  cudaMemcpyDeviceToHost));

@@ -2,6 +2,9 @@
 // wanted row it can take, the host's reference sampler for the rest, so that
 // each row gets exactly what sample_rows() (engine/executor/executor.h)
 // would give it on the host:
+//  - penalties and bias: the rows' adjustment lists (O(tokens seen) each) go
+//    up and adjust_logits.cu applies them to a copy of the logits, which the
+//    sampling kernel then reads; logprobs (row_logprobs.cu) read the raw ones;
 //  - a row the kernel samples copies back one DeviceSampledToken (12 bytes)
 //    instead of its vocabulary of logits;
 //  - a row with bad logits (NaN, +inf, all -inf), a rule the kernel leaves to
@@ -43,6 +46,14 @@ class DeviceSampler {
   DeviceBuffer params_, results_;
   std::vector<DeviceSamplingRow> params_host_;
   std::vector<DeviceSampledToken> results_host_;
+  // Penalties and bias: the rows' adjustment list, and the adjusted logits.
+  DeviceBuffer adjustments_, adjusted_;
+  size_t adjustments_bytes_ = 0, adjusted_bytes_ = 0;
+  std::vector<DeviceLogitAdjustment> adjustments_host_;
+  // Logprobs of the rows that ask for them.
+  DeviceBuffer logprobs_;
+  size_t logprobs_bytes_ = 0;
+  std::vector<DeviceTokenLogprobs> logprobs_host_;
   int host_rows_ = 0;
 };
 

@@ -21,6 +21,9 @@ struct TokenEvent {
   int task_id = 0;
   int token = 0;
   std::string_view text;  // newly showable text (may be empty: held back or a control token)
+  // The token's log-probabilities when the request asked (logprobs >= 0);
+  // nullptr otherwise and for the final held-back piece (token -1).
+  const TokenLogprobs* logprobs = nullptr;
 };
 
 struct GenerationRequest {
@@ -30,6 +33,12 @@ struct GenerationRequest {
   SamplingParams sampling;                  // temperature 0 = greedy
   std::vector<std::string> stop;            // stop sequences (not included in the text)
   bool ignore_eos = false;                  // keep going past EOS (benchmarks)
+  // More ids that end the request (FinishReason::Eos), as vLLM's
+  // stop_token_ids; they apply with ignore_eos too, and are never text.
+  std::vector<int> stop_token_ids;
+  // -1: none; n in [0, 20]: each token's log-probability (of the model's raw
+  // logits) and the n most likely tokens, in TokenEvent and TaskOutput::logprobs.
+  int logprobs = -1;
   // Called on the scheduler thread for every generated token: keep it short
   // (hand the text to another thread); it must not call back into the engine.
   // A final call with token -1 carries text held back until the end. If it

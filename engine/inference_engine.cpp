@@ -65,9 +65,11 @@ std::shared_ptr<GenerateResult> InferenceEngine::generate_with_request(Generatio
   tokens.max_tokens = request.max_tokens;
   tokens.sampling = request.sampling;
   if (!request.ignore_eos) tokens.stop_tokens = tokenizer_->end_of_generation_ids();
+  tokens.stop_tokens.insert(tokens.stop_tokens.end(), request.stop_token_ids.begin(), request.stop_token_ids.end());
+  tokens.logprobs = request.logprobs;
   auto decoder = std::make_shared<RequestDecoder>(tokens.task_id, tokenizer_, tokens.prompt, tokens.stop_tokens,
                                                   std::move(request));
-  tokens.on_token = [decoder](int token) { return decoder->on_token(token); };
+  tokens.on_token = [decoder](int token, const TokenLogprobs* logprobs) { return decoder->on_token(token, logprobs); };
   tokens.on_finish = [decoder](const TokenOutput& output) { decoder->on_finish(output); };
   scheduler_->submit(std::move(tokens));
   return decoder->result();

@@ -15,13 +15,13 @@ RequestDecoder::RequestDecoder(int task_id, std::shared_ptr<const Tokenizer> tok
       on_finish_(std::move(request.on_finish)),
       result_(std::make_shared<GenerateResult>(task_id)) {}
 
-bool RequestDecoder::on_token(int token) {
+bool RequestDecoder::on_token(int token, const TokenLogprobs* logprobs) {
   // A stop token is listed in the ids but is never text: EOS decodes to ""
   // anyway, but a user-defined <|im_end|> would otherwise show its spelling.
   const bool stop_token = std::find(stop_tokens_.begin(), stop_tokens_.end(), token) != stop_tokens_.end();
   const std::string piece = stop_token ? std::string() : text_.push(tokenizer_->decode_token(previous_token_, token));
   previous_token_ = token;
-  const std::exception_ptr thrown = notify(TokenEvent{task_id_, token, piece});
+  const std::exception_ptr thrown = notify(TokenEvent{task_id_, token, piece, logprobs});
   result_->push_piece(piece);
   if (thrown) std::rethrow_exception(thrown);
   return text_.stopped();

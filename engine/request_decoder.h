@@ -40,7 +40,7 @@ class RequestDecoder {
   // The scheduler's hooks. on_token rethrows what the caller's on_token threw
   // (after the piece reached the GenerateResult), for the scheduler to end
   // the request with FinishReason::Error; that callback is not called again.
-  bool on_token(int token);
+  bool on_token(int token, const TokenLogprobs* logprobs = nullptr);
   void on_finish(const TokenOutput& output);
 
   const std::shared_ptr<GenerateResult>& result() const { return result_; }

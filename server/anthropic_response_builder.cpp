@@ -95,7 +95,7 @@ std::string AnthropicResponseBuilder::format_stream_start(int prompt_tokens) {
                                            {"content_block", {{"type", "text"}, {"text", ""}}}});
 }
 
-std::string AnthropicResponseBuilder::format_chunk(std::string_view text) {
+std::string AnthropicResponseBuilder::format_chunk(std::string_view text, const json&) {  // no logprobs in Messages
   return sse_event("content_block_delta", {{"type", "content_block_delta"},
                                            {"index", 0},
                                            {"delta", {{"type", "text_delta"}, {"text", std::string(text)}}}});

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/chat/chat_message.h"
 #include "engine/generation_request.h"
 #include "reference/sampling/sampling_params.h"
@@ -23,6 +25,8 @@ struct ChatRequest {
   std::vector<std::string> stop;      // stop sequences, none empty
   bool stream = false;
   bool ignore_eos = false;            // extension: always generate max_tokens
+  std::vector<int> stop_token_ids;    // extension (vLLM): more ids that end generation
+  int logprobs = -1;                  // -1: none; else how many top tokens (OpenAI logprobs / top_logprobs)
 };
 
 struct CompletionResult {
@@ -31,6 +35,9 @@ struct CompletionResult {
   std::string stop_sequence;  // when reason == StopSequence
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  // OpenAI's choices[].logprobs.content entries, one per token (null when
+  // not asked for); ProtocolHandler makes them (it has the tokenizer).
+  nlohmann::ordered_json logprobs_content = nullptr;
 };
 
 }  // namespace astrai

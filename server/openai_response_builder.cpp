@@ -1,15 +1,19 @@
 // OpenAI's shapes, field by field:
 //   request:  messages [{role: system|developer|user|assistant, content: string | [{type: text, text}]}],
 //             max_tokens | max_completion_tokens, temperature, top_p, top_k (extension), seed,
-//             stop (string or list), stream, stream_options.include_usage, n (must be 1)
+//             stop (string or list), stream, stream_options.include_usage, n (must be 1),
+//             presence_penalty, frequency_penalty, logit_bias, logprobs, top_logprobs, and vLLM's
+//             repetition_penalty, min_p, stop_token_ids, ignore_eos (openai_sampling_fields.h)
 //   response: {id: chatcmpl-…, object: chat.completion, created, model,
-//              choices: [{index: 0, message: {role: assistant, content}, finish_reason: stop|length}],
+//              choices: [{index: 0, message: {role: assistant, content}, logprobs: null | {content: [
+//                         {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}, finish_reason: stop|length}],
 //              usage: {prompt_tokens, completion_tokens, total_tokens}}
 //   stream:   chunks {id, object: chat.completion.chunk, created, model, choices: [{index, delta, finish_reason}]}:
 //             delta {role: assistant}, then {content}s, then {} with the finish_reason, then (only with
 //             stream_options.include_usage true) a chunk with choices [] and the usage, then [DONE].
 #include "server/openai_response_builder.h"
 
+#include "server/openai_sampling_fields.h"
 #include "server/request_id.h"
 #include "server/sse.h"
 #include "server/validation.h"
@@ -92,6 +96,7 @@ ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
     }
   if (const json* v = check.field(body, loc, "stop"))
     read_stop_sequences(check, *v, loc_append(loc, "stop"), true, request.stop);
+  read_openai_sampling_fields(check, body, request);
   if (const json* v = check.field(body, loc, "n"))
     if (auto n = check.integer(*v, loc_append(loc, "n")); n && *n != 1)
       check.add(loc_append(loc, "n"), "Input should be 1 (one choice per request is supported)", "literal_error");
@@ -121,8 +126,10 @@ std::string OpenAIResponseBuilder::format_stream_start(int) {
   return sse_data(chunk({{"role", "assistant"}}, nullptr));
 }
 
-std::string OpenAIResponseBuilder::format_chunk(std::string_view text) {
-  return sse_data(chunk({{"content", std::string(text)}}, nullptr));
+std::string OpenAIResponseBuilder::format_chunk(std::string_view text, const json& logprobs_content) {
+  json c = chunk({{"content", std::string(text)}}, nullptr);
+  if (!logprobs_content.is_null()) c["choices"][0]["logprobs"] = {{"content", logprobs_content}};
+  return sse_data(c);
 }
 
 std::string OpenAIResponseBuilder::format_stream_end(const CompletionResult& result) {
@@ -144,6 +151,9 @@ json OpenAIResponseBuilder::format_response(const CompletionResult& result) {
           {"model", model_},
           {"choices", json::array({{{"index", 0},
                                     {"message", {{"role", "assistant"}, {"content", result.text}}},
+                                    {"logprobs", result.logprobs_content.is_null()
+                                                     ? json(nullptr)
+                                                     : json{{"content", result.logprobs_content}}},
                                     {"finish_reason", openai_finish_reason(result.reason)}}})},
           {"usage", usage_of(result)}};
 }

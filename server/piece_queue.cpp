@@ -2,11 +2,12 @@
 
 namespace astrai {
 
-void PieceQueue::push(std::string_view text) {
-  if (text.empty()) return;
+void PieceQueue::push(std::string_view text, int token, const TokenLogprobs* logprobs) {
+  if (text.empty() && logprobs == nullptr) return;
   {
     std::lock_guard lock(mutex_);
     text_ += text;
+    if (logprobs != nullptr) logprobs_.emplace_back(token, *logprobs);
   }
   changed_.notify_all();
 }
@@ -21,9 +22,10 @@ void PieceQueue::finish(const TaskOutput& output) {
 
 PieceQueue::Batch PieceQueue::next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] { return !text_.empty() || output_.has_value(); });
+  changed_.wait_for(lock, timeout, [&] { return !text_.empty() || !logprobs_.empty() || output_.has_value(); });
   Batch batch;
   batch.text.swap(text_);
+  batch.logprobs.swap(logprobs_);
   // The engine pushes a request's last text before finishing it, so the
   // output only goes out with (or after) all of the text.
   if (output_) batch.output = output_;

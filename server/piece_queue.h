@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "engine/generation_request.h"
 
@@ -18,12 +20,14 @@ namespace astrai {
 
 class PieceQueue {
  public:
-  // Called on the scheduler thread; never block.
-  void push(std::string_view text);
+  // Called on the scheduler thread; never block. A token's logprobs (when
+  // the request asked) travel with the text it made, as {token, logprobs}.
+  void push(std::string_view text, int token = -1, const TokenLogprobs* logprobs = nullptr);
   void finish(const TaskOutput& output);
 
   struct Batch {
     std::string text;                  // everything pushed since the last call (possibly "")
+    std::vector<std::pair<int, TokenLogprobs>> logprobs;  // the tokens' logprobs pushed since then
     std::optional<TaskOutput> output;  // set once the request ended and all its text was taken
   };
   // Waits up to `timeout` for text or the end. A reader that fell behind
@@ -34,6 +38,7 @@ class PieceQueue {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::string text_;
+  std::vector<std::pair<int, TokenLogprobs>> logprobs_;
   std::optional<TaskOutput> output_;
 };
 

@@ -6,6 +6,8 @@
 #include "server/chat_request_parser.h"
 #include "server/client_socket.h"
 #include "server/json_text.h"
+#include "server/logprobs_content.h"
+#include "server/openai_sampling_fields.h"
 #include "server/piece_queue.h"
 #include "server/sse.h"
 
@@ -44,7 +46,15 @@ struct StreamState {
   int task_id = 0;
   int prompt_tokens = 0;
   std::chrono::milliseconds heartbeat;
+  std::shared_ptr<LogprobsContent> logprobs;  // when the request asked for them
 };
+
+// The whole output's logprobs entries.
+json logprobs_content_of(const ServedModel& model, int previous_token, const TaskOutput& out) {
+  std::vector<std::pair<int, TokenLogprobs>> tokens;
+  for (size_t i = 0; i < out.logprobs.size() && i < out.tokens.size(); ++i) tokens.emplace_back(out.tokens[i], out.logprobs[i]);
+  return LogprobsContent(model.engine->tokenizer(), previous_token).entries(tokens);
+}
 
 // httplib calls this once on the worker thread; it writes the whole stream.
 // Returns false (and cancels the task) when the client stopped taking it.
@@ -57,7 +67,13 @@ bool write_stream(const StreamState& s, httplib::DataSink& sink) {
   if (!send(s.builder->format_stream_start(s.prompt_tokens))) return abandon();
   for (;;) {
     PieceQueue::Batch batch = s.queue->next(s.heartbeat);
-    if (!batch.text.empty() && !send(s.builder->format_chunk(batch.text))) return abandon();
+    if (!batch.text.empty() || !batch.logprobs.empty()) {
+      // Tokens whose text is still held back (part of a character, the
+      // possible start of a stop string) send their logprobs now with an
+      // empty content: a client joins the entries as it joins the text.
+      const json content = s.logprobs ? s.logprobs->entries(batch.logprobs) : json(nullptr);
+      if (!send(s.builder->format_chunk(batch.text, content))) return abandon();
+    }
     if (batch.output) {
       const auto failure = failure_of(*batch.output);
       const std::string tail = failure ? s.builder->format_stream_error(failure->first, failure->second)
@@ -97,6 +113,15 @@ void ProtocolHandler::handle(httplib::Response& response) {
   ChatRequest chat = std::move(*parsed.request);
 
   InferenceEngine& engine = *model_->engine;
+  try {  // ids past the vocabulary: 422 naming the field, as every other bad value
+    FieldChecker check;
+    check_token_ids(check, chat, engine.model_config().vocab_size);
+    check.throw_if_any();
+  } catch (const ValidationError& e) {
+    response.status = 422;
+    response.set_content(json_text(e.body()), "application/json");
+    return;
+  }
   const int context = engine.model_config().max_seq_len;
   Prompt rendered;
   try {
@@ -127,10 +152,13 @@ void ProtocolHandler::handle(httplib::Response& response) {
   request.sampling = chat.sampling;
   request.stop = chat.stop;
   request.ignore_eos = chat.ignore_eos;
+  request.stop_token_ids = chat.stop_token_ids;
+  request.logprobs = chat.logprobs;
+  const int last_prompt_token = request.prompt_ids->back();
   std::shared_ptr<PieceQueue> queue;
   if (chat.stream) {
     queue = std::make_shared<PieceQueue>();
-    request.on_token = [queue](const TokenEvent& event) { queue->push(event.text); };
+    request.on_token = [queue](const TokenEvent& event) { queue->push(event.text, event.token, event.logprobs); };
     request.on_finish = [queue](const TaskOutput& output) { queue->finish(output); };
   }
   if (timing) timing->attach(request, prompt_tokens);
@@ -146,12 +174,14 @@ void ProtocolHandler::handle(httplib::Response& response) {
     return send_error(response, ErrorKind::Unavailable, e.what());
   }
   if (chat.stream)
-    respond_stream(response, result->task_id(), prompt_tokens, std::move(queue));
+    respond_stream(response, result->task_id(), prompt_tokens, std::move(queue),
+                   chat.logprobs >= 0 ? std::make_shared<LogprobsContent>(engine.tokenizer(), last_prompt_token) : nullptr);
   else
-    respond_whole(response, result);
+    respond_whole(response, result, chat.logprobs >= 0 ? std::optional<int>(last_prompt_token) : std::nullopt);
 }
 
-void ProtocolHandler::respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result) const {
+void ProtocolHandler::respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result,
+                                    std::optional<int> logprobs_after) const {
   // Waits in slices, looking between them whether the client is still there:
   // a client that left must not keep its task generating (and holding cache)
   // for nobody. A cancelled task ends at once with FinishReason::Cancelled.
@@ -163,13 +193,16 @@ void ProtocolHandler::respond_whole(httplib::Response& response, const std::shar
   const TaskOutput& out = *waited;
   if (const auto failure = failure_of(out)) return send_error(response, failure->first, failure->second);
   response.status = 200;
-  response.set_content(json_text(builder_->format_response(completion_of(out))), "application/json");
+  CompletionResult completion = completion_of(out);
+  if (logprobs_after) completion.logprobs_content = logprobs_content_of(*model_, *logprobs_after, out);
+  response.set_content(json_text(builder_->format_response(completion)), "application/json");
 }
 
 void ProtocolHandler::respond_stream(httplib::Response& response, int task_id, int prompt_tokens,
-                                     std::shared_ptr<PieceQueue> queue) const {
+                                     std::shared_ptr<PieceQueue> queue,
+                                     std::shared_ptr<LogprobsContent> logprobs) const {
   auto state = std::make_shared<StreamState>(StreamState{model_, builder_, std::move(queue), task_id, prompt_tokens,
-                                                         heartbeat_});
+                                                         heartbeat_, std::move(logprobs)});
   response.status = 200;
   response.set_header("Cache-Control", "no-cache");
   auto provider = [state](size_t, httplib::DataSink& sink) { return write_stream(*state, sink); };

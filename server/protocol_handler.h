@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@ struct Response;
 
 namespace astrai {
 
+class LogprobsContent;
 class PieceQueue;
 
 class ProtocolHandler {
@@ -44,9 +46,11 @@ class ProtocolHandler {
 
  private:
   void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
-  void respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result) const;
-  void respond_stream(httplib::Response& response, int task_id, int prompt_tokens,
-                      std::shared_ptr<PieceQueue> queue) const;
+  // logprobs_after: the prompt's last token when the request asked for logprobs.
+  void respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result,
+                     std::optional<int> logprobs_after) const;
+  void respond_stream(httplib::Response& response, int task_id, int prompt_tokens, std::shared_ptr<PieceQueue> queue,
+                      std::shared_ptr<LogprobsContent> logprobs) const;
 
   const httplib::Request& request_;
   std::shared_ptr<ServedModel> model_;

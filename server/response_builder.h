@@ -40,8 +40,10 @@ class ResponseBuilder {
 
   // A stream's first bytes, before any text.
   virtual std::string format_stream_start(int prompt_tokens) = 0;
-  // The bytes carrying one piece of text.
-  virtual std::string format_chunk(std::string_view text) = 0;
+  // The bytes carrying one piece of text, and the logprobs entries of the
+  // tokens that came since the last chunk (null when not asked for; a
+  // protocol without logprobs ignores them).
+  virtual std::string format_chunk(std::string_view text, const nlohmann::ordered_json& logprobs_content) = 0;
   // A stream's last bytes, once the request ended normally.
   virtual std::string format_stream_end(const CompletionResult& result) = 0;
   // The non-streamed response body.

@@ -121,7 +121,29 @@ struct DeviceSamplingRow {
   int top_k = 0;             // 0: no cut
   float top_p = 1.0f;
   double uniform = 0.0;
+  float min_p = 0.0f;        // 0: no cut (after uniform: positional {T, k, p, u} initialisers stay valid)
+  // The row's logit adjustments (penalties and bias): adjustments[adjust_begin ..
+  // adjust_begin + adjust_count) of launch_adjust_rows, with this factor.
+  int adjust_begin = 0, adjust_count = 0;
+  float repetition_penalty = 1.0f;
+  int logprobs = -1;         // -1: none; else the top tokens launch_row_logprobs lists
 };
+
+// One token's logit change (reference/sampling/penalties.h, LogitAdjustment).
+inline constexpr int kAdjustBanned = 1, kAdjustRepetition = 2;
+struct DeviceLogitAdjustment {
+  int token = 0;
+  int flags = 0;        // kAdjustBanned | kAdjustRepetition
+  double offset = 0.0;  // bias - (frequency_penalty * count + presence_penalty)
+};
+
+// adjusted[r] = logits[r] with row r's adjustments applied (adjusted_logit()
+// of penalties.cpp: in float64, x / r or x * r for the repetition penalty,
+// then one rounding of x + offset to float; -inf for a ban), for every row;
+// the token ids are inside the vocabulary (the host checks). One block per row.
+void launch_adjust_rows(const float* logits, float* adjusted, int rows, int vocab, const DeviceSamplingRow* params,
+                        const DeviceLogitAdjustment* adjustments, cudaStream_t stream);
+
 
 enum DeviceSampleStatus : int {
   kSampleOk = 0,          // token is sample_with_uniform's answer
@@ -139,11 +161,30 @@ struct DeviceSampledToken {
 
 // out[r] for each row r < rows of logits [rows, vocab] (float32, contiguous):
 // greedy rows (temperature 0) the first maximum; sampled rows temperature ->
-// top-k -> top-p -> softmax -> inverse CDF with params[r].uniform, in float64
+// top-k -> top-p -> min-p -> softmax -> inverse CDF with params[r].uniform, in float64
 // in the reference's order; bad logits reported as the reference would
 // throw them (first NaN/+inf index, or every logit -inf). One block per row.
 // (reference: sample_with_uniform() in reference/sampling/sampler.cpp)
 void launch_sample_rows(const float* logits, int rows, int vocab, const DeviceSamplingRow* params,
                         DeviceSampledToken* out, cudaStream_t stream);
+
+// The most likely tokens one row's logprobs may list (kMaxTopLogprobs of reference/sampling/logprobs.h).
+inline constexpr int kDeviceMaxTopLogprobs = 20;
+struct DeviceTokenLogprobs {
+  double logprob = 0.0;  // of the sampled token
+  int n = 0;             // entries of top below
+  int top_token[kDeviceMaxTopLogprobs] = {};
+  double top_logprob[kDeviceMaxTopLogprobs] = {};
+};
+
+// For each row with params[r].logprobs >= 0 whose sampled[r] is kSampleOk:
+// token_logprobs() of reference/sampling/logprobs.cpp on the raw logits:
+// log p_i = l_i - (max + log(sum_j exp(l_j - max))) in float64 over the finite
+// logits (the sum in a block's order, not in id order: within a few ulps of
+// the reference's), and the params[r].logprobs most likely tokens, larger
+// logit first, ties by lower id (exactly the reference's). One block per row;
+// other rows are left as they are.
+void launch_row_logprobs(const float* logits, int rows, int vocab, const DeviceSamplingRow* params,
+                         const DeviceSampledToken* sampled, DeviceTokenLogprobs* out, cudaStream_t stream);
 
 }  // namespace astrai::cuda

@@ -26,6 +26,8 @@
 //                in shared memory), then one thread takes the softmax sum and
 //                the running mass in that order, in float64, and cuts at the
 //                first prefix whose mass reaches p (keep_top_p).
+//   min-p        (min_p > 0) a kept candidate stays when exp(l - max) >= min_p,
+//                the weight the softmax computes anyway (keep_min_p).
 //   draw         softmax over the kept candidates in ascending id order and
 //                inverse_cdf with the row's uniform, one thread, float64, in
 //                the reference's order: total, then the first index whose
@@ -381,9 +383,18 @@ __global__ void __launch_bounds__(Threads)
   }
   __syncthreads();
 
-  // ---- softmax over the kept candidates in id order, then the draw ----
-  for (int i = t; i < k; i += Threads)
+  // ---- min-p, softmax over the kept candidates in id order, then the draw ----
+  // A kept candidate's weight exp(l / T - max) is the ratio keep_min_p
+  // compares with min_p (the same expression on the same operands; the
+  // largest kept logit is the row's maximum, which top-k and top-p keep).
+  const double min_p = double(p.min_p);
+  for (int i = t; i < k; i += Threads) {
     e[i] = kept[i] ? exp(double(cand_logit[i]) / temperature - max_logit) : 0.0;
+    if (kept[i] && e[i] < min_p) {
+      kept[i] = 0;
+      e[i] = 0.0;
+    }
+  }
   __syncthreads();
   if (t == 0) {
     double total = 0.0;

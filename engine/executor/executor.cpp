@@ -2,6 +2,7 @@
 #include "engine/executor/executor.h"
 
 #include <stdexcept>
+#include <vector>
 
 #include "reference/sampling/sampler.h"
 
@@ -22,7 +23,15 @@ std::vector<SampledToken> sample_rows(std::span<const float> logits, size_t voca
   for (size_t r = 0; r < rows.size(); ++r) {
     const std::span<const float> row = logits.subspan(r * vocab, vocab);
     try {
-      tokens[r].token = sample_with_uniform(row, rows[r].params, rows[r].uniform);
+      std::vector<float> adjusted;  // a copy only for a row with penalties or bias
+      if (!rows[r].adjustments.empty()) {
+        adjusted.assign(row.begin(), row.end());
+        apply_adjustments(adjusted, rows[r].adjustments, rows[r].params.repetition_penalty);
+      }
+      const int token =
+          sample_with_uniform(adjusted.empty() ? row : std::span<const float>(adjusted), rows[r].params, rows[r].uniform);
+      if (rows[r].logprobs >= 0) tokens[r].logprobs = token_logprobs(row, token, rows[r].logprobs);
+      tokens[r].token = token;
     } catch (const std::exception& e) {
       tokens[r].error = e.what();
     }

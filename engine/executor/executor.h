@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "reference/batch.h"
 #include "reference/kv_cache_view.h"
 #include "reference/model_config.h"
+#include "reference/sampling/logprobs.h"
+#include "reference/sampling/penalties.h"
 #include "reference/sampling/sampling_params.h"
 
 namespace astrai {
@@ -23,6 +26,13 @@ namespace astrai {
 struct RowSampling {
   SamplingParams params;
   double uniform = 0.0;
+  // The request's penalties and bias for this token (SamplerState::adjustments(),
+  // which the request's state keeps up to date, so this is a view, not a copy):
+  // applied to the row before it is sampled. O(tokens seen), never O(vocabulary).
+  std::span<const LogitAdjustment> adjustments = {};
+  // -1: no log-probabilities; n >= 0: the token's and the n most likely ones
+  // (token_logprobs of the raw row, before the adjustments).
+  int logprobs = -1;
 };
 
 // One wanted row's next token, or why there is none (bad logits: NaN, +inf,
@@ -30,6 +40,7 @@ struct RowSampling {
 struct SampledToken {
   int token = -1;
   std::string error;  // empty when token is valid
+  std::optional<TokenLogprobs> logprobs;  // when the row asked for them
 };
 
 class Executor {
@@ -41,8 +52,9 @@ class Executor {
   virtual xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& cache) = 0;
   // forward(), then each wanted row's next token, in batch order (rows[i] is
   // the i-th row with want_logits). Each token is what
-  // sample_with_uniform(logits row, rows[i].params, rows[i].uniform) of
-  // reference/sampling gives. This default samples on the host with the
+  // sample_with_uniform(row with rows[i].adjustments applied, rows[i].params,
+  // rows[i].uniform) of reference/sampling gives, and its logprobs what
+  // token_logprobs(the raw row, token, rows[i].logprobs) gives. This default samples on the host with the
   // reference sampler; an executor whose logits live on a device samples
   // there and copies back only the ids (the scheduler calls only this).
   virtual std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,

@@ -42,7 +42,12 @@ void InferenceScheduler::submit(TokenRequest request) {
     if (id < 0 || id >= model.vocab_size)
       throw std::invalid_argument("prompt token id " + std::to_string(id) + " is outside the vocabulary");
   if (request.max_tokens < 1) throw std::invalid_argument("max_tokens must be at least 1");
-  request.sampling.validate();
+  request.sampling.validate(model.vocab_size);
+  for (int id : request.stop_tokens)
+    if (id < 0 || id >= model.vocab_size)
+      throw std::invalid_argument("stop token id " + std::to_string(id) + " is outside the vocabulary");
+  if (request.logprobs > kMaxTopLogprobs)
+    throw std::invalid_argument("top_logprobs must be at most " + std::to_string(kMaxTopLogprobs));
   std::lock_guard lock(mutex_);
   if (!accepting_) throw std::runtime_error("the engine is shutting down");
   if (int(waiting_.size()) >= config_.max_waiting_tasks)
@@ -246,7 +251,9 @@ void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
     const bool wants_token = p.start + p.count == int(p.task->tokens.size());
     for (int pos = p.start; pos < p.start + p.count; ++pos)
       batch.push_back({p.task->tokens[size_t(pos)], p.task->id, pos, pos + 1 == int(p.task->tokens.size())});
-    if (wants_token) sampling.push_back({p.task->sampler.params(), p.task->sampler.next_uniform()});
+    if (wants_token)
+      sampling.push_back({p.task->sampler.params(), p.task->sampler.next_uniform(), p.task->sampler.adjustments(),
+                          p.task->logprobs});
   }
   std::vector<SampledToken> tokens;
   try {
@@ -267,20 +274,24 @@ void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
     if (!sampled.error.empty())
       finish(t, FinishReason::Error, "sampling failed: " + sampled.error);
     else
-      accept_token(t, sampled.token);
+      accept_token(t, sampled);
   }
 }
 
 // The consumer's hook runs on this thread: if it throws, only its own request
 // ends (with FinishReason::Error), never the loop serving everyone.
-void InferenceScheduler::accept_token(Task& t, int token) {
+void InferenceScheduler::accept_token(Task& t, const SampledToken& sampled) {
+  const int token = sampled.token;
   t.tokens.push_back(token);
+  t.sampler.record(token);  // for the penalties of the next token
+  const TokenLogprobs* logprobs = nullptr;
+  if (t.logprobs >= 0 && sampled.logprobs) logprobs = &t.token_logprobs.emplace_back(*sampled.logprobs);
   ++local_.total_tokens;
   bool stop_string = false;  // the consumer's verdict
   std::string error;
   if (t.on_token) {
     try {
-      stop_string = t.on_token(token);
+      stop_string = t.on_token(token, logprobs);
     } catch (...) {
       error = callback_error("on_token", std::current_exception());
     }
@@ -320,7 +331,8 @@ void InferenceScheduler::finish(Task& task, FinishReason reason, std::string err
     // Nothing is left to report a failure to (the output is final), but the
     // loop must go on.
     try {
-      task.on_finish(TokenOutput{task.id, generated, reason, task.prompt_len, task.cached_prompt_tokens, error});
+      task.on_finish(TokenOutput{task.id, generated, reason, task.prompt_len, task.cached_prompt_tokens, error,
+                                 std::move(task.token_logprobs)});
     } catch (...) {
     }
   }

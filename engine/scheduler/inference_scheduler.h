@@ -116,7 +116,7 @@ class InferenceScheduler {
   bool make_room(Task& t, const std::vector<PlannedRows>& plan);
   std::vector<PlannedRows> plan_step();
   void run_step(const std::vector<PlannedRows>& plan);
-  void accept_token(Task& task, int token);
+  void accept_token(Task& task, const SampledToken& sampled);
   void preempt(Task& task);
   void finish(Task& task, FinishReason reason, std::string error = "");
   void remove_finished();

@@ -23,7 +23,8 @@ struct Task {
         prompt_len(int(tokens.size())),
         max_new_tokens(request.max_tokens),
         stop_tokens(std::move(request.stop_tokens)),
-        sampler(request.sampling),
+        sampler(request.sampling, tokens),  // tokens is the prompt here (declared, so built, before sampler)
+        logprobs(request.logprobs),
         on_token(std::move(request.on_token)),
         on_finish(std::move(request.on_finish)) {}
 
@@ -36,8 +37,10 @@ struct Task {
   bool finished = false;         // ended (on_finish called); leaves running_ at the next remove_finished()
   int max_new_tokens;
   std::vector<int> stop_tokens;  // EOS (and BOS for llama2.c-style models); empty with ignore_eos
-  SamplerState sampler;          // this request's own RNG: batching never changes its draws
-  std::function<bool(int)> on_token;
+  SamplerState sampler;          // this request's own RNG and token counts: batching never changes its draws
+  int logprobs;                  // -1: none wanted; else how many top tokens
+  std::vector<TokenLogprobs> token_logprobs;  // one per generated token, when wanted
+  std::function<bool(int, const TokenLogprobs*)> on_token;
   std::function<void(const TokenOutput&)> on_finish;
 
   int generated() const { return int(tokens.size()) - prompt_len; }

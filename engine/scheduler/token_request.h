@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/scheduler/finish_reason.h"
+#include "reference/sampling/logprobs.h"
 #include "reference/sampling/sampling_params.h"
 
 namespace astrai {
@@ -22,12 +23,16 @@ struct TokenRequest {
   std::vector<int> prompt;       // ids; never empty, each inside the vocabulary
   int max_tokens = 256;          // new tokens at most
   SamplingParams sampling;       // temperature 0 = greedy
-  std::vector<int> stop_tokens;  // end the request with FinishReason::Eos (EOS, end-of-turn...)
+  std::vector<int> stop_tokens;  // end the request with FinishReason::Eos (EOS, end-of-turn, stop_token_ids...)
+  // -1: none; n in [0, kMaxTopLogprobs]: each token's log-probability and the
+  // n most likely tokens (reference/sampling/logprobs.h), in TokenOutput::logprobs
+  // and handed to on_token.
+  int logprobs = -1;
   // Both hooks run on the scheduler thread. on_token sees every generated
-  // token and returns true to end the request now with
+  // token (with its log-probabilities when asked for, else nullptr) and returns true to end the request now with
   // FinishReason::StopSequence. If it throws, the request ends with
   // FinishReason::Error naming the exception; other requests go on.
-  std::function<bool(int token)> on_token;
+  std::function<bool(int token, const TokenLogprobs* logprobs)> on_token;
   // Called once when the request has ended; an exception it throws is ignored.
   std::function<void(const TokenOutput&)> on_finish;
 };
@@ -39,6 +44,7 @@ struct TokenOutput {
   int prompt_tokens = 0;
   int cached_prompt_tokens = 0;  // prompt tokens whose prefill a prefix-cache hit saved
   std::string error;             // when reason == Error
+  std::vector<TokenLogprobs> logprobs = {};  // one per token, when the request asked (logprobs >= 0)
 };
 
 // The error of a request whose `callback` threw `thrown`:

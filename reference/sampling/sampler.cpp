@@ -372,6 +372,18 @@ void keep_top_p(Candidates& candidates, float p) {
     keep_top_p_by_sort(candidates, p);
 }
 
+void keep_min_p(Candidates& candidates, float min_p) {
+  assert(min_p >= 0.0f && min_p <= 1.0f);
+  if (min_p == 0.0f || candidates.empty()) return;
+  double top = candidates.front().logit;
+  for (const Candidate& c : candidates) top = c.logit > top ? c.logit : top;
+  const double threshold = static_cast<double>(min_p);
+  std::size_t size = 0;
+  for (const Candidate& c : candidates)
+    if (std::exp(c.logit - top) >= threshold) candidates[size++] = c;  // the top has exp(0) = 1 >= min_p
+  candidates.resize(size);
+}
+
 std::size_t inverse_cdf(std::span<const double> probabilities, double u) {
   if (probabilities.empty()) throw std::invalid_argument("inverse_cdf: no probabilities to draw from");
   if (!(u >= 0.0 && u < 1.0)) throw std::invalid_argument("inverse_cdf: u must be in [0, 1), got " + std::to_string(u));
@@ -431,6 +443,7 @@ Candidates kept_candidates(std::span<const float> logits, const SamplingParams& 
   keep_top_k(candidates, params.top_k);
   if (params.top_p < 1.0f && !keep_top_p_by_selection(candidates, params.top_p))
     keep_top_p_by_sort(candidates, params.top_p);
+  keep_min_p(candidates, params.min_p);
   return in_id_order(std::move(candidates), n);
 }
 
@@ -455,12 +468,36 @@ int sample(std::span<const float> logits, const SamplingParams& params, Rng& rng
 int sample(std::span<const float> logits, const SamplingParams& params) { return SamplerState(params).next(logits); }
 
 std::string describe_sampling(const SamplingParams& params) {
-  if (params.temperature == 0.0f) return "top_k(1)";
-  return "temperature(" + std::to_string(params.temperature) + ") -> top_k(" + std::to_string(params.top_k) +
-         ") -> top_p(" + std::to_string(params.top_p) + ")";
+  std::string steps;
+  if (params.repetition_penalty != 1.0f) steps += "repetition_penalty(" + std::to_string(params.repetition_penalty) + ") -> ";
+  if (params.frequency_penalty != 0.0f) steps += "frequency_penalty(" + std::to_string(params.frequency_penalty) + ") -> ";
+  if (params.presence_penalty != 0.0f) steps += "presence_penalty(" + std::to_string(params.presence_penalty) + ") -> ";
+  if (!params.logit_bias.empty()) steps += "logit_bias(" + std::to_string(params.logit_bias.size()) + " tokens) -> ";
+  if (params.temperature == 0.0f) return steps + "top_k(1)";
+  steps += "temperature(" + std::to_string(params.temperature) + ") -> top_k(" + std::to_string(params.top_k) +
+           ") -> top_p(" + std::to_string(params.top_p) + ")";
+  if (params.min_p > 0.0f) steps += " -> min_p(" + std::to_string(params.min_p) + ")";
+  return steps;
 }
 
-SamplerState::SamplerState(const SamplingParams& params)
-    : params_((params.validate(), params)), seed_(params.seed ? *params.seed : random_seed()), rng_(seed_) {}
+SamplerState::SamplerState(const SamplingParams& params, std::span<const int> prompt)
+    : params_((params.validate(), params)),
+      seed_(params.seed ? *params.seed : random_seed()),
+      rng_(seed_),
+      adjustments_(params.adjusts_logits() ? AdjustmentList(params, prompt) : AdjustmentList()) {}
+
+int SamplerState::next(std::span<const float> logits) {
+  const double u = next_uniform();
+  int token = 0;
+  if (params_.adjusts_logits()) {
+    std::vector<float> row(logits.begin(), logits.end());
+    apply_adjustments(row, adjustments(), params_.repetition_penalty);
+    token = sample_with_uniform(row, params_, u);
+  } else {
+    token = sample_with_uniform(logits, params_, u);
+  }
+  record(token);
+  return token;
+}
 
 }  // namespace astrai

@@ -1,7 +1,10 @@
 // The sampler: how one row of logits becomes a token, in the order the seed
 // document fixes (llama2.c's sample() is the model, in a few functions):
 //
-//   candidates -> temperature -> top-k -> top-p -> softmax -> one inverse-CDF draw
+//   candidates -> temperature -> top-k -> top-p -> min-p -> softmax -> one inverse-CDF draw
+//
+// The penalties and logit bias come before all of this, on the float row
+// (penalties.h); SamplerState applies them for its request.
 //
 // Candidates are the tokens still in the running with their logits, held in
 // float64: dividing a float logit by a tiny temperature cannot overflow, and
@@ -27,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/sampling/penalties.h"
 #include "reference/sampling/rng.h"
 #include "reference/sampling/sampling_params.h"
 
@@ -70,6 +74,12 @@ void keep_top_k(Candidates& candidates, int k);
 // remains; p = 1 keeps everything.
 void keep_top_p(Candidates& candidates, float p);
 
+// Keeps the candidates whose probability is at least min_p times the largest
+// one's: exp(l_i - max) >= min_p in float64 (that ratio is the probability
+// ratio, the largest weight being exp(0) = 1), min_p in [0, 1]; 0 keeps all.
+// The most likely candidate always remains. Order is kept.
+void keep_min_p(Candidates& candidates, float min_p);
+
 // ---- the draw ----
 
 // Given probabilities p_0..p_{n-1} (n >= 1, >= 0, summing to ~1) and a uniform
@@ -98,27 +108,40 @@ int sample(std::span<const float> logits, const SamplingParams& params, Rng& rng
 // params; seeded with params.seed, or random_seed() when it has none).
 int sample(std::span<const float> logits, const SamplingParams& params);
 
-// The steps `params` applies, for logs: "temperature(0.700000) -> top_k(50) -> top_p(0.900000)".
+// The steps `params` applies, for logs: "temperature(0.700000) -> top_k(50) -> top_p(0.900000)"
+// (penalties, bias and min_p named when set).
 std::string describe_sampling(const SamplingParams& params);
 
 // ---- one request's state ----
 
-// The sampling state one generation request owns: its parameters and its own
-// generator. Because no generator is shared, a seeded request gives the same
-// tokens whatever other requests run beside it and in whatever order the
-// scheduler serves them.
+// The sampling state one generation request owns: its parameters, its own
+// generator and its token counts (for the penalties). Because nothing is
+// shared, a seeded request gives the same tokens whatever other requests run
+// beside it and in whatever order the scheduler serves them.
 class SamplerState {
  public:
   // Validates params (std::invalid_argument). The generator is seeded with
   // params.seed, or with random_seed() drawn once here when it has none.
-  explicit SamplerState(const SamplingParams& params);
+  // The prompt counts for the repetition penalty.
+  explicit SamplerState(const SamplingParams& params, std::span<const int> prompt = {});
 
-  // The request's next token from one row of logits.
-  int next(std::span<const float> logits) { return sample_with_uniform(logits, params_, next_uniform()); }
+  // The request's next token from one row of the model's logits: the
+  // penalties and bias on a copy of the row, then sample_with_uniform. The
+  // token is recorded (record()).
+  int next(std::span<const float> logits);
   // The uniform for the request's next token alone, for a sampler that runs
-  // elsewhere (on the GPU): sample_with_uniform(logits, params(), u) there
-  // gives what next(logits) would have given here.
+  // elsewhere (on the GPU): applying adjustments() to the row, then
+  // sample_with_uniform(row, params(), u), gives what next(logits) would have
+  // given here; the caller then record()s the token.
   double next_uniform() { return rng_.next_uniform(); }
+  // The logit changes for the next token (penalties.h): O(tokens seen), empty
+  // when the request has no penalty and no bias.
+  // Kept up to date by record(), so reading it costs nothing per step.
+  std::span<const LogitAdjustment> adjustments() const { return adjustments_.adjustments(); }
+  // A generated token, for the penalties of the tokens after it (O(1)).
+  void record(int token) {
+    if (params_.adjusts_logits()) adjustments_.add_generated(token);
+  }
 
   // The seed in use (the drawn one for an unseeded request), so that any
   // request can be replayed exactly.
@@ -129,6 +152,7 @@ class SamplerState {
   SamplingParams params_;
   std::uint64_t seed_;
   Rng rng_;
+  AdjustmentList adjustments_;  // empty without penalties and bias
 };
 
 }  // namespace astrai

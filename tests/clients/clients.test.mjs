@@ -144,6 +144,52 @@ describe('OpenAI SDK', () => {
       (error) => error instanceof OpenAI.UnprocessableEntityError && error.status === 422);
   });
 
+  test('logprobs and top_logprobs, whole and streamed, in the SDK\'s types', async () => {
+    const request = { model: 'astrai', messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 2 };
+    const whole = await openai.chat.completions.create(request);
+    const content = whole.choices[0].logprobs.content;
+    assert.equal(content.length, whole.usage.completion_tokens);  // one entry per token
+    for (const entry of content) {
+      assert.equal(typeof entry.token, 'string');
+      assert.ok(entry.logprob <= 0);
+      assert.ok(Array.isArray(entry.bytes) && entry.bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256));
+      assert.equal(entry.top_logprobs.length, 2);
+      assert.ok(entry.top_logprobs[0].logprob >= entry.top_logprobs[1].logprob);
+      // Greedy: the chosen token is the most likely one, which heads the list.
+      assert.equal(entry.logprob, entry.top_logprobs[0].logprob);
+      assert.deepEqual(entry.bytes, entry.top_logprobs[0].bytes);
+    }
+    const streamed = [];
+    for await (const chunk of await openai.chat.completions.create({ ...request, stream: true }))
+      for (const choice of chunk.choices) streamed.push(...(choice.logprobs?.content ?? []));
+    assert.deepEqual(streamed, content);
+    const plain = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 2, temperature: 0 });
+    assert.equal(plain.choices[0].logprobs, null);
+  });
+
+  test('penalties and logit_bias are applied; out of range they are 422', async () => {
+    const base = { model: 'astrai', messages, max_tokens: 12, temperature: 0, logprobs: true };
+    const bytesOf = (response) => response.choices[0].logprobs.content.map((e) => e.bytes.join(','));
+    const plain = bytesOf(await openai.chat.completions.create(base));
+    assert.ok(new Set(plain).size > 1, 'the premise: the plain greedy run has more than one distinct token');
+    // Every token of the synthetic model's 512 but one banned: greedy can only repeat that one.
+    const logit_bias = {};
+    for (let id = 0; id < 512; id++) if (id !== 300) logit_bias[id] = -100;
+    const only = bytesOf(await openai.chat.completions.create({ ...base, logit_bias }));
+    assert.equal(only.length, 12);
+    assert.equal(new Set(only).size, 1);
+    // Penalties strong enough to change a greedy run that repeats itself.
+    const penalised = bytesOf(await openai.chat.completions.create({ ...base, presence_penalty: 2, frequency_penalty: 2 }));
+    if (new Set(plain).size < plain.length) assert.notDeepEqual(penalised, plain);
+    for (const [field, value] of [['presence_penalty', 2.5], ['frequency_penalty', -3], ['logit_bias', { x: 1 }],
+                                  ['top_logprobs', 21], ['repetition_penalty', 0], ['min_p', 2]]) {
+      await assert.rejects(
+        openai.chat.completions.create({ ...base, [field]: value }),
+        // (The SDK keeps no body for a 422; tests/server checks that it names the field.)
+        (error) => error instanceof OpenAI.UnprocessableEntityError && error.status === 422, field);
+    }
+  });
+
   test('a wrong key is an AuthenticationError', async () => {
     const wrong = new OpenAI({ baseURL: `${serverUrl}/v1`, apiKey: `${apiKey}-wrong`, maxRetries: 0 });
     await assert.rejects(wrong.chat.completions.create({ model: 'astrai', messages }),

@@ -44,7 +44,8 @@ void compute_expected_on_cuda(std::vector<PlannedRequest>& requests, DType t = D
     GenerateOptions options;
     options.max_new_tokens = r.max_tokens;
     if (!r.ignore_eos) options.stop_tokens = {m.tokenizer->eos_id(), m.tokenizer->bos_id()};
-    SamplerState sampler(r.sampling);
+    for (int id : r.stop_token_ids) options.stop_tokens.push_back(id);
+    SamplerState sampler(r.sampling, r.prompt);  // the prompt counts for the repetition penalty
     r.expected = cuda_generate(executor, cache, r.prompt, options,
                                [&](std::span<const float> logits) { return sampler.next(logits); });
   }
@@ -85,6 +86,22 @@ TEST_CASE("CUDA executor: greedy and seeded requests together get their sequenti
       CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
     }
   }
+}
+
+TEST_CASE("CUDA executor: requests with penalties, bias and min_p, sampled on the device, get their sequential "
+          "tokens",
+          "[cuda][penalties]") {
+  ASTRAI_REQUIRE_GPU();
+  std::mt19937 rng(606);
+  // (No logprobs here: the device sums them in another order than the host,
+  // so they are compared within a tolerance in test_device_sampling_features.cpp.)
+  auto requests = random_requests(
+      rng, 8, {.min_tokens = 10, .max_tokens = 30, .sampled_fraction = 0.5, .penalized_fraction = 0.9});
+  compute_expected_on_cuda(requests);
+  auto engine = cuda_engine(4, 8);
+  auto logs = run_requests(*engine, requests, Submission::Together);
+  check_outputs(requests, logs);
+  require_all_free(*engine);
 }
 
 TEST_CASE("CUDA executor: staggered arrivals with cancellations and stop strings", "[cuda]") {

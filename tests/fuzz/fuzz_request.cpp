@@ -384,7 +384,7 @@ void check_formatters(ResponseBuilder& builder, bool anthropic, const ChatReques
   const bool text_is_utf8 = is_valid_utf8(text);
   check_events(builder.format_stream_start(prompt_tokens), anthropic, false);
 
-  const std::vector<json> chunk = check_events(builder.format_chunk(text), anthropic, false);
+  const std::vector<json> chunk = check_events(builder.format_chunk(text, nullptr), anthropic, false);
   check(chunk.size() == 1, "a chunk is one event");
   const json shown = value_at(chunk[0], anthropic ? "/delta/text" : "/choices/0/delta/content");
   check(shown.is_string() && is_valid_utf8(shown.get<std::string>()), "a chunk carries its text as a JSON string");

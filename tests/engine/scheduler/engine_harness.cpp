@@ -81,6 +81,21 @@ PlannedRequest random_request(std::mt19937& rng, const RandomRequestShape& shape
   } else {
     r.sampling.temperature = 0.0f;
   }
+  if (chance(shape.penalized_fraction)) {
+    // Penalties strong enough to change greedy choices on this model's logits
+    // (spread about 1), a bias that bans a token or two, and min_p.
+    r.sampling.presence_penalty = float(uniform(-20, 20)) / 10.0f;
+    r.sampling.frequency_penalty = float(uniform(-20, 20)) / 10.0f;
+    r.sampling.repetition_penalty = float(uniform(5, 20)) / 10.0f;
+    r.sampling.min_p = float(uniform(0, 30)) / 100.0f;
+    for (int b = uniform(0, 3); b > 0; --b) {
+      const int id = uniform(0, tiny_model().vocab() - 1);
+      bool taken = false;
+      for (const auto& entry : r.sampling.logit_bias) taken = taken || entry.first == id;
+      if (!taken) r.sampling.logit_bias.emplace_back(id, chance(0.5) ? -100.0f : float(uniform(-50, 50)) / 10.0f);
+    }
+  }
+  if (chance(shape.logprobs_fraction)) r.logprobs = uniform(0, 5);
   if (chance(shape.cancelled_fraction)) r.cancel_after = uniform(0, r.max_tokens);
   if (chance(shape.stop_fraction)) {
     auto printable = [&] { return char(uniform(' ', '~')); };
@@ -97,8 +112,11 @@ std::vector<PlannedRequest> random_requests(std::mt19937& rng, int n, const Rand
 
 void compute_expected(std::vector<PlannedRequest>& requests) {
   const TinyModel& m = tiny_model();
-  for (auto& r : requests)
-    r.expected = reference_tokens(*m.weights, *m.tokenizer, r.prompt, r.max_tokens, r.sampling, r.ignore_eos);
+  for (auto& r : requests) {
+    r.expected_logprobs.clear();
+    r.expected = reference_tokens(*m.weights, *m.tokenizer, r.prompt, r.max_tokens, r.sampling, r.ignore_eos,
+                                  r.stop_token_ids, r.logprobs, &r.expected_logprobs);
+  }
 }
 
 namespace {
@@ -109,6 +127,8 @@ GenerationRequest engine_request(const PlannedRequest& planned, const std::share
   request.max_tokens = planned.max_tokens;
   request.sampling = planned.sampling;
   request.ignore_eos = planned.ignore_eos;
+  request.stop_token_ids = planned.stop_token_ids;
+  request.logprobs = planned.logprobs;
   request.stop = planned.stop;
   // The callbacks own the log too: it outlives the request even if a test fails early.
   request.on_token = [log, hook = planned.on_token_hook](const TokenEvent& event) {
@@ -116,6 +136,7 @@ GenerationRequest engine_request(const PlannedRequest& planned, const std::share
       std::lock_guard lock(log->mutex);
       log->on_token_text += event.text;
       if (event.token >= 0) ++log->tokens_seen;
+      if (event.logprobs) log->streamed_logprobs.push_back(*event.logprobs);
     }
     if (hook) hook(event);
   };
@@ -206,6 +227,43 @@ TaskOutput output_of(RequestLog& log) {
   return *out;
 }
 
+namespace {
+
+// The bytes each token adds to the text: a stop_token_ids token is never text
+// (as EOS is not: it decodes to nothing anyway).
+std::vector<std::string> text_bytes(const PlannedRequest& r, const std::vector<int>& tokens) {
+  std::vector<std::string> bytes = token_bytes(*tiny_model().tokenizer, r.prompt, tokens);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), tokens[i]) != r.stop_token_ids.end()) bytes[i].clear();
+  return bytes;
+}
+
+bool same_logprobs(const TokenLogprobs& a, const TokenLogprobs& b) {
+  if (a.logprob != b.logprob || a.top.size() != b.top.size()) return false;
+  for (size_t i = 0; i < a.top.size(); ++i)
+    if (a.top[i].token != b.top[i].token || a.top[i].logprob != b.top[i].logprob) return false;
+  return true;
+}
+
+// Exact, for the reason the tokens are: the engine's row for a token has the
+// reference loop's bits, and token_logprobs is one deterministic function of it.
+void check_logprobs(const PlannedRequest& r, const TaskOutput& out, RequestLog& log) {
+  if (r.logprobs < 0) {
+    CHECK(out.logprobs.empty());
+    return;
+  }
+  REQUIRE(out.logprobs.size() == out.tokens.size());
+  for (size_t t = 0; t < out.tokens.size(); ++t) {
+    INFO("token " << t);
+    CHECK(same_logprobs(out.logprobs[t], r.expected_logprobs[t]));
+  }
+  std::lock_guard lock(log.mutex);
+  REQUIRE(log.streamed_logprobs.size() == out.logprobs.size());
+  for (size_t t = 0; t < out.logprobs.size(); ++t) CHECK(same_logprobs(log.streamed_logprobs[t], out.logprobs[t]));
+}
+
+}  // namespace
+
 void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std::shared_ptr<RequestLog>>& logs) {
   const TinyModel& m = tiny_model();
   REQUIRE(requests.size() == logs.size());
@@ -220,7 +278,7 @@ void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std:
     REQUIRE(out.error.empty());
     CHECK(out.prompt_tokens == int(r.prompt.size()));
     // The reference's tokens, cut after the one that completes a stop sequence.
-    const StopOutcome full = expected_stop_outcome(token_bytes(*m.tokenizer, r.prompt, r.expected), r.stop);
+    const StopOutcome full = expected_stop_outcome(text_bytes(r, r.expected), r.stop);
     const std::vector<int> expected(r.expected.begin(), r.expected.begin() + std::ptrdiff_t(full.n_tokens));
     if (out.reason == FinishReason::Cancelled) {
       REQUIRE(r.cancel_after >= 0);
@@ -232,13 +290,14 @@ void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std:
       // draws from its own generator, so it sees what the sequential loop sees.
       REQUIRE(out.tokens == expected);
       if (full.matched.empty())
-        REQUIRE(out.reason == reference_reason(*m.tokenizer, r.expected, r.max_tokens, r.ignore_eos));
+        REQUIRE(out.reason ==
+                reference_reason(*m.tokenizer, r.expected, r.max_tokens, r.ignore_eos, r.stop_token_ids));
       else
         REQUIRE(out.reason == FinishReason::StopSequence);
     }
     // The text follows from the tokens' bytes and the stop sequences alone, and
     // every way of streaming it agrees.
-    const StopOutcome got = expected_stop_outcome(token_bytes(*m.tokenizer, r.prompt, out.tokens), r.stop);
+    const StopOutcome got = expected_stop_outcome(text_bytes(r, out.tokens), r.stop);
     CHECK(out.text == got.text);
     CHECK(out.stop_sequence == got.matched);
     for (const auto& s : r.stop) CHECK(out.text.find(s) == std::string::npos);
@@ -248,6 +307,7 @@ void check_outputs(const std::vector<PlannedRequest>& requests, std::vector<std:
       CHECK(log.on_finish_calls == 1);
     }
     CHECK(log.tokens_seen == int(out.tokens.size()));
+    check_logprobs(r, out, log);
     std::string streamed;
     while (auto piece = log.result->next_piece()) streamed += *piece;  // never blocks: the request has ended
     CHECK(streamed == out.text);

@@ -90,9 +90,12 @@ struct PlannedRequest {
   int max_tokens = 16;
   SamplingParams sampling;
   bool ignore_eos = false;
+  std::vector<int> stop_token_ids;
+  int logprobs = -1;  // >= 0: the outputs' and the stream's logprobs must equal expected_logprobs
   int cancel_after = -1;  // < 0: never cancelled; else cancelled once this many tokens exist (0: at once)
   std::vector<std::string> stop;  // stop sequences
   std::vector<int> expected;  // the reference's tokens, stop sequences ignored (fill with compute_expected)
+  std::vector<TokenLogprobs> expected_logprobs;  // one per expected token, when logprobs >= 0
   // Called on the scheduler thread after each token is recorded (e.g. a gate
   // that holds the loop still while the test acts).
   std::function<void(const TokenEvent&)> on_token_hook;
@@ -108,6 +111,8 @@ struct RandomRequestShape {
   double sampled_fraction = 0.0;    // the rest are greedy (temperature 0)
   double cancelled_fraction = 0.0;  // cancelled after a random number of tokens
   double stop_fraction = 0.0;       // given stop sequences (one or two printable ASCII characters)
+  double penalized_fraction = 0.0;  // sampled or greedy, with penalties, a bias and min_p drawn
+  double logprobs_fraction = 0.0;   // asking for logprobs (0 to 5 top tokens)
 };
 
 // Prompt of random ids >= 3 (never <unk>, BOS or EOS).
@@ -123,6 +128,7 @@ struct RequestLog {
   std::mutex mutex;
   std::string on_token_text;          // on_token pieces, concatenated
   std::atomic<int> tokens_seen = 0;   // on_token calls with a real token
+  std::vector<TokenLogprobs> streamed_logprobs;  // from on_token events, in order
   std::atomic<bool> finish_called = false;
   int on_finish_calls = 0;
   bool cancel_sent = false;           // by the test thread

@@ -10,18 +10,25 @@ namespace astrai::test {
 
 std::vector<int> reference_tokens(const ModelWeights& weights, const Tokenizer& tokenizer,
                                   std::span<const int> prompt, int max_tokens, const SamplingParams& sampling,
-                                  bool ignore_eos) {
+                                  bool ignore_eos, const std::vector<int>& stop_token_ids, int logprobs,
+                                  std::vector<TokenLogprobs>* logprobs_out) {
   GenerateOptions options;
   options.max_new_tokens = max_tokens;
   if (!ignore_eos) options.stop_tokens = {tokenizer.eos_id(), tokenizer.bos_id()};
-  SamplerState sampler(sampling);
-  return generate(weights, prompt, options, [&](std::span<const float> logits) { return sampler.next(logits); });
+  for (int id : stop_token_ids) options.stop_tokens.push_back(id);  // (insert() trips GCC 12's -Warray-bounds)
+  SamplerState sampler(sampling, prompt);  // the prompt counts for the repetition penalty
+  return generate(weights, prompt, options, [&](std::span<const float> logits) {
+    const int token = sampler.next(logits);
+    if (logprobs >= 0 && logprobs_out) logprobs_out->push_back(token_logprobs(logits, token, logprobs));
+    return token;
+  });
 }
 
 FinishReason reference_reason(const Tokenizer& tokenizer, const std::vector<int>& tokens, int max_tokens,
-                              bool ignore_eos) {
+                              bool ignore_eos, const std::vector<int>& stop_token_ids) {
   const int last = tokens.back();
   if (!ignore_eos && (last == tokenizer.eos_id() || last == tokenizer.bos_id())) return FinishReason::Eos;
+  if (std::find(stop_token_ids.begin(), stop_token_ids.end(), last) != stop_token_ids.end()) return FinishReason::Eos;
   if (int(tokens.size()) == max_tokens) return FinishReason::Length;
   return FinishReason::ContextLimit;
 }

@@ -11,20 +11,24 @@
 #include "engine/scheduler/finish_reason.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
+#include "reference/sampling/logprobs.h"
 #include "reference/sampling/sampling_params.h"
 
 namespace astrai::test {
 
 // Tokens astrai::generate chooses for `prompt` with max_new_tokens = max_tokens,
-// stop tokens {EOS, BOS} (none with ignore_eos) and SamplerState(sampling).
+// stop tokens {EOS, BOS} (none with ignore_eos) plus stop_token_ids and
+// SamplerState(sampling, prompt). With logprobs >= 0 and logprobs_out, each
+// token's token_logprobs(its raw row, token, logprobs) goes there.
 std::vector<int> reference_tokens(const ModelWeights& weights, const Tokenizer& tokenizer,
                                   std::span<const int> prompt, int max_tokens, const SamplingParams& sampling,
-                                  bool ignore_eos = false);
+                                  bool ignore_eos = false, const std::vector<int>& stop_token_ids = {},
+                                  int logprobs = -1, std::vector<TokenLogprobs>* logprobs_out = nullptr);
 
-// Why the reference stopped after `tokens`: EOS/BOS last, else max_tokens
-// reached, else the context.
+// Why the reference stopped after `tokens`: EOS/BOS (or one of
+// stop_token_ids) last, else max_tokens reached, else the context.
 FinishReason reference_reason(const Tokenizer& tokenizer, const std::vector<int>& tokens, int max_tokens,
-                              bool ignore_eos = false);
+                              bool ignore_eos = false, const std::vector<int>& stop_token_ids = {});
 
 // The raw bytes of `tokens` following `prompt`, one entry per token, as
 // Tokenizer::decode_token gives them (what the engine's text is made of).

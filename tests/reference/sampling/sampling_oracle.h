@@ -45,9 +45,9 @@ inline std::size_t oracle_argmax(std::span<const float> logits) {
 }
 
 // The final distribution over the vocabulary that temperature -> top-k ->
-// top-p -> softmax gives, from the rules in docs/sampling.md.
+// top-p -> min-p -> softmax gives, from the rules in docs/sampling.md.
 inline std::vector<double> expected_distribution(std::span<const float> logits, float temperature, int top_k,
-                                                 float top_p) {
+                                                 float top_p, float min_p = 0.0f) {
   const std::size_t n = logits.size();
   if (temperature == 0.0f) {
     std::vector<double> one_hot(n, 0.0);
@@ -82,6 +82,13 @@ inline std::vector<double> expected_distribution(std::span<const float> logits, 
       next[i] = mass_ahead < static_cast<double>(top_p);
     }
     keep = next;
+  }
+  if (min_p > 0.0f) {  // kept iff its probability is at least min_p times the largest kept one's
+    double max_z = -std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < n; ++i)
+      if (keep[i] && z[i] > max_z) max_z = z[i];
+    // p_i / p_max = exp(z_i) / exp(max_z): the largest weight is exp(0) = 1 exactly.
+    for (std::size_t i = 0; i < n; ++i) keep[i] = keep[i] && std::exp(z[i] - max_z) >= static_cast<double>(min_p);
   }
   return oracle_softmax(z, keep);
 }

@@ -1,0 +1,31 @@
+// The OpenAI request fields beyond the common ones (validation.h) that steer
+// sampling or ask for more output: presence_penalty, frequency_penalty,
+// logit_bias, logprobs, top_logprobs, and vLLM's extensions
+// repetition_penalty, min_p and stop_token_ids. Anthropic's Messages API has
+// none of them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "server/chat_request.h"
+#include "server/validation.h"
+
+namespace astrai {
+
+// Reads the fields that are present into `request` (sampling, logprobs,
+// stop_token_ids), recording every bad one in `check`:
+//   presence_penalty, frequency_penalty  numbers in [-2, 2]
+//   repetition_penalty                   number > 0
+//   min_p                                number in [0, 1]
+//   logit_bias                           object {"<token id>": number in [-100, 100]}
+//   logprobs                             boolean
+//   top_logprobs                         integer in [0, 20], only with logprobs true
+//   stop_token_ids                       list of integers >= 0
+// Ids past the vocabulary are checked where the vocabulary is known
+// (check_token_ids).
+void read_openai_sampling_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request);
+
+// 422 entries for logit_bias and stop_token_ids ids at or past vocab_size.
+void check_token_ids(FieldChecker& check, const ChatRequest& request, int vocab_size);
+
+}  // namespace astrai
