@@ -1,13 +1,15 @@
 // llama.cpp as an oracle for quantized GGUF files (tests/engine/model_files/
 // llama_cpp_oracle, installed by `npm ci` there): quantize.py runs llama.cpp's
 // own quantizer on a GGUF, greedy.mjs runs a GGUF in llama.cpp through
-// node-llama-cpp (greedy tokens and each step's distribution). Each returns nullopt with a WARN saying what is missing
+// node-llama-cpp (greedy tokens and each step's distribution), ggml_rows.py
+// runs ggml's own block conversions. Each returns nullopt with a WARN saying what is missing
 // when python3, node or the packages are absent, so the caller skips.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,7 +17,10 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <span>
 #include <vector>
+
+#include "engine/model_files/gguf_types.h"
 
 #include "tests/support/shared_data.h"
 
@@ -90,6 +95,24 @@ inline std::vector<LlamaCppRun> llama_cpp_greedy(const std::filesystem::path& mo
   }
   REQUIRE(runs.size() == prompts.size());
   return runs;
+}
+
+// ggml's own dequantize_row_<type> (libggml-base) of whole blocks of `type`.
+inline std::vector<float> ggml_dequantize(GgmlType type, std::span<const std::byte> blocks) {
+  std::string name = ggml_type_name(type);  // "Q4_K" -> "q4_K", "IQ4_NL" -> "iq4_nl"
+  for (auto& c : name) c = char(std::tolower(c));
+  if (name.ends_with("_k")) name.back() = 'K';
+  static int counter = 0;
+  const auto in = scratch_dir() / ("ggml-blocks-" + std::to_string(counter++) + ".bin");
+  const auto out = std::filesystem::path(in).replace_extension(".f32");
+  std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(blocks.data()), std::streamsize(blocks.size()));
+  const std::string cmd = "python3 '" + (llama_cpp_oracle_dir() / "ggml_rows.py").string() + "' dequantize " + name +
+                          " '" + in.string() + "' '" + out.string() + "'";
+  INFO(cmd);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::vector<float> values(std::filesystem::file_size(out) / sizeof(float));
+  std::ifstream(out, std::ios::binary).read(reinterpret_cast<char*>(values.data()), std::streamsize(values.size() * 4));
+  return values;
 }
 
 }  // namespace astrai::test

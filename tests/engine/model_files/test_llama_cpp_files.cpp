@@ -1,5 +1,6 @@
 // Files quantized by llama.cpp itself (llama_cpp_oracle.h: its quantizer via
 // libllama, its inference via node-llama-cpp), read by AstrAI:
+//  - every quantized tensor decodes as ggml's own dequantize_row does it;
 //  - every quantized tensor's error against the original float32 weights is
 //    within its type's bound (kWeightBound), and the presets really contain
 //    the types they are meant to exercise;
@@ -20,6 +21,7 @@
 
 #include "engine/model_files/gguf_reader.h"
 #include "engine/model_files/load_model.h"
+#include "engine/model_files/quant/dequantize.h"
 #include "reference/generate.h"
 #include "reference/synthetic_model.h"
 #include "gguf_test_files.h"
@@ -190,6 +192,24 @@ void check_preset(const ModelCase& mc, const LoadedModel& original, const Preset
     CHECK(err <= weight_bound(type));
     worst[type] = std::max(worst[type], err);
     largest = std::max(largest, err);
+  }
+  // Every quantized tensor of the file reads as ggml's own dequantize_row
+  // gives it, value for value (exact: see test_ggml_rows.cpp, which also
+  // compares the bits).
+  for (const auto& [type, err] : worst) {
+    if (!quant::can_dequantize(type)) continue;
+    std::vector<std::byte> blocks;
+    std::vector<float> ours;
+    for (const auto& t : file.tensors()) {
+      if (t.type != type) continue;
+      const auto data = file.tensor_data(t);
+      blocks.insert(blocks.end(), data.begin(), data.end());
+      std::vector<float> values(t.n_elements);
+      file.read_tensor_floats(t, values);
+      ours.insert(ours.end(), values.begin(), values.end());
+    }
+    INFO(ggml_type_name(type) << ": AstrAI's values against ggml's");
+    CHECK(test::ggml_dequantize(type, blocks) == ours);  // no NaN in a quantized model
   }
   for (const GgmlType t : preset.must_contain) {
     INFO("the file holds no " << ggml_type_name(t) << " tensor");

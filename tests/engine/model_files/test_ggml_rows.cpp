@@ -1,0 +1,46 @@
+// AstrAI's block decoders against ggml's own dequantize_row_* (libggml-base,
+// through llama_cpp_oracle/ggml_rows.py), bit for bit: random blocks of every
+// type, and (in test_llama_cpp_files.cpp) every tensor of the files
+// llama.cpp quantized. Exact because both evaluate the same float32
+// expressions, whose products are exact (quant/block_decoders.h); NaN (from a
+// random float16 scale) is compared as NaN.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/model_files/quant/dequantize.h"
+#include "gguf_test_files.h"
+#include "llama_cpp_oracle.h"
+#include "tests/support/sanitized_build.h"
+
+using astrai::GgmlType;
+
+TEST_CASE("random blocks of every type decode as ggml's dequantize_row, bit for bit", "[llama.cpp]") {
+  if (!astrai::test::llama_cpp_oracle_available()) return;
+  const unsigned seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  const size_t blocks = astrai::test::kSanitizedBuild ? 16 : 512;
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                              GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                              GgmlType::Q6_K}) {
+    INFO(astrai::ggml_type_name(type));
+    const auto traits = *astrai::ggml_type_traits(uint32_t(type));
+    std::vector<std::byte> bytes(blocks * traits.block_bytes);
+    for (auto& b : bytes) b = std::byte(rng() & 0xFF);
+    std::vector<float> ours(blocks * traits.block_size);
+    astrai::quant::dequantize(type, bytes, ours);
+    const auto theirs = astrai::test::ggml_dequantize(type, bytes);
+    REQUIRE(theirs.size() == ours.size());
+    size_t mismatches = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+      const bool same = std::isnan(theirs[i]) ? std::isnan(ours[i])
+                                              : std::bit_cast<uint32_t>(ours[i]) == std::bit_cast<uint32_t>(theirs[i]);
+      if (!same && mismatches++ < 5) FAIL_CHECK("element " << i << ": " << ours[i] << " vs ggml's " << theirs[i]);
+    }
+    CHECK(mismatches == 0);
+  }
+}
