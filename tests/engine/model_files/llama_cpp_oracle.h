@@ -12,6 +12,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -97,22 +99,43 @@ inline std::vector<LlamaCppRun> llama_cpp_greedy(const std::filesystem::path& mo
   return runs;
 }
 
-// ggml's own dequantize_row_<type> (libggml-base) of whole blocks of `type`.
-inline std::vector<float> ggml_dequantize(GgmlType type, std::span<const std::byte> blocks) {
-  std::string name = ggml_type_name(type);  // "Q4_K" -> "q4_K", "IQ4_NL" -> "iq4_nl"
+// ggml's name of a type in its function names: "Q4_K" -> "q4_K", "IQ4_NL" -> "iq4_nl".
+inline std::string ggml_function_suffix(GgmlType type) {
+  std::string name = ggml_type_name(type);
   for (auto& c : name) c = char(std::tolower(c));
   if (name.ends_with("_k")) name.back() = 'K';
+  return name;
+}
+
+// Runs `ggml_rows.py MODE TYPE IN OUT [N]` on `input`'s bytes; returns OUT's bytes.
+inline std::string run_ggml_rows(const std::string& mode, GgmlType type, std::span<const std::byte> input,
+                                 const std::string& extra = "") {
   static int counter = 0;
-  const auto in = scratch_dir() / ("ggml-blocks-" + std::to_string(counter++) + ".bin");
-  const auto out = std::filesystem::path(in).replace_extension(".f32");
-  std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(blocks.data()), std::streamsize(blocks.size()));
-  const std::string cmd = "python3 '" + (llama_cpp_oracle_dir() / "ggml_rows.py").string() + "' dequantize " + name +
-                          " '" + in.string() + "' '" + out.string() + "'";
+  const auto in = scratch_dir() / ("ggml-rows-" + std::to_string(counter++) + ".in");
+  const auto out = std::filesystem::path(in).replace_extension(".out");
+  std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(input.data()), std::streamsize(input.size()));
+  const std::string cmd = "python3 '" + (llama_cpp_oracle_dir() / "ggml_rows.py").string() + "' " + mode + " " +
+                          ggml_function_suffix(type) + " '" + in.string() + "' '" + out.string() + "' " + extra;
   INFO(cmd);
   REQUIRE(std::system(cmd.c_str()) == 0);
-  std::vector<float> values(std::filesystem::file_size(out) / sizeof(float));
-  std::ifstream(out, std::ios::binary).read(reinterpret_cast<char*>(values.data()), std::streamsize(values.size() * 4));
+  std::ifstream file(out, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(file), {});
+}
+
+// ggml's own dequantize_row_<type> (libggml-base) of whole blocks of `type`.
+inline std::vector<float> ggml_dequantize(GgmlType type, std::span<const std::byte> blocks) {
+  const std::string bytes = run_ggml_rows("dequantize", type, blocks);
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
   return values;
+}
+
+// ggml's own quantizer (ggml_quantize_chunk, no importance matrix) of rows of
+// `row` floats into blocks of `type`.
+inline std::vector<std::byte> ggml_quantize(GgmlType type, std::span<const float> x, size_t row) {
+  const std::string bytes = run_ggml_rows("quantize", type, std::as_bytes(x), std::to_string(row));
+  const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
+  return std::vector<std::byte>(p, p + bytes.size());
 }
 
 }  // namespace astrai::test

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/model_files/quant/dequantize.h"
+#include "engine/model_files/quant/quantize.h"
 #include "gguf_test_files.h"
 #include "llama_cpp_oracle.h"
 #include "tests/support/sanitized_build.h"
@@ -42,5 +43,36 @@ TEST_CASE("random blocks of every type decode as ggml's dequantize_row, bit for 
       if (!same && mismatches++ < 5) FAIL_CHECK("element " << i << ": " << ours[i] << " vs ggml's " << theirs[i]);
     }
     CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("AstrAI's encoders give ggml's quantize bytes, bit for bit", "[llama.cpp]") {
+  // Exact because each encoder performs llama.cpp's float32 operations in
+  // llama.cpp's order (scale_search.cpp, encode_*.cpp), and ggml-base is
+  // built without fused multiply-adds (neither is AstrAI: no -march).
+  if (!astrai::test::llama_cpp_oracle_available()) return;
+  const unsigned seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  const size_t rows = astrai::test::kSanitizedBuild ? 2 : 16, row = 512;
+  std::vector<float> x(rows * row);
+  for (auto& v : x) v = normal(rng);
+  for (size_t i = 0; i < 256; ++i) x[i] = 0;            // a block of zeros
+  for (size_t i = 256; i < 512; ++i) x[i] = 0.5f;       // a constant block
+  for (size_t i = 512; i < 768; ++i) x[i] = normal(rng) * 1e4f;  // a large one
+  x[800] = 3.0f;                                         // an outlier
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    INFO(astrai::ggml_type_name(type));
+    const auto traits = *astrai::ggml_type_traits(uint32_t(type));
+    std::vector<std::byte> ours(x.size() / traits.block_size * traits.block_bytes);
+    astrai::quant::quantize(type, x, ours);
+    const auto theirs = astrai::test::ggml_quantize(type, x, row);
+    REQUIRE(theirs.size() == ours.size());
+    size_t first_difference = ours.size();
+    for (size_t i = 0; i < ours.size() && first_difference == ours.size(); ++i)
+      if (ours[i] != theirs[i]) first_difference = i;
+    INFO("first differing byte " << first_difference << " (block " << first_difference / traits.block_bytes << ")");
+    CHECK(first_difference == ours.size());
   }
 }

@@ -104,7 +104,8 @@ TEST_CASE("GGUF writer rejects inconsistent input", "[gguf]") {
   REQUIRE_THROWS_WITH(w.add_metadata("bad", bad), Contains("array of float32 holds a uint8"));
   const std::vector<float> three{1, 2, 3};
   REQUIRE_THROWS_WITH(w.add_tensor("t", {2, 2}, three, GgmlType::F32), Contains("hold 4 elements, data has 3"));
-  REQUIRE_THROWS_WITH(w.add_tensor("t", {3}, three, GgmlType::Q8_0), Contains("not Q8_0"));
+  REQUIRE_THROWS_WITH(w.add_tensor("t", {3}, three, GgmlType::Q8_0), Contains("rows of 3 are not a multiple of the Q8_0 block"));
+  REQUIRE_THROWS_WITH(w.add_tensor("t", {3}, three, GgmlType::I8), Contains("not I8"));
   REQUIRE_THROWS_WITH(w.add_tensor("t", {}, three, GgmlType::F32), Contains("1 to 4 dimensions"));
   REQUIRE_THROWS_WITH(w.add_tensor(std::string(64, 'x'), {3}, three, GgmlType::F32), Contains("longer than 63"));
   w.add_tensor("t", {3}, three, GgmlType::F32);
