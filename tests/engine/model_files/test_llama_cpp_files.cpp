@@ -9,7 +9,8 @@
 //  - AstrAI's greedy tokens equal llama.cpp's over the decided steps.
 // A synthetic model whose widths are multiples of 256 gets real K-quant
 // tensors; stories260K (dim 64, hidden 172) gets llama.cpp's fallback types.
-// Prints each preset's measured errors (docs/model-files.md quotes them).
+// Files AstrAI quantizes itself (`astrai convert --type`) get the same
+// checks. Prints each file's measured errors (docs/model-files.md quotes them).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -169,10 +170,12 @@ struct ModelCase {
   std::vector<std::vector<int>> prompts;
 };
 
-void check_preset(const ModelCase& mc, const LoadedModel& original, const Preset& preset) {
+// A quantized file of the model (`preset.name` names it in messages): its
+// tensors against ggml's decoding and the original weights, its logits
+// against the float32 model's, llama.cpp's run of it against AstrAI's.
+void check_file(const ModelCase& mc, const LoadedModel& original, const Preset& preset,
+                const std::filesystem::path& path) {
   INFO(mc.label << " " << preset.name);
-  const auto path = test::scratch_file(mc.label + "-" + preset.name);
-  test::llama_cpp_quantize(mc.f32_gguf, path, preset.name);
 
   // The tensors' types, and each tensor's error within its type's bound.
   const GgufReader file(path.string());
@@ -260,6 +263,13 @@ void check_preset(const ModelCase& mc, const LoadedModel& original, const Preset
   CHECK(decided_total >= 2);
 }
 
+// A file llama.cpp quantizes with a llama-quantize preset.
+void check_preset(const ModelCase& mc, const LoadedModel& original, const Preset& preset) {
+  const auto path = test::scratch_file(mc.label + "-" + preset.name);
+  test::llama_cpp_quantize(mc.f32_gguf, path, preset.name);
+  check_file(mc, original, preset, path);
+}
+
 // Under AddressSanitizer one preset per model: the rest repeat the same AstrAI code paths.
 std::vector<Preset> share(std::vector<Preset> presets) {
   if (test::kSanitizedBuild) presets.resize(1);
@@ -303,4 +313,25 @@ TEST_CASE("llama.cpp's quantized stories260K (rows of 64 and 172: fallback types
                               {"Q5_K_S", {T::Q5_1}},
                               {"Q6_K", {T::Q8_0}}}))
     check_preset(mc, original, p);
+}
+
+TEST_CASE("files AstrAI quantized: llama.cpp runs them as AstrAI does", "[llama.cpp]") {
+  if (!test::llama_cpp_oracle_available()) return;
+  ModelConfig c;
+  c.dim = 256, c.hidden_dim = 512, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.vocab_size = 512,
+  c.max_seq_len = 256;
+  ModelCase mc{"astrai256", test::scratch_file("astrai256"), {{1, 300, 301, 302}, {1, 50}, {1, 400, 12, 99, 7}}};
+  const ModelWeights weights = make_synthetic_weights(c, 7);
+  const Tokenizer tokenizer = make_synthetic_tokenizer(c.vocab_size);
+  write_gguf_model(mc.f32_gguf.string(), weights, tokenizer, GgufDType::F32, "astrai256");
+  const LoadedModel original = load_model(mc.f32_gguf.string());
+  using T = GgmlType;
+  const std::vector<std::pair<GgufDType, T>> types = {
+      {GgufDType::Q4_K, T::Q4_K}, {GgufDType::Q8_0, T::Q8_0}, {GgufDType::Q4_0, T::Q4_0}, {GgufDType::Q6_K, T::Q6_K}};
+  for (const auto& [dtype, type] : types) {
+    const auto path = test::scratch_file("astrai256-" + gguf_dtype_name(dtype));
+    write_gguf_model(path.string(), weights, tokenizer, dtype, "astrai256");
+    check_file(mc, original, {"astrai-" + gguf_dtype_name(dtype), {type}}, path);
+    if (test::kSanitizedBuild) break;
+  }
 }
