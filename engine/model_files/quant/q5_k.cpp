@@ -12,26 +12,13 @@
 // Element e (c = e / 64, l = e % 32, group g = e / 32):
 //   q = nibble (e % 64 < 32 ? low : high) of qs[32 c + l] + 16 * (bit g of qh[l])
 //   x[e] = d * scale_g * q - dmin * min_g
-#include "engine/model_files/quant/block_bytes.h"
 #include "engine/model_files/quant/block_decoders.h"
 #include "engine/model_files/quant/k_scale_min.h"
 
 namespace astrai::quant {
 
 void decode_q5_k(std::span<const std::byte, 176> block, std::span<float, kQK_K> out) {
-  const float d = half_at(block, 0);
-  const float dmin = half_at(block, 2);
-  for (size_t g = 0; g < 8; ++g) {
-    const auto [sc, m] = k_scale_min(block, 4, g);
-    const float scale = d * float(sc);
-    const float min = dmin * float(m);
-    const size_t qs = 48 + 32 * (g / 2);
-    const int shift = 4 * int(g % 2);
-    for (size_t l = 0; l < 32; ++l) {
-      const int q = ((byte_at(block, qs + l) >> shift) & 15) + 16 * ((byte_at(block, 16 + l) >> g) & 1);
-      out[32 * g + l] = scale * float(q) - min;
-    }
-  }
+  decode_scale_min_groups(block, 48, size_t(16), out);
 }
 
 }  // namespace astrai::quant

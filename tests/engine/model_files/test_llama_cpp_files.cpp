@@ -270,6 +270,18 @@ void check_preset(const ModelCase& mc, const LoadedModel& original, const Preset
   check_file(mc, original, preset, path);
 }
 
+// The synthetic model whose rows are 256 or 512 wide (so llama.cpp really
+// uses K-quants), written as an F32 GGUF, with its prompts.
+ModelCase wide_model(const std::string& label) {
+  ModelConfig c;
+  c.dim = 256, c.hidden_dim = 512, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.vocab_size = 512,
+  c.max_seq_len = 256;
+  ModelCase mc{label, test::scratch_file(label), {{1, 300, 301, 302}, {1, 50}, {1, 400, 12, 99, 7}}};
+  write_gguf_model(mc.f32_gguf.string(), make_synthetic_weights(c, 7), make_synthetic_tokenizer(c.vocab_size),
+                   GgufDType::F32, label);
+  return mc;
+}
+
 // Under AddressSanitizer one preset per model: the rest repeat the same AstrAI code paths.
 std::vector<Preset> share(std::vector<Preset> presets) {
   if (test::kSanitizedBuild) presets.resize(1);
@@ -280,12 +292,7 @@ std::vector<Preset> share(std::vector<Preset> presets) {
 
 TEST_CASE("llama.cpp's quantized files of a model with 256-wide rows (real K-quants)", "[llama.cpp]") {
   if (!test::llama_cpp_oracle_available()) return;
-  ModelConfig c;
-  c.dim = 256, c.hidden_dim = 512, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.vocab_size = 512,
-  c.max_seq_len = 256;
-  ModelCase mc{"synthetic256", test::scratch_file("synthetic256"), {{1, 300, 301, 302}, {1, 50}, {1, 400, 12, 99, 7}}};
-  write_gguf_model(mc.f32_gguf.string(), make_synthetic_weights(c, 7), make_synthetic_tokenizer(c.vocab_size),
-                   GgufDType::F32, "synthetic256");
+  const ModelCase mc = wide_model("synthetic256");
   const LoadedModel original = load_model(mc.f32_gguf.string());
   using T = GgmlType;
   for (const auto& p : share({{"Q4_K_M", {T::Q4_K, T::Q6_K}},
@@ -317,20 +324,14 @@ TEST_CASE("llama.cpp's quantized stories260K (rows of 64 and 172: fallback types
 
 TEST_CASE("files AstrAI quantized: llama.cpp runs them as AstrAI does", "[llama.cpp]") {
   if (!test::llama_cpp_oracle_available()) return;
-  ModelConfig c;
-  c.dim = 256, c.hidden_dim = 512, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.vocab_size = 512,
-  c.max_seq_len = 256;
-  ModelCase mc{"astrai256", test::scratch_file("astrai256"), {{1, 300, 301, 302}, {1, 50}, {1, 400, 12, 99, 7}}};
-  const ModelWeights weights = make_synthetic_weights(c, 7);
-  const Tokenizer tokenizer = make_synthetic_tokenizer(c.vocab_size);
-  write_gguf_model(mc.f32_gguf.string(), weights, tokenizer, GgufDType::F32, "astrai256");
+  const ModelCase mc = wide_model("astrai256");
   const LoadedModel original = load_model(mc.f32_gguf.string());
   using T = GgmlType;
   const std::vector<std::pair<GgufDType, T>> types = {
       {GgufDType::Q4_K, T::Q4_K}, {GgufDType::Q8_0, T::Q8_0}, {GgufDType::Q4_0, T::Q4_0}, {GgufDType::Q6_K, T::Q6_K}};
   for (const auto& [dtype, type] : types) {
     const auto path = test::scratch_file("astrai256-" + gguf_dtype_name(dtype));
-    write_gguf_model(path.string(), weights, tokenizer, dtype, "astrai256");
+    write_gguf_model(path.string(), original.weights, original.tokenizer, dtype, "astrai256");
     check_file(mc, original, {"astrai-" + gguf_dtype_name(dtype), {type}}, path);
     if (test::kSanitizedBuild) break;
   }
