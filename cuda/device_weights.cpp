@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 #include <utility>
 #include <string>
@@ -52,16 +53,31 @@ size_t DeviceWeights::bytes_needed(const ModelConfig& c, DType dtype) {
   return elements * dtype_size(dtype);
 }
 
+std::string DeviceWeights::out_of_memory_message(const ModelWeights& w, DType dtype, size_t free_bytes,
+                                                 size_t total_bytes) {
+  std::string message = "out of GPU memory: the weights of the model (" + w.config.describe() + ") need " +
+                        format_mib(bytes_needed(w.config, dtype)) + " in " + dtype_name(dtype) + " but only " +
+                        format_mib(free_bytes) + " of " + format_mib(total_bytes) + " are free";
+  std::set<std::string> quantized;
+  uint64_t file_bytes = 0;
+  for (const auto& [name, t] : w.stored) {
+    file_bytes += t.file_bytes;
+    if (t.type != "F32" && t.type != "F16" && t.type != "BF16") quantized.insert(t.type);
+  }
+  if (quantized.empty()) return message;
+  std::string types;
+  for (const auto& t : quantized) types += (types.empty() ? "" : ", ") + t;
+  return message + " (the file stores them quantized, " + types + ", in " + format_mib(file_bytes) +
+         "; AstrAI dequantizes quantized weights when it loads them)";
+}
+
 DeviceWeights::DeviceWeights(const ModelWeights& w, DType dtype) : dtype_(dtype) {
   w.validate_shapes();
   const ModelConfig& c = w.config;
   size_t free_bytes = 0, total_bytes = 0;
   ASTRAI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t needed = bytes_needed(c, dtype);
-  if (needed > free_bytes)
-    throw std::runtime_error("out of GPU memory: the weights of the model (" + c.describe() + ") need " +
-                             format_mib(needed) + " in " + dtype_name(dtype) + " but only " + format_mib(free_bytes) +
-                             " of " + format_mib(total_bytes) + " are free");
+  if (bytes_needed(c, dtype) > free_bytes)
+    throw std::runtime_error(out_of_memory_message(w, dtype, free_bytes, total_bytes));
   embedding_ = upload(dtype, "the token embedding", w.token_embedding);
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[size_t(l)];

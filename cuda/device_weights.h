@@ -8,6 +8,7 @@
 // (null) when the model has none.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "cuda/device_buffer.h"
@@ -36,6 +37,11 @@ class DeviceWeights {
 
   // Bytes the weights of `config` take on the device in `dtype`.
   static size_t bytes_needed(const ModelConfig& config, DType dtype);
+  // Why the weights do not fit in `free_bytes` of `total_bytes`: what they
+  // need in `dtype`, and for a quantized file (weights.stored), its types and
+  // size, since they are dequantized at load (docs/model-files.md).
+  static std::string out_of_memory_message(const ModelWeights& weights, DType dtype, size_t free_bytes,
+                                           size_t total_bytes);
 
   DType dtype() const { return dtype_; }
   const DeviceBuffer& token_embedding() const { return embedding_; }  // [vocab, dim]

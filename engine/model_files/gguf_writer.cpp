@@ -10,6 +10,7 @@
 
 #include "engine/model_files/checked_math.h"
 #include "engine/model_files/float_formats.h"
+#include "engine/model_files/quant/quantize.h"
 
 namespace astrai {
 namespace {
@@ -75,8 +76,15 @@ std::vector<std::byte> encode_floats(std::span<const float> data, GgmlType type)
       bytes.reserve(data.size() * 2);
       for (float x : data) append_le<uint16_t>(bytes, float_to_bf16(x));
       break;
-    default:
-      throw std::invalid_argument("GGUF writer stores float tensors as F32, F16 or BF16, not " + ggml_type_name(type));
+    default: {
+      if (!quant::can_quantize(type))
+        throw std::invalid_argument("GGUF writer stores float tensors as F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K, not " +
+                                    ggml_type_name(type));
+      const auto traits = *ggml_type_traits(uint32_t(type));
+      std::vector<std::byte> blocks(data.size() / traits.block_size * traits.block_bytes);
+      quant::quantize(type, data, blocks);
+      return blocks;
+    }
   }
   const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
   return std::vector<std::byte>(p, p + bytes.size());
@@ -110,6 +118,9 @@ void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, s
     throw std::invalid_argument("GGUF tensor '" + name + "': dimensions hold " + (n ? std::to_string(*n) : "too many") +
                                 " elements, data has " + std::to_string(data.size()));
   if (tensor_names_.count(name)) throw std::invalid_argument("GGUF tensor '" + name + "' added twice");
+  if (ne[0] % ggml_type_traits(uint32_t(type)).value_or(GgmlTypeTraits{"", 1, 1}).block_size != 0)
+    throw std::invalid_argument("GGUF tensor '" + name + "': rows of " + std::to_string(ne[0]) +
+                                " are not a multiple of the " + ggml_type_name(type) + " block");
   auto bytes = encode_floats(data, type);  // validates type before anything is recorded
   tensor_names_.insert(name);
   tensors_.push_back({name, std::move(ne), type, std::move(bytes)});

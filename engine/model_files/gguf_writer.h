@@ -29,8 +29,10 @@ class GgufWriter {
 
   // A tensor with ggml dimensions ne (ne[0] varies fastest, 1 to 4 of them)
   // from data.size() == product(ne) float32 values, stored as `type`
-  // (F32, F16 or BF16; 16-bit types round to nearest even). Throws
-  // std::invalid_argument for a duplicate name or bad arguments.
+  // (F32, F16 or BF16, 16-bit types rounded to nearest even; or Q8_0, Q4_0,
+  // Q4_K, Q6_K, quantized as llama.cpp does, quant/quantize.h, whose rows
+  // ne[0] must be whole blocks). Throws std::invalid_argument for a
+  // duplicate name or bad arguments.
   void add_tensor(const std::string& name, std::vector<uint64_t> ne, std::span<const float> data, GgmlType type);
 
   // A row-major xtensor: shape [out][in] is stored with ne = [in, out].

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "engine/model_files/float_formats.h"
@@ -23,6 +24,8 @@ inline float stored_value(float x, GgufDType dtype) {
     case GgufDType::F16: return half_to_float(float_to_half(x));
     case GgufDType::BF16: return bf16_to_float(float_to_bf16(x));
     case GgufDType::F32: break;
+    case GgufDType::Q8_0: case GgufDType::Q4_0: case GgufDType::Q4_K: case GgufDType::Q6_K:
+      throw std::logic_error("stored_value: a quantized type is not rounded element by element");
   }
   return x;
 }

@@ -104,7 +104,8 @@ TEST_CASE("GGUF writer rejects inconsistent input", "[gguf]") {
   REQUIRE_THROWS_WITH(w.add_metadata("bad", bad), Contains("array of float32 holds a uint8"));
   const std::vector<float> three{1, 2, 3};
   REQUIRE_THROWS_WITH(w.add_tensor("t", {2, 2}, three, GgmlType::F32), Contains("hold 4 elements, data has 3"));
-  REQUIRE_THROWS_WITH(w.add_tensor("t", {3}, three, GgmlType::Q8_0), Contains("not Q8_0"));
+  REQUIRE_THROWS_WITH(w.add_tensor("t", {3}, three, GgmlType::Q8_0), Contains("rows of 3 are not a multiple of the Q8_0 block"));
+  REQUIRE_THROWS_WITH(w.add_tensor("t", {3}, three, GgmlType::I8), Contains("not I8"));
   REQUIRE_THROWS_WITH(w.add_tensor("t", {}, three, GgmlType::F32), Contains("1 to 4 dimensions"));
   REQUIRE_THROWS_WITH(w.add_tensor(std::string(64, 'x'), {3}, three, GgmlType::F32), Contains("longer than 63"));
   w.add_tensor("t", {3}, three, GgmlType::F32);
@@ -298,11 +299,17 @@ TEST_CASE("GGUF reader rejects each malformed field with a message naming it", "
         "starts past the end");
 }
 
-TEST_CASE("GGUF reader lists quantized tensors but will not convert them", "[gguf]") {
-  // One Q8_0 block: 32 elements in 34 bytes.
-  const auto bytes = gguf_file(1, 0, ByteBuilder().str("q").u32(1).u64(32).u32(8).u64(0).bytes(), std::string(64, '\0'));
-  const GgufReader g = parse_gguf_bytes(bytes);
+TEST_CASE("GGUF reader decodes quantized tensors and refuses the types it does not decode", "[gguf]") {
+  // One Q8_0 block: 32 elements in 34 bytes, d = 0.5 (0x3800), qs[j] = j - 16.
+  std::string q8(34, '\0');
+  q8[1] = char(0x38);
+  for (int j = 0; j < 32; ++j) q8[size_t(2 + j)] = char(int8_t(j - 16));
+  // One IQ2_XXS block (256 elements in 66 bytes): a type AstrAI does not decode.
+  const std::string body = ByteBuilder().str("q").u32(1).u64(32).u32(8).u64(0)
+                               .str("iq").u32(1).u64(256).u32(16).u64(64).bytes();
+  const GgufReader g = parse_gguf_bytes(gguf_file(2, 0, body, q8 + std::string(30, '\0') + std::string(66, '\0')));
   CHECK(g.tensor("q").n_bytes == 34);
-  CHECK(g.tensor_data(g.tensor("q")).size() == 34);
-  REQUIRE_THROWS_WITH(g.read_tensor<1>("q", {32}), Contains("tensor 'q' has type Q8_0; only F32, F16 and BF16"));
+  const auto q = g.read_tensor<1>("q", {32});
+  for (int j = 0; j < 32; ++j) CHECK(q(size_t(j)) == 0.5f * float(j - 16));  // exact: halves of small integers
+  REQUIRE_THROWS_WITH(g.read_tensor<1>("iq", {256}), Contains("tensor 'iq' has type IQ2_XXS; AstrAI reads F32"));
 }

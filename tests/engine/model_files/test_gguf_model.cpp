@@ -314,5 +314,6 @@ TEST_CASE("write_gguf_model refuses what a GGUF file cannot hold", "[gguf_model]
   CHECK(parse_gguf_dtype("f32") == GgufDType::F32);
   CHECK(parse_gguf_dtype("f16") == GgufDType::F16);
   CHECK(parse_gguf_dtype("bf16") == GgufDType::BF16);
-  REQUIRE_THROWS_WITH(parse_gguf_dtype("q8_0"), "unknown GGUF tensor type 'q8_0' (choose f32, f16 or bf16)");
+  REQUIRE_THROWS_WITH(parse_gguf_dtype("q5_k"),
+                      "unknown GGUF tensor type 'q5_k' (choose f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)");
 }
