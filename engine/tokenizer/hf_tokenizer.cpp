@@ -69,7 +69,8 @@ void parse_normalizer(const std::string& origin, const json& norm, BpeTokenizerP
     return;
   }
   if (norm.at("type") != "NFC")
-    unsupported(origin, "normalizer " + norm.dump().substr(0, 200) +
+    unsupported(origin, "normalizer " + norm.at("type").dump() +
+                            (norm.at("type") == "Sequence" ? " " + norm.dump().substr(0, 200) : "") +
                             " (supported: NFC, or Sequence[Prepend('▁'), Replace(' ', '▁')])");
   parts.nfc = true;
 }

@@ -125,8 +125,7 @@ std::string Tokenizer::decode_token(int prev_token, int token) const {
     case TokenType::Control:
       return "";  // <s>, </s> mark sequence structure; they are not text
     case TokenType::Unused:
-      if (bpe_ || hf_sentencepiece_) return "";  // padding: the model may emit it, it stands for no text
-      break;
+      return "";  // padding ([PAD123]): the model may emit it, it stands for no text
     case TokenType::Byte:
       return std::string(1, char(*parse_byte_piece(piece)));  // validated in the constructor
     default:

@@ -107,7 +107,7 @@ class Tokenizer {
   // gives its raw byte, and (SentencePiece) the leading space of the first
   // piece after BOS is dropped (the dummy prefix), as run.c's decode does.
   // Control tokens give "" (vLLM's skip_special_tokens), and so do the
-  // Unused (padding) ids of a byte-level vocabulary.
+  // Unused (padding) ids of every vocabulary.
   std::string decode_token(int prev_token, int token) const;
   // decode_token over a sequence; the sequence is read as if preceded by BOS
   // when it does not start with one, so decode(encode(s)) == s.
