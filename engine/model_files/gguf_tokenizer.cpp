@@ -118,6 +118,10 @@ void check_sentencepiece_gguf(const HfTokenizer& hf) {
                                 "space) has no llama vocabulary equivalent; only the legacy '▁' normalizer has");
   if (!parts.fallback.byte_fallback) throw std::invalid_argument("GGUF: a SentencePiece vocabulary without byte_fallback");
   if (parts.ignore_merges) throw std::invalid_argument("GGUF: a SentencePiece vocabulary with ignore_merges");
+  for (const AddedToken& a : parts.added)
+    if (a.normalized)
+      throw std::invalid_argument("GGUF: added token '" + a.content + "' is normalized (matched only after a space, "
+                                  "as '▁" + a.content + "'); a llama vocabulary matches special pieces anywhere");
 }
 
 void add_sentencepiece(GgufWriter& out, const Tokenizer& tok) {

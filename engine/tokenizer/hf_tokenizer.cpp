@@ -182,9 +182,12 @@ HfTokenizer HfTokenizer::parse(std::string_view json_text, const std::string& or
     for (const json& a : j.value("added_tokens", json::array())) {
       for (const char* flag : {"lstrip", "rstrip", "single_word"})
         if (a.value(flag, false)) unsupported(origin, std::string("added token with ") + flag + " true");
-      if (a.value("normalized", false) && (parts.nfc || parts.metaspace == Metaspace::EverySegment))
-        unsupported(origin, "normalized added token with a normalizer");
-      parts.added.push_back({a.at("id").get<int>(), a.at("content").get<std::string>(), a.value("special", false)});
+      // Without a normalizer (or with Metaspace, a pre-tokenizer) normalized
+      // text is the text itself.
+      const bool normalized = a.value("normalized", false) && (parts.nfc || parts.metaspace == Metaspace::EverySegment);
+      if (normalized && parts.nfc) unsupported(origin, "normalized added token with the NFC normalizer");
+      parts.added.push_back(
+          {a.at("id").get<int>(), a.at("content").get<std::string>(), a.value("special", false), normalized});
     }
     return from_parts(std::move(parts), origin);
   } catch (const json::exception& e) {
@@ -212,7 +215,17 @@ HfTokenizer HfTokenizer::from_parts(BpeTokenizerParts parts, const std::string& 
       if (a.content.empty()) unsupported(origin, "empty added token");
     std::stable_sort(t.added_.begin(), t.added_.end(),
                      [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
-    for (size_t k = 0; k < t.added_.size(); ++k) t.added_by_first_byte_[uint8_t(t.added_[k].content[0])].push_back(k);
+    std::vector<std::pair<std::string, int>> raw, normalized;
+    for (const AddedToken& a : t.added_) {
+      if (a.normalized && t.metaspace_ != Metaspace::EverySegment)
+        throw std::runtime_error("normalized added token '" + a.content + "' without the '▁' normalizer");
+      if (a.normalized)
+        normalized.emplace_back(apply_metaspace(a.content, Metaspace::EverySegment, true), a.id);
+      else
+        raw.emplace_back(a.content, a.id);
+    }
+    t.raw_added_ = AddedTokenMatcher(std::move(raw));
+    t.normalized_added_ = AddedTokenMatcher(std::move(normalized));
 
     int max_id = -1;
     for (const auto& [piece, id] : t.model_.vocab()) max_id = std::max(max_id, id);
@@ -289,29 +302,28 @@ void HfTokenizer::encode_text(std::string_view text, bool at_text_start, std::ve
   for (const std::string_view word : split_->split(text)) model_.encode_word(byte_level_encode(word), out);
 }
 
+void HfTokenizer::encode_normalized_segment(std::string_view text, std::vector<int>& out) const {
+  if (text.empty()) return;
+  const std::string normalized = apply_metaspace(text, Metaspace::EverySegment, true);
+  normalized_added_.split(
+      normalized, [&](std::string_view word, size_t) { model_.encode_word(word, out); },
+      [&](int id) { out.push_back(id); });
+}
+
 std::vector<int> HfTokenizer::encode(std::string_view text, bool add_special) const {
   std::vector<int> ids;
   if (add_special) ids = prefix_ids_;
-  // Added tokens first: at each position the longest one that starts there
-  // (added_ is sorted longest first), scanning left to right.
-  size_t segment = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    const AddedToken* hit = nullptr;
-    for (const size_t k : added_by_first_byte_[uint8_t(text[pos])])
-      if (text.substr(pos).starts_with(added_[k].content)) {
-        hit = &added_[k];
-        break;
-      }
-    if (!hit) {
-      ++pos;
-      continue;
-    }
-    encode_text(text.substr(segment, pos - segment), segment == 0, ids);
-    ids.push_back(hit->id);
-    pos += hit->content.size();
-    segment = pos;
-  }
-  encode_text(text.substr(segment), segment == 0, ids);
+  // Added tokens first (those matched in the text as given), then each
+  // segment between them.
+  raw_added_.split(
+      text,
+      [&](std::string_view segment, size_t offset) {
+        if (normalized_added_.empty())
+          encode_text(segment, offset == 0, ids);
+        else
+          encode_normalized_segment(segment, ids);
+      },
+      [&](int id) { ids.push_back(id); });
   return ids;
 }
 

