@@ -17,7 +17,6 @@
 // with an error naming it, never silently ignored.
 #pragma once
 
-#include <array>
 #include <optional>
 #include <span>
 #include <string>

@@ -2,6 +2,7 @@
 // express them, and applying them to a segment of text.
 #include "engine/tokenizer/metaspace.h"
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace astrai {

@@ -12,7 +12,7 @@
 // Decoding undoes it: '▁' becomes a space and the first space is dropped.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
