@@ -69,7 +69,7 @@ int run_make_model(std::span<const std::string_view> argv) {
       const int ids = Tokenizer::load_hf(tokenizer_json, tokenizer_config).vocab_size();
       if (!args.has("--vocab")) config.vocab_size = (ids + 127) / 128 * 128;
       tokenizer = Tokenizer::load_hf(tokenizer_json, tokenizer_config, {}, config.vocab_size);
-      chat_template = read_tokenizer_config(tokenizer_config).chat_template;
+      chat_template = read_chat_template(tokenizer_config);  // "" for a base model's
     } else {
       tokenizer = make_synthetic_tokenizer(config.vocab_size);
     }

@@ -19,6 +19,18 @@ std::optional<std::string> special_token(const nlohmann::ordered_json& config, c
   throw std::runtime_error(source + ": " + key + " must be a string or an object with a string \"content\"");
 }
 
+nlohmann::ordered_json read_config_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::ordered_json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": invalid JSON: " + e.what());
+  }
+}
+
 }  // namespace
 
 HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, const std::string& source) {
@@ -52,17 +64,13 @@ HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, co
 }
 
 HfTemplateConfig read_tokenizer_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::ordered_json config;
-  try {
-    config = nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": invalid JSON: " + e.what());
-  }
-  return parse_tokenizer_config(config, path);
+  return parse_tokenizer_config(read_config_json(path), path);
+}
+
+std::string read_chat_template(const std::string& path) {
+  const nlohmann::ordered_json config = read_config_json(path);
+  if (config.is_object() && (!config.contains("chat_template") || config["chat_template"].is_null())) return "";
+  return parse_tokenizer_config(config, path).chat_template;
 }
 
 HfChatTemplate::HfChatTemplate(HfTemplateConfig config)

@@ -35,6 +35,9 @@ struct HfTemplateConfig {
 HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, const std::string& source);
 // Reads and parses the file; throws std::runtime_error naming it.
 HfTemplateConfig read_tokenizer_config(const std::string& path);
+// The file's chat_template, or "" when it has none (a base model's, such as
+// Llama 2's or Mistral 7B v0.1's); throws as read_tokenizer_config otherwise.
+std::string read_chat_template(const std::string& path);
 // A model's template (GGUF tokenizer.chat_template, or a folder's) with its
 // tokenizer's BOS and EOS pieces as bos_token and eos_token (no bos_token
 // when the vocabulary has no BOS, as Qwen's tokenizer_config.json says null).

@@ -65,7 +65,7 @@ Tokenizer read_byte_level(const GgufReader& g, const std::vector<std::string>& t
     throw std::runtime_error(g.path() + ": tokenizer.ggml.pre '" + pre_name + "' is not supported (known: " +
                              std::string(known_bpe_pre_tokenizer_names()) + ")");
   const std::vector<TokenType> types = read_token_types(g, tokens.size());
-  ByteLevelBpeParts parts;
+  BpeTokenizerParts parts;
   parts.split_pattern = pre->pattern;
   parts.nfc = pre->nfc;
   parts.ignore_merges = pre->ignore_merges;
@@ -105,7 +105,27 @@ Tokenizer read_byte_level(const GgufReader& g, const std::vector<std::string>& t
   }
 }
 
+// A vocabulary from a SentencePiece-style tokenizer.json is written as
+// llama.cpp's convert_hf_to_gguf writes one (tokens with '▁', scores, types
+// with the byte pieces), but only when a SentencePiece encoder reading it
+// gives Hugging Face's ids: the legacy '▁' normalizer (a dummy prefix on
+// every segment, as encode_with_special_tokens does), byte fallback, merges
+// by rank (the scores, Tokenizer::from_hf_sentencepiece).
+void check_sentencepiece_gguf(const HfTokenizer& hf) {
+  const BpeTokenizerParts parts = hf.parts();
+  if (hf.metaspace() != Metaspace::EverySegment)
+    throw std::invalid_argument("GGUF: a Metaspace pre-tokenizer (prefix only on the first segment, or not before a "
+                                "space) has no llama vocabulary equivalent; only the legacy '▁' normalizer has");
+  if (!parts.fallback.byte_fallback) throw std::invalid_argument("GGUF: a SentencePiece vocabulary without byte_fallback");
+  if (parts.ignore_merges) throw std::invalid_argument("GGUF: a SentencePiece vocabulary with ignore_merges");
+  for (const AddedToken& a : parts.added)
+    if (a.normalized)
+      throw std::invalid_argument("GGUF: added token '" + a.content + "' is normalized (matched only after a space, "
+                                  "as '▁" + a.content + "'); a llama vocabulary matches special pieces anywhere");
+}
+
 void add_sentencepiece(GgufWriter& out, const Tokenizer& tok) {
+  if (tok.hf_sentencepiece()) check_sentencepiece_gguf(*tok.hf_sentencepiece());
   std::vector<std::string> pieces;
   pieces.reserve(size_t(tok.vocab_size()));
   for (const auto& p : tok.pieces()) pieces.push_back(replace_all(p, " ", kSentencePieceSpace));
@@ -122,7 +142,7 @@ void add_sentencepiece(GgufWriter& out, const Tokenizer& tok) {
 }
 
 void add_byte_level(GgufWriter& out, const Tokenizer& tok) {
-  const ByteLevelBpeParts parts = tok.byte_level_bpe()->parts();
+  const BpeTokenizerParts parts = tok.byte_level_bpe()->parts();
   const BpePreTokenizer* pre = find_bpe_pre_tokenizer(parts.split_pattern, parts.nfc, parts.ignore_merges);
   if (!pre)
     throw std::invalid_argument("GGUF: this tokenizer's pre-tokenizer (Split regex, normalizer, ignore_merges) is "

@@ -28,11 +28,11 @@ std::string read_text_file(const std::string& path) {
 }
 
 // chat_template.jinja beside the other files (newer transformers save it so),
-// else tokenizer_config.json's chat_template (read_tokenizer_config).
+// else tokenizer_config.json's chat_template; "" for a base model without one.
 std::string folder_chat_template(const HfModelFolder& f, const std::string& dir) {
   const auto jinja = std::filesystem::path(dir) / "chat_template.jinja";
   if (std::filesystem::is_regular_file(jinja)) return read_text_file(jinja.string());
-  return read_tokenizer_config(f.tokenizer_config_json).chat_template;
+  return read_chat_template(f.tokenizer_config_json);
 }
 
 LoadedModel load_hf_model(const std::string& dir, const std::string& tokenizer_path) {

@@ -10,6 +10,7 @@
 
 #include "engine/tokenizer/bpe_pre_tokenizers.h"
 #include "engine/tokenizer/byte_level.h"
+#include "engine/tokenizer/byte_piece.h"
 #include "engine/tokenizer/nfc.h"
 
 namespace astrai {
@@ -60,10 +61,39 @@ std::string parse_pre_tokenizer(const std::string& origin, const json& pt) {
   return pattern.value_or("");
 }
 
-void parse_model(const std::string& origin, const json& m, ByteLevelBpeParts& parts) {
+// The normalizer: none, NFC (Qwen), or the legacy '▁' pair (Llama 2, Mistral 7B).
+void parse_normalizer(const std::string& origin, const json& norm, BpeTokenizerParts& parts) {
+  if (norm.is_null()) return;
+  if (is_legacy_metaspace_normalizer(norm)) {
+    parts.metaspace = Metaspace::EverySegment;
+    return;
+  }
+  if (norm.at("type") != "NFC")
+    unsupported(origin, "normalizer " + norm.at("type").dump() +
+                            (norm.at("type") == "Sequence" ? " " + norm.dump().substr(0, 200) : "") +
+                            " (supported: NFC, or Sequence[Prepend('▁'), Replace(' ', '▁')])");
+  parts.nfc = true;
+}
+
+// The pre-tokenizer of a SentencePiece-style file: none after the legacy
+// normalizer, else Metaspace (without a normalizer).
+void parse_sentencepiece_pre_tokenizer(const std::string& origin, const json& pt, BpeTokenizerParts& parts) {
+  if (parts.metaspace == Metaspace::EverySegment) {
+    if (!pt.is_null()) unsupported(origin, "pre_tokenizer " + pt.at("type").dump() + " after the '▁' normalizer");
+    return;
+  }
+  if (parts.nfc) unsupported(origin, "normalizer NFC with a Metaspace pre-tokenizer");
+  parts.metaspace = parse_metaspace_pre_tokenizer(origin, pt);
+}
+
+bool is_metaspace_pre_tokenizer(const json& pt) { return !pt.is_null() && pt.value("type", "") == "Metaspace"; }
+
+void parse_model(const std::string& origin, const json& m, BpeTokenizerParts& parts) {
   if (m.at("type") != "BPE") unsupported(origin, "model type " + m.at("type").dump());
   if (!is_null_or(m, "dropout", nullptr)) unsupported(origin, "BPE dropout");
-  if (m.value("byte_fallback", false)) unsupported(origin, "BPE byte_fallback");
+  const bool sentencepiece_style = parts.metaspace != Metaspace::None;
+  if (m.value("byte_fallback", false) && !sentencepiece_style)
+    unsupported(origin, "BPE byte_fallback with byte-level pieces");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (!is_null_or(m, key, "")) unsupported(origin, std::string("BPE ") + key);
   for (const auto& [piece, id] : m.at("vocab").items()) parts.vocab.emplace_back(piece, id.get<int>());
@@ -80,6 +110,15 @@ void parse_model(const std::string& origin, const json& m, ByteLevelBpeParts& pa
     }
   }
   parts.ignore_merges = m.value("ignore_merges", false);
+  if (!sentencepiece_style) return;
+  parts.fallback.byte_fallback = m.value("byte_fallback", false);
+  parts.fallback.fuse_unk = m.value("fuse_unk", false);
+  if (!is_null_or(m, "unk_token", nullptr)) {
+    const std::string unk = m.at("unk_token");
+    const auto it = std::find_if(parts.vocab.begin(), parts.vocab.end(), [&](const auto& v) { return v.first == unk; });
+    if (it == parts.vocab.end()) throw std::runtime_error(origin + ": unk_token '" + unk + "' is not in the vocabulary");
+    parts.fallback.unk_id = it->second;
+  }
 }
 
 // The ids TemplateProcessing's `single` template puts before $A (after $A: refused).
@@ -127,22 +166,28 @@ HfTokenizer HfTokenizer::parse(std::string_view json_text, const std::string& or
     throw std::runtime_error(origin + ": not JSON: " + e.what());
   }
   try {
-    ByteLevelBpeParts parts;
-    const json& norm = j.value("normalizer", json());
-    if (!norm.is_null()) {
-      if (norm.at("type") != "NFC") unsupported(origin, "normalizer " + norm.at("type").dump() + " (supported: NFC)");
-      parts.nfc = true;
+    BpeTokenizerParts parts;
+    parse_normalizer(origin, j.value("normalizer", json()), parts);
+    const json& pre_tokenizer = j.at("pre_tokenizer");
+    if (parts.metaspace != Metaspace::None || is_metaspace_pre_tokenizer(pre_tokenizer)) {
+      parse_sentencepiece_pre_tokenizer(origin, pre_tokenizer, parts);
+      check_metaspace_decoder(origin, j.at("decoder"));
+    } else {
+      if (j.at("decoder").is_null() || j.at("decoder").at("type") != "ByteLevel")
+        unsupported(origin, "decoder (supported with byte-level pieces: ByteLevel)");
+      parts.split_pattern = parse_pre_tokenizer(origin, pre_tokenizer);
     }
-    if (j.at("decoder").is_null() || j.at("decoder").at("type") != "ByteLevel")
-      unsupported(origin, "decoder (supported: ByteLevel)");
     parse_model(origin, j.at("model"), parts);
-    parts.split_pattern = parse_pre_tokenizer(origin, j.at("pre_tokenizer"));
     parts.prefix_ids = parse_post_processor(origin, j.value("post_processor", json()));
     for (const json& a : j.value("added_tokens", json::array())) {
       for (const char* flag : {"lstrip", "rstrip", "single_word"})
         if (a.value(flag, false)) unsupported(origin, std::string("added token with ") + flag + " true");
-      if (a.value("normalized", false) && parts.nfc) unsupported(origin, "normalized added token with a normalizer");
-      parts.added.push_back({a.at("id").get<int>(), a.at("content").get<std::string>(), a.value("special", false)});
+      // Without a normalizer (or with Metaspace, a pre-tokenizer) normalized
+      // text is the text itself.
+      const bool normalized = a.value("normalized", false) && (parts.nfc || parts.metaspace == Metaspace::EverySegment);
+      if (normalized && parts.nfc) unsupported(origin, "normalized added token with the NFC normalizer");
+      parts.added.push_back(
+          {a.at("id").get<int>(), a.at("content").get<std::string>(), a.value("special", false), normalized});
     }
     return from_parts(std::move(parts), origin);
   } catch (const json::exception& e) {
@@ -152,23 +197,35 @@ HfTokenizer HfTokenizer::parse(std::string_view json_text, const std::string& or
   }
 }
 
-HfTokenizer HfTokenizer::from_parts(ByteLevelBpeParts parts, const std::string& origin) {
+HfTokenizer HfTokenizer::from_parts(BpeTokenizerParts parts, const std::string& origin) {
   try {
     std::unordered_map<std::string, int> vocab;
     for (auto& [piece, id] : parts.vocab)
       if (!vocab.emplace(piece, id).second) throw std::runtime_error("piece '" + piece + "' appears twice");
     std::optional<RegexSplit> split;
     if (!parts.split_pattern.empty()) split.emplace(parts.split_pattern);
-    HfTokenizer t(BpeModel(std::move(vocab), parts.merges, parts.ignore_merges), std::move(split));
+    if (parts.metaspace != Metaspace::None && split) throw std::runtime_error("a Split regex with '▁' pieces");
+    HfTokenizer t(BpeModel(std::move(vocab), parts.merges, parts.ignore_merges, parts.fallback), std::move(split));
     t.split_pattern_ = parts.split_pattern;
     t.nfc_ = parts.nfc;
+    t.metaspace_ = parts.metaspace;
     t.prefix_ids_ = std::move(parts.prefix_ids);
     t.added_ = std::move(parts.added);
     for (const AddedToken& a : t.added_)
       if (a.content.empty()) unsupported(origin, "empty added token");
     std::stable_sort(t.added_.begin(), t.added_.end(),
                      [](const AddedToken& x, const AddedToken& y) { return x.content.size() > y.content.size(); });
-    for (size_t k = 0; k < t.added_.size(); ++k) t.added_by_first_byte_[uint8_t(t.added_[k].content[0])].push_back(k);
+    std::vector<std::pair<std::string, int>> raw, normalized;
+    for (const AddedToken& a : t.added_) {
+      if (a.normalized && t.metaspace_ != Metaspace::EverySegment)
+        throw std::runtime_error("normalized added token '" + a.content + "' without the '▁' normalizer");
+      if (a.normalized)
+        normalized.emplace_back(apply_metaspace(a.content, Metaspace::EverySegment, true), a.id);
+      else
+        raw.emplace_back(a.content, a.id);
+    }
+    t.raw_added_ = AddedTokenMatcher(std::move(raw));
+    t.normalized_added_ = AddedTokenMatcher(std::move(normalized));
 
     int max_id = -1;
     for (const auto& [piece, id] : t.model_.vocab()) max_id = std::max(max_id, id);
@@ -179,9 +236,7 @@ HfTokenizer HfTokenizer::from_parts(ByteLevelBpeParts parts, const std::string& 
     t.has_token_.assign(size_t(max_id) + 1, false);
     for (const auto& [piece, id] : t.model_.vocab()) {
       if (id < 0) throw std::runtime_error("negative id for '" + piece + "'");
-      auto bytes = byte_level_decode(piece);
-      if (!bytes) throw std::runtime_error("piece '" + piece + "' is not in the byte-level alphabet");
-      t.id_bytes_[size_t(id)] = std::move(*bytes);
+      t.id_bytes_[size_t(id)] = t.piece_bytes(piece);
       t.has_token_[size_t(id)] = true;
     }
     for (const AddedToken& a : t.added_) {  // an added token's text wins over a piece of the same id
@@ -198,8 +253,8 @@ HfTokenizer HfTokenizer::from_parts(ByteLevelBpeParts parts, const std::string& 
   }
 }
 
-ByteLevelBpeParts HfTokenizer::parts() const {
-  ByteLevelBpeParts p;
+BpeTokenizerParts HfTokenizer::parts() const {
+  BpeTokenizerParts p;
   for (const auto& [piece, id] : model_.vocab()) p.vocab.emplace_back(piece, id);
   std::sort(p.vocab.begin(), p.vocab.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   p.merges = model_.merge_list();
@@ -209,6 +264,8 @@ ByteLevelBpeParts HfTokenizer::parts() const {
   p.prefix_ids = prefix_ids_;
   p.split_pattern = split_pattern_;
   p.nfc = nfc_;
+  p.metaspace = metaspace_;
+  p.fallback = model_.fallback();
   return p;
 }
 
@@ -216,8 +273,23 @@ bool HfTokenizer::is_special(int id) const {
   return std::any_of(added_.begin(), added_.end(), [id](const AddedToken& a) { return a.id == id && a.special; });
 }
 
-void HfTokenizer::encode_text(std::string_view text, std::vector<int>& out) const {
+std::string HfTokenizer::piece_bytes(const std::string& piece) const {
+  if (metaspace_ == Metaspace::None) {
+    auto bytes = byte_level_decode(piece);
+    if (!bytes) throw std::runtime_error("piece '" + piece + "' is not in the byte-level alphabet");
+    return std::move(*bytes);
+  }
+  if (model_.fallback().byte_fallback)
+    if (const auto byte = parse_byte_piece(piece)) return std::string(1, char(*byte));
+  return metaspace_to_spaces(piece);
+}
+
+void HfTokenizer::encode_text(std::string_view text, bool at_text_start, std::vector<int>& out) const {
   if (text.empty()) return;
+  if (metaspace_ != Metaspace::None) {  // the segment is one word
+    model_.encode_word(apply_metaspace(text, metaspace_, at_text_start), out);
+    return;
+  }
   std::string normalized;
   if (nfc_) {
     normalized = nfc_normalize(text);
@@ -230,29 +302,28 @@ void HfTokenizer::encode_text(std::string_view text, std::vector<int>& out) cons
   for (const std::string_view word : split_->split(text)) model_.encode_word(byte_level_encode(word), out);
 }
 
+void HfTokenizer::encode_normalized_segment(std::string_view text, std::vector<int>& out) const {
+  if (text.empty()) return;
+  const std::string normalized = apply_metaspace(text, Metaspace::EverySegment, true);
+  normalized_added_.split(
+      normalized, [&](std::string_view word, size_t) { model_.encode_word(word, out); },
+      [&](int id) { out.push_back(id); });
+}
+
 std::vector<int> HfTokenizer::encode(std::string_view text, bool add_special) const {
   std::vector<int> ids;
   if (add_special) ids = prefix_ids_;
-  // Added tokens first: at each position the longest one that starts there
-  // (added_ is sorted longest first), scanning left to right.
-  size_t segment = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    const AddedToken* hit = nullptr;
-    for (const size_t k : added_by_first_byte_[uint8_t(text[pos])])
-      if (text.substr(pos).starts_with(added_[k].content)) {
-        hit = &added_[k];
-        break;
-      }
-    if (!hit) {
-      ++pos;
-      continue;
-    }
-    encode_text(text.substr(segment, pos - segment), ids);
-    ids.push_back(hit->id);
-    pos += hit->content.size();
-    segment = pos;
-  }
-  encode_text(text.substr(segment), ids);
+  // Added tokens first (those matched in the text as given), then each
+  // segment between them.
+  raw_added_.split(
+      text,
+      [&](std::string_view segment, size_t offset) {
+        if (normalized_added_.empty())
+          encode_text(segment, offset == 0, ids);
+        else
+          encode_normalized_segment(segment, ids);
+      },
+      [&](int id) { ids.push_back(id); });
   return ids;
 }
 
@@ -265,6 +336,7 @@ std::string HfTokenizer::decode(std::span<const int> ids, bool skip_special) con
   std::string text;
   for (const int id : ids)
     if (!(skip_special && is_special(id))) text += token_bytes(id);
+  if (metaspace_ != Metaspace::None && text.starts_with(' ')) text.erase(0, 1);  // the dummy prefix
   return text;
 }
 

@@ -74,11 +74,13 @@ Tokenizer::Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos
 }
 
 void Tokenizer::index_pieces(std::vector<int> extra_end_ids) {
+  piece_ids_.clear();
+  special_ids_.clear();
   byte_ids_.fill(unk_id_);
   std::array<bool, 256> byte_seen{};
   piece_ids_.reserve(pieces_.size());
   for (size_t id = 0; id < pieces_.size(); ++id) {
-    if (types_[id] == TokenType::Unused && bpe_) continue;  // ids a byte-level vocabulary leaves out
+    if (types_[id] == TokenType::Unused && (bpe_ || hf_sentencepiece_)) continue;  // ids tokenizer.json leaves out
     piece_ids_.try_emplace(pieces_[id], int(id));  // a repeated piece keeps its lowest id
     if (types_[id] == TokenType::Control || types_[id] == TokenType::UserDefined)
       if (!pieces_[id].empty()) special_ids_.push_back(int(id));
@@ -123,8 +125,7 @@ std::string Tokenizer::decode_token(int prev_token, int token) const {
     case TokenType::Control:
       return "";  // <s>, </s> mark sequence structure; they are not text
     case TokenType::Unused:
-      if (bpe_) return "";  // padding: the model may emit it, it stands for no text
-      break;
+      return "";  // padding ([PAD123]): the model may emit it, it stands for no text
     case TokenType::Byte:
       return std::string(1, char(*parse_byte_piece(piece)));  // validated in the constructor
     default:

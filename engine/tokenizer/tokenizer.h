@@ -7,6 +7,11 @@
 // tokenizer.bin stores them; GGUF files store SentencePiece's '▁' (U+2581),
 // converted on load/save.
 //
+// A SentencePiece vocabulary may also come from a SentencePiece-style
+// tokenizer.json (Llama 2, Mistral 7B): then encode() is Hugging Face's
+// (HfTokenizer: merges by rank, added tokens matched in the text) and the
+// scores are derived from the merge ranks (see from_hf_sentencepiece).
+//
 // ByteLevelBpe: Hugging Face's tokenizer.json for GPT-2-style vocabularies
 // (Llama 3, Qwen 2.5 / 3, Mistral Nemo), encoded by HfTokenizer
 // (hf_tokenizer.h) exactly as the `tokenizers` library does. Here pieces()
@@ -58,6 +63,19 @@ class Tokenizer {
   Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos_id, std::vector<int> extra_end_ids = {},
             int vocab_size = 0);
 
+  // A SentencePiece-style tokenizer.json (hf->sentencepiece_style()) as a
+  // SentencePiece vocabulary: pieces with real spaces ('▁' replaced), byte
+  // pieces typed Byte, the unk_token Unknown, added tokens Control (special)
+  // or UserDefined, ids up to vocab_size padded as "[PADn]" Unused. Scores:
+  // -(rank of the first merge that makes the piece), so that the score-based
+  // SentencePiece merge (a GGUF `llama` vocabulary) picks what Hugging Face's
+  // rank-based merge picks; a piece no merge makes gets -1e10 (never merged).
+  // encode() and encode_with_special_tokens() are hf's. Throws
+  // std::invalid_argument as the byte-level constructor does, and for a
+  // tokenizer without an unk_token.
+  static Tokenizer from_hf_sentencepiece(std::shared_ptr<const HfTokenizer> hf, int bos_id, int eos_id,
+                                         std::vector<int> extra_end_ids = {}, int vocab_size = 0);
+
   // tokenizer.json plus tokenizer_config.json, whose bos_token and eos_token
   // (a string, an {"content": ...} object or null) name the BOS and EOS ids.
   // Throws std::runtime_error naming the file and the problem.
@@ -67,13 +85,15 @@ class Tokenizer {
   TokenizerKind kind() const { return bpe_ ? TokenizerKind::ByteLevelBpe : TokenizerKind::SentencePiece; }
   // The byte-level BPE behind a ByteLevelBpe tokenizer, else nullptr.
   const HfTokenizer* byte_level_bpe() const { return bpe_.get(); }
+  // The tokenizer.json encoder of a SentencePiece vocabulary loaded from one, else nullptr.
+  const HfTokenizer* hf_sentencepiece() const { return hf_sentencepiece_.get(); }
 
   // Ids of `text`, after the tokenizer's own prefix when add_bos: BOS for
-  // SentencePiece; for byte-level BPE the post-processor's prefix (BOS for
-  // Llama 3, nothing for Qwen). Never fails: SentencePiece falls back to
-  // <0xXX> pieces, byte-level BPE has every byte. SentencePiece spells out
+  // SentencePiece; for tokenizer.json the post-processor's prefix (BOS for
+  // Llama 2 and 3.1, nothing for Qwen). Never fails: SentencePiece falls back
+  // to <0xXX> pieces, byte-level BPE has every byte. SentencePiece spells out
   // special pieces typed in the text ("<s>" is text, as run.c does); a
-  // byte-level BPE turns them into their ids, as Hugging Face's tokenizers do.
+  // tokenizer.json turns them into their ids, as Hugging Face's tokenizers do.
   std::vector<int> encode(std::string_view text, bool add_bos = true) const;
 
   // Ids of a prompt rendered by a chat template, with its special tokens
@@ -87,7 +107,7 @@ class Tokenizer {
   // gives its raw byte, and (SentencePiece) the leading space of the first
   // piece after BOS is dropped (the dummy prefix), as run.c's decode does.
   // Control tokens give "" (vLLM's skip_special_tokens), and so do the
-  // Unused (padding) ids of a byte-level vocabulary.
+  // Unused (padding) ids of every vocabulary.
   std::string decode_token(int prev_token, int token) const;
   // decode_token over a sequence; the sequence is read as if preceded by BOS
   // when it does not start with one, so decode(encode(s)) == s.
@@ -129,6 +149,7 @@ class Tokenizer {
   std::vector<int> end_of_generation_ids_;
   std::vector<int> special_ids_;  // Control and UserDefined ids, longest piece first
   std::shared_ptr<const HfTokenizer> bpe_;  // set for ByteLevelBpe
+  std::shared_ptr<const HfTokenizer> hf_sentencepiece_;  // set for a SentencePiece tokenizer.json
 
   // Heterogeneous lookup: find() takes a string_view without building a string.
   struct PieceHash {

@@ -29,6 +29,7 @@ constexpr float kNoMergeScore = -1e10f;
 
 std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos) const {
   if (bpe_) return bpe_->encode(text, add_bos);
+  if (hf_sentencepiece_) return hf_sentencepiece_->encode(text, add_bos);
   std::vector<int> ids;
   if (add_bos) ids.push_back(bos_id_);
   if (text.empty()) return ids;
@@ -73,7 +74,9 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos) const {
 namespace astrai {
 
 std::vector<int> Tokenizer::encode_with_special_tokens(std::string_view text) const {
-  if (bpe_) return bpe_->encode(text, false);  // tokenizer.json matches its added tokens itself
+  // tokenizer.json matches its added tokens itself
+  if (bpe_) return bpe_->encode(text, false);
+  if (hf_sentencepiece_) return hf_sentencepiece_->encode(text, false);
   std::vector<int> ids;
   auto encode_run = [&](std::string_view run) {
     const std::vector<int> run_ids = encode(run, false);

