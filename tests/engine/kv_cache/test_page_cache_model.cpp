@@ -7,6 +7,7 @@
 // row = fingerprint(all tokens up to that position), as real K/V depend on
 // the whole prefix. So a wrongly shared page or a page owned twice shows up.
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <vector>
 
@@ -54,6 +55,12 @@ void expect_matches(const State& s, const PageCache& cache) {
   RC_ASSERT(stats.blocks_held == s.model.n_held());
   RC_ASSERT(stats.blocks_cached == s.model.n_cached());
   RC_ASSERT(stats.tasks == int(s.model.tasks().size()));
+  // Without forks, only registered prefixes are shared (check_invariants
+  // allows a fork's shared partial page; none is made here).
+  std::map<int, int> holders;
+  for (const auto& [task, t] : s.model.tasks())
+    for (const int page : cache.pages().page_table(task)) ++holders[page];
+  for (const auto& [page, n] : holders) RC_ASSERT(n == 1 || cache.pages().is_registered(page));
   auto& view = const_cast<PageCache&>(cache).view();
   for (const auto& [task, t] : s.model.tasks()) {
     RC_ASSERT(cache.pages().cached_tokens(task) == int(t.tokens.size()));

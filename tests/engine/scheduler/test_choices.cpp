@@ -106,15 +106,19 @@ TEST_CASE("choice i of a seeded n-request gets the reference's tokens with seed 
   }
 }
 
-TEST_CASE("a choice equals a single request submitted with its seed", "[engine][choices]") {
+TEST_CASE("a choice equals a single request submitted with its seed, logprobs and penalties included",
+          "[engine][choices][logprobs]") {
   const TinyModel& m = tiny_model();
   std::mt19937 rng(23);
   InferenceEngine engine(m.weights, m.tokenizer, paged_config(8, 16));
-  const ChoicesRequest r{random_prompt(rng, 11), 4, 14, seeded(1000)};
-  const ChoicesResult choices = engine.generate_choices(generation_request(r));
+  ChoicesRequest r{random_prompt(rng, 11), 4, 14, seeded(1000)};
+  r.sampling.presence_penalty = 0.5f;  // counts the choice's own tokens: each fork its own
+  GenerationRequest g = generation_request(r);
+  g.logprobs = 2;
+  const ChoicesResult choices = engine.generate_choices(g);
   std::vector<std::shared_ptr<GenerateResult>> singles;
   for (int i = 0; i < r.n; ++i) {
-    GenerationRequest single = generation_request(r);
+    GenerationRequest single = g;
     single.n = 1;
     single.sampling.seed = 1000 + uint64_t(i);
     singles.push_back(engine.generate_with_request(single));
@@ -125,6 +129,16 @@ TEST_CASE("a choice equals a single request submitted with its seed", "[engine][
     REQUIRE(single);
     CHECK(outputs[size_t(i)].tokens == single->tokens);
     CHECK(outputs[size_t(i)].text == single->text);
+    // The same logits rows (see the top of the file) give the same float64 log-softmax.
+    REQUIRE(outputs[size_t(i)].logprobs.size() == single->logprobs.size());
+    for (size_t k = 0; k < single->logprobs.size(); ++k) {
+      CHECK(outputs[size_t(i)].logprobs[k].logprob == single->logprobs[k].logprob);
+      REQUIRE(outputs[size_t(i)].logprobs[k].top.size() == 2);
+      for (size_t j = 0; j < 2; ++j) {
+        CHECK(outputs[size_t(i)].logprobs[k].top[j].token == single->logprobs[k].top[j].token);
+        CHECK(outputs[size_t(i)].logprobs[k].top[j].logprob == single->logprobs[k].top[j].logprob);
+      }
+    }
   }
   require_all_free(engine);
 }
