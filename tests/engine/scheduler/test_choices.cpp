@@ -50,13 +50,31 @@ std::vector<int> expected_choice(const ChoicesRequest& r, int i) {
   return reference_tokens(*m.weights, *m.tokenizer, r.prompt, r.max_tokens, s);
 }
 
+// Designated initializers name only what a request sets; the members they
+// leave out (strings, lists, callbacks) are meant to be empty.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 GenerationRequest generation_request(const ChoicesRequest& r) {
-  GenerationRequest g;
-  g.prompt_ids = r.prompt;
-  g.n = r.n;
-  g.max_tokens = r.max_tokens;
-  g.sampling = r.sampling;
-  return g;
+  return {.prompt_ids = r.prompt, .max_tokens = r.max_tokens, .sampling = r.sampling, .n = r.n};
+}
+#pragma GCC diagnostic pop
+
+// Submits a request whose first token holds the scheduler thread inside its
+// callback until `gate` opens: requests submitted meanwhile wait unadmitted.
+std::shared_ptr<GenerateResult> hold_the_loop(InferenceEngine& engine, Gate& gate, std::mt19937& rng) {
+  GenerationRequest blocker;
+  blocker.prompt_ids = random_prompt(rng, 5);
+  blocker.max_tokens = 2;
+  blocker.on_token = gate.callback();
+  auto blocked = engine.generate_with_request(std::move(blocker));
+  gate.wait_entered();
+  return blocked;
+}
+
+SamplingParams greedy() {
+  SamplingParams s;
+  s.temperature = 0.0f;
+  return s;
 }
 
 // Every choice's tokens, reason and index equal the reference's, and the
@@ -98,7 +116,7 @@ TEST_CASE("choice i of a seeded n-request gets the reference's tokens with seed 
     // 4-token pages: prompts ending just before, on and after a page boundary.
     std::vector<ChoicesRequest> requests;
     for (int len : {3, 4, 5, 7, 8, 9}) requests.push_back({random_prompt(rng, len), 1 + len % 4, 10, seeded(40 + len)});
-    requests.push_back({random_prompt(rng, 9), 3, 10, SamplingParams{.temperature = 0.0f}});  // greedy: all equal
+    requests.push_back({random_prompt(rng, 9), 3, 10, greedy()});  // greedy: all equal
     std::vector<ChoicesResult> results;
     for (const auto& r : requests) results.push_back(engine.generate_choices(generation_request(r)));
     for (size_t k = 0; k < requests.size(); ++k) check_choices(requests[k], wait_all(results[k]));
@@ -197,14 +215,8 @@ TEST_CASE("cancelling an n-request cancels every choice, before or after the for
   const TinyModel& m = tiny_model();
   std::mt19937 rng(31);
   InferenceEngine engine(m.weights, m.tokenizer, paged_config(4, 16));
-  // A request holding the loop still, so that the n-request waits unforked.
   Gate gate;
-  GenerationRequest blocker;
-  blocker.prompt_ids = random_prompt(rng, 5);
-  blocker.max_tokens = 2;
-  blocker.on_token = gate.callback();
-  auto blocked = engine.generate_with_request(blocker);
-  gate.wait_entered();
+  auto blocked = hold_the_loop(engine, gate, rng);  // the n-request waits unforked
   const ChoicesRequest waiting{random_prompt(rng, 7), 3, 20, seeded(3)};
   const ChoicesResult before_fork = engine.generate_choices(generation_request(waiting));
   engine.cancel(before_fork);
@@ -246,12 +258,7 @@ TEST_CASE("cancelling one choice before the fork leaves the others running", "[e
   std::mt19937 rng(32);
   InferenceEngine engine(m.weights, m.tokenizer, paged_config(4, 16));
   Gate gate;
-  GenerationRequest blocker;
-  blocker.prompt_ids = random_prompt(rng, 5);
-  blocker.max_tokens = 2;
-  blocker.on_token = gate.callback();
-  auto blocked = engine.generate_with_request(blocker);
-  gate.wait_entered();
+  auto blocked = hold_the_loop(engine, gate, rng);
   const ChoicesRequest r{random_prompt(rng, 9), 3, 8, seeded(12)};
   const ChoicesResult result = engine.generate_choices(generation_request(r));
   engine.cancel(result.choices[2]->task_id());  // a choice still waiting to fork
@@ -272,7 +279,7 @@ TEST_CASE("n-requests batched with others, chunked and preempted still get the r
   for (int k = 0; k < 6; ++k) {
     const int len = std::uniform_int_distribution<int>(1, 20)(rng);
     requests.push_back({random_prompt(rng, len), 1 + k % 4, std::uniform_int_distribution<int>(8, 40)(rng),
-                        k % 3 == 2 ? SamplingParams{.temperature = 0.0f} : seeded(500 + uint64_t(k))});
+                        k % 3 == 2 ? greedy() : seeded(500 + uint64_t(k))});
   }
   // 20 pages of 4 for 8 running choices: the forks' copies and growth run out
   // of pages, so forked choices are preempted and recomputed.
