@@ -117,6 +117,7 @@ TEST_CASE("choice i of a seeded n-request gets the reference's tokens with seed 
     std::vector<ChoicesRequest> requests;
     for (int len : {3, 4, 5, 7, 8, 9}) requests.push_back({random_prompt(rng, len), 1 + len % 4, 10, seeded(40 + len)});
     requests.push_back({random_prompt(rng, 9), 3, 10, greedy()});  // greedy: all equal
+    requests.push_back({random_prompt(rng, 6), 4, 1, seeded(3)});   // every choice ends with its first token
     std::vector<ChoicesResult> results;
     for (const auto& r : requests) results.push_back(engine.generate_choices(generation_request(r)));
     for (size_t k = 0; k < requests.size(); ++k) check_choices(requests[k], wait_all(results[k]));
