@@ -37,6 +37,17 @@ void* DevicePageCache::element(const DeviceBuffer& buffer, int layer) const {
   return static_cast<char*>(buffer.get()) + size_t(layer) * layer_elements * dtype_size(dtype_);
 }
 
+void DevicePageCache::copy_page(int from, int to) {
+  const size_t page_bytes = size_t(page_size()) * size_t(config_.kv_dim()) * dtype_size(dtype_);
+  for (int layer = 0; layer < config_.n_layers; ++layer) {
+    for (void* base : {layer_keys(layer), layer_values(layer)}) {
+      char* rows = static_cast<char*>(base);
+      ASTRAI_CUDA_CHECK(cudaMemcpy(rows + size_t(to) * page_bytes, rows + size_t(from) * page_bytes, page_bytes,
+                                   cudaMemcpyDeviceToDevice));
+    }
+  }
+}
+
 namespace {
 
 // The slot (page * page_size + offset) of (layer, seq, pos), with PageCacheView's checks.

@@ -66,6 +66,7 @@ class DevicePageCache final : public PagedKVCache {
 
  private:
   void* element(const DeviceBuffer& buffer, int layer) const;
+  void copy_page(int from, int to) override;  // device to device, every layer, K and V
 
   ModelConfig config_;
   DType dtype_;

@@ -24,6 +24,7 @@ struct TokenEvent {
   // The token's log-probabilities when the request asked (logprobs >= 0);
   // nullptr otherwise and for the final held-back piece (token -1).
   const TokenLogprobs* logprobs = nullptr;
+  int index = 0;  // which choice of the request (0 .. n-1)
 };
 
 struct GenerationRequest {
@@ -39,6 +40,12 @@ struct GenerationRequest {
   // -1: none; n in [0, 20]: each token's log-probability (of the model's raw
   // logits) and the n most likely tokens, in TokenEvent and TaskOutput::logprobs.
   int logprobs = -1;
+  // How many choices of this prompt to generate (OpenAI's and vLLM's `n`),
+  // through InferenceEngine::generate_choices. The prompt is computed once;
+  // choice i samples with seed + i when sampling.seed is set (so it equals a
+  // request of n = 1 with that seed), else with its own random seed. The
+  // callbacks are shared: each event and output carries its choice's index.
+  int n = 1;
   // Called on the scheduler thread for every generated token: keep it short
   // (hand the text to another thread); it must not call back into the engine.
   // A final call with token -1 carries text held back until the end. If it
@@ -56,6 +63,7 @@ struct GenerationRequest {
 struct TaskOutput : TokenOutput {
   std::string text;           // the generated text (stop sequence excluded)
   std::string stop_sequence;  // which one, when reason == StopSequence
+  int index = 0;              // which choice of the request (0 .. n-1)
 };
 
 }  // namespace astrai

@@ -58,21 +58,58 @@ GenerationRequest InferenceEngine::make_request(const std::string& prompt, const
   return request;
 }
 
-std::shared_ptr<GenerateResult> InferenceEngine::generate_with_request(GenerationRequest request) {
+// The scheduler's request for one choice, with a decoder behind its hooks.
+std::pair<TokenRequest, std::shared_ptr<GenerateResult>> InferenceEngine::prepare(GenerationRequest request,
+                                                                                  std::vector<int> prompt,
+                                                                                  int index) {
   TokenRequest tokens;
   tokens.task_id = next_task_id_++;
-  tokens.prompt = request.prompt_ids ? std::move(*request.prompt_ids) : tokenize(request.prompt);
+  tokens.prompt = std::move(prompt);
   tokens.max_tokens = request.max_tokens;
   tokens.sampling = request.sampling;
   if (!request.ignore_eos) tokens.stop_tokens = tokenizer_->end_of_generation_ids();
   tokens.stop_tokens.insert(tokens.stop_tokens.end(), request.stop_token_ids.begin(), request.stop_token_ids.end());
   tokens.logprobs = request.logprobs;
   auto decoder = std::make_shared<RequestDecoder>(tokens.task_id, tokenizer_, tokens.prompt, tokens.stop_tokens,
-                                                  std::move(request));
+                                                  std::move(request), index);
   tokens.on_token = [decoder](int token, const TokenLogprobs* logprobs) { return decoder->on_token(token, logprobs); };
   tokens.on_finish = [decoder](const TokenOutput& output) { decoder->on_finish(output); };
+  return {std::move(tokens), decoder->result()};
+}
+
+std::vector<int> InferenceEngine::prompt_of(GenerationRequest& request) const {
+  return request.prompt_ids ? std::move(*request.prompt_ids) : tokenize(request.prompt);
+}
+
+std::shared_ptr<GenerateResult> InferenceEngine::generate_with_request(GenerationRequest request) {
+  if (request.n != 1)
+    throw std::invalid_argument("n = " + std::to_string(request.n) + " choices: use generate_choices");
+  std::vector<int> prompt = prompt_of(request);
+  auto [tokens, result] = prepare(std::move(request), std::move(prompt), 0);
   scheduler_->submit(std::move(tokens));
-  return decoder->result();
+  return result;
+}
+
+ChoicesResult InferenceEngine::generate_choices(GenerationRequest request) {
+  if (request.n < 1) throw std::invalid_argument("n must be at least 1, got " + std::to_string(request.n));
+  const std::vector<int> prompt = prompt_of(request);  // tokenized once
+  std::vector<TokenRequest> choices;
+  ChoicesResult result;
+  for (int i = 0; i < request.n; ++i) {
+    GenerationRequest choice = request;  // the callbacks are shared; each event says its index
+    // vLLM's parallel sampling: choice i draws from seed + i. Without a seed
+    // each choice's SamplerState seeds itself from std::random_device.
+    if (request.sampling.seed) choice.sampling.seed = *request.sampling.seed + uint64_t(i);
+    auto [tokens, handle] = prepare(std::move(choice), prompt, i);
+    choices.push_back(std::move(tokens));
+    result.choices.push_back(std::move(handle));
+  }
+  scheduler_->submit_choices(std::move(choices));
+  return result;
+}
+
+void InferenceEngine::cancel(const ChoicesResult& result) {
+  for (const int id : result.task_ids()) scheduler_->cancel(id);
 }
 
 std::future<TaskOutput> InferenceEngine::generate_async(GenerationRequest request) {

@@ -18,9 +18,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/executor/executor.h"
+#include "engine/choices_result.h"
 #include "engine/generate_result.h"
 #include "engine/generation_request.h"
 #include "engine/scheduler/inference_scheduler.h"
@@ -102,7 +104,17 @@ class InferenceEngine {
   // The general form: returns at once; the result fills in as the scheduler
   // works (wait(), next_piece(), or the request's on_token callback). Throws
   // as InferenceScheduler::submit does when the request is refused.
+  // Throws std::invalid_argument for request.n != 1 (generate_choices).
   std::shared_ptr<GenerateResult> generate_with_request(GenerationRequest request);
+  // request.n choices of one prompt (vLLM's parallel sampling): the prompt is
+  // computed once and its K/V shared (InferenceScheduler::submit_choices);
+  // choice i samples with seed + i when a seed is given, so it equals
+  // generate_with_request with that seed and n = 1. Returns at once, one
+  // GenerateResult per choice; the request's callbacks get every choice's
+  // events and outputs, each with its index. All or nothing: a refused
+  // request (n < 1, n > max_running_tasks, or whatever refuses one choice)
+  // throws before anything is queued.
+  ChoicesResult generate_choices(GenerationRequest request);
   // The same, as a future of the finished output (ready just after the
   // request's on_finish ran), for callers that wait or poll without a
   // thread per request; on_token streams alongside as usual.
@@ -117,6 +129,7 @@ class InferenceEngine {
   bool accepting() const { return scheduler_->accepting(); }
   void cancel(int task_id) { scheduler_->cancel(task_id); }
   void cancel(const GenerateResult& result) { scheduler_->cancel(result.task_id()); }
+  void cancel(const ChoicesResult& result);  // every choice
   // Stops accepting work; running requests get `grace` to finish, then are cancelled.
   void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0)) { scheduler_->shutdown(grace); }
 
@@ -128,6 +141,9 @@ class InferenceEngine {
   // Checks the parts and starts the scheduler (shared by the constructors).
   void start(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache, const EngineConfig& config);
   GenerationRequest make_request(const std::string& prompt, const GenerateParams& options) const;
+  std::vector<int> prompt_of(GenerationRequest& request) const;  // its ids, or its text tokenized
+  std::pair<TokenRequest, std::shared_ptr<GenerateResult>> prepare(GenerationRequest request, std::vector<int> prompt,
+                                                                   int index);
 
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::unique_ptr<InferenceScheduler> scheduler_;

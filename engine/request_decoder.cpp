@@ -5,8 +5,9 @@
 namespace astrai {
 
 RequestDecoder::RequestDecoder(int task_id, std::shared_ptr<const Tokenizer> tokenizer, std::span<const int> prompt,
-                               std::vector<int> stop_tokens, GenerationRequest request)
+                               std::vector<int> stop_tokens, GenerationRequest request, int index)
     : task_id_(task_id),
+      index_(index),
       tokenizer_(std::move(tokenizer)),
       previous_token_(prompt.empty() ? -1 : prompt.back()),  // an empty prompt is refused before any token
       stop_tokens_(std::move(stop_tokens)),
@@ -21,17 +22,17 @@ bool RequestDecoder::on_token(int token, const TokenLogprobs* logprobs) {
   const bool stop_token = std::find(stop_tokens_.begin(), stop_tokens_.end(), token) != stop_tokens_.end();
   const std::string piece = stop_token ? std::string() : text_.push(tokenizer_->decode_token(previous_token_, token));
   previous_token_ = token;
-  const std::exception_ptr thrown = notify(TokenEvent{task_id_, token, piece, logprobs});
+  const std::exception_ptr thrown = notify(TokenEvent{task_id_, token, piece, logprobs, index_});
   result_->push_piece(piece);
   if (thrown) std::rethrow_exception(thrown);
   return text_.stopped();
 }
 
 void RequestDecoder::on_finish(const TokenOutput& output) {
-  TaskOutput out{output, "", ""};
+  TaskOutput out{output, "", "", index_};
   const std::string tail = text_.finish();
   if (!tail.empty()) {
-    const std::exception_ptr thrown = notify(TokenEvent{task_id_, -1, tail});
+    const std::exception_ptr thrown = notify(TokenEvent{task_id_, -1, tail, nullptr, index_});
     result_->push_piece(tail);
     // The caller missed the end of its text: the request failed, unless it had failed already.
     if (thrown && out.reason != FinishReason::Error) {

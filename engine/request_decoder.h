@@ -33,9 +33,10 @@ class RequestDecoder {
  public:
   // Takes the request's stop strings and callbacks. stop_tokens are the ids
   // the scheduler ends the request on: they are never text. The prompt's last
-  // token is the one the first generated token is decoded after.
+  // token is the one the first generated token is decoded after. `index` is
+  // the request's choice this decoder serves.
   RequestDecoder(int task_id, std::shared_ptr<const Tokenizer> tokenizer, std::span<const int> prompt,
-                 std::vector<int> stop_tokens, GenerationRequest request);
+                 std::vector<int> stop_tokens, GenerationRequest request, int index = 0);
 
   // The scheduler's hooks. on_token rethrows what the caller's on_token threw
   // (after the piece reached the GenerateResult), for the scheduler to end
@@ -49,6 +50,7 @@ class RequestDecoder {
   std::exception_ptr notify(const TokenEvent& event);
 
   const int task_id_;
+  const int index_;  // the choice, in every TokenEvent and the TaskOutput
   const std::shared_ptr<const Tokenizer> tokenizer_;
   int previous_token_;  // decode_token needs it: the first piece after BOS loses its leading space
   const std::vector<int> stop_tokens_;

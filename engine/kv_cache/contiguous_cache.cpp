@@ -56,6 +56,27 @@ void ContiguousCache::commit(int task_id, std::span<const int> tokens_so_far) {
   check_length(int(tokens_so_far.size()), "a commit");
 }
 
+bool ContiguousCache::fork(int parent_id, int child_id, int n_tokens) {
+  if (has_task(child_id))
+    throw std::invalid_argument("ContiguousCache: task " + std::to_string(child_id) + " is already admitted");
+  const int parent_slot = slot_of(parent_id);
+  check_length(n_tokens, "a fork");
+  const auto free_slot = std::find(slot_used_.begin(), slot_used_.end(), false);
+  if (free_slot == slot_used_.end()) return false;
+  const int slot = int(free_slot - slot_used_.begin());
+  const size_t slot_floats = size_t(max_seq_len_) * size_t(kv_dim_);
+  for (int layer = 0; layer < n_layers_; ++layer) {
+    const size_t layer_start = size_t(layer) * slot_used_.size() * slot_floats;
+    for (xt::xtensor<float, 5>* rows : {&keys_, &values_}) {
+      const float* src = rows->data() + layer_start + size_t(parent_slot) * slot_floats;
+      std::copy(src, src + size_t(n_tokens) * size_t(kv_dim_), rows->data() + layer_start + size_t(slot) * slot_floats);
+    }
+  }
+  *free_slot = true;
+  slot_of_task_.emplace(child_id, slot);
+  return true;
+}
+
 void ContiguousCache::release(int task_id) {
   slot_used_[size_t(slot_of(task_id))] = false;
   slot_of_task_.erase(task_id);

@@ -44,6 +44,9 @@ class ContiguousCache final : public KVCache {
   std::optional<int> admit(int task_id, std::span<const int> prompt) override;
   bool reserve(int task_id, int n_tokens) override;
   void commit(int task_id, std::span<const int> tokens_so_far) override;
+  // Copies the parent's rows [0, n_tokens) into a free slot: nothing is
+  // shared, so n choices hold the prompt n times, but compute it once.
+  bool fork(int parent_id, int child_id, int n_tokens) override;
   void release(int task_id) override;
   bool has_task(int task_id) const override { return slot_of_task_.count(task_id) != 0; }
   KVCacheView& view() override { return view_; }

@@ -15,6 +15,8 @@
 //   commit(id, prompt)             // full pages become shareable prefixes
 //   loop: reserve(id, n + 1); forward one token at position n; commit(id, tokens[0, n + 1))
 //   release(id)
+// n choices of one prompt: after the prompt's commit, fork(id, choice_id, len)
+// gives each further choice the prompt's K/V without computing them again.
 // Not thread-safe: one thread (the scheduler's) drives a cache.
 #pragma once
 
@@ -59,6 +61,17 @@ class KVCache {
   // apart from checks). Throws std::invalid_argument for an unknown task, more
   // tokens than reserved, or fewer than committed before.
   virtual void commit(int task_id, std::span<const int> tokens_so_far) = 0;
+
+  // A new task `child_id` whose positions [0, n_tokens) hold the K/V of the
+  // parent's (the parent committed them): the n choices of one prompt
+  // compute the prompt once. PageCache shares the parent's pages (a reference
+  // each) and copies a shared page when one of them first writes into it
+  // (copy-on-write, in reserve()); ContiguousCache copies the rows into a
+  // free slot. Returns false, with no side effect, when there is no room now.
+  // Throws std::invalid_argument when the child is admitted, the parent is
+  // not, or n_tokens is outside [1, the parent's committed positions]
+  // (ContiguousCache counts no commits: [1, max_seq_len] there).
+  virtual bool fork(int parent_id, int child_id, int n_tokens) = 0;
 
   // The task finished, was cancelled or is preempted: its room is returned.
   // Throws std::invalid_argument for an unknown task.

@@ -24,6 +24,17 @@ PageCache::PageCache(const ModelConfig& config, int n_pages, int page_size, Pref
       values_(keys_.shape()),
       view_(*this) {}
 
+void PageCache::copy_page(int from, int to) {
+  const size_t page_floats = size_t(page_size()) * size_t(kv_dim_);
+  for (int layer = 0; layer < n_layers(); ++layer) {
+    const size_t layer_start = size_t(layer) * size_t(n_pages()) * page_floats;
+    for (xt::xtensor<float, 5>* rows : {&keys_, &values_}) {
+      const float* src = rows->data() + layer_start + size_t(from) * page_floats;
+      std::copy(src, src + page_floats, rows->data() + layer_start + size_t(to) * page_floats);
+    }
+  }
+}
+
 size_t PageCacheView::row_offset(int layer, int seq, int pos, bool for_write) const {
   if (layer < 0 || layer >= cache_.n_layers())
     throw std::out_of_range("PageCache: layer " + std::to_string(layer) + " is outside [0, " +

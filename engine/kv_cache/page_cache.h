@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
@@ -30,8 +31,20 @@ class PagedKVCache : public KVCache {
   PagedKVCache(int max_seq_len, int n_pages, int page_size, PrefixHash hash = default_prefix_hash)
       : pages_(max_seq_len, n_pages, page_size, std::move(hash)) {}
   std::optional<int> admit(int task_id, std::span<const int> prompt) final { return pages_.admit(task_id, prompt); }
-  bool reserve(int task_id, int n_tokens) final { return pages_.reserve(task_id, n_tokens); }
+  // Copy-on-write: a shared page the task is about to write into is
+  // replaced by a private copy (PageManager::reserve), whose rows the
+  // storage copies here before anything is written.
+  bool reserve(int task_id, int n_tokens) final {
+    std::vector<PageManager::PageCopy> copies;
+    if (!pages_.reserve(task_id, n_tokens, &copies)) return false;
+    for (const auto& c : copies) copy_page(c.from, c.to);
+    return true;
+  }
   void commit(int task_id, std::span<const int> tokens) final { pages_.commit(task_id, tokens); }
+  bool fork(int parent_id, int child_id, int n_tokens) final {
+    pages_.fork(parent_id, child_id, n_tokens);
+    return true;  // shares pages only: needs no room
+  }
   void release(int task_id) final { pages_.release(task_id); }
   bool has_task(int task_id) const final { return pages_.has_task(task_id); }
   KVCacheStats stats() const final { return pages_.stats(); }
@@ -42,6 +55,8 @@ class PagedKVCache : public KVCache {
   int n_pages() const { return pages_.n_pages(); }
 
  protected:
+  // Every row of page `from`, every layer, K and V, into page `to`.
+  virtual void copy_page(int from, int to) = 0;
   PageManager pages_;
 };
 
@@ -83,6 +98,7 @@ class PageCache final : public PagedKVCache {
 
  private:
   friend class PageCacheView;
+  void copy_page(int from, int to) override;
   int kv_dim_;
   xt::xtensor<float, 5> keys_;    // [layer, page, offset, kv_head, head_dim]
   xt::xtensor<float, 5> values_;  // same shape as keys_

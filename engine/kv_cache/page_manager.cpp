@@ -80,14 +80,55 @@ int PageManager::pages_short_for(std::span<const int> prompt) const {
   return plan_admission(prompt).short_by;
 }
 
-bool PageManager::reserve(int task_id, int n_tokens) {
+bool PageManager::reserve(int task_id, int n_tokens, std::vector<PageCopy>* copies) {
   Task& t = task(task_id);
   check_length(n_tokens, "a reservation");
-  const int missing = pages_for(n_tokens, page_size_) - int(t.pages.size());
-  if (missing <= 0) return true;
-  if (missing > n_available()) return false;
+  const std::vector<int> to_copy = pages_to_copy(t, t.n_cached_tokens, n_tokens);
+  if (!to_copy.empty() && copies == nullptr)
+    throw std::logic_error("PageManager: " + task_name(task_id) + " must copy " + std::to_string(to_copy.size()) +
+                           " shared pages before writing, but the caller takes no copies");
+  const int missing = std::max(0, pages_for(n_tokens, page_size_) - int(t.pages.size()));
+  if (missing + int(to_copy.size()) > n_available()) return false;
+  // Allocate every page before dropping any reference, so that no allocation
+  // can evict a page whose rows are still to be copied.
+  std::vector<int> replaced;
+  for (const int i : to_copy) {
+    const int fresh = allocate();
+    copies->push_back({t.pages[size_t(i)], fresh});
+    replaced.push_back(std::exchange(t.pages[size_t(i)], fresh));
+  }
   for (int i = 0; i < missing; ++i) t.pages.push_back(allocate());
+  for (const int page : replaced) drop_reference(page);
+  // A copied page is private: it is registered, if ever, when it fills up
+  // (registering a copy of a registered page would duplicate its prefix).
+  if (!to_copy.empty()) t.n_registered_pages = std::min(t.n_registered_pages, to_copy.front());
   return true;
+}
+
+std::vector<int> PageManager::pages_to_copy(const Task& t, int from, int to) const {
+  std::vector<int> indices;
+  const int last = std::min(pages_for(to, page_size_), int(t.pages.size()));
+  for (int i = from / page_size_; i < last; ++i) {
+    const Page& p = pages_[size_t(t.pages[size_t(i)])];
+    if (p.ref_count > 1 || p.registered) indices.push_back(i);
+  }
+  return indices;
+}
+
+void PageManager::fork(int parent_id, int child_id, int n_tokens) {
+  if (has_task(child_id)) throw std::invalid_argument("PageCache: " + task_name(child_id) + " is already admitted");
+  const Task& parent = task(parent_id);
+  if (n_tokens < 1 || n_tokens > parent.n_cached_tokens)
+    throw std::invalid_argument("PageCache: a fork of " + std::to_string(n_tokens) + " tokens from " +
+                                task_name(parent_id) + ", which has " + std::to_string(parent.n_cached_tokens) +
+                                " committed");
+  Task child;
+  child.pages.assign(parent.pages.begin(), parent.pages.begin() + pages_for(n_tokens, page_size_));
+  for (const int page : child.pages) share(page);
+  child.n_cached_tokens = n_tokens;
+  child.n_registered_pages = std::min(parent.n_registered_pages, n_tokens / page_size_);
+  child.registering = parent.registering;
+  tasks_.emplace(child_id, std::move(child));
 }
 
 void PageManager::commit(int task_id, std::span<const int> tokens_so_far) {
@@ -145,6 +186,11 @@ PageManager::RowAddress PageManager::locate(int task_id, int pos, bool for_write
     throw std::logic_error("PageCache: position " + std::to_string(pos) + " of " + task_name(task_id) +
                            " lies in shared prefix page " + std::to_string(at.page) +
                            ", which is never written again (the forward pass must start at the prefix hit)");
+  if (for_write && pages_[size_t(at.page)].ref_count > 1)
+    throw std::logic_error("PageCache: position " + std::to_string(pos) + " of " + task_name(task_id) +
+                           " lies in page " + std::to_string(at.page) + ", which " +
+                           std::to_string(pages_[size_t(at.page)].ref_count - 1) +
+                           " other tasks hold (reserve() copies a shared page before it is written)");
   return at;
 }
 
@@ -336,7 +382,6 @@ void PageManager::check_invariants() const {
     if (is_free(i) && (p.cached || p.registered || p.ref_count != 0)) fail(page_name(i) + " is free but in use");
     if (p.cached && (p.ref_count != 0 || !p.registered)) fail(page_name(i) + " is cached but held or unregistered");
     if (!is_free(i) && !p.cached && p.ref_count < 1) fail(page_name(i) + " is held with no reference");
-    if (p.ref_count > 1 && !p.registered) fail("unregistered " + page_name(i) + " is shared by several tasks");
     free += is_free(i);
     cached += p.cached;
     if (!p.registered) continue;

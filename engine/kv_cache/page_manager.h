@@ -24,6 +24,14 @@
 // floor((len - 1) / P) pages. Every position a task still computes is in a
 // page of its own, and registered pages are never written (locate() refuses).
 //
+// Forks (n choices of one prompt): fork() gives a new task the parent's page
+// table for its committed positions, a reference per page, so the prompt is
+// held once. The pages may include the parent's last, partial, unregistered
+// page; whoever first writes into a page that another task still holds (or
+// that is registered) gets a private copy of it in reserve() (copy-on-write),
+// which reports the copy for the storage to make. locate() refuses writes
+// into a shared page, so one task's writes never show in another's rows.
+//
 // Eviction order: a task holds every ancestor of a registered page it holds
 // and releases its pages last first, so a cached page is always more recently
 // used than its cached descendants: the LRU order trims prefixes from their
@@ -61,8 +69,26 @@ class PageManager {
   // registered pages of the prompt's longest cached prefix and allocates the
   // rest; reserve grows a task; commit registers its full pages as prefixes;
   // release drops its references, last page first.
+  // A page whose rows the storage must copy before anything is written:
+  // reserve() gave the task `to` in place of the shared page `from`.
+  struct PageCopy {
+    int from;
+    int to;
+  };
+
   std::optional<int> admit(int task_id, std::span<const int> prompt);
-  bool reserve(int task_id, int n_tokens);
+  // Also makes private every page holding a position in [n_committed,
+  // n_tokens) that another task holds or that is registered (copy-on-write),
+  // appending the copies to `copies`, which may be null only when no page
+  // needs one (else std::logic_error, nothing changed). Room for the copies
+  // counts: false, nothing changed, when the new and copied pages do not fit.
+  bool reserve(int task_id, int n_tokens, std::vector<PageCopy>* copies = nullptr);
+  // A new task `child` holding the K/V of the parent's positions [0, n_tokens)
+  // by sharing its pages (one more reference each; no page is allocated, so
+  // it cannot run out of room). Throws std::invalid_argument when the child
+  // exists, the parent does not, or n_tokens is outside [1, the parent's
+  // committed positions].
+  void fork(int parent_id, int child_id, int n_tokens);
   void commit(int task_id, std::span<const int> tokens_so_far);
   void release(int task_id);
   bool has_task(int task_id) const { return tasks_.contains(task_id); }
@@ -99,7 +125,7 @@ class PageManager {
   // Throws std::logic_error naming the first broken invariant: counts, free
   // mask and LRU links; reference counts equal to the page tables listing each
   // page; the prefix index consistent (hashes, parents, children); only
-  // registered pages cached or shared by two tasks.
+  // registered pages cached.
   void check_invariants() const;
 
  private:
@@ -132,6 +158,8 @@ class PageManager {
   void check_length(int n_tokens, const char* what) const;
   void check_page(int page) const;
   int n_available() const { return n_free_ + n_cached_; }  // pages an allocation could get
+  // Page-table indices of the pages holding positions [from, to) that the task may not write in place.
+  std::vector<int> pages_to_copy(const Task& t, int from, int to) const;
 
   // Prefix index.
   std::vector<int> match(std::span<const int> tokens, int max_pages) const;

@@ -33,7 +33,7 @@ InferenceScheduler::InferenceScheduler(std::unique_ptr<Executor> executor, std::
 
 InferenceScheduler::~InferenceScheduler() { shutdown(); }
 
-void InferenceScheduler::submit(TokenRequest request) {
+void InferenceScheduler::validate(const TokenRequest& request) const {
   const ModelConfig& model = executor_->config();
   const std::vector<int>& prompt = request.prompt;
   if (prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
@@ -48,13 +48,38 @@ void InferenceScheduler::submit(TokenRequest request) {
       throw std::invalid_argument("stop token id " + std::to_string(id) + " is outside the vocabulary");
   if (request.logprobs > kMaxTopLogprobs)
     throw std::invalid_argument("top_logprobs must be at most " + std::to_string(kMaxTopLogprobs));
+}
+
+void InferenceScheduler::submit(TokenRequest request) {
+  validate(request);
+  enqueue(std::make_unique<Task>(std::move(request)), 1);
+}
+
+void InferenceScheduler::submit_choices(std::vector<TokenRequest> choices) {
+  if (choices.empty()) throw std::invalid_argument("a request needs at least one choice");
+  if (int(choices.size()) > config_.max_running_tasks)
+    throw std::invalid_argument("n = " + std::to_string(choices.size()) + " choices run together and need " +
+                                std::to_string(choices.size()) + " running places, but the engine runs at most " +
+                                std::to_string(config_.max_running_tasks));
+  for (const TokenRequest& choice : choices) {
+    validate(choice);
+    if (choice.prompt != choices.front().prompt)
+      throw std::invalid_argument("the choices of one request must have the same prompt");
+  }
+  auto first = std::make_unique<Task>(std::move(choices.front()));
+  for (size_t i = 1; i < choices.size(); ++i) first->forks.push_back(std::make_unique<Task>(std::move(choices[i])));
+  enqueue(std::move(first), int(choices.size()));
+}
+
+// Queues a task (with its n_tasks - 1 forks): one place in the waiting queue.
+void InferenceScheduler::enqueue(std::unique_ptr<Task> task, int n_tasks) {
   std::lock_guard lock(mutex_);
   if (!accepting_) throw std::runtime_error("the engine is shutting down");
   if (int(waiting_.size()) >= config_.max_waiting_tasks)
     throw QueueFullError("the waiting queue is full (" + std::to_string(config_.max_waiting_tasks) + " requests)");
-  waiting_.push_back(std::make_unique<Task>(std::move(request)));
-  ++stats_.total_tasks;
-  ++unfinished_;
+  waiting_.push_back(std::move(task));
+  stats_.total_tasks += uint64_t(n_tasks);
+  unfinished_ += n_tasks;
   stats_.waiting_queue = int(waiting_.size());
   wake_.notify_all();
 }
@@ -141,6 +166,20 @@ void InferenceScheduler::cleanup() {
   for (auto& t : cancelled_waiting) finish(*t, FinishReason::Cancelled);
   for (auto& t : running_)
     if (requests.count(t->id)) finish(*t, FinishReason::Cancelled);
+  // Choices still waiting for their first choice's prompt: cancelled alone
+  // (taken out under the lock, finished outside it: finish() takes it).
+  std::vector<std::unique_ptr<Task>> cancelled_forks;
+  auto take_cancelled_forks = [&](Task& first) {
+    for (auto& fork : first.forks)
+      if (requests.count(fork->id)) cancelled_forks.push_back(std::move(fork));
+    std::erase(first.forks, nullptr);
+  };
+  for (auto& t : running_) take_cancelled_forks(*t);
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& t : waiting_) take_cancelled_forks(*t);
+  }
+  for (auto& t : cancelled_forks) finish(*t, FinishReason::Cancelled);
   remove_finished();
 }
 
@@ -151,7 +190,9 @@ void InferenceScheduler::refill() {
     std::string error;
     {
       std::lock_guard lock(mutex_);
-      if (waiting_.empty() || int(running_.size()) >= config_.max_running_tasks) return;
+      // A task with forks is admitted with a running place for each of them.
+      if (waiting_.empty() || places_taken() + 1 + int(waiting_.front()->forks.size()) > config_.max_running_tasks)
+        return;
       Task& next = *waiting_.front();
       std::optional<int> hit;
       try {
@@ -181,6 +222,13 @@ void InferenceScheduler::refill() {
     }
     running_.push_back(std::move(task));
   }
+}
+
+// Running places: the running tasks and the choices each will fork.
+int InferenceScheduler::places_taken() const {
+  int places = 0;
+  for (const auto& t : running_) places += 1 + int(t->forks.size());
+  return places;
 }
 
 // Makes cache room for every position `t` will have computed after this
@@ -247,6 +295,7 @@ std::vector<InferenceScheduler::PlannedRows> InferenceScheduler::plan_step() {
 void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
   std::vector<BatchToken> batch;
   std::vector<RowSampling> sampling;
+  bool forks_due = false;  // some task's prompt ends in this step and other choices fork from it
   for (const auto& p : plan) {
     const bool wants_token = p.start + p.count == int(p.task->tokens.size());
     for (int pos = p.start; pos < p.start + p.count; ++pos)
@@ -254,10 +303,19 @@ void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
     if (wants_token)
       sampling.push_back({p.task->sampler.params(), p.task->sampler.next_uniform(), p.task->sampler.adjustments(),
                           p.task->logprobs});
+    forks_due = forks_due || (wants_token && !p.task->forks.empty());
   }
   std::vector<SampledToken> tokens;
+  xt::xtensor<float, 2> logits;  // kept only when forks sample from them too
   try {
-    tokens = executor_->forward_and_sample(batch, cache_->view(), sampling);
+    if (forks_due) {
+      // The executor's contract: forward_and_sample's tokens are sample_rows
+      // of forward's logits, so sampling here gives every task the same token.
+      logits = executor_->forward(batch, cache_->view());
+      tokens = sample_rows(logits, sampling);
+    } else {
+      tokens = executor_->forward_and_sample(batch, cache_->view(), sampling);
+    }
   } catch (const std::exception& e) {
     for (const auto& p : plan) finish(*p.task, FinishReason::Error, std::string("forward pass failed: ") + e.what());
     return;
@@ -270,11 +328,45 @@ void InferenceScheduler::run_step(const std::vector<PlannedRows>& plan) {
     t.n_computed += p.count;
     cache_->commit(t.id, std::span<const int>(t.tokens.data(), size_t(t.n_computed)));
     if (t.n_computed != int(t.tokens.size())) continue;  // more prompt chunks to come
-    const SampledToken& sampled = tokens[next_token++];
+    const size_t row = next_token++;
+    if (!t.forks.empty()) fork_choices(t, logits, row);  // before t may end and release the prompt
+    const SampledToken& sampled = tokens[row];
     if (!sampled.error.empty())
       finish(t, FinishReason::Error, "sampling failed: " + sampled.error);
     else
       accept_token(t, sampled);
+  }
+}
+
+// `first` has just computed its prompt, whose last logits are row `row` of
+// `logits`. Each other choice takes the prompt's K/V from it and draws its
+// first token from the same row with its own generator: the row a request
+// submitted alone would compute (the same positions, tokens and earlier K/V,
+// and the executor computes a row the same whatever its batch), so choice i
+// gets the tokens of a request alone with its own seed.
+void InferenceScheduler::fork_choices(Task& first, const xt::xtensor<float, 2>& logits, size_t row) {
+  const size_t vocab = logits.shape(1);
+  const std::span<const float> row_logits(logits.data() + row * vocab, vocab);
+  std::vector<std::unique_ptr<Task>> forks = std::move(first.forks);
+  first.forks.clear();
+  for (auto& fork : forks) {
+    Task& f = *fork;
+    if (!cache_->fork(first.id, f.id, f.prompt_len)) {
+      // No room to hold a copy now (ContiguousCache): it computes the prompt itself.
+      std::lock_guard lock(mutex_);
+      waiting_.push_front(std::move(fork));
+      continue;
+    }
+    f.n_computed = f.prompt_len;
+    f.admitted_once = true;  // its cached_prompt_tokens stay 0: the request's hit is counted on `first`
+    local_.forked_prompt_tokens += uint64_t(f.prompt_len);
+    const RowSampling sampling{f.sampler.params(), f.sampler.next_uniform(), f.sampler.adjustments(), f.logprobs};
+    const SampledToken sampled = sample_rows(row_logits, vocab, std::span(&sampling, 1)).front();
+    running_.push_back(std::move(fork));
+    if (!sampled.error.empty())
+      finish(f, FinishReason::Error, "sampling failed: " + sampled.error);
+    else
+      accept_token(f, sampled);
   }
 }
 
@@ -325,6 +417,9 @@ void InferenceScheduler::preempt(Task& task) {
 void InferenceScheduler::finish(Task& task, FinishReason reason, std::string error) {
   if (task.finished) return;
   task.finished = true;
+  // Choices not yet forked cannot go on without this one's prompt.
+  for (auto& fork : task.forks) finish(*fork, reason, error);
+  task.forks.clear();
   if (cache_->has_task(task.id)) cache_->release(task.id);
   if (task.on_finish) {
     const std::vector<int> generated(task.tokens.begin() + task.prompt_len, task.tokens.end());

@@ -55,6 +55,7 @@ struct SchedulerStats {
   uint64_t prefill_tokens = 0;   // prompt positions computed
   uint64_t prefix_hit_tokens = 0;// prompt positions a prefix-cache hit saved
   uint64_t prefix_query_tokens = 0;  // prompt positions looked up in the cache (first admissions)
+  uint64_t forked_prompt_tokens = 0;  // prompt positions choices took from their request's first choice (KVCache::fork)
   uint64_t preemptions = 0;
   uint64_t cancel_requests = 0;  // cancel() calls since start (counted at once, like total_tasks)
   KVCacheStats cache;            // at the end of the last step
@@ -80,6 +81,21 @@ class InferenceScheduler {
   // max_waiting_tasks are waiting, and std::runtime_error after shutdown (no
   // hook is ever called then).
   void submit(TokenRequest request);
+
+  // Queues the n choices of one prompt as n tasks (their own ids, sampling
+  // parameters and hooks; the same prompt). The prompt is computed once, by
+  // choices[0]; when it is, the others fork its K/V (KVCache::fork: shared
+  // pages with copy-on-write, or copied rows) and each samples its first
+  // token from the same logits with its own generator, so choice i gets
+  // exactly the tokens it would get submitted alone. A choice that cannot
+  // fork (no free slot in a ContiguousCache) computes the prompt itself,
+  // which gives the same tokens. The n choices are admitted together and need
+  // n running places. All or nothing: throws as submit() does, and
+  // std::invalid_argument when the list is empty, the prompts differ or
+  // n > max_running_tasks, before anything is queued. A choice ended before
+  // the prompt was computed (cancelled, failed) takes the choices not yet
+  // forked with it, with the same reason.
+  void submit_choices(std::vector<TokenRequest> choices);
 
   // Ends a waiting or running task with FinishReason::Cancelled; unknown or
   // finished ids are ignored.
@@ -109,10 +125,14 @@ class InferenceScheduler {
     int count;
   };
 
+  void validate(const TokenRequest& request) const;
+  void enqueue(std::unique_ptr<Task> task, int n_tasks);
+  void fork_choices(Task& first, const xt::xtensor<float, 2>& logits, size_t row);
   void run();
   bool wait_for_work();
   void cleanup();
   void refill();
+  int places_taken() const;
   bool make_room(Task& t, const std::vector<PlannedRows>& plan);
   std::vector<PlannedRows> plan_step();
   void run_step(const std::vector<PlannedRows>& plan);

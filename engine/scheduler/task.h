@@ -6,9 +6,12 @@
 // last one. Prefill (many positions) and decode (one) are the same thing
 // here, and so is recomputation after preemption: n_computed drops to 0 and
 // the task goes back to the waiting queue with its generated tokens kept.
+// A choice forked from another task's prompt starts with n_computed =
+// prompt_len and never computes the prompt itself (unless preempted).
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/scheduler/token_request.h"
@@ -42,6 +45,11 @@ struct Task {
   std::vector<TokenLogprobs> token_logprobs;  // one per generated token, when wanted
   std::function<bool(int, const TokenLogprobs*)> on_token;
   std::function<void(const TokenOutput&)> on_finish;
+  // The other choices of an n-choice request (InferenceScheduler::submit_choices),
+  // held by its first choice until that one's prompt is computed: then each
+  // forks the prompt's K/V from it (KVCache::fork) and samples its first token
+  // from the same logits with its own generator.
+  std::vector<std::unique_ptr<Task>> forks;
 
   int generated() const { return int(tokens.size()) - prompt_len; }
   int pending_positions() const { return int(tokens.size()) - n_computed; }

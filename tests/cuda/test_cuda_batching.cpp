@@ -156,3 +156,54 @@ TEST_CASE("CUDA executor: a cache too small for all running requests preempts, t
   CHECK(stats.preemptions > 0);
   CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
 }
+
+// n choices on the device cache: the forks share the prompt's device pages
+// and copy the last partial page on the device (DevicePageCache::copy_page)
+// before their first write; each choice must get the sequential loop's tokens
+// for its seed + i, and a copy that missed a row, or a write into a page
+// still shared, would change some choice's tokens. 4-token pages, prompts of
+// 7 (a partial last page) and 8 (none), a cache small enough to preempt.
+TEST_CASE("CUDA executor: n choices fork the prompt's device pages and get their sequential tokens", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  std::mt19937 rng(505);
+  const int n = 3;
+  std::vector<PlannedRequest> prompts(2);
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    prompts[k].prompt = random_prompt(rng, 7 + int(k));
+    prompts[k].max_tokens = 24;
+    prompts[k].ignore_eos = true;
+    prompts[k].sampling.temperature = 1.0f;
+    prompts[k].sampling.top_k = 0;
+    prompts[k].sampling.seed = 60 + k;
+  }
+  // The expected tokens of choice i: the prompt alone with seed + i.
+  std::vector<PlannedRequest> alone;
+  for (const auto& p : prompts)
+    for (int i = 0; i < n; ++i) {
+      alone.push_back(p);
+      alone.back().sampling.seed = *p.sampling.seed + uint64_t(i);
+    }
+  compute_expected_on_cuda(alone);
+  for (const int pages : {0, 18}) {
+    INFO((pages ? "18 pages: preemption" : "a context per running choice"));
+    auto engine = cuda_engine(2 * n, 12, pages);
+    std::vector<ChoicesResult> results;
+    for (const auto& p : prompts) {
+      GenerationRequest g;
+      g.prompt_ids = p.prompt;
+      g.n = n;
+      g.max_tokens = p.max_tokens;
+      g.ignore_eos = true;
+      g.sampling = p.sampling;
+      results.push_back(engine->generate_choices(g));
+    }
+    for (size_t k = 0; k < prompts.size(); ++k) {
+      const auto outputs = results[k].wait_for(kWaitTimeout);
+      REQUIRE(outputs.has_value());
+      for (int i = 0; i < n; ++i) CHECK((*outputs)[size_t(i)].tokens == alone[k * n + size_t(i)].expected);
+    }
+    const SchedulerStats stats = require_all_free(*engine);
+    CHECK(stats.prefill_tokens >= 15);  // each prompt once (7 + 8), more only when preempted
+    if (pages == 0) CHECK(stats.prefill_tokens == 15);
+  }
+}

@@ -7,6 +7,7 @@
 // row = fingerprint(all tokens up to that position), as real K/V depend on
 // the whole prefix. So a wrongly shared page or a page owned twice shows up.
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include <rapidcheck/state.h>
 
 #include "engine/kv_cache/page_cache.h"
+#include "tests/engine/kv_cache/fingerprint_rows.h"
 #include "tests/engine/kv_cache/page_cache_model.h"
 
 namespace {
@@ -34,27 +36,8 @@ astrai::ModelConfig tiny_config() {
           .max_seq_len = kMaxSeqLen};
 }
 
-// Row j of the K (which = 0) or V (which = 1) of the last of `tokens` in
-// `layer`: 16-bit pieces of a hash of the whole prefix, exact in float.
-float fingerprint(const Tokens& tokens, size_t n, int layer, int which, int j) {
-  uint64_t h = 1469598103934665603ULL + uint64_t(layer * 2 + which);
-  for (size_t i = 0; i < n; ++i) h = (h ^ uint64_t(tokens[i] + 1)) * 1099511628211ULL;
-  return float((h >> (j * 12 % 48)) & 0xffff);
-}
-
-// What the forward pass would do for positions [from, to) of `tokens`.
 void compute_rows(PageCache& cache, int task, const Tokens& tokens, int from, int to) {
-  const int kv_dim = cache.kv_dim();
-  std::vector<float> k(static_cast<size_t>(kv_dim)), v(static_cast<size_t>(kv_dim));
-  for (int pos = from; pos < to; ++pos) {
-    for (int layer = 0; layer < kLayers; ++layer) {
-      for (int j = 0; j < kv_dim; ++j) {
-        k[size_t(j)] = fingerprint(tokens, size_t(pos) + 1, layer, 0, j);
-        v[size_t(j)] = fingerprint(tokens, size_t(pos) + 1, layer, 1, j);
-      }
-      cache.view().write(layer, task, pos, k.data(), v.data());
-    }
-  }
+  astrai::test::compute_rows(cache.view(), kLayers, cache.kv_dim(), task, tokens, from, to);
 }
 
 struct State {
@@ -72,16 +55,16 @@ void expect_matches(const State& s, const PageCache& cache) {
   RC_ASSERT(stats.blocks_held == s.model.n_held());
   RC_ASSERT(stats.blocks_cached == s.model.n_cached());
   RC_ASSERT(stats.tasks == int(s.model.tasks().size()));
+  // Without forks, only registered prefixes are shared (check_invariants
+  // allows a fork's shared partial page; none is made here).
+  std::map<int, int> holders;
+  for (const auto& [task, t] : s.model.tasks())
+    for (const int page : cache.pages().page_table(task)) ++holders[page];
+  for (const auto& [page, n] : holders) RC_ASSERT(n == 1 || cache.pages().is_registered(page));
   auto& view = const_cast<PageCache&>(cache).view();
-  const int kv_dim = cache.kv_dim();
   for (const auto& [task, t] : s.model.tasks()) {
     RC_ASSERT(cache.pages().cached_tokens(task) == int(t.tokens.size()));
-    for (size_t pos = 0; pos < t.tokens.size(); ++pos)
-      for (int layer = 0; layer < kLayers; ++layer)
-        for (int j = 0; j < kv_dim; ++j) {
-          RC_ASSERT(view.key(layer, task, int(pos))[j] == fingerprint(t.tokens, pos + 1, layer, 0, j));
-          RC_ASSERT(view.value(layer, task, int(pos))[j] == fingerprint(t.tokens, pos + 1, layer, 1, j));
-        }
+    RC_ASSERT(astrai::test::rows_match(view, kLayers, cache.kv_dim(), task, t.tokens, t.tokens.size()));
   }
 }
 
