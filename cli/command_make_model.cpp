@@ -5,6 +5,7 @@
 // template, beside it), the model's vocabulary then padded to a multiple of 128.
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "cli/arguments.h"
 #include "cli/commands.h"
@@ -12,6 +13,7 @@
 #include "engine/model_files/hf_folder.h"
 #include "engine/model_files/load_model.h"
 #include "engine/model_files/rope_layout.h"
+#include "engine/tokenizer/hf_tokenizer.h"
 #include "reference/synthetic_model.h"
 
 namespace astrai::cli {
@@ -23,7 +25,9 @@ int run_make_model(std::span<const std::string_view> argv) {
                  "[--preset NAME] [--dim N --layers N ...]");
   args.option("-o", "the GGUF file, or the folder (--format hf), to write")
       .option("--format", "gguf, or hf (a Hugging Face folder: config.json, safetensors, tokenizer files)", "gguf")
-      .option("--arch", "llama, qwen2 (q/k/v biases) or qwen3 (q/k norms)", "llama")
+      .option("--arch", "llama, mistral (llama's layers, MistralForCausalLM in config.json), qwen2 (q/k/v biases) or "
+                        "qwen3 (q/k norms)",
+              "llama")
       .option("--head-dim", "width of a head when not dim / heads (Qwen 3)")
       .option("--tokenizer", "a Hugging Face tokenizer.json with tokenizer_config.json beside it (default: made up)")
       .option("--preset", "a named shape; the options below override its fields:" + presets, "tiny")
@@ -35,6 +39,11 @@ int run_make_model(std::span<const std::string_view> argv) {
       .option("--vocab", "vocabulary size (at least 259: specials and byte pieces)")
       .option("--context", "context length")
       .option("--rope-theta", "RoPE base")
+      .option("--rope-scaling",
+              "Llama 3.1 RoPE scaling with this factor (rope_type llama3, low/high frequency factors 1 and 4, "
+              "original context 8192, as Llama 3.1 and 3.2 ship; 0: none)",
+              "0")
+      .flag("--tie-embeddings", "the output layer is the token embedding (Llama 3.2 1B/3B, small Qwen models)")
       .option("--seed", "seed of the weights", "1")
       .option("--dtype", "how weights are stored: f32, f16, bf16", "f32")
       .option("--name", "general.name in the file", "synthetic");
@@ -55,8 +64,9 @@ int run_make_model(std::span<const std::string_view> argv) {
     if (args.has("--rope-theta")) config.rope_theta = float(args.get_double("--rope-theta"));
     override_int("--head-dim", config.explicit_head_dim);
     const std::string arch = args.get("--arch"), format = args.get("--format");
-    if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-      throw std::invalid_argument("--arch must be llama, qwen2 or qwen3, got '" + arch + "'");
+    if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3")
+      throw std::invalid_argument("--arch must be llama, mistral, qwen2 or qwen3, got '" + arch + "'");
+    config.rope_scaling.factor = float(args.get_double("--rope-scaling"));
     if (format != "gguf" && format != "hf") throw std::invalid_argument("--format must be gguf or hf, got '" + format + "'");
     config.qkv_bias = arch == "qwen2";
     config.qk_norm = arch == "qwen3";
@@ -66,15 +76,16 @@ int run_make_model(std::span<const std::string_view> argv) {
     if (args.has("--tokenizer")) {
       tokenizer_json = args.get("--tokenizer");
       tokenizer_config = std::filesystem::path(tokenizer_json).replace_filename("tokenizer_config.json").string();
-      const int ids = Tokenizer::load_hf(tokenizer_json, tokenizer_config).vocab_size();
-      if (!args.has("--vocab")) config.vocab_size = (ids + 127) / 128 * 128;
-      tokenizer = Tokenizer::load_hf(tokenizer_json, tokenizer_config, {}, config.vocab_size);
+      auto hf = std::make_shared<const HfTokenizer>(HfTokenizer::load(tokenizer_json));  // parsed once
+      if (!args.has("--vocab")) config.vocab_size = (hf->vocab_size() + 127) / 128 * 128;
+      tokenizer = Tokenizer::load_hf(std::move(hf), tokenizer_json, tokenizer_config, {}, config.vocab_size);
       chat_template = read_chat_template(tokenizer_config);  // "" for a base model's
     } else {
       tokenizer = make_synthetic_tokenizer(config.vocab_size);
     }
     config.validate();
-    const ModelWeights weights = make_synthetic_weights(config, uint64_t(args.get_int("--seed")));
+    ModelWeights weights = make_synthetic_weights(config, uint64_t(args.get_int("--seed")));
+    if (args.has("--tie-embeddings")) weights.classifier = weights.token_embedding;  // the writers detect the tie
     const std::string out = args.get("-o");
     if (format == "hf") {
       if (tokenizer_json.empty()) throw std::invalid_argument("--format hf needs --tokenizer (a tokenizer.json)");
@@ -84,7 +95,9 @@ int run_make_model(std::span<const std::string_view> argv) {
                                   : dtype == "bf16" ? SafetensorsDType::BF16
                                                     : throw std::invalid_argument("unknown --dtype '" + dtype + "'");
       // Random weights are as good in either RoPE layout; Hugging Face's is rotate-half.
-      write_hf_folder(out, with_rope_layout(weights, RopeLayout::RotateHalf), {.dtype = st});
+      HfWriteOptions options{.dtype = st};
+      if (arch == "mistral") options.architecture = HfArchitecture::Mistral;
+      write_hf_folder(out, with_rope_layout(weights, RopeLayout::RotateHalf), options);
       const auto dir = std::filesystem::path(out);
       std::filesystem::copy_file(tokenizer_json, dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
       std::filesystem::copy_file(tokenizer_config, dir / "tokenizer_config.json",

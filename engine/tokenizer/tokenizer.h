@@ -81,6 +81,12 @@ class Tokenizer {
   // Throws std::runtime_error naming the file and the problem.
   static Tokenizer load_hf(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,
                            std::vector<int> extra_end_ids = {}, int vocab_size = 0);
+  // The same for a tokenizer.json already parsed (`origin` names it in
+  // errors): a caller that needs the file's own size first (to pad the
+  // vocabulary) parses the megabytes of JSON once.
+  static Tokenizer load_hf(std::shared_ptr<const HfTokenizer> hf, const std::string& origin,
+                           const std::string& tokenizer_config_path, std::vector<int> extra_end_ids = {},
+                           int vocab_size = 0);
 
   TokenizerKind kind() const { return bpe_ ? TokenizerKind::ByteLevelBpe : TokenizerKind::SentencePiece; }
   // The byte-level BPE behind a ByteLevelBpe tokenizer, else nullptr.

