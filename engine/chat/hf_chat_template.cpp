@@ -2,30 +2,19 @@
 // renders chat templates with (see hf_chat_template.h).
 #include "engine/chat/hf_chat_template.h"
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "engine/text/read_file.h"
+#include "engine/tokenizer/special_tokens.h"
 
 namespace astrai {
 
 namespace {
 
-// A special token is a string or an AddedToken object {"content": "...", ...}.
-std::optional<std::string> special_token(const nlohmann::ordered_json& config, const char* key, const std::string& source) {
-  if (!config.contains(key) || config[key].is_null()) return std::nullopt;
-  const auto& v = config[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  throw std::runtime_error(source + ": " + key + " must be a string or an object with a string \"content\"");
-}
-
 nlohmann::ordered_json read_config_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_whole_file(path, path);
   try {
-    return nlohmann::ordered_json::parse(text.str());
+    return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": invalid JSON: " + e.what());
   }
@@ -56,10 +45,10 @@ HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, co
   } else {
     throw std::runtime_error(source + ": chat_template must be a string or a list of named templates");
   }
-  out.bos_token = special_token(config, "bos_token", source);
-  out.eos_token = special_token(config, "eos_token", source);
-  out.unk_token = special_token(config, "unk_token", source);
-  out.pad_token = special_token(config, "pad_token", source);
+  out.bos_token = special_token_text(config, "bos_token", source);
+  out.eos_token = special_token_text(config, "eos_token", source);
+  out.unk_token = special_token_text(config, "unk_token", source);
+  out.pad_token = special_token_text(config, "pad_token", source);
   return out;
 }
 

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model_files/safetensors_writer.h"
+#include "engine/text/read_file.h"
 
 namespace astrai {
 namespace {
@@ -37,11 +38,7 @@ constexpr const char* kSingleFile = "model.safetensors";
 constexpr const char* kIndex = "model.safetensors.index.json";
 constexpr const char* kGenerationConfig = "generation_config.json";
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string read_text(const fs::path& path) { return read_whole_file(path.string(), path.string()); }
 
 std::string layer_name(int layer, const std::string& what) { return "model.layers." + std::to_string(layer) + "." + what; }
 

@@ -5,11 +5,11 @@
 #include <fstream>
 #include <stdexcept>
 
-#include <sstream>
 
 #include "engine/chat/hf_chat_template.h"
 #include "engine/model_files/hf_folder.h"
 #include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/text/read_file.h"
 
 namespace astrai {
 namespace {
@@ -19,19 +19,11 @@ Tokenizer load_llama2c_tokenizer(const std::string& model_path, const std::strin
   return Tokenizer::load_llama2c(path, vocab);
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 // chat_template.jinja beside the other files (newer transformers save it so),
 // else tokenizer_config.json's chat_template; "" for a base model without one.
 std::string folder_chat_template(const HfModelFolder& f, const std::string& dir) {
   const auto jinja = std::filesystem::path(dir) / "chat_template.jinja";
-  if (std::filesystem::is_regular_file(jinja)) return read_text_file(jinja.string());
+  if (std::filesystem::is_regular_file(jinja)) return read_whole_file(jinja.string(), jinja.string());
   return read_chat_template(f.tokenizer_config_json);
 }
 

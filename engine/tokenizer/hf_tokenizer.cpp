@@ -3,15 +3,14 @@
 #include "engine/tokenizer/hf_tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 
 #include "engine/tokenizer/bpe_pre_tokenizers.h"
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/byte_piece.h"
 #include "engine/tokenizer/nfc.h"
+#include "engine/text/read_file.h"
 
 namespace astrai {
 
@@ -151,11 +150,8 @@ std::vector<int> parse_post_processor(const std::string& origin, const json& pp)
 }  // namespace
 
 HfTokenizer HfTokenizer::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("tokenizer file '" + path + "': cannot open");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse(buffer.str(), "tokenizer file '" + path + "'");
+  const std::string origin = "tokenizer file '" + path + "'";
+  return parse(read_whole_file(path, origin), origin);
 }
 
 HfTokenizer HfTokenizer::parse(std::string_view json_text, const std::string& origin) {

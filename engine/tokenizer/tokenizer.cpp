@@ -94,6 +94,9 @@ void Tokenizer::index_pieces(std::vector<int> extra_end_ids) {
   }
   std::stable_sort(special_ids_.begin(), special_ids_.end(),
                    [&](int a, int b) { return pieces_[size_t(a)].size() > pieces_[size_t(b)].size(); });
+  std::vector<std::pair<std::string, int>> specials;
+  for (const int id : special_ids_) specials.emplace_back(pieces_[size_t(id)], id);
+  special_matcher_ = AddedTokenMatcher(std::move(specials));
 
   static constexpr std::string_view kEndOfTurnPieces[] = {
       "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|im_end|>", "<|endoftext|>", "<|end|>", "<end_of_turn>"};

@@ -29,6 +29,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/tokenizer/added_token_matcher.h"
+
 namespace astrai {
 
 class HfTokenizer;
@@ -154,6 +156,7 @@ class Tokenizer {
   int bos_id_, eos_id_, unk_id_;
   std::vector<int> end_of_generation_ids_;
   std::vector<int> special_ids_;  // Control and UserDefined ids, longest piece first
+  AddedTokenMatcher special_matcher_;  // the same pieces, for encode_with_special_tokens (SentencePiece)
   std::shared_ptr<const HfTokenizer> bpe_;  // set for ByteLevelBpe
   std::shared_ptr<const HfTokenizer> hf_sentencepiece_;  // set for a SentencePiece tokenizer.json
 

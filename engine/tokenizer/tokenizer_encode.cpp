@@ -69,37 +69,20 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos) const {
   return ids;
 }
 
-}  // namespace astrai
-
-namespace astrai {
-
 std::vector<int> Tokenizer::encode_with_special_tokens(std::string_view text) const {
   // tokenizer.json matches its added tokens itself
   if (bpe_) return bpe_->encode(text, false);
   if (hf_sentencepiece_) return hf_sentencepiece_->encode(text, false);
+  // The longest control or user-defined piece at each place (the matcher
+  // tokenizer.json's added tokens use), the runs between encoded as text.
   std::vector<int> ids;
-  auto encode_run = [&](std::string_view run) {
-    const std::vector<int> run_ids = encode(run, false);
-    ids.insert(ids.end(), run_ids.begin(), run_ids.end());
-  };
-  size_t run_start = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    int hit = -1;
-    for (const int id : special_ids_)  // longest first
-      if (text.substr(pos).starts_with(pieces_[size_t(id)])) {
-        hit = id;
-        break;
-      }
-    if (hit < 0) {
-      ++pos;
-      continue;
-    }
-    encode_run(text.substr(run_start, pos - run_start));
-    ids.push_back(hit);
-    pos += pieces_[size_t(hit)].size();
-    run_start = pos;
-  }
-  encode_run(text.substr(run_start));
+  special_matcher_.split(
+      text,
+      [&](std::string_view run, size_t) {
+        const std::vector<int> run_ids = encode(run, false);
+        ids.insert(ids.end(), run_ids.begin(), run_ids.end());
+      },
+      [&](int id) { ids.push_back(id); });
   return ids;
 }
 

@@ -1,11 +1,11 @@
 // Tokenizer::load_hf: a Hugging Face tokenizer (tokenizer.json) with the
 // BOS and EOS named by tokenizer_config.json.
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 
+#include "engine/text/read_file.h"
 #include "engine/tokenizer/hf_tokenizer.h"
+#include "engine/tokenizer/special_tokens.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace astrai {
@@ -14,27 +14,16 @@ namespace {
 
 using nlohmann::json;
 
-json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("tokenizer config '" + path + "': cannot open");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+nlohmann::ordered_json read_json_file(const std::string& path) {
+  const std::string text = read_whole_file(path, "tokenizer config '" + path + "'");
   try {
-    return json::parse(buffer.str());
+    return nlohmann::ordered_json::parse(text);
   } catch (const json::exception& e) {
     throw std::runtime_error("tokenizer config '" + path + "': not JSON: " + e.what());
   }
 }
 
 // bos_token / eos_token: "<s>", {"content": "<s>", ...} or null/absent ("").
-std::string special_token_text(const json& config, const char* key, const std::string& path) {
-  if (!config.contains(key) || config[key].is_null()) return "";
-  const json& v = config[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  throw std::runtime_error("tokenizer config '" + path + "': " + key + " is neither a string nor {\"content\": ...}");
-}
-
 // The id of an added token (or vocabulary piece) spelled exactly `text`.
 int token_id(const HfTokenizer& bpe, const std::string& text, const char* key, const std::string& path) {
   for (const AddedToken& a : bpe.added_tokens())
@@ -55,10 +44,11 @@ Tokenizer Tokenizer::load_hf(const std::string& tokenizer_json_path, const std::
 Tokenizer Tokenizer::load_hf(std::shared_ptr<const HfTokenizer> bpe, const std::string& tokenizer_json_path,
                              const std::string& tokenizer_config_path, std::vector<int> extra_end_ids,
                              int vocab_size) {
-  const json config = read_json_file(tokenizer_config_path);
+  const nlohmann::ordered_json config = read_json_file(tokenizer_config_path);
   if (!config.is_object()) throw std::runtime_error("tokenizer config '" + tokenizer_config_path + "': not an object");
-  const std::string bos = special_token_text(config, "bos_token", tokenizer_config_path);
-  const std::string eos = special_token_text(config, "eos_token", tokenizer_config_path);
+  const std::string source = "tokenizer config '" + tokenizer_config_path + "'";
+  const std::string bos = special_token_text(config, "bos_token", source).value_or("");
+  const std::string eos = special_token_text(config, "eos_token", source).value_or("");
   if (eos.empty()) throw std::runtime_error("tokenizer config '" + tokenizer_config_path + "': no eos_token");
   const int bos_id = bos.empty() ? -1 : token_id(*bpe, bos, "bos_token", tokenizer_config_path);
   const int eos_id = token_id(*bpe, eos, "eos_token", tokenizer_config_path);

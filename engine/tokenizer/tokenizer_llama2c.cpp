@@ -7,12 +7,12 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <stdexcept>
 
 #include "engine/tokenizer/byte_piece.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/text/read_file.h"
 
 namespace astrai {
 
@@ -66,14 +66,6 @@ class Llama2cReader {
   size_t offset_ = 0;
 };
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("tokenizer file '" + path + "': cannot be opened");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("tokenizer file '" + path + "': read error");
-  return bytes;
-}
-
 TokenType llama2c_type(int id, const std::string& piece) {
   if (id == 0) return TokenType::Unknown;
   if (id == 1 || id == 2) return TokenType::Control;
@@ -87,7 +79,7 @@ Tokenizer Tokenizer::load_llama2c(const std::string& path, int vocab_size) {
   if (vocab_size != 0 && vocab_size < 3)
     throw std::invalid_argument("Tokenizer::load_llama2c('" + path + "'): vocab_size " + std::to_string(vocab_size) +
                                 " is too small (ids 0, 1, 2 are <unk>, <s>, </s>)");
-  Llama2cReader reader(path, read_whole_file(path));
+  Llama2cReader reader(path, read_whole_file(path, "tokenizer file '" + path + "'"));
   const int32_t max_token_length = reader.read<int32_t>("header", "max_token_length");
   if (max_token_length < 0)
     reader.fail("header", 0, "max_token_length " + std::to_string(max_token_length) + " is negative");
