@@ -1,0 +1,243 @@
+// OpenAI's `n` over real HTTP: n choices of one prompt. The oracle is the
+// server itself asked n separate times: with a seed, choice i of an
+// n-request samples with seed + i (the engine's rule, vLLM's too), so it must
+// equal the single request with that seed token for token. The equality is
+// exact, not approximate: both run the same reference executor on the same
+// prompt rows and the same seeded generator, and a choice's rows do not
+// depend on the batch it runs in (the engine's batching invariance, tested in
+// tests/engine/scheduler/), nor on its prompt having been forked rather than
+// computed (tests/engine/scheduler/test_choices.cpp).
+#include <map>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "tests/server/server_fixture.h"
+
+namespace astrai::test {
+namespace {
+
+constexpr const char* kPath = "/v1/chat/completions";
+constexpr int kN = 3;
+
+// A sampled (temperature 1), seeded request with logprobs and a stop
+// sequence, so that each choice's text, stop and logprobs come into play.
+json seeded_body(uint64_t seed, int n, bool stream) {
+  json body = openai_body("Once upon a time", 24, stream);
+  body["temperature"] = 1.0;
+  body["seed"] = seed;
+  body["n"] = n;
+  body["logprobs"] = true;
+  body["top_logprobs"] = 2;
+  body["stop"] = json::array({"e t"});
+  if (stream) body["stream_options"] = {{"include_usage", true}};
+  return body;
+}
+
+// What a stream says about each choice, joined per index.
+struct StreamedChoice {
+  int role_chunks = 0;
+  std::string text;
+  json logprobs = json::array();
+  json finish_reason = nullptr;
+  int chunks_after_finish = 0;
+  bool content_before_role = false;
+};
+struct Streamed {
+  std::map<int, StreamedChoice> choices;
+  json usage = nullptr;
+  bool done = false;
+};
+
+Streamed reassemble(const std::string& stream) {
+  Streamed s;
+  for (const SseEvent& e : parse_sse(stream)) {
+    REQUIRE_FALSE(s.done);  // nothing after [DONE]
+    if (e.data == "[DONE]") {
+      s.done = true;
+      continue;
+    }
+    const json chunk = json::parse(e.data);
+    if (chunk["choices"].empty()) {
+      s.usage = chunk["usage"];
+      continue;
+    }
+    REQUIRE(chunk["choices"].size() == 1);  // one choice per chunk, as OpenAI streams n
+    const json& c = chunk["choices"][0];
+    StreamedChoice& choice = s.choices[c["index"].get<int>()];
+    if (!choice.finish_reason.is_null()) ++choice.chunks_after_finish;
+    if (c["delta"].contains("role")) ++choice.role_chunks;
+    if (c["delta"].contains("content")) {
+      if (choice.role_chunks == 0) choice.content_before_role = true;
+      choice.text += c["delta"]["content"].get<std::string>();
+    }
+    if (c.contains("logprobs") && !c["logprobs"].is_null())
+      for (const json& entry : c["logprobs"]["content"]) choice.logprobs.push_back(entry);
+    if (!c["finish_reason"].is_null()) choice.finish_reason = c["finish_reason"];
+  }
+  return s;
+}
+
+// The n single requests, seed + i each.
+std::vector<json> singles(const TestServer& server, uint64_t seed, int n) {
+  std::vector<json> out;
+  for (int i = 0; i < n; ++i) {
+    const Reply reply = post(server, kPath, seeded_body(seed + uint64_t(i), 1, false));
+    REQUIRE(reply.status == 200);
+    out.push_back(reply.body_json());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("OpenAI n: choice i of a seeded request equals the single request with seed + i, whole", "[openai][n]") {
+  TestServer server;
+  const uint64_t seed = 1234;
+  const std::vector<json> alone = singles(server, seed, kN);
+  const Reply reply = post(server, kPath, seeded_body(seed, kN, false));
+  REQUIRE(reply.status == 200);
+  const json whole = reply.body_json();
+  REQUIRE(whole["choices"].size() == kN);
+  int completion_sum = 0;
+  std::set<std::string> texts;
+  for (int i = 0; i < kN; ++i) {
+    INFO("choice " << i);
+    const json& got = whole["choices"][i];
+    const json& want = alone[size_t(i)]["choices"][0];
+    CHECK(got["index"] == i);
+    CHECK(got["message"] == want["message"]);
+    CHECK(got["finish_reason"] == want["finish_reason"]);
+    CHECK(got["logprobs"] == want["logprobs"]);  // every entry, top_logprobs included
+    CHECK_FALSE(got["logprobs"]["content"].empty());
+    completion_sum += alone[size_t(i)]["usage"]["completion_tokens"].get<int>();
+    texts.insert(got["message"]["content"].get<std::string>());
+  }
+  // The seeds matter: were every choice drawn with one seed, all would be
+  // equal and a server ignoring seed + i would pass the checks above.
+  CHECK(texts.size() > 1);
+  // OpenAI's and vLLM's usage for n: the prompt once, the completions summed.
+  const int prompt = alone[0]["usage"]["prompt_tokens"];
+  CHECK(whole["usage"]["prompt_tokens"] == prompt);
+  CHECK(whole["usage"]["completion_tokens"] == completion_sum);
+  CHECK(whole["usage"]["total_tokens"] == prompt + completion_sum);
+}
+
+TEST_CASE("OpenAI n: a streamed n-request, joined per index, equals the single requests", "[openai][n][stream]") {
+  TestServer server;
+  const uint64_t seed = 77;
+  const std::vector<json> alone = singles(server, seed, kN);
+  const Reply reply = post(server, kPath, seeded_body(seed, kN, true));
+  REQUIRE(reply.status == 200);
+  const Streamed s = reassemble(reply.body);
+  CHECK(s.done);
+  REQUIRE(s.choices.size() == kN);
+  int completion_sum = 0;
+  for (int i = 0; i < kN; ++i) {
+    INFO("choice " << i);
+    const StreamedChoice& got = s.choices.at(i);
+    const json& want = alone[size_t(i)]["choices"][0];
+    CHECK(got.role_chunks == 1);  // each choice opens with its role, once
+    CHECK_FALSE(got.content_before_role);
+    CHECK(got.chunks_after_finish == 0);  // the finish chunk is the choice's last
+    CHECK(got.text == want["message"]["content"]);
+    CHECK(got.finish_reason == want["finish_reason"]);
+    CHECK(got.logprobs == want["logprobs"]["content"]);
+    completion_sum += alone[size_t(i)]["usage"]["completion_tokens"].get<int>();
+  }
+  REQUIRE(s.usage.is_object());
+  CHECK(s.usage["prompt_tokens"] == alone[0]["usage"]["prompt_tokens"]);
+  CHECK(s.usage["completion_tokens"] == completion_sum);
+}
+
+TEST_CASE("OpenAI n: /stats counts the prompt once and the forks' positions", "[openai][n][stats]") {
+  TestServerOptions options;
+  options.cache = KVCacheKind::Paged;
+  TestServer server(options);
+  const json before = server.wait_until_idle();
+  CHECK(before["forked_prompt_tokens"] == 0);
+  const json reply = post(server, kPath, seeded_body(5, 4, false)).body_json();
+  const json after = server.wait_until_idle();
+  const int prompt = reply["usage"]["prompt_tokens"];
+  // A fresh server has nothing cached, so the prompt is computed exactly
+  // once, and each of the 3 other choices forks all of its positions.
+  CHECK(after["prefill_tokens"].get<int>() - before["prefill_tokens"].get<int>() == prompt);
+  CHECK(after["forked_prompt_tokens"].get<int>() - before["forked_prompt_tokens"].get<int>() == 3 * prompt);
+  CHECK(after["total_tasks"].get<int>() - before["total_tasks"].get<int>() == 4);
+  CHECK(after["cache"]["blocks_held"] == 0);
+}
+
+TEST_CASE("OpenAI n: bad values are 422 naming n; more than the running places is 400", "[openai][n][errors]") {
+  TestServerOptions options;
+  options.max_running = 4;
+  TestServer server(options);
+  for (const json& bad : {json(0), json(-1), json("2"), json(1.5), json(true)}) {
+    INFO(bad.dump());
+    json body = openai_body("Hi", 4);
+    body["n"] = bad;
+    const Reply reply = post(server, kPath, body);
+    REQUIRE(reply.status == 422);
+    bool named = false;
+    const json detail = reply.body_json()["detail"];
+    for (const json& e : detail) named = named || e["loc"] == json::array({"body", "n"});
+    CHECK(named);
+  }
+  const json before = server.wait_until_idle();
+  json body = openai_body("Hi", 4);
+  body["n"] = 5;  // the 5 choices run together; the server runs 4 requests at once
+  const Reply refused = post(server, kPath, body);
+  CHECK(refused.status == 400);
+  const std::string message = refused.body_json()["error"]["message"];
+  CHECK(message.find("n = 5") != std::string::npos);
+  CHECK(message.find("at most 4") != std::string::npos);
+  CHECK(server.wait_until_idle()["total_tasks"] == before["total_tasks"]);  // nothing was queued
+  body["n"] = 4;  // exactly the limit is served
+  const Reply served = post(server, kPath, body);
+  REQUIRE(served.status == 200);
+  CHECK(served.body_json()["choices"].size() == 4);
+  // Anthropic's Messages has no n: the field is ignored, as any unknown one.
+  json anthropic = anthropic_body("Hi", 4);
+  anthropic["n"] = 3;
+  const Reply messages = post(server, "/v1/messages", anthropic);
+  REQUIRE(messages.status == 200);
+  CHECK(messages.body_json()["content"].size() == 1);
+}
+
+TEST_CASE("OpenAI n: a client that leaves a streamed n-request cancels every choice", "[openai][n][disconnect]") {
+  TestServerOptions options;
+  options.cache = KVCacheKind::Paged;
+  options.step_delay = std::chrono::milliseconds(2);  // 3 x 200 tokens take >= 0.4 s unless cancelled
+  TestServer server(options);
+  const uint64_t tokens_before = server.wait_until_idle()["total_tokens"];
+  json body = openai_body("Once upon a time", 200, true);
+  body["n"] = kN;
+  body["ignore_eos"] = true;  // every choice would run to max_tokens
+  {
+    auto client = server.client();
+    httplib::Request request;
+    request.method = "POST";
+    request.path = kPath;
+    request.body = body.dump();
+    request.set_header("Content-Type", "application/json");
+    int seen = 0;
+    // httplib closes the socket when the receiver returns false: after the
+    // role chunks and a few tokens.
+    request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++seen < 4; };
+    httplib::Response response;
+    httplib::Error error = httplib::Error::Success;
+    client->send(request, response, error);
+    CHECK(error == httplib::Error::Canceled);
+  }
+  const json stats = server.wait_until_idle();
+  CHECK(stats["active_tasks"] == 0);
+  CHECK(stats["waiting_queue"] == 0);
+  CHECK(stats["cache"]["blocks_held"] == 0);
+  CHECK(stats["cache"]["tasks"] == 0);
+  CHECK(stats["total_tokens"].get<uint64_t>() - tokens_before < uint64_t(kN * 200));  // they stopped early
+  // The server goes on serving.
+  CHECK(get(server, "/health").status == 200);
+  const Reply next = post(server, kPath, openai_body("Hi", 4));
+  CHECK(next.status == 200);
+}
+
+}  // namespace astrai::test
