@@ -80,28 +80,37 @@ Streamed reassemble(const std::string& stream) {
   return s;
 }
 
-// The n single requests, seed + i each.
-std::vector<json> singles(const TestServer& server, uint64_t seed, int n) {
-  std::vector<json> out;
-  for (int i = 0; i < n; ++i) {
+// A seeded n-request (kN choices) and the kN single requests, seed + i
+// each, that it must equal; the singles' usage summed as OpenAI sums n's.
+struct Compared {
+  std::vector<json> alone;  // alone[i]: the whole response to seed + i
+  std::string body;         // the n-request's response body
+  int prompt_tokens = 0;
+  int completion_sum = 0;
+};
+Compared request_and_singles(const TestServer& server, uint64_t seed, bool stream) {
+  Compared c;
+  for (int i = 0; i < kN; ++i) {
     const Reply reply = post(server, kPath, seeded_body(seed + uint64_t(i), 1, false));
     REQUIRE(reply.status == 200);
-    out.push_back(reply.body_json());
+    c.alone.push_back(reply.body_json());
+    c.completion_sum += c.alone.back()["usage"]["completion_tokens"].get<int>();
   }
-  return out;
+  c.prompt_tokens = c.alone[0]["usage"]["prompt_tokens"];
+  const Reply reply = post(server, kPath, seeded_body(seed, kN, stream));
+  REQUIRE(reply.status == 200);
+  c.body = reply.body;
+  return c;
 }
 
 }  // namespace
 
 TEST_CASE("OpenAI n: choice i of a seeded request equals the single request with seed + i, whole", "[openai][n]") {
   TestServer server;
-  const uint64_t seed = 1234;
-  const std::vector<json> alone = singles(server, seed, kN);
-  const Reply reply = post(server, kPath, seeded_body(seed, kN, false));
-  REQUIRE(reply.status == 200);
-  const json whole = reply.body_json();
+  const Compared c = request_and_singles(server, 1234, false);
+  const std::vector<json>& alone = c.alone;
+  const json whole = json::parse(c.body);
   REQUIRE(whole["choices"].size() == kN);
-  int completion_sum = 0;
   std::set<std::string> texts;
   std::set<int> lengths;
   for (int i = 0; i < kN; ++i) {
@@ -113,7 +122,6 @@ TEST_CASE("OpenAI n: choice i of a seeded request equals the single request with
     CHECK(got["finish_reason"] == want["finish_reason"]);
     CHECK(got["logprobs"] == want["logprobs"]);  // every entry, top_logprobs included
     CHECK_FALSE(got["logprobs"]["content"].empty());
-    completion_sum += alone[size_t(i)]["usage"]["completion_tokens"].get<int>();
     texts.insert(got["message"]["content"].get<std::string>());
     lengths.insert(alone[size_t(i)]["usage"]["completion_tokens"].get<int>());
   }
@@ -122,37 +130,31 @@ TEST_CASE("OpenAI n: choice i of a seeded request equals the single request with
   CHECK(texts.size() > 1);
   CHECK(lengths.size() > 1);
   // OpenAI's and vLLM's usage for n: the prompt once, the completions summed.
-  const int prompt = alone[0]["usage"]["prompt_tokens"];
-  CHECK(whole["usage"]["prompt_tokens"] == prompt);
-  CHECK(whole["usage"]["completion_tokens"] == completion_sum);
-  CHECK(whole["usage"]["total_tokens"] == prompt + completion_sum);
+  CHECK(whole["usage"]["prompt_tokens"] == c.prompt_tokens);
+  CHECK(whole["usage"]["completion_tokens"] == c.completion_sum);
+  CHECK(whole["usage"]["total_tokens"] == c.prompt_tokens + c.completion_sum);
 }
 
 TEST_CASE("OpenAI n: a streamed n-request, joined per index, equals the single requests", "[openai][n][stream]") {
   TestServer server;
-  const uint64_t seed = 77;
-  const std::vector<json> alone = singles(server, seed, kN);
-  const Reply reply = post(server, kPath, seeded_body(seed, kN, true));
-  REQUIRE(reply.status == 200);
-  const Streamed s = reassemble(reply.body);
+  const Compared c = request_and_singles(server, 77, true);
+  const Streamed s = reassemble(c.body);
   CHECK(s.done);
   REQUIRE(s.choices.size() == kN);
-  int completion_sum = 0;
   for (int i = 0; i < kN; ++i) {
     INFO("choice " << i);
     const StreamedChoice& got = s.choices.at(i);
-    const json& want = alone[size_t(i)]["choices"][0];
+    const json& want = c.alone[size_t(i)]["choices"][0];
     CHECK(got.role_chunks == 1);  // each choice opens with its role, once
     CHECK_FALSE(got.content_before_role);
     CHECK(got.chunks_after_finish == 0);  // the finish chunk is the choice's last
     CHECK(got.text == want["message"]["content"]);
     CHECK(got.finish_reason == want["finish_reason"]);
     CHECK(got.logprobs == want["logprobs"]["content"]);
-    completion_sum += alone[size_t(i)]["usage"]["completion_tokens"].get<int>();
   }
   REQUIRE(s.usage.is_object());
-  CHECK(s.usage["prompt_tokens"] == alone[0]["usage"]["prompt_tokens"]);
-  CHECK(s.usage["completion_tokens"] == completion_sum);
+  CHECK(s.usage["prompt_tokens"] == c.prompt_tokens);
+  CHECK(s.usage["completion_tokens"] == c.completion_sum);
 }
 
 TEST_CASE("OpenAI n: /stats counts the prompt once and the forks' positions", "[openai][n][stats]") {
@@ -217,22 +219,8 @@ TEST_CASE("OpenAI n: a client that leaves a streamed n-request cancels every cho
   json body = openai_body("Once upon a time", 200, true);
   body["n"] = kN;
   body["ignore_eos"] = true;  // every choice would run to max_tokens
-  {
-    auto client = server.client();
-    httplib::Request request;
-    request.method = "POST";
-    request.path = kPath;
-    request.body = body.dump();
-    request.set_header("Content-Type", "application/json");
-    int seen = 0;
-    // httplib closes the socket when the receiver returns false: after the
-    // role chunks and a few tokens.
-    request.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++seen < 4; };
-    httplib::Response response;
-    httplib::Error error = httplib::Error::Success;
-    client->send(request, response, error);
-    CHECK(error == httplib::Error::Canceled);
-  }
+  // The role chunks and a few tokens, then the connection is closed.
+  CHECK_FALSE(read_then_disconnect(server, kPath, body, 4).empty());
   const json stats = server.wait_until_idle();
   CHECK(stats["active_tasks"] == 0);
   CHECK(stats["waiting_queue"] == 0);
