@@ -86,7 +86,10 @@ bool write_stream(StreamState& s, httplib::DataSink& sink) {
       }
       if (!piece.output) continue;
       if (const auto failure = failure_of(*piece.output)) {
-        s.model->engine->cancel(s.result);  // the response failed: the other choices are for nobody
+        // The response failed: the choices still running are for nobody.
+        // (Only those: a cancel is counted in /stats even for a task that ended.)
+        for (size_t i = 0; i < s.result.choices.size(); ++i)  // choices[i] is choice i
+          if (int(i) != piece.index && !s.result.choices[i]->done()) s.model->engine->cancel(*s.result.choices[i]);
         if (!send(s.builder->format_stream_error(failure->first, failure->second))) return false;
         sink.done();
         return true;
@@ -98,7 +101,7 @@ bool write_stream(StreamState& s, httplib::DataSink& sink) {
         std::ranges::sort(ended, {}, &CompletionResult::index);
         tail += s.builder->format_stream_end(ended);
       }
-      if (!send(tail)) return abandon();
+      if (!send(tail)) return last ? false : abandon();  // after the last, nothing is left to cancel
       if (last) {
         sink.done();
         return true;
