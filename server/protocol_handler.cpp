@@ -59,6 +59,13 @@ json logprobs_content_of(const ServedModel& model, int previous_token, const Tas
   return LogprobsContent(model.engine->tokenizer(), previous_token).entries(tokens);
 }
 
+// Cancels the choices other than `except` that are still running (only
+// those: /stats counts a cancel even for a task that had ended).
+void cancel_running_choices(const StreamState& s, int except) {
+  for (size_t i = 0; i < s.result.choices.size(); ++i)  // choices[i] is choice i
+    if (int(i) != except && !s.result.choices[i]->done()) s.model->engine->cancel(*s.result.choices[i]);
+}
+
 // httplib calls this once on the worker thread; it writes the whole stream:
 // the choices' chunks as they come, each choice's end as it ends, and the
 // stream's end once all have. Returns false (and cancels every choice) when
@@ -86,10 +93,7 @@ bool write_stream(StreamState& s, httplib::DataSink& sink) {
       }
       if (!piece.output) continue;
       if (const auto failure = failure_of(*piece.output)) {
-        // The response failed: the choices still running are for nobody.
-        // (Only those: a cancel is counted in /stats even for a task that ended.)
-        for (size_t i = 0; i < s.result.choices.size(); ++i)  // choices[i] is choice i
-          if (int(i) != piece.index && !s.result.choices[i]->done()) s.model->engine->cancel(*s.result.choices[i]);
+        cancel_running_choices(s, piece.index);  // the response failed: they are for nobody
         if (!send(s.builder->format_stream_error(failure->first, failure->second))) return false;
         sink.done();
         return true;
