@@ -95,13 +95,20 @@ std::string AnthropicResponseBuilder::format_stream_start(int prompt_tokens) {
                                            {"content_block", {{"type", "text"}, {"text", ""}}}});
 }
 
-std::string AnthropicResponseBuilder::format_chunk(std::string_view text, const json&) {  // no logprobs in Messages
+// Messages has no n and no logprobs: a request is choice 0, and its
+// content block is index 0 whatever the choice index says.
+std::string AnthropicResponseBuilder::format_chunk(int, std::string_view text, const json&) {
   return sse_event("content_block_delta", {{"type", "content_block_delta"},
                                            {"index", 0},
                                            {"delta", {{"type", "text_delta"}, {"text", std::string(text)}}}});
 }
 
-std::string AnthropicResponseBuilder::format_stream_end(const CompletionResult& result) {
+std::string AnthropicResponseBuilder::format_choice_end(const CompletionResult&) {
+  return "";  // message_delta, in format_stream_end, carries the stop reason
+}
+
+std::string AnthropicResponseBuilder::format_stream_end(const std::vector<CompletionResult>& choices) {
+  const CompletionResult& result = choices.at(0);
   const json delta = {{"stop_reason", anthropic_stop_reason(result.reason)}, {"stop_sequence", stop_sequence_of(result)}};
   return sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}) +
          sse_event("message_delta", {{"type", "message_delta"},
@@ -111,7 +118,8 @@ std::string AnthropicResponseBuilder::format_stream_end(const CompletionResult& 
          sse_event("message_stop", {{"type", "message_stop"}});
 }
 
-json AnthropicResponseBuilder::format_response(const CompletionResult& result) {
+json AnthropicResponseBuilder::format_response(const std::vector<CompletionResult>& choices) {
+  const CompletionResult& result = choices.at(0);
   return {{"id", id_},
           {"type", "message"},
           {"role", "assistant"},

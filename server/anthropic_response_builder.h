@@ -15,9 +15,10 @@ class AnthropicResponseBuilder : public ResponseBuilder {
 
   ChatRequest prepare(const nlohmann::ordered_json& body) override;
   std::string format_stream_start(int prompt_tokens) override;
-  std::string format_chunk(std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
-  std::string format_stream_end(const CompletionResult& result) override;
-  nlohmann::ordered_json format_response(const CompletionResult& result) override;
+  std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
+  std::string format_choice_end(const CompletionResult& choice) override;
+  std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
+  nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) override;
   nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
   std::string format_stream_error(ErrorKind kind, const std::string& message) override;
 

@@ -27,9 +27,12 @@ struct ChatRequest {
   bool ignore_eos = false;            // extension: always generate max_tokens
   std::vector<int> stop_token_ids;    // extension (vLLM): more ids that end generation
   int logprobs = -1;                  // -1: none; else how many top tokens (OpenAI logprobs / top_logprobs)
+  int n = 1;                          // choices of the prompt (OpenAI's n; the engine bounds it by --max-running)
 };
 
+// One choice's outcome (a request for n choices has n of them).
 struct CompletionResult {
+  int index = 0;              // which choice
   std::string text;           // stop sequence excluded
   FinishReason reason = FinishReason::Eos;
   std::string stop_sequence;  // when reason == StopSequence

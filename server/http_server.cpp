@@ -88,6 +88,7 @@ json stats_json(const SchedulerStats& s, const ConnectionManager::Counts& http) 
           {"steps", s.steps},
           {"prefill_tokens", s.prefill_tokens},
           {"prefix_hit_tokens", s.prefix_hit_tokens},
+          {"forked_prompt_tokens", s.forked_prompt_tokens},
           {"preemptions", s.preemptions},
           {"cancel_requests", s.cancel_requests},
           {"cache",

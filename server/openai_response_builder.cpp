@@ -1,17 +1,21 @@
 // OpenAI's shapes, field by field:
 //   request:  messages [{role: system|developer|user|assistant, content: string | [{type: text, text}]}],
 //             max_tokens | max_completion_tokens, temperature, top_p, top_k (extension), seed,
-//             stop (string or list), stream, stream_options.include_usage, n (must be 1),
+//             stop (string or list), stream, stream_options.include_usage, n (>= 1; the engine bounds it),
 //             presence_penalty, frequency_penalty, logit_bias, logprobs, top_logprobs, and vLLM's
 //             repetition_penalty, min_p, stop_token_ids, ignore_eos (openai_sampling_fields.h)
 //   response: {id: chatcmpl-…, object: chat.completion, created, model,
-//              choices: [{index: 0, message: {role: assistant, content}, logprobs: null | {content: [
+//              choices: [{index: 0 .. n-1, message: {role: assistant, content}, logprobs: null | {content: [
 //                         {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}, finish_reason: stop|length}],
 //              usage: {prompt_tokens, completion_tokens, total_tokens}}
 //   stream:   chunks {id, object: chat.completion.chunk, created, model, choices: [{index, delta, finish_reason}]}:
-//             delta {role: assistant}, then {content}s, then {} with the finish_reason, then (only with
+//             per choice (its index): delta {role: assistant} (all n first), then {content}s, then {} with
+//             the finish_reason, choices interleaved as their tokens come; then (only with
 //             stream_options.include_usage true) a chunk with choices [] and the usage, then [DONE].
+//   usage:    the prompt once, the choices' completion tokens summed (as OpenAI and vLLM count n).
 #include "server/openai_response_builder.h"
+
+#include <algorithm>
 
 #include "server/openai_sampling_fields.h"
 #include "server/request_id.h"
@@ -34,10 +38,12 @@ const char* openai_finish_reason(FinishReason reason) {
   }
 }
 
-json usage_of(const CompletionResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens},
-          {"completion_tokens", r.completion_tokens},
-          {"total_tokens", int64_t(r.prompt_tokens) + r.completion_tokens}};
+json usage_of(const std::vector<CompletionResult>& choices) {
+  // Every choice reports the whole prompt, which was computed once.
+  const int64_t prompt = choices.at(0).prompt_tokens;
+  int64_t completion = 0;
+  for (const CompletionResult& c : choices) completion += c.completion_tokens;
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
 std::optional<ChatRole> openai_role(const std::string& role) {
@@ -97,9 +103,13 @@ ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
   if (const json* v = check.field(body, loc, "stop"))
     read_stop_sequences(check, *v, loc_append(loc, "stop"), true, request.stop);
   read_openai_sampling_fields(check, body, request);
+  // The upper bound is the server's --max-running (the n choices run
+  // together), which the engine checks when the request is submitted.
   if (const json* v = check.field(body, loc, "n"))
-    if (auto n = check.integer(*v, loc_append(loc, "n")); n && *n != 1)
-      check.add(loc_append(loc, "n"), "Input should be 1 (one choice per request is supported)", "literal_error");
+    if (auto n = check.integer(*v, loc_append(loc, "n"))) {
+      check.at_least(double(*n), 1, loc_append(loc, "n"));
+      request.n = int(std::clamp<long long>(*n, 1, 1 << 30));
+    }
   if (const json* options = check.field(body, loc, "stream_options");
       options && check.is_object(*options, loc_append(loc, "stream_options"))) {
     const json options_loc = loc_append(loc, "stream_options");
@@ -107,55 +117,65 @@ ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
       include_usage_ = check.boolean(*v, loc_append(options_loc, "include_usage"));
   }
   check.throw_if_any();
+  n_ = request.n;
   apply_common_parameters(p, request);
   if (max_tokens) request.max_tokens = *max_tokens;  // max_completion_tokens when given
   return request;
 }
 
-json OpenAIResponseBuilder::chunk(json delta, const json& finish_reason) const {
+json OpenAIResponseBuilder::chunk(int index, json delta, const json& finish_reason) const {
   json c = {{"id", id_},
             {"object", "chat.completion.chunk"},
             {"created", created_},
             {"model", model_},
-            {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+            {"choices", json::array({{{"index", index}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
   if (include_usage_.value_or(false)) c["usage"] = nullptr;
   return c;
 }
 
 std::string OpenAIResponseBuilder::format_stream_start(int) {
-  return sse_data(chunk({{"role", "assistant"}}, nullptr));
+  // OpenAI opens every choice with its role before any content.
+  std::string out;
+  for (int i = 0; i < n_; ++i) out += sse_data(chunk(i, {{"role", "assistant"}}, nullptr));
+  return out;
 }
 
-std::string OpenAIResponseBuilder::format_chunk(std::string_view text, const json& logprobs_content) {
-  json c = chunk({{"content", std::string(text)}}, nullptr);
+std::string OpenAIResponseBuilder::format_chunk(int index, std::string_view text, const json& logprobs_content) {
+  json c = chunk(index, {{"content", std::string(text)}}, nullptr);
   if (!logprobs_content.is_null()) c["choices"][0]["logprobs"] = {{"content", logprobs_content}};
   return sse_data(c);
 }
 
-std::string OpenAIResponseBuilder::format_stream_end(const CompletionResult& result) {
-  std::string out = sse_data(chunk(json::object(), openai_finish_reason(result.reason)));
+std::string OpenAIResponseBuilder::format_choice_end(const CompletionResult& choice) {
+  return sse_data(chunk(choice.index, json::object(), openai_finish_reason(choice.reason)));
+}
+
+std::string OpenAIResponseBuilder::format_stream_end(const std::vector<CompletionResult>& choices) {
+  std::string out;
   // Only when asked, as OpenAI does: the usage chunk's choices are empty,
   // and clients that read choices[0] of every chunk would fail on it.
   if (include_usage_.value_or(false)) {
     const json usage_chunk = {{"id", id_},         {"object", "chat.completion.chunk"}, {"created", created_},
-                              {"model", model_},   {"choices", json::array()},          {"usage", usage_of(result)}};
+                              {"model", model_},   {"choices", json::array()},          {"usage", usage_of(choices)}};
     out += sse_data(usage_chunk);
   }
   return out + sse_data_literal("[DONE]");
 }
 
-json OpenAIResponseBuilder::format_response(const CompletionResult& result) {
+json OpenAIResponseBuilder::format_response(const std::vector<CompletionResult>& choices) {
+  json items = json::array();
+  for (const CompletionResult& result : choices)
+    items.push_back({{"index", result.index},
+                     {"message", {{"role", "assistant"}, {"content", result.text}}},
+                     {"logprobs", result.logprobs_content.is_null() ? json(nullptr)
+                                                                    : json{{"content", result.logprobs_content}}},
+                     {"finish_reason", openai_finish_reason(result.reason)}});
   return {{"id", id_},
           {"object", "chat.completion"},
           {"created", created_},
           {"model", model_},
-          {"choices", json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", result.text}}},
-                                    {"logprobs", result.logprobs_content.is_null()
-                                                     ? json(nullptr)
-                                                     : json{{"content", result.logprobs_content}}},
-                                    {"finish_reason", openai_finish_reason(result.reason)}}})},
-          {"usage", usage_of(result)}};
+          {"choices", std::move(items)},
+          {"usage", usage_of(choices)}};
 }
 
 json OpenAIResponseBuilder::format_error(ErrorKind kind, const std::string& message) const {

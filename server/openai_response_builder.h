@@ -16,15 +16,16 @@ class OpenAIResponseBuilder : public ResponseBuilder {
 
   ChatRequest prepare(const nlohmann::ordered_json& body) override;
   std::string format_stream_start(int prompt_tokens) override;
-  std::string format_chunk(std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
-  std::string format_stream_end(const CompletionResult& result) override;
-  nlohmann::ordered_json format_response(const CompletionResult& result) override;
+  std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
+  std::string format_choice_end(const CompletionResult& choice) override;
+  std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
+  nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) override;
   nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
   std::string format_stream_error(ErrorKind kind, const std::string& message) override;
 
  private:
-  // A chat.completion.chunk with one choice carrying `delta`.
-  nlohmann::ordered_json chunk(nlohmann::ordered_json delta, const nlohmann::ordered_json& finish_reason) const;
+  // A chat.completion.chunk with one choice, `index`, carrying `delta`.
+  nlohmann::ordered_json chunk(int index, nlohmann::ordered_json delta, const nlohmann::ordered_json& finish_reason) const;
 
   std::string model_;
   SamplingParams default_sampling_;
@@ -33,6 +34,7 @@ class OpenAIResponseBuilder : public ResponseBuilder {
   // stream_options.include_usage: true puts "usage": null in every chunk as
   // OpenAI does; false (explicitly) leaves out the final usage chunk.
   std::optional<bool> include_usage_;
+  int n_ = 1;  // the request's choices: a stream opens each with its role chunk
 };
 
 }  // namespace astrai

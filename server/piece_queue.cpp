@@ -1,13 +1,16 @@
 #include "server/piece_queue.h"
 
+#include <algorithm>
+
 namespace astrai {
 
-void PieceQueue::push(std::string_view text, int token, const TokenLogprobs* logprobs) {
+void PieceQueue::push(int index, std::string_view text, int token, const TokenLogprobs* logprobs) {
   if (text.empty() && logprobs == nullptr) return;
   {
     std::lock_guard lock(mutex_);
-    text_ += text;
-    if (logprobs != nullptr) logprobs_.emplace_back(token, *logprobs);
+    Slot& slot = slots_.at(size_t(index));
+    slot.text += text;
+    if (logprobs != nullptr) slot.logprobs.emplace_back(token, *logprobs);
   }
   changed_.notify_all();
 }
@@ -15,20 +18,27 @@ void PieceQueue::push(std::string_view text, int token, const TokenLogprobs* log
 void PieceQueue::finish(const TaskOutput& output) {
   {
     std::lock_guard lock(mutex_);
-    output_ = output;
+    slots_.at(size_t(output.index)).output = output;
   }
   changed_.notify_all();
 }
 
 PieceQueue::Batch PieceQueue::next(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] { return !text_.empty() || !logprobs_.empty() || output_.has_value(); });
+  changed_.wait_for(lock, timeout, [&] { return std::ranges::any_of(slots_, &Slot::moved); });
   Batch batch;
-  batch.text.swap(text_);
-  batch.logprobs.swap(logprobs_);
-  // The engine pushes a request's last text before finishing it, so the
-  // output only goes out with (or after) all of the text.
-  if (output_) batch.output = output_;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    if (!slot.moved()) continue;
+    Piece piece;
+    piece.index = int(i);
+    piece.text.swap(slot.text);
+    piece.logprobs.swap(slot.logprobs);
+    // The engine pushes a choice's last text before finishing it, so the
+    // output only goes out with (or after) all of its text; once.
+    piece.output = std::exchange(slot.output, std::nullopt);
+    batch.pieces.push_back(std::move(piece));
+  }
   return batch;
 }
 

@@ -1,5 +1,7 @@
 #include "server/protocol_handler.h"
 
+#include <algorithm>
+
 #include <httplib.h>
 
 #include "engine/scheduler/prompt_limit.h"
@@ -22,6 +24,7 @@ constexpr std::chrono::milliseconds kClientCheckInterval{250};
 
 CompletionResult completion_of(const TaskOutput& out) {
   CompletionResult r;
+  r.index = out.index;
   r.text = out.text;
   r.reason = out.reason;
   r.stop_sequence = out.stop_sequence;
@@ -43,10 +46,10 @@ struct StreamState {
   std::shared_ptr<ServedModel> model;
   std::shared_ptr<ResponseBuilder> builder;
   std::shared_ptr<PieceQueue> queue;
-  int task_id = 0;
+  ChoicesResult result;
   int prompt_tokens = 0;
   std::chrono::milliseconds heartbeat;
-  std::shared_ptr<LogprobsContent> logprobs;  // when the request asked for them
+  std::vector<LogprobsContent> logprobs;  // one per choice, when the request asked for them
 };
 
 // The whole output's logprobs entries.
@@ -56,33 +59,59 @@ json logprobs_content_of(const ServedModel& model, int previous_token, const Tas
   return LogprobsContent(model.engine->tokenizer(), previous_token).entries(tokens);
 }
 
-// httplib calls this once on the worker thread; it writes the whole stream.
-// Returns false (and cancels the task) when the client stopped taking it.
-bool write_stream(const StreamState& s, httplib::DataSink& sink) {
+// Cancels the choices other than `except` that are still running (only
+// those: /stats counts a cancel even for a task that had ended).
+void cancel_running_choices(const StreamState& s, int except) {
+  for (size_t i = 0; i < s.result.choices.size(); ++i)  // choices[i] is choice i
+    if (int(i) != except && !s.result.choices[i]->done()) s.model->engine->cancel(*s.result.choices[i]);
+}
+
+// httplib calls this once on the worker thread; it writes the whole stream:
+// the choices' chunks as they come, each choice's end as it ends, and the
+// stream's end once all have. Returns false (and cancels every choice) when
+// the client stopped taking it; a choice that fails ends the stream with the
+// error and cancels the others.
+bool write_stream(StreamState& s, httplib::DataSink& sink) {
   auto send = [&](const std::string& bytes) { return sink.write(bytes.data(), bytes.size()); };
   auto abandon = [&] {
-    s.model->engine->cancel(s.task_id);
+    s.model->engine->cancel(s.result);
     return false;
   };
   if (!send(s.builder->format_stream_start(s.prompt_tokens))) return abandon();
+  std::vector<CompletionResult> ended;
   for (;;) {
-    PieceQueue::Batch batch = s.queue->next(s.heartbeat);
-    if (!batch.text.empty() || !batch.logprobs.empty()) {
-      // Tokens whose text is still held back (part of a character, the
-      // possible start of a stop string) send their logprobs now with an
-      // empty content: a client joins the entries as it joins the text.
-      const json content = s.logprobs ? s.logprobs->entries(batch.logprobs) : json(nullptr);
-      if (!send(s.builder->format_chunk(batch.text, content))) return abandon();
+    const PieceQueue::Batch batch = s.queue->next(s.heartbeat);
+    bool text_sent = false;
+    for (const PieceQueue::Piece& piece : batch.pieces) {
+      if (!piece.text.empty() || !piece.logprobs.empty()) {
+        // Tokens whose text is still held back (part of a character, the
+        // possible start of a stop string) send their logprobs now with an
+        // empty content: a client joins the entries as it joins the text.
+        const json content = s.logprobs.empty() ? json(nullptr) : s.logprobs[size_t(piece.index)].entries(piece.logprobs);
+        if (!send(s.builder->format_chunk(piece.index, piece.text, content))) return abandon();
+        text_sent = text_sent || !piece.text.empty();
+      }
+      if (!piece.output) continue;
+      if (const auto failure = failure_of(*piece.output)) {
+        cancel_running_choices(s, piece.index);  // the response failed: they are for nobody
+        if (!send(s.builder->format_stream_error(failure->first, failure->second))) return false;
+        sink.done();
+        return true;
+      }
+      ended.push_back(completion_of(*piece.output));
+      std::string tail = s.builder->format_choice_end(ended.back());
+      const bool last = ended.size() == s.result.choices.size();
+      if (last) {
+        std::ranges::sort(ended, {}, &CompletionResult::index);
+        tail += s.builder->format_stream_end(ended);
+      }
+      if (!send(tail)) return last ? false : abandon();  // after the last, nothing is left to cancel
+      if (last) {
+        sink.done();
+        return true;
+      }
     }
-    if (batch.output) {
-      const auto failure = failure_of(*batch.output);
-      const std::string tail = failure ? s.builder->format_stream_error(failure->first, failure->second)
-                                       : s.builder->format_stream_end(completion_of(*batch.output));
-      if (!send(tail)) return false;
-      sink.done();
-      return true;
-    }
-    if (batch.text.empty() && !send(sse_comment("waiting"))) return abandon();
+    if (!text_sent && !send(sse_comment("waiting"))) return abandon();
   }
 }
 
@@ -154,62 +183,68 @@ void ProtocolHandler::handle(httplib::Response& response) {
   request.ignore_eos = chat.ignore_eos;
   request.stop_token_ids = chat.stop_token_ids;
   request.logprobs = chat.logprobs;
+  request.n = chat.n;
   const int last_prompt_token = request.prompt_ids->back();
   std::shared_ptr<PieceQueue> queue;
   if (chat.stream) {
-    queue = std::make_shared<PieceQueue>();
-    request.on_token = [queue](const TokenEvent& event) { queue->push(event.text, event.token, event.logprobs); };
+    queue = std::make_shared<PieceQueue>(chat.n);
+    request.on_token = [queue](const TokenEvent& event) {
+      queue->push(event.index, event.text, event.token, event.logprobs);
+    };
     request.on_finish = [queue](const TaskOutput& output) { queue->finish(output); };
   }
   if (timing) timing->attach(request, prompt_tokens);
-  std::shared_ptr<GenerateResult> result;
+  ChoicesResult result;
   try {
-    result = engine.generate_with_request(std::move(request));
+    // n = 1 too: one choice is exactly one request (seed + 0, no fork).
+    result = engine.generate_choices(std::move(request));
   } catch (const QueueFullError& e) {
     response.set_header("Retry-After", "1");
     return send_error(response, ErrorKind::Overloaded, std::string(e.what()) + "; retry later");
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::invalid_argument& e) {  // n above --max-running, among others: 400 with the engine's words
     return send_error(response, ErrorKind::InvalidRequest, e.what());
   } catch (const std::runtime_error& e) {
     return send_error(response, ErrorKind::Unavailable, e.what());
   }
+  std::vector<LogprobsContent> logprobs;  // each choice's entries start after the prompt's last token
+  for (int i = 0; chat.logprobs >= 0 && i < chat.n; ++i) logprobs.emplace_back(engine.tokenizer(), last_prompt_token);
   if (chat.stream)
-    respond_stream(response, result->task_id(), prompt_tokens, std::move(queue),
-                   chat.logprobs >= 0 ? std::make_shared<LogprobsContent>(engine.tokenizer(), last_prompt_token) : nullptr);
+    respond_stream(response, std::move(result), prompt_tokens, std::move(queue), std::move(logprobs));
   else
     respond_whole(response, result, chat.logprobs >= 0 ? std::optional<int>(last_prompt_token) : std::nullopt);
 }
 
-void ProtocolHandler::respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result,
+void ProtocolHandler::respond_whole(httplib::Response& response, const ChoicesResult& result,
                                     std::optional<int> logprobs_after) const {
   // Waits in slices, looking between them whether the client is still there:
   // a client that left must not keep its task generating (and holding cache)
   // for nobody. A cancelled task ends at once with FinishReason::Cancelled.
   const auto client = ClientSocket::find(request_.local_port, request_.remote_addr, request_.remote_port);
-  std::optional<TaskOutput> waited;
-  while (!(waited = result->wait_for(kClientCheckInterval))) {
-    if (client && client->closed_by_peer()) model_->engine->cancel(result->task_id());
+  std::optional<std::vector<TaskOutput>> waited;
+  while (!(waited = result.wait_for(kClientCheckInterval))) {
+    if (client && client->closed_by_peer()) model_->engine->cancel(result);
   }
-  const TaskOutput& out = *waited;
-  if (const auto failure = failure_of(out)) return send_error(response, failure->first, failure->second);
+  std::vector<CompletionResult> choices;
+  for (const TaskOutput& out : *waited) {  // in choice order
+    if (const auto failure = failure_of(out)) return send_error(response, failure->first, failure->second);
+    choices.push_back(completion_of(out));
+    if (logprobs_after) choices.back().logprobs_content = logprobs_content_of(*model_, *logprobs_after, out);
+  }
   response.status = 200;
-  CompletionResult completion = completion_of(out);
-  if (logprobs_after) completion.logprobs_content = logprobs_content_of(*model_, *logprobs_after, out);
-  response.set_content(json_text(builder_->format_response(completion)), "application/json");
+  response.set_content(json_text(builder_->format_response(choices)), "application/json");
 }
 
-void ProtocolHandler::respond_stream(httplib::Response& response, int task_id, int prompt_tokens,
-                                     std::shared_ptr<PieceQueue> queue,
-                                     std::shared_ptr<LogprobsContent> logprobs) const {
-  auto state = std::make_shared<StreamState>(StreamState{model_, builder_, std::move(queue), task_id, prompt_tokens,
-                                                         heartbeat_, std::move(logprobs)});
+void ProtocolHandler::respond_stream(httplib::Response& response, ChoicesResult result, int prompt_tokens,
+                                     std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs) const {
+  auto state = std::make_shared<StreamState>(StreamState{model_, builder_, std::move(queue), std::move(result),
+                                                         prompt_tokens, heartbeat_, std::move(logprobs)});
   response.status = 200;
   response.set_header("Cache-Control", "no-cache");
   auto provider = [state](size_t, httplib::DataSink& sink) { return write_stream(*state, sink); };
   // Runs when the response is destroyed: a stream that never ran to its end
   // (connection lost before or during it) must not leave its task.
   auto releaser = [state](bool success) {
-    if (!success) state->model->engine->cancel(state->task_id);
+    if (!success) state->model->engine->cancel(state->result);
   };
   if (request_.version == "HTTP/1.0") {
     // RFC 9112 section 6.1: no chunked encoding towards an HTTP/1.0 client.

@@ -15,9 +15,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/choices_result.h"
+#include "server/logprobs_content.h"
 #include "server/response_builder.h"
 #include "server/served_model.h"
 #include "server/server_metrics.h"
@@ -29,7 +32,6 @@ struct Response;
 
 namespace astrai {
 
-class LogprobsContent;
 class PieceQueue;
 
 class ProtocolHandler {
@@ -47,10 +49,11 @@ class ProtocolHandler {
  private:
   void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
   // logprobs_after: the prompt's last token when the request asked for logprobs.
-  void respond_whole(httplib::Response& response, const std::shared_ptr<GenerateResult>& result,
+  void respond_whole(httplib::Response& response, const ChoicesResult& result,
                      std::optional<int> logprobs_after) const;
-  void respond_stream(httplib::Response& response, int task_id, int prompt_tokens, std::shared_ptr<PieceQueue> queue,
-                      std::shared_ptr<LogprobsContent> logprobs) const;
+  // logprobs: one per choice, or none when the request did not ask.
+  void respond_stream(httplib::Response& response, ChoicesResult result, int prompt_tokens,
+                      std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs) const;
 
   const httplib::Request& request_;
   std::shared_ptr<ServedModel> model_;

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,14 +41,17 @@ class ResponseBuilder {
 
   // A stream's first bytes, before any text.
   virtual std::string format_stream_start(int prompt_tokens) = 0;
-  // The bytes carrying one piece of text, and the logprobs entries of the
-  // tokens that came since the last chunk (null when not asked for; a
-  // protocol without logprobs ignores them).
-  virtual std::string format_chunk(std::string_view text, const nlohmann::ordered_json& logprobs_content) = 0;
-  // A stream's last bytes, once the request ended normally.
-  virtual std::string format_stream_end(const CompletionResult& result) = 0;
-  // The non-streamed response body.
-  virtual nlohmann::ordered_json format_response(const CompletionResult& result) = 0;
+  // The bytes carrying one piece of choice `index`'s text, and the logprobs
+  // entries of its tokens that came since its last chunk (null when not
+  // asked for; a protocol without logprobs ignores them).
+  virtual std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) = 0;
+  // The bytes that end one choice (its finish reason), as it ends normally;
+  // "" for a protocol whose stream ending says it all.
+  virtual std::string format_choice_end(const CompletionResult& choice) = 0;
+  // A stream's last bytes, once every choice ended normally (in index order).
+  virtual std::string format_stream_end(const std::vector<CompletionResult>& choices) = 0;
+  // The non-streamed response body (the choices in index order).
+  virtual nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) = 0;
 
   // An error response body, and the same error as a stream's last bytes (for
   // a request that fails after its stream began).

@@ -1,5 +1,7 @@
 #include "server/server_metrics.h"
 
+#include <algorithm>
+
 namespace astrai {
 
 namespace {
@@ -71,9 +73,11 @@ RequestMetrics::RequestMetrics(std::shared_ptr<ServerMetrics> metrics)
 
 void RequestMetrics::attach(GenerationRequest& request, int prompt_tokens) {
   prompt_tokens_ = prompt_tokens;
+  last_token_.assign(size_t(std::max(request.n, 1)), std::nullopt);
+  unfinished_ = std::max(request.n, 1);
   // Counted first: a hook that throws ends the request, but its token was made.
   request.on_token = [self = shared_from_this(), inner = std::move(request.on_token)](const TokenEvent& event) {
-    if (event.token >= 0) self->on_token();  // -1: the held-back text at the end, not a token
+    if (event.token >= 0) self->on_token(event.index);  // -1: the held-back text at the end, not a token
     if (inner) inner(event);
   };
   request.on_finish = [self = shared_from_this(), inner = std::move(request.on_finish)](const TaskOutput& output) {
@@ -82,22 +86,22 @@ void RequestMetrics::attach(GenerationRequest& request, int prompt_tokens) {
   };
 }
 
-void RequestMetrics::on_token() {
+void RequestMetrics::on_token(int index) {
   const auto now = Clock::now();
   ServerMetrics& m = *metrics_;
-  if (!first_token_seen_) {
+  if (!first_token_seen_) {  // the choices share one prefill: one first token
     first_token_seen_ = true;
     m.ttft_.observe(seconds(now - start_));
     m.prompt_tokens_.add(uint64_t(prompt_tokens_));
-  } else {
-    m.inter_token_.observe(seconds(now - last_token_));
   }
-  last_token_ = now;
+  std::optional<Clock::time_point>& last = last_token_.at(size_t(index));
+  if (last) m.inter_token_.observe(seconds(now - *last));
+  last = now;
   m.generation_tokens_.add();
 }
 
 void RequestMetrics::on_finish(const TaskOutput& output) {
-  metrics_->e2e_.observe(seconds(Clock::now() - start_));
+  if (--unfinished_ == 0) metrics_->e2e_.observe(seconds(Clock::now() - start_));
   metrics_->finished_[reason_index(output.reason)].add();
 }
 

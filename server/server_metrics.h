@@ -13,8 +13,10 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/generation_request.h"
 #include "engine/scheduler/inference_scheduler.h"
@@ -35,18 +37,23 @@ class RequestMetrics : public std::enable_shared_from_this<RequestMetrics> {
 
   // Counts this request's tokens and times them, calling the hooks the
   // request already has afterwards. `prompt_tokens` is counted at the first
-  // generated token (when its prefill is done), as vLLM does.
+  // generated token (when its prefill is done), as vLLM does. A request
+  // for n choices (request.n) is one request: its prompt, first token and
+  // end-to-end latency count once (at its first token, and when its last
+  // choice ends); each choice's tokens, inter-token gaps (within the choice)
+  // and finish reason count as that choice's.
   void attach(GenerationRequest& request, int prompt_tokens);
 
  private:
-  void on_token();
+  void on_token(int index);
   void on_finish(const TaskOutput& output);
 
   std::shared_ptr<ServerMetrics> metrics_;
   const Clock::time_point start_;
-  Clock::time_point last_token_;
+  std::vector<std::optional<Clock::time_point>> last_token_;  // per choice; none before its first token
   int prompt_tokens_ = 0;
   bool first_token_seen_ = false;
+  int unfinished_ = 1;  // choices still running
 };
 
 // Owned by a shared_ptr (start_request() hands each request one, so that a

@@ -167,6 +167,48 @@ describe('OpenAI SDK', () => {
     assert.equal(plain.choices[0].logprobs, null);
   });
 
+  test('n choices: choice i is the request seeded seed + i, whole and streamed (per index)', async () => {
+    const request = { model: 'astrai', messages, max_tokens: 12, temperature: 1, seed: 42 };
+    const whole = await openai.chat.completions.create({ ...request, n: 3 });
+    assert.deepEqual(whole.choices.map((c) => c.index), [0, 1, 2]);
+    let completion = 0;
+    for (let i = 0; i < 3; ++i) {
+      const alone = await openai.chat.completions.create({ ...request, seed: 42 + i });
+      assert.equal(whole.choices[i].message.content, alone.choices[0].message.content);
+      assert.equal(whole.choices[i].finish_reason, alone.choices[0].finish_reason);
+      completion += alone.usage.completion_tokens;
+    }
+    // The prompt once, the completions summed (as OpenAI counts n).
+    assert.equal(whole.usage.prompt_tokens, promptTokens);
+    assert.equal(whole.usage.completion_tokens, completion);
+
+    const texts = ['', '', ''];
+    const finish = [null, null, null];
+    let usage = null;
+    const stream = await openai.chat.completions.create({
+      ...request, n: 3, stream: true, stream_options: { include_usage: true },
+    });
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      for (const choice of chunk.choices) {
+        texts[choice.index] += choice.delta.content ?? '';
+        finish[choice.index] = choice.finish_reason ?? finish[choice.index];
+      }
+    }
+    assert.deepEqual(texts, whole.choices.map((c) => c.message.content));
+    assert.deepEqual(finish, whole.choices.map((c) => c.finish_reason));
+    assert.deepEqual(usage, whole.usage);
+    // The SDK's own helper assembles every choice.
+    const helper = await openai.chat.completions.stream({ ...request, n: 3 }).finalChatCompletion();
+    assert.deepEqual(helper.choices.map((c) => c.message.content), texts);
+
+    await assert.rejects(openai.chat.completions.create({ ...request, n: 0 }),
+      (error) => error instanceof OpenAI.UnprocessableEntityError && error.status === 422);
+    // More choices than requests run together (--max-running, 16 by default).
+    await assert.rejects(openai.chat.completions.create({ ...request, n: 17 }),
+      (error) => error instanceof OpenAI.BadRequestError && /n = 17/.test(error.message));
+  });
+
   test('penalties and logit_bias are applied; out of range they are 422', async () => {
     const base = { model: 'astrai', messages, max_tokens: 12, temperature: 0, logprobs: true };
     const bytesOf = (response) => response.choices[0].logprobs.content.map((e) => e.bytes.join(','));

@@ -264,6 +264,7 @@ void check_bounds(const ChatRequest& r, bool anthropic) {
     if (anthropic && r.messages[i].role == ChatRole::System) check(i == 0, "Anthropic's system prompt comes first");
   }
   check(r.max_tokens.value_or(1) >= 1, "max_tokens >= 1");
+  check(r.n >= 1 && (!anthropic || r.n == 1), "n >= 1 (Anthropic has none)");
   check(std::isfinite(r.sampling.temperature) && r.sampling.temperature >= 0, "temperature is finite and >= 0");
   check(r.sampling.top_p > 0 && r.sampling.top_p <= 1, "top_p is in (0, 1]");
   check(r.sampling.top_k >= 0, "top_k >= 0");
@@ -382,9 +383,11 @@ std::vector<json> check_events(std::string_view stream, bool anthropic, bool end
 void check_formatters(ResponseBuilder& builder, bool anthropic, const ChatRequest& request, const std::string& text,
                       int prompt_tokens) {
   const bool text_is_utf8 = is_valid_utf8(text);
-  check_events(builder.format_stream_start(prompt_tokens), anthropic, false);
+  // The start opens each of the n choices; the engine refuses n above its
+  // running places before a stream starts, so a huge n never gets here.
+  if (request.n <= 64) check_events(builder.format_stream_start(prompt_tokens), anthropic, false);
 
-  const std::vector<json> chunk = check_events(builder.format_chunk(text, nullptr), anthropic, false);
+  const std::vector<json> chunk = check_events(builder.format_chunk(0, text, nullptr), anthropic, false);
   check(chunk.size() == 1, "a chunk is one event");
   const json shown = value_at(chunk[0], anthropic ? "/delta/text" : "/choices/0/delta/content");
   check(shown.is_string() && is_valid_utf8(shown.get<std::string>()), "a chunk carries its text as a JSON string");
@@ -400,8 +403,8 @@ void check_formatters(ResponseBuilder& builder, bool anthropic, const ChatReques
   for (const FinishReason reason :
        {FinishReason::Eos, FinishReason::Length, FinishReason::StopSequence, FinishReason::ContextLimit}) {
     result.reason = reason;
-    check_events(builder.format_stream_end(result), anthropic, true);
-    const json response = reparse(builder.format_response(result), "a response");
+    check_events(builder.format_choice_end(result) + builder.format_stream_end({result}), anthropic, true);
+    const json response = reparse(builder.format_response({result}), "a response");
     check(response.is_object(), "a response is a JSON object");
     const json content = value_at(response, anthropic ? "/content/0/text" : "/choices/0/message/content");
     check(content.is_string(), "a response carries its text as a JSON string");

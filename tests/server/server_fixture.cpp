@@ -144,6 +144,26 @@ Reply post(const TestServer& server, const std::string& path, const std::string&
   return reply_of(server.client()->Post(path.c_str(), headers, body, "application/json"));
 }
 
+std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks) {
+  auto client = server.client();
+  httplib::Request request;
+  request.method = "POST";
+  request.path = path;
+  request.body = body.dump();
+  request.set_header("Content-Type", "application/json");
+  std::string received;
+  int seen = 0;
+  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    received.append(data, size);
+    return ++seen < chunks;
+  };
+  httplib::Response response;
+  httplib::Error error = httplib::Error::Success;
+  client->send(request, response, error);
+  CHECK(error == httplib::Error::Canceled);
+  return received;
+}
+
 Reply post(const TestServer& server, const std::string& path, const json& body, const httplib::Headers& headers) {
   return post(server, path, body.dump(), headers);
 }

@@ -112,6 +112,11 @@ Reply post(const TestServer& server, const std::string& path, const std::string&
            const httplib::Headers& headers = {});
 Reply post(const TestServer& server, const std::string& path, const json& body, const httplib::Headers& headers = {});
 
+// Sends a streaming request and closes the connection after `chunks` chunks
+// of the body (httplib closes the socket when a content receiver returns
+// false); checks that the transfer ended so. Returns the bytes read.
+std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks);
+
 // One server-sent event, parsed as the SSE specification says: "field: value"
 // lines (one space after the colon dropped), comment lines (":") ignored, a
 // blank line ends the event, several data lines are joined by "\n".

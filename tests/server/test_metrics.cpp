@@ -416,6 +416,26 @@ TEST_CASE("GET /metrics counts requests, tokens and latencies exactly", "[metric
   CHECK(e.value("astrai_prefix_cache_hits_total") == idle["prefix_hit_tokens"].get<double>());
 }
 
+TEST_CASE("GET /metrics counts an n-request once, and each choice's tokens and finish", "[metrics][endpoints]") {
+  TestServer server;
+  json body = openai_body("Once upon a time", 6);
+  body["n"] = 3;
+  body["ignore_eos"] = true;  // every choice makes exactly 6 tokens and ends with length
+  const Reply reply = post(server, "/v1/chat/completions", body);
+  REQUIRE(reply.status == 200);
+  const int prompt = reply.body_json()["usage"]["prompt_tokens"];
+  server.wait_until_idle();
+  const Exposition e = scrape(server);
+  // One prefill, one first token, one end: the prompt and latencies once.
+  CHECK(e.value("astrai_prompt_tokens_total") == prompt);
+  CHECK(check_histogram(e, "astrai_time_to_first_token_seconds", ServerMetrics::ttft_buckets()) == 1);
+  CHECK(check_histogram(e, "astrai_e2e_request_latency_seconds", ServerMetrics::e2e_buckets()) == 1);
+  // Gaps within each choice (never between two choices' tokens of one step).
+  CHECK(check_histogram(e, "astrai_inter_token_latency_seconds", ServerMetrics::inter_token_buckets()) == 3 * 5);
+  CHECK(e.value("astrai_generation_tokens_total") == 3 * 6);
+  CHECK(e.value("astrai_request_success_total", {{"finished_reason", "length"}}) == 3);
+}
+
 TEST_CASE("GET /metrics shows a running and a waiting request, as the engine does", "[metrics][endpoints]") {
   TestServerOptions options;
   options.max_running = 1;                           // the second request waits (and one cache slot: usage 1)

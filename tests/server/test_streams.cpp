@@ -13,29 +13,6 @@
 namespace astrai::test {
 namespace {
 
-// Sends a streaming request and closes the connection after `chunks` chunks
-// of the body (httplib closes the socket when a content receiver returns
-// false). Returns the bytes read.
-std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks) {
-  auto client = server.client();
-  httplib::Request request;
-  request.method = "POST";
-  request.path = path;
-  request.body = body.dump();
-  request.set_header("Content-Type", "application/json");
-  std::string received;
-  int seen = 0;
-  request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    received.append(data, size);
-    return ++seen < chunks;
-  };
-  httplib::Response response;
-  httplib::Error error = httplib::Error::Success;
-  client->send(request, response, error);
-  CHECK(error == httplib::Error::Canceled);
-  return received;
-}
-
 std::string streamed_text_openai(const std::string& stream) {
   std::string text;
   for (const auto& e : parse_sse(stream)) {
