@@ -59,6 +59,14 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
 
 HeadVerdict refuse(int status, std::string detail) { return {status, std::move(detail)}; }
 
+// The methods whose body httplib reads, whatever its framing
+// (detail::expect_content). For any other method the body would stay in the
+// connection and be parsed as the next request. httplib 0.11 reads a
+// DELETE's body only when it has a Content-Length (a chunked one was left
+// unread: tests/reliability/test_connections.py), and our routes take no
+// DELETE, so a DELETE with a body is refused too.
+bool httplib_reads_body(std::string_view method) { return method == "POST" || method == "PUT" || method == "PATCH"; }
+
 }  // namespace
 
 std::optional<size_t> request_head_length(std::string_view bytes) {
@@ -138,6 +146,12 @@ HeadVerdict check_request_head(std::string_view head, size_t max_body_bytes) {
     return refuse(400, "a request may not carry both Content-Length and Transfer-Encoding");
   if (transfer_encodings > 1 || (transfer_encodings == 1 && !chunked))
     return refuse(400, "the only Transfer-Encoding accepted is one 'chunked'");
+  const std::string_view method = lines[0].substr(0, lines[0].find(' '));
+  const bool has_body = chunked || (content_length && content_length->find_first_not_of('0') != std::string_view::npos);
+  if (has_body && !httplib_reads_body(method))
+    return refuse(400, "a " + std::string(method) +
+                           " request may not carry a body here: only POST, PUT and PATCH bodies are read, and "
+                           "an unread body would be taken for the next request");
   if (content_length) {
     // Compared as digit strings: any number of digits is well formed.
     std::string_view digits = *content_length;

@@ -52,6 +52,11 @@ struct HeadVerdict {
 //    Content-Length that is not digits, two different Content-Lengths,
 //    Content-Length beside Transfer-Encoding, or a Transfer-Encoding other
 //    than one "chunked";
+//  * 400 a body (a non-zero Content-Length, or chunked) on a method whose
+//    body httplib does not always read (anything but POST, PUT and PATCH):
+//    left in the connection it would be parsed as the next request, which is
+//    how a request is smuggled past a proxy (RFC 9112 section 6.3 allows
+//    refusing it; the connection then closes);
 //  * 413 a Content-Length over max_body_bytes (refused before any of the
 //    body is read).
 HeadVerdict check_request_head(std::string_view head, size_t max_body_bytes);

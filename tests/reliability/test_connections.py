@@ -13,6 +13,10 @@
     (an API key with "\\0junk" after it was accepted before);
   - framing: Content-Length -1 and "abc" are 400, a 200 KB header 431, a
     declared 50 MB body 413 within 1 s (before: after the 10 s read timeout);
+  - request smuggling: a GET, OPTIONS, HEAD or DELETE whose body
+    (Content-Length or chunked) is a second request gets one answer, 400,
+    and the connection closes: the body is never parsed as a pipelined
+    request;
   - 100 prompts of 1 MB each (--prompt-mb 3 for the issue's size) are
     refused (400) from their bytes, and the server's RSS stays flat.
 
@@ -22,6 +26,7 @@ idle connections; `astrai serve` raises its own to the hard limit.
 """
 import argparse
 import json
+import re
 import resource
 import socket
 import sys
@@ -151,6 +156,47 @@ def test_framing(results, port):
                   status_of(data) == 413 and waited < 1.0, f"{how} after {waited:.2f} s {data[:200]!r}")
 
 
+def statuses(raw):
+    """Every status code answered on one connection, in order."""
+    return [int(code) for code in re.findall(rb"HTTP/1\.[01] (\d{3}) ", raw)]
+
+
+def test_smuggling(results, port):
+    """A request's body must never be parsed as the next request (RFC 9112
+    section 6.3: read it or refuse it and close). Each case sends, in one
+    write: a request carrying a body that is itself a request, then a
+    legitimate request with "Connection: close". Before the fix a GET's body
+    was left unread: three answers (200, the smuggled request's, 200), and
+    a DELETE's chunked body too (httplib 0.11 reads a DELETE's body only
+    with a Content-Length)."""
+    smuggled = b"GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(smuggled), smuggled)
+    after = (b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + AUTH["Authorization"].encode() +
+             b"\r\nConnection: close\r\n\r\n")
+    length = b"Content-Length: %d\r\n\r\n" % len(smuggled) + smuggled
+    chunks = b"Transfer-Encoding: chunked\r\n\r\n" + chunked
+    cases = (
+        # (name, request line, framing and body, the statuses expected)
+        ("GET with a Content-Length body", b"GET /health", length, [400]),
+        ("GET with a chunked body", b"GET /health", chunks, [400]),
+        ("OPTIONS with a Content-Length body", b"OPTIONS /health", length, [400]),
+        ("OPTIONS with a chunked body", b"OPTIONS /health", chunks, [400]),
+        ("HEAD with a Content-Length body", b"HEAD /health", length, [400]),
+        ("DELETE with a Content-Length body", b"DELETE /health", length, [400]),
+        ("DELETE with a chunked body", b"DELETE /health", chunks, [400]),
+        # A POST's body is read whatever the route: the unknown route's answer
+        # (401: no key), then the request sent after the body.
+        ("POST to an unknown route with a Content-Length body", b"POST /v1/nowhere", length, [401, 200]),
+        ("POST to an unknown route with a chunked body", b"POST /v1/nowhere", chunks, [401, 200]),
+    )
+    for name, line, framed_body, want in cases:
+        raw = line + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + framed_body + after
+        data, how, _ = exchange(port, raw)
+        got = statuses(data)
+        results.check(f"{name} that is a second request: {want}, then closed; the body never answered as a request",
+                      got == want and how in ("closed", "reset"), f"statuses {got}, {how}, {data[:300]!r}")
+
+
 def test_oversized_prompts(results, server, count, megabytes, check_memory):
     """Prompts far over the context, one after another: each is refused
     (400) from its bytes, and the memory their bodies took is returned. RSS
@@ -201,6 +247,7 @@ def main():
         test_http10(results, server.port)
         test_header_bytes(results, server.port)
         test_framing(results, server.port)
+        test_smuggling(results, server.port)
         test_oversized_prompts(results, server, args.prompts, args.prompt_mb, not args.no_memory_checks)
         code = server.stop()
     results.check("the server stopped cleanly", code == 0, f"exit status {code}")

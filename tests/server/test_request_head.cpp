@@ -61,6 +61,34 @@ TEST_CASE("check_request_head: what passes and what each refusal says", "[reques
   CHECK(big.detail.find("4194304") != std::string::npos);
 }
 
+TEST_CASE("check_request_head: a body on a method whose body httplib does not read is refused", "[request_head]") {
+  // httplib 0.11 reads a body only for POST, PUT and PATCH (and a DELETE's
+  // only when it has a Content-Length). Any other method's body would stay in the connection and be parsed as
+  // the next pipelined request: a proxy that forwarded "GET /health" with
+  // its body as one request would have a second request slipped past it
+  // (RFC 9112 section 6.3: read the body, or refuse and close).
+  auto status = [](const std::string& method, const std::string& headers) {
+    return check_request_head(method + " /health HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n", 4096).status;
+  };
+  for (const char* method : {"GET", "HEAD", "OPTIONS", "DELETE", "TRACE", "CONNECT", "PROPFIND"}) {
+    CAPTURE(method);
+    CHECK(status(method, "") == 0);
+    CHECK(status(method, "Content-Length: 0\r\n") == 0);    // no body: nothing left unread
+    CHECK(status(method, "Content-Length: 000\r\n") == 0);
+    CHECK(status(method, "Content-Length: 35\r\n") == 400);
+    CHECK(status(method, "Content-Length: 1\r\n") == 400);
+    CHECK(status(method, "Transfer-Encoding: chunked\r\n") == 400);  // even an empty chunked body
+  }
+  for (const char* method : {"POST", "PUT", "PATCH"}) {
+    CAPTURE(method);
+    CHECK(status(method, "Content-Length: 35\r\n") == 0);
+    CHECK(status(method, "Transfer-Encoding: chunked\r\n") == 0);
+  }
+  const HeadVerdict get = check_request_head("GET /health HTTP/1.1\r\nContent-Length: 35\r\n\r\n", 4096);
+  CHECK(get.detail.find("GET") != std::string::npos);
+  CHECK(get.detail.find("body") != std::string::npos);
+}
+
 TEST_CASE("request_line_summary: method and path for the log, never the query", "[request_head]") {
   CHECK(request_line_summary("GET /health?key=secret HTTP/1.1\r\n\r\n") == "GET /health");
   CHECK(request_line_summary("POST /v1/messages HTTP/1.1\r\n\r\n") == "POST /v1/messages");
