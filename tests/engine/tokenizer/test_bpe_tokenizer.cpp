@@ -40,7 +40,7 @@ const HfTokenizer* load(const std::string& name) {
 #define REQUIRE_TOKENIZER(var, name)                                                                           \
   const HfTokenizer* var = load(name);                                                                         \
   if (!var) {                                                                                                  \
-    WARN("SKIPPED: " << tokenizer_json(name) << " not found (run npm ci in " << oracle_dir() << ")");          \
+    ASTRAI_MISSING(tokenizer_json(name) << " not found (run npm ci in " << oracle_dir() << ")");          \
     return;                                                                                                    \
   }
 

