@@ -71,6 +71,13 @@ def random_request(rng, template_name):
     generation_prompt = rng.choice(["absent", True, False])
     if generation_prompt != "absent":
         request["add_generation_prompt"] = generation_prompt
+    # A final message continued (a prefill), as apply_chat_template's
+    # continue_final_message does; with a generation prompt it is refused.
+    if messages and rng.random() < 0.25:
+        request["continue_final_message"] = True
+        if rng.random() < 0.5:
+            messages[-1]["content"] = rng.choice([" ", "  ", "\n", "\u3000", "\u00a0", "\x1f", ""]) + \
+                messages[-1]["content"] + rng.choice([" ", "  ", "\n", "\u2028", "\u0085", ""])
     if template_name == "qwen3":
         choice = rng.choice(["absent", True, False])
         if choice != "absent":
@@ -159,6 +166,7 @@ def second_oracle(results):
         for request, _ in rendered:
             context = dict(hf_jinja_oracle.special_tokens(config))
             context.update(request)
+            context.pop("continue_final_message", None)  # apply_chat_template's, applied to the output below
             for key, default in (("tools", None), ("documents", None), ("add_generation_prompt", False)):
                 context.setdefault(key, default)
             lines.append(json.dumps({"template": config["chat_template"], "context": context}, ensure_ascii=False))
@@ -176,6 +184,12 @@ def second_oracle(results):
     for name, config, rendered, outputs in results:
         mine = js[i:i + len(outputs)]
         i += len(outputs)
+        for (request, _), j in zip(rendered, mine):
+            if request.get("continue_final_message") and j["ok"]:
+                try:
+                    j["output"] = hf_jinja_oracle.continue_final_message(j["output"], request["messages"][-1]["content"])
+                except ValueError as e:
+                    j.update(ok=False, error=str(e))
         equal = sum(1 for j, got in zip(mine, outputs) if j["ok"] and j["output"] == got)
         print(f"@huggingface/jinja on {name}: {equal} of {len(outputs)} prompts equal astrai's (and jinja2's)")
         for (request, expected), j in zip(rendered, mine):
@@ -241,6 +255,7 @@ def check_defaults(exe, scratch):
         {"messages": hi, "extra": "x"},
         {"messages": hi, "bos_token": "<override>", "eos_token": None},
         {"messages": hi, "pad_token": "<pad>", "unk_token": "<unk>"},
+        {"messages": hi, "continue_final_message": False},
     ]
     template = hf_jinja_oracle.environment().from_string(DEFAULTS_TEMPLATE)
     failures = 0
