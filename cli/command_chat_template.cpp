@@ -1,7 +1,7 @@
 // astrai chat-template: renders a model's own chat template (Jinja) for each
 // request on standard input, as Hugging Face's apply_chat_template would:
 // one JSON object per line ({"messages": [...], "add_generation_prompt": true,
-// other keys = template variables}), one JSON string per line out (the
+// "continue_final_message": false, other keys = template variables}), one JSON string per line out (the
 // prompt). The template comes from a tokenizer_config.json or a model file's
 // tokenizer.chat_template. A bad line (invalid JSON, or a template error such
 // as raise_exception) stops with the line number and the reason on stderr and

@@ -2,6 +2,8 @@
 // renders chat templates with (see hf_chat_template.h).
 #include "engine/chat/hf_chat_template.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "engine/text/read_file.h"
@@ -101,7 +103,86 @@ std::string HfChatTemplate::render_request(const nlohmann::ordered_json& request
   for (const char* key : {"tools", "documents"})
     if (!context.contains(key)) context[key] = nullptr;
   if (!context.contains("add_generation_prompt")) context["add_generation_prompt"] = false;
-  return template_.render(context);
+  // continue_final_message is apply_chat_template's, not the template's.
+  bool continue_final = false;
+  if (context.contains("continue_final_message")) {
+    if (!context["continue_final_message"].is_boolean())
+      throw std::invalid_argument("\"continue_final_message\" must be true or false");
+    continue_final = context["continue_final_message"].get<bool>();
+    context.erase("continue_final_message");
+  }
+  if (!continue_final) return template_.render(context);
+  if (context["add_generation_prompt"].get<bool>())
+    throw std::invalid_argument("continue_final_message and add_generation_prompt are not compatible");
+  const auto& messages = request["messages"];
+  if (messages.empty() || !messages.back().is_object() || !messages.back().contains("content"))
+    throw std::invalid_argument("continue_final_message needs a final message with a content");
+  // A list of content blocks: the last one with a text (transformers).
+  const auto& content = messages.back()["content"];
+  const nlohmann::ordered_json* text = &content;
+  if (content.is_array()) {
+    text = nullptr;
+    for (auto it = content.rbegin(); it != content.rend() && !text; ++it)
+      if (it->is_object() && it->contains("text")) text = &(*it)["text"];
+  }
+  if (!text || !text->is_string())
+    throw std::invalid_argument("continue_final_message needs the final message's text (a string)");
+  return continue_final_message(template_.render(context), text->get<std::string>());
+}
+
+namespace {
+
+// Python's str.isspace() code points: what str.strip() and lstrip() remove.
+bool python_space(uint32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// The code point of the UTF-8 character of `n` bytes at s (valid UTF-8: the
+// messages are JSON strings).
+uint32_t code_point(const char* s, size_t n) {
+  const auto b = [&](size_t i) { return uint32_t(uint8_t(s[i])); };
+  if (n == 1) return b(0);
+  uint32_t c = b(0) & (0xFF >> (n + 1));
+  for (size_t i = 1; i < n; ++i) c = c << 6 | (b(i) & 0x3F);
+  return c;
+}
+
+size_t char_length(uint8_t lead) { return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1; }
+
+std::string_view lstrip(std::string_view s) {
+  while (!s.empty()) {
+    const size_t n = std::min(char_length(uint8_t(s[0])), s.size());
+    if (!python_space(code_point(s.data(), n))) break;
+    s.remove_prefix(n);
+  }
+  return s;
+}
+
+std::string_view strip(std::string_view s) {
+  s = lstrip(s);
+  while (!s.empty()) {
+    size_t start = s.size() - 1;
+    while (start > 0 && s.size() - start < 4 && (uint8_t(s[start]) & 0xC0) == 0x80) --start;
+    if (!python_space(code_point(s.data() + start, s.size() - start))) break;
+    s.remove_suffix(s.size() - start);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string continue_final_message(std::string rendered, std::string_view final_message) {
+  const std::string_view stripped = strip(final_message);
+  const size_t at = rendered.rfind(stripped);
+  if (at == std::string::npos)
+    throw std::invalid_argument("the chat template's prompt does not contain the final assistant message to continue");
+  // transformers: rendered[at : at + len(message.lstrip())] == message, the
+  // message itself (leading spaces and all): true only when it has none.
+  const size_t kept = lstrip(final_message).size();
+  const bool spacing_kept = std::string_view(rendered).substr(at, kept) == final_message;
+  rendered.resize(at + (spacing_kept ? kept : stripped.size()));
+  return rendered;
 }
 
 }  // namespace astrai

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "engine/chat/chat_message.h"
 #include "engine/chat/jinja/template.h"
@@ -43,6 +44,13 @@ std::string read_chat_template(const std::string& path);
 // when the vocabulary has no BOS, as Qwen's tokenizer_config.json says null).
 HfTemplateConfig template_config_for(std::string chat_template, const Tokenizer& tokenizer);
 
+// transformers' continue_final_message: `rendered` cut right after the final
+// message's text, keeping its trailing spaces only when the template kept
+// the message's text whole (apply_chat_template compares the text after the
+// stripped message's place with the unstripped message). Throws
+// std::invalid_argument when the stripped message is not in `rendered`.
+std::string continue_final_message(std::string rendered, std::string_view final_message);
+
 class HfChatTemplate {
  public:
   // Parses the template once; throws jinja::TemplateError.
@@ -55,9 +63,12 @@ class HfChatTemplate {
                      const nlohmann::ordered_json& extra = nullptr) const;
 
   // One request as `astrai chat-template --jsonl` reads it: {"messages": [...],
-  // "add_generation_prompt": bool (default false), other keys = variables}.
-  // Messages are passed as given (any keys). Throws std::invalid_argument for
-  // a malformed request, jinja::TemplateError from the template.
+  // "add_generation_prompt": bool (default false), "continue_final_message":
+  // bool (default false; no template variable, as in transformers), other
+  // keys = variables}. Messages are passed as given (any keys). Throws
+  // std::invalid_argument for a malformed request (continue_final_message
+  // with add_generation_prompt, as transformers refuses it), jinja::TemplateError
+  // from the template.
   std::string render_request(const nlohmann::ordered_json& request) const;
 
   const HfTemplateConfig& config() const { return config_; }

@@ -2,12 +2,15 @@
 // token, then on_finish once): what the caller's callbacks and the
 // GenerateResult see, and the rules no engine-level test can single out,
 // e.g. a callback that throws while the held-back tail is flushed.
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
 
 #include "engine/model_files/synthetic_tokenizer.h"
 #include "engine/request_decoder.h"
@@ -222,4 +225,60 @@ TEST_CASE("An on_finish that throws still lets the result complete; no callback 
     CHECK(out->text == "a");
     CHECK(out->reason == FinishReason::Length);
   }
+}
+
+// The decoder's stop strings as a client sees them, against a model written
+// here: one byte token per character over a tiny alphabet, self-overlapping
+// stops ("aab" in "aaab", "..." in "....") and stops that prefix one another.
+// After each token, the pieces on_token got join to the text so far up to
+// the first occurrence of any stop (std::string::find), or, before any, less
+// its longest suffix that is a proper prefix of a stop; the verdict turns true
+// at the token completing the first stop; the result's text is the text up to
+// that stop, and the events (the held-back tail included) join to it.
+TEST_CASE("Self-overlapping stop strings token by token: the client sees the model's text at every token",
+          "[decoder][property]") {
+  rc::prop("one character per token", [] {
+    const auto chars = *rc::gen::container<std::vector<char>>(rc::gen::element('a', 'a', 'b', '.'));
+    const std::string text(chars.begin(), chars.begin() + long(std::min<size_t>(chars.size(), 30)));
+    std::vector<std::string> stops = {*rc::gen::element<std::string>("aab", "abab", "...", "aa", "aba", "baab", "a.a")};
+    if (*rc::gen::arbitrary<bool>()) {
+      const std::string& s = stops[0];
+      stops.push_back(*rc::gen::arbitrary<bool>() ? s.substr(0, s.size() - 1) : s + "b");
+    }
+    auto first_stop = [&](const std::string& t) {
+      size_t first = std::string::npos;
+      for (const auto& s : stops) first = std::min(first, t.find(s));
+      return first;
+    };
+    auto shown_model = [&](const std::string& t) {
+      if (const size_t at = first_stop(t); at != std::string::npos) return t.substr(0, at);
+      size_t held = 0;
+      for (const auto& s : stops)
+        for (size_t len = 1; len < s.size() && len <= t.size(); ++len)
+          if (t.compare(t.size() - len, len, s, 0, len) == 0) held = std::max(held, len);
+      return t.substr(0, t.size() - held);
+    };
+    Caller caller;
+    RequestDecoder decoder = make_decoder(caller, stops);
+    std::vector<int> tokens;
+    std::string input;
+    bool stopped = false;
+    for (const char c : text) {
+      tokens.push_back(byte(c));
+      input += c;
+      stopped = decoder.on_token(tokens.back());
+      std::string seen;
+      for (const Event& e : caller.events) seen += e.text;
+      RC_ASSERT(seen == shown_model(input));
+      RC_ASSERT(stopped == (first_stop(input) != std::string::npos));
+      if (stopped) break;
+    }
+    decoder.on_finish(token_output(tokens, stopped ? FinishReason::StopSequence : FinishReason::Length));
+    const TaskOutput out = decoder.result()->wait();
+    const size_t at = first_stop(text);
+    RC_ASSERT(out.text == text.substr(0, at));
+    std::string seen;
+    for (const Event& e : caller.events) seen += e.text;
+    RC_ASSERT(seen == out.text);
+  });
 }

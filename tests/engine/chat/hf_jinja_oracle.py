@@ -9,6 +9,7 @@ _compile_jinja_template and render_jinja_template):
     globals["strftime_now"] = datetime.now().strftime(format)
     template.render(messages=..., tools=None, documents=None,
                     add_generation_prompt=..., **special_tokens_map, **kwargs)
+    continue_final_message: the rendered chat cut after the final message
 
 AssistantTracker (the {% generation %} tag, for assistant masks) is left out:
 none of the templates under test use it.
@@ -58,9 +59,39 @@ def special_tokens(config):
 
 def render_request(template, config, request):
     """What apply_chat_template(tokenize=False) returns for one request
-    ({"messages": [...], "add_generation_prompt": bool, other keys = kwargs})."""
+    ({"messages": [...], "add_generation_prompt": bool, "continue_final_message":
+    bool, other keys = kwargs})."""
     kwargs = dict(special_tokens(config))
-    extra = {k: v for k, v in request.items() if k not in ("messages", "tools", "documents", "add_generation_prompt")}
+    named = ("messages", "tools", "documents", "add_generation_prompt", "continue_final_message")
+    extra = {k: v for k, v in request.items() if k not in named}
     kwargs.update(extra)
-    return template.render(messages=request["messages"], tools=request.get("tools"), documents=request.get("documents"),
-                           add_generation_prompt=request.get("add_generation_prompt", False), **kwargs)
+    add_generation_prompt = request.get("add_generation_prompt", False)
+    continue_final = request.get("continue_final_message", False)
+    if continue_final and add_generation_prompt:
+        raise ValueError("continue_final_message and add_generation_prompt are not compatible")
+    rendered = template.render(messages=request["messages"], tools=request.get("tools"),
+                               documents=request.get("documents"), add_generation_prompt=add_generation_prompt,
+                               **kwargs)
+    if continue_final:
+        rendered = continue_final_message(rendered, request["messages"][-1]["content"])
+    return rendered
+
+
+def continue_final_message(rendered, final_message):
+    """transformers' apply_chat_template(continue_final_message=True) after
+    rendering (render_jinja_template in chat_template_utils.py), as written
+    there: Python's strip() (Unicode whitespace), and the trailing spaces kept
+    only when the text at the message's place equals the message itself."""
+    if isinstance(final_message, (list, tuple)):
+        for block in reversed(final_message):
+            if "text" in block:
+                final_message = block["text"]
+                break
+        else:
+            raise ValueError("no text block in the final message")
+    if final_message.strip() not in rendered:
+        raise ValueError("continue_final_message is set but the final message does not appear in the chat")
+    loc = rendered.rindex(final_message.strip())
+    if rendered[loc:loc + len(final_message.lstrip())] == final_message:
+        return rendered[:loc + len(final_message.lstrip())]
+    return rendered[:loc + len(final_message.strip())]

@@ -68,7 +68,18 @@ def random_request(rng, template_name):
         role = ("user" if i % 2 == 0 else "assistant") if in_order else rng.choice(["user", "assistant", "system"])
         content = random_assistant_text(rng) if role == "assistant" else random_text(rng)
         messages.append({"role": role, "content": content})
-    request = {"messages": messages, "add_generation_prompt": rng.random() < 0.5}
+    request = {"messages": messages}
+    # Omitted a third of the time: apply_chat_template's default is False.
+    generation_prompt = rng.choice(["absent", True, False])
+    if generation_prompt != "absent":
+        request["add_generation_prompt"] = generation_prompt
+    # A final message continued (a prefill), as apply_chat_template's
+    # continue_final_message does; with a generation prompt it is refused.
+    if messages and rng.random() < 0.25:
+        request["continue_final_message"] = True
+        if rng.random() < 0.5:
+            messages[-1]["content"] = rng.choice([" ", "  ", "\n", "\u3000", "\u00a0", "\x1f", ""]) + \
+                messages[-1]["content"] + rng.choice([" ", "  ", "\n", "\u2028", "\u0085", ""])
     if template_name == "qwen3":
         choice = rng.choice(["absent", True, False])
         if choice != "absent":
@@ -156,6 +167,7 @@ def second_oracle(results):
         for request, _ in rendered:
             context = dict(hf_jinja_oracle.special_tokens(config))
             context.update(request)
+            context.pop("continue_final_message", None)  # apply_chat_template's, applied to the output below
             for key, default in (("tools", None), ("documents", None), ("add_generation_prompt", False)):
                 context.setdefault(key, default)
             lines.append(json.dumps({"template": config["chat_template"], "context": context}, ensure_ascii=False))
@@ -171,6 +183,12 @@ def second_oracle(results):
     for name, config, rendered, outputs in results:
         mine = js[i:i + len(outputs)]
         i += len(outputs)
+        for (request, _), j in zip(rendered, mine):
+            if request.get("continue_final_message") and j["ok"]:
+                try:
+                    j["output"] = hf_jinja_oracle.continue_final_message(j["output"], request["messages"][-1]["content"])
+                except ValueError as e:
+                    j.update(ok=False, error=str(e))
         equal = sum(1 for j, got in zip(mine, outputs) if j["ok"] and j["output"] == got)
         print(f"@huggingface/jinja on {name}: {equal} of {len(outputs)} prompts equal astrai's (and jinja2's)")
         for (request, expected), j in zip(rendered, mine):
@@ -196,6 +214,68 @@ def check_strftime_default(exe, path):
     today = datetime.now().strftime("%d %b %Y")
     print(f"llama3.2 with strftime_now: equal to jinja2 (today is {today})")
     return 0
+
+
+# Prints every variable whose default apply_chat_template sets, and a few it
+# must not set: transformers' apply_chat_template(conversation, tools=None,
+# documents=None, add_generation_prompt=False, continue_final_message=False,
+# **kwargs) renders messages, tools, documents, add_generation_prompt,
+# **special_tokens_map, **kwargs (kwargs win over the special tokens);
+# continue_final_message is no template variable.
+DEFAULTS_TEMPLATE = (
+    "agp={{ add_generation_prompt }}|tools={{ tools }}|documents={{ documents }}|bos={{ bos_token }}|"
+    "eos={{ eos_token }}|unk={{ unk_token is defined }}|pad={{ pad_token is defined }}|"
+    "cfm={{ continue_final_message is defined }}|extra={{ extra is defined }}:{{ extra }}|"
+    "n={{ messages | length }}|{% if add_generation_prompt %}GEN{% endif %}"
+    "{% if tools is none %}no-tools{% else %}{{ tools | length }} tools{% endif %}|"
+    "{% if documents is not none %}{% for d in documents %}[{{ d.title }}]{% endfor %}{% endif %}|"
+    "{% if boom is defined %}{{ raise_exception('refused: ' ~ boom) }}{% endif %}"
+)
+
+
+def check_defaults(exe, scratch):
+    """Each default of a render request, omitted and given, against jinja2 with
+    transformers' defaults (hf_jinja_oracle.render_request)."""
+    config = {"chat_template": DEFAULTS_TEMPLATE, "bos_token": "<s>",
+              "eos_token": {"content": "</s>", "lstrip": False, "normalized": False, "rstrip": False, "single_word": False},
+              "pad_token": None}
+    path = os.path.join(scratch, "defaults_tokenizer_config.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    hi = [{"role": "user", "content": "hi"}]
+    requests = [
+        {"messages": hi},
+        {"messages": []},
+        {"messages": hi, "add_generation_prompt": True},
+        {"messages": hi, "add_generation_prompt": False},
+        {"messages": hi, "tools": [{"type": "function", "function": {"name": "f"}}]},
+        {"messages": hi, "tools": None, "documents": None},
+        {"messages": hi, "documents": [{"title": "A", "text": "a"}, {"title": "B", "text": "b"}]},
+        {"messages": hi, "extra": "x"},
+        {"messages": hi, "bos_token": "<override>", "eos_token": None},
+        {"messages": hi, "pad_token": "<pad>", "unk_token": "<unk>"},
+        {"messages": hi, "continue_final_message": False},
+    ]
+    template = hf_jinja_oracle.environment().from_string(DEFAULTS_TEMPLATE)
+    failures = 0
+    result = run_cli(exe, path, requests)
+    outputs = [json.loads(line) for line in result.stdout.decode().split("\n") if line]
+    if result.returncode != 0 or len(outputs) != len(requests):
+        print(f"FAIL defaults: the CLI failed: {result.stderr.decode()}")
+        return 1
+    for request, got in zip(requests, outputs):
+        expected = hf_jinja_oracle.render_request(template, config, request)
+        if got != expected:
+            failures += 1
+            print(f"FAIL defaults: request {json.dumps(request)}\n  jinja2: {expected!r}\n  astrai: {got!r}")
+    # raise_exception: the template's refusal, with its message.
+    refused = run_cli(exe, path, [{"messages": hi, "boom": "no"}])
+    if refused.returncode == 0 or "refused: no" not in refused.stderr.decode():
+        failures += 1
+        print(f"FAIL defaults: raise_exception: status {refused.returncode}, stderr {refused.stderr.decode()!r}")
+    print(f"render-request defaults: {len(requests) - failures} of {len(requests)} requests equal jinja2's, "
+          f"raise_exception refused")
+    return failures
 
 
 def check_bad_input(exe, path):
@@ -322,6 +402,7 @@ def main():
     failures += check_bad_input(exe, templates(root)[0][1])
     with tempfile.TemporaryDirectory() as scratch:
         failures += check_model_option(exe, templates(root)[4][1], scratch)
+        failures += check_defaults(exe, scratch)
     return 1 if failures else 0
 
 
