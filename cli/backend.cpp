@@ -34,9 +34,10 @@ bool cuda_usable(const std::string& requested, std::string* why) {
 #ifdef ASTRAI_HAVE_CUDA
   if (!cuda_available(why)) return false;
   if (cuda_is_emulated() && requested == "auto") {
-    *why = "this build's CUDA backend is the CPU emulation of its kernels (-Dcuda=emulated): --backend cuda to use it";
+    *why += "; --backend cuda to use it";  // cuda_available says it is emulated
     return false;
   }
+  why->clear();
   return true;
 #else
   (void)requested;

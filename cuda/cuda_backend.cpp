@@ -28,8 +28,12 @@ bool cuda_available(std::string* why) {
   else if (info.compute_capability < 80)
     reason = "device 0 (" + info.name + ") is sm_" + std::to_string(info.compute_capability) +
              "; the CUDA backend needs sm_80 or newer";
+  const bool usable = reason.empty();
+  // Usable and emulated: *why still says what the device is.
+  if (usable && cuda_is_emulated())
+    reason = "the device is emulated: the CUDA kernels run on the CPU (-Dcuda=emulated), for tests, slowly";
   if (why) *why = reason;
-  return reason.empty();
+  return usable;
 }
 
 bool cuda_is_emulated() {

@@ -40,8 +40,9 @@ struct CudaOptions {
 // otherwise false with the reason in *why ("no CUDA-capable device is
 // detected", "device 0 is sm_75; the CUDA backend needs sm_80 or newer").
 // In a -Dcuda=emulated build the device is the emulated one (cuda/emulation/:
-// the kernels run on the CPU, for tests), and this is true; cuda_is_emulated()
-// says so, and callers choosing a backend by themselves should not pick it.
+// the kernels run on the CPU, for tests): true, with *why saying it is
+// emulated; callers choosing a backend by themselves should not pick it
+// (cuda_is_emulated()).
 bool cuda_available(std::string* why = nullptr);
 
 // True in a -Dcuda=emulated build: every "device" is the CPU emulation.
