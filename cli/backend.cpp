@@ -1,5 +1,6 @@
 #include "cli/backend.h"
 
+#include <iostream>
 #include <stdexcept>
 
 #ifdef ASTRAI_HAVE_CUDA
@@ -11,11 +12,13 @@ namespace {
 
 #ifdef ASTRAI_HAVE_CUDA
 std::shared_ptr<InferenceEngine> make_cuda_engine(const LoadedModel& model, const EngineConfig& config,
-                                                  std::string* description) {
+                                                  const std::string& cuda_dtype, std::string* description) {
   auto weights = std::make_shared<const ModelWeights>(model.weights);
-  auto executor = make_cuda_executor(weights);
-  // The device cache takes what the weights left (90% of free memory), at
-  // least one whole context.
+  CudaOptions options;
+  options.dtype = cuda_dtype == "f32" ? cuda::DType::Float32 : cuda::DType::BFloat16;
+  auto executor = make_cuda_executor(weights, options);
+  // The device cache takes what the weights left (90% of free memory; on the
+  // emulated device at most 256 MiB of host memory), at least one whole context.
   const int page_size = config.page_size;
   const int pages = cuda_kv_pages_that_fit(*executor, page_size);
   auto cache = make_cuda_kv_cache(*executor, pages, page_size);
@@ -25,10 +28,19 @@ std::shared_ptr<InferenceEngine> make_cuda_engine(const LoadedModel& model, cons
 }
 #endif
 
-bool cuda_usable(std::string* why) {
+// *why: the reason when it is not usable; for `auto`, the reason to pass it
+// over (an emulated device is usable, but only when asked for by name).
+bool cuda_usable(const std::string& requested, std::string* why) {
 #ifdef ASTRAI_HAVE_CUDA
-  return cuda_available(why);
+  if (!cuda_available(why)) return false;
+  if (cuda_is_emulated() && requested == "auto") {
+    *why += "; --backend cuda to use it";  // cuda_available says it is emulated
+    return false;
+  }
+  why->clear();
+  return true;
 #else
+  (void)requested;
   *why = "this build has no CUDA backend (nvcc was not found when it was configured)";
   return false;
 #endif
@@ -37,14 +49,21 @@ bool cuda_usable(std::string* why) {
 }  // namespace
 
 std::shared_ptr<InferenceEngine> make_engine(const LoadedModel& model, const EngineConfig& config,
-                                             const std::string& requested, std::string* description) {
+                                             const std::string& requested, std::string* description,
+                                             const std::string& cuda_dtype) {
   if (requested != "auto" && requested != "reference" && requested != "cuda")
     throw std::invalid_argument("unknown backend '" + requested + "' (auto, reference, cuda)");
+  if (cuda_dtype != "bf16" && cuda_dtype != "f32")
+    throw std::invalid_argument("unknown CUDA dtype '" + cuda_dtype + "' (bf16, f32)");
   std::string why;
-  const bool use_cuda = requested != "reference" && cuda_usable(&why);
+  const bool use_cuda = requested != "reference" && cuda_usable(requested, &why);
   if (requested == "cuda" && !use_cuda) throw std::invalid_argument("the CUDA backend is not usable: " + why);
 #ifdef ASTRAI_HAVE_CUDA
-  if (use_cuda) return make_cuda_engine(model, config, description);
+  if (use_cuda && cuda_is_emulated())
+    std::cerr << "astrai: --backend cuda: this build (-Dcuda=emulated) runs the CUDA kernels on the CPU emulation of "
+                 "a device, for tests only; it is slow (far slower than the reference backend)"
+              << std::endl;
+  if (use_cuda) return make_cuda_engine(model, config, cuda_dtype, description);
 #endif
   *description = "cpu-reference" + (requested == "auto" && !why.empty() ? " (no CUDA: " + why + ")" : std::string());
   return std::make_shared<InferenceEngine>(std::make_shared<const ModelWeights>(model.weights),

@@ -12,11 +12,18 @@
 namespace astrai::cli {
 
 // requested: "auto" (CUDA when built and usable, else the reference),
-// "reference", or "cuda" (an error naming the reason when unusable).
+// "reference", or "cuda" (an error naming the reason when unusable). In a
+// -Dcuda=emulated build only "cuda" runs the emulated device (the kernels on
+// the CPU: for tests, slow, and a line on stderr says so); "auto" keeps the
+// reference there.
 // Returns the engine and fills *description, e.g. "cpu-reference" or
 // "cuda-bf16 on NVIDIA H200 (sm_90, 139.8 GiB)". Throws
 // std::invalid_argument for an unknown name or an unusable CUDA backend.
+// cuda_dtype: the CUDA executor's weights and cache, "bf16" (the serving
+// default) or "f32" (exact comparisons: the golden greedy ids); the reference
+// is float32 whatever it says.
 std::shared_ptr<InferenceEngine> make_engine(const LoadedModel& model, const EngineConfig& config,
-                                             const std::string& requested, std::string* description);
+                                             const std::string& requested, std::string* description,
+                                             const std::string& cuda_dtype = "bf16");
 
 }  // namespace astrai::cli

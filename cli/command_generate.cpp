@@ -21,6 +21,7 @@ int run_generate(std::span<const std::string_view> argv) {
       .option("--top-p", "keep the smallest set of tokens whose probability reaches p", "1.0")
       .option("--seed", "seed of the sampler (default: drawn at random)")
       .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
+      .option("--cuda-dtype", "the CUDA backend's weights and cache: bf16, or f32 (exact comparisons)", "bf16")
       .flag("--print-ids", "after the text, print one line with the generated token ids");
   if (int status = args.parse(argv); status >= 0) return status;
   return run_reporting_errors("generate", [&] {
@@ -39,7 +40,7 @@ int run_generate(std::span<const std::string_view> argv) {
     EngineConfig config;
     config.scheduler.max_running_tasks = 1;  // one request: one cache slot
     std::string backend;
-    const auto engine = make_engine(model, config, args.get("--backend"), &backend);
+    const auto engine = make_engine(model, config, args.get("--backend"), &backend, args.get("--cuda-dtype"));
     std::cerr << "astrai generate: " << model.name << " (" << model.weights.config.describe() << ") on " << backend
               << "\n";
 

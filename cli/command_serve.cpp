@@ -166,6 +166,7 @@ int run_serve(std::span<const std::string_view> argv) {
       .option("--max-waiting", "requests queued beyond those; more get 503 with Retry-After", "1024")
       .option("--cache", "KV cache: contiguous or paged (the CUDA backend always pages)", "contiguous")
       .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
+      .option("--cuda-dtype", "the CUDA backend's weights and cache: bf16, or f32 (exact comparisons)", "bf16")
       .option("--threads", "HTTP worker threads (each open stream holds one)", "64")
       .option("--read-timeout", "seconds a request's bytes may stop arriving before it is dropped", "10")
       .option("--request-timeout",
@@ -183,6 +184,7 @@ int run_serve(std::span<const std::string_view> argv) {
   std::chrono::seconds grace{};
   const std::string template_name = args.get("--chat-template");
   const std::string backend = args.get("--backend");
+  const std::string cuda_dtype = args.get("--cuda-dtype");
   const std::string generation_config = args.get("--generation-config");
   try {
     if (generation_config != "auto" && generation_config != "none")
@@ -193,6 +195,8 @@ int run_serve(std::span<const std::string_view> argv) {
     if (template_name != "auto" && template_name != "jinja") make_chat_template(template_name);  // throws for an unknown name
     if (backend != "auto" && backend != "reference" && backend != "cuda")
       throw std::invalid_argument("--backend must be auto, reference or cuda, got '" + backend + "'");
+    if (cuda_dtype != "bf16" && cuda_dtype != "f32")
+      throw std::invalid_argument("--cuda-dtype must be bf16 or f32, got '" + cuda_dtype + "'");
     if (args.has("--tokenizer") && !args.has("--model"))
       throw std::invalid_argument("--tokenizer needs --model");
     if (args.has("--model")) {
@@ -224,7 +228,7 @@ int run_serve(std::span<const std::string_view> argv) {
       try {
         const LoadedModel model = load_model(model_path, args.get("--tokenizer"));
         std::string description;
-        auto engine = make_engine(model, config, backend, &description);
+        auto engine = make_engine(model, config, backend, &description, cuda_dtype);
         std::string note;
         auto chat_template = choose_chat_template(model, template_name, &note);
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -13,6 +14,12 @@
 
 namespace astrai {
 
+#ifdef ASTRAI_CUDA_EMULATED
+namespace {
+constexpr size_t kEmulatedCacheBytes = size_t(256) << 20;  // cuda_kv_pages_that_fit's cap on the emulated device
+}  // namespace
+#endif
+
 bool cuda_available(std::string* why) {
   const cuda::DeviceInfo info = cuda::query_devices();
   std::string reason;
@@ -21,8 +28,20 @@ bool cuda_available(std::string* why) {
   else if (info.compute_capability < 80)
     reason = "device 0 (" + info.name + ") is sm_" + std::to_string(info.compute_capability) +
              "; the CUDA backend needs sm_80 or newer";
+  const bool usable = reason.empty();
+  // Usable and emulated: *why still says what the device is.
+  if (usable && cuda_is_emulated())
+    reason = "the device is emulated: the CUDA kernels run on the CPU (-Dcuda=emulated), for tests, slowly";
   if (why) *why = reason;
-  return reason.empty();
+  return usable;
+}
+
+bool cuda_is_emulated() {
+#ifdef ASTRAI_CUDA_EMULATED
+  return true;
+#else
+  return false;
+#endif
 }
 
 std::string cuda_device_description(int device) {
@@ -33,9 +52,10 @@ std::string cuda_device_description(int device) {
   }
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "";
-  char text[300];
-  std::snprintf(text, sizeof text, "%s (sm_%d%d, %.1f GiB)", prop.name, prop.major, prop.minor,
-                double(prop.totalGlobalMem) / double(1u << 30));
+  char text[400];
+  std::snprintf(text, sizeof text, "%s (sm_%d%d, %.1f GiB%s)", prop.name, prop.major, prop.minor,
+                double(prop.totalGlobalMem) / double(1u << 30),
+                cuda_is_emulated() ? " of host memory at most; the CUDA kernels emulated on the CPU, slowly" : "");
   return text;
 }
 
@@ -64,7 +84,15 @@ int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fract
   size_t free_bytes = 0, total_bytes = 0;
   ASTRAI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const size_t per_page = cuda::DevicePageCache::bytes_needed(e.config(), 1, page_size, e.dtype());
-  const double pages = double(free_bytes) * fraction / double(per_page);
+  double pages = double(free_bytes) * fraction / double(per_page);
+#ifdef ASTRAI_CUDA_EMULATED
+  // The emulated device reports 16 GiB, but its memory is host memory that
+  // cudaMalloc fills with NaN bytes at once: 90% of it would take 14 GiB of
+  // the machine's RAM. Its cache takes at most 256 MiB (ample for the small
+  // models it serves in tests), or one whole context if that is more.
+  const int one_context = (e.config().max_seq_len + page_size - 1) / page_size;
+  pages = std::min(pages, std::max(double(kEmulatedCacheBytes / per_page), double(one_context)));
+#endif
   return pages > 2e9 ? 2000000000 : int(pages);
 }
 

@@ -39,9 +39,18 @@ struct CudaOptions {
 // True when a CUDA device of compute capability 8.0 or newer is visible;
 // otherwise false with the reason in *why ("no CUDA-capable device is
 // detected", "device 0 is sm_75; the CUDA backend needs sm_80 or newer").
+// In a -Dcuda=emulated build the device is the emulated one (cuda/emulation/:
+// the kernels run on the CPU, for tests): true, with *why saying it is
+// emulated; callers choosing a backend by themselves should not pick it
+// (cuda_is_emulated()).
 bool cuda_available(std::string* why = nullptr);
 
+// True in a -Dcuda=emulated build: every "device" is the CPU emulation.
+bool cuda_is_emulated();
+
 // "NVIDIA H200 (sm_90, 139.8 GiB)" for device `device`; "" when there is none.
+// Emulated: "AstrAI emulated device (CPU) (sm_90, 16.0 GiB of host memory at
+// most; the CUDA kernels emulated on the CPU, slowly)".
 std::string cuda_device_description(int device = 0);
 
 // The CUDA executor (name() "cuda-bf16" or "cuda-f32"). Throws
@@ -57,7 +66,9 @@ std::unique_ptr<Executor> make_cuda_executor(std::shared_ptr<const ModelWeights>
 std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size);
 
 // Pages a cache may take so that `fraction` of the device memory free now
-// holds it (for sizing the cache after the weights are loaded).
+// holds it (for sizing the cache after the weights are loaded). On the
+// emulated device, whose memory is the host's, at most 256 MiB of pages (or
+// one whole context, if more).
 int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction = 0.9);
 
 }  // namespace astrai

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the official OpenAI and Anthropic Node.js SDKs (clients.test.mjs)
-# against `astrai serve` with its synthetic model:
+# against `astrai serve` with its synthetic model, or with the serve arguments
+# given after "--" (a model, a backend):
 #   tests/clients/run.sh [path/to/astrai]      (default: build/cli/astrai)
+#   tests/clients/run.sh build-emu/cli/astrai -- --backend cuda --model M --tokenizer T
 # Starts the server on a free loopback port (--port 0) with a random API key,
 # waits for /health to report the model loaded, runs `npm ci` and
 # `node --test`, and stops the server whatever happens. Needs Node.js >= 20
@@ -10,7 +12,21 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-astrai="${1:-$here/../../build/cli/astrai}"
+astrai="$here/../../build/cli/astrai"
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then astrai="$1"; shift; fi
+[ $# -eq 0 ] || [ "$1" = "--" ] || { echo "run.sh: usage: run.sh [path/to/astrai] [-- serve arguments...]" >&2; exit 2; }
+[ $# -eq 0 ] || shift
+serve_args=("$@")
+# The model's own --model and --tokenizer, for counting the prompt's tokens.
+tokenize_args=()
+for ((i = 0; i < ${#serve_args[@]}; i++)); do
+  case "${serve_args[i]}" in
+    --model | --tokenizer)
+      [ $((i + 1)) -lt ${#serve_args[@]} ] || { echo "run.sh: ${serve_args[i]} needs a value" >&2; exit 2; }
+      tokenize_args+=("${serve_args[i]}" "$(realpath "${serve_args[i + 1]}")")
+      i=$((i + 1)) ;;
+  esac
+done
 [ -x "$astrai" ] || { echo "run.sh: no astrai program at $astrai (build it, or pass its path)" >&2; exit 2; }
 astrai="$(cd "$(dirname "$astrai")" && pwd)/$(basename "$astrai")"
 
@@ -28,7 +44,8 @@ trap cleanup EXIT
 
 api_key="astrai-test-$RANDOM$RANDOM"
 # A private cache folder: the synthetic model is written there on first use.
-XDG_CACHE_HOME="$work/cache" "$astrai" serve --host 127.0.0.1 --port 0 --api-key "$api_key" >"$log" 2>&1 &
+XDG_CACHE_HOME="$work/cache" "$astrai" serve --host 127.0.0.1 --port 0 --api-key "$api_key" \
+  ${serve_args[@]+"${serve_args[@]}"} >"$log" 2>&1 &
 server_pid=$!
 
 # The server prints "listening on http://127.0.0.1:PORT" once bound.
@@ -53,12 +70,19 @@ node --input-type=module -e "
   console.error('run.sh: the model did not load within 60 s');
   process.exit(1);
 " || { cat "$log" >&2; exit 1; }
+# Which model, template and backend the tests run against, for the CI log.
+grep -E "^astrai: |ready \(" "$log" || true
 
 # The prompt's token count, from the tokenizer alone (astrai tokenize, BOS
-# first), for the usage checks: the served synthetic model's plain template
+# first), for the usage checks: the plain template, which serves the
+# synthetic model and any without a chat template of its own (stories260K),
 # makes a single user message exactly its text.
-model_file="$(ls "$work"/cache/astrai/*.gguf | head -n 1)"
-prompt_tokens="$(printf 'Once upon a time\n' | "$astrai" tokenize --model "$model_file" | wc -w)"
+if [ ${#tokenize_args[@]} -eq 0 ]; then
+  tokenize_args=(--model "$(ls "$work"/cache/astrai/*.gguf | head -n 1)")
+fi
+grep -q "chat template plain" "$log" ||
+  { cat "$log" >&2; echo "run.sh: the tests count prompt tokens for the plain chat template" >&2; exit 1; }
+prompt_tokens="$(printf 'Once upon a time\n' | "$astrai" tokenize "${tokenize_args[@]}" | wc -w)"
 [ "$prompt_tokens" -gt 1 ] || { echo "run.sh: could not count the prompt's tokens" >&2; exit 1; }
 
 cd "$here"
