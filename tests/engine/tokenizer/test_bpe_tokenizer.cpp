@@ -19,6 +19,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/engine/tokenizer/bpe_oracle_files.h"
 #include "tests/engine/tokenizer/tokenizers_js_oracle.h"
+#include "tests/support/sanitized_build.h"
 #include "tests/support/shared_data.h"
 
 namespace {
@@ -67,7 +68,10 @@ void compare_with_oracle(const std::string& name, const HfTokenizer& tok) {
   const auto added = added_contents(tok);
   std::vector<std::string> texts = {"", "Hello world", " ", "\n\n\n", "I'm HERE, aren'T we?", "12345678",
                                     "<|im_start|>user\nhi<|im_end|>", "<|begin_of_text|>x"};
-  for (int i = 0; i < 3000; ++i) {
+  // Sanitizer builds: 300 random texts instead of 3000 (sanitized_build.h):
+  // every code path is walked many times over; the release stage compares all.
+  const int random_texts = astrai::test::kSanitizedBuild ? 300 : 3000;
+  for (int i = 0; i < random_texts; ++i) {
     std::string s;
     const int n = 1 + int(rng() % 16);
     for (int k = 0; k < n; ++k) s += random_fragment(rng, added);
