@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +38,11 @@ class GatedExecutor final : public Executor {
   void resume();
   // Blocks until a forward() call is waiting at the closed gate.
   void wait_until_blocked();
+  // While paused: lets the forward() call waiting at the gate (waits for one)
+  // through, then blocks until the next one is waiting there, by which time
+  // the loop has published that step's figures. One step, whatever the
+  // machine's speed; FAILs after a hang detector's 120 s.
+  void step_once();
 
  private:
   ReferenceExecutor inner_;
@@ -44,6 +51,8 @@ class GatedExecutor final : public Executor {
   std::condition_variable changed_;
   bool paused_ = false;
   int blocked_ = 0;
+  int passes_ = 0;          // forward() calls step_once() lets through the closed gate
+  uint64_t arrivals_ = 0;   // forward() calls that have reached the gate
 };
 
 struct TestServerOptions {
@@ -58,6 +67,11 @@ struct TestServerOptions {
   bool log_requests = false;
   std::string chat_template = "plain";
   std::chrono::seconds request_timeout{30};  // a request body must arrive within this
+  // The connection timeouts (ServerOptions' defaults). A test that checks that
+  // something happened "without waiting for a timeout" makes the timeout
+  // long (60 s) and waits less, rather than bounding how long it took.
+  std::chrono::seconds read_timeout{10};
+  std::chrono::seconds keep_alive_timeout{5};
   int threads = 48;                          // httplib workers
   SamplingParams default_sampling{};         // what a request leaves out (a model's generation_config.json)
 };
@@ -85,6 +99,10 @@ class TestServer {
   // Polls /stats until no task is running or waiting; returns that /stats body.
   // The timeout detects a hang; it is no speed claim.
   json wait_until_idle(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) const;
+  // Polls until the engine has counted `count` cancel() calls since start
+  // (counted at once, even while the executor is paused); FAILs after a hang
+  // detector's 120 s.
+  void wait_for_cancel_requests(uint64_t count);
 
  private:
   TestServerOptions options_;
@@ -115,7 +133,11 @@ Reply post(const TestServer& server, const std::string& path, const json& body, 
 // Sends a streaming request and closes the connection after `chunks` chunks
 // of the body (httplib closes the socket when a content receiver returns
 // false); checks that the transfer ended so. Returns the bytes read.
-std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks);
+// `before_close`, when given, runs just before the close: a test pauses the
+// executor there, so that the task cannot run on to its end however long the
+// server takes to notice the client has gone.
+std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks,
+                                 const std::function<void()>& before_close = {});
 
 // One server-sent event, parsed as the SSE specification says: "field: value"
 // lines (one space after the colon dropped), comment lines (":") ignored, a
