@@ -45,6 +45,14 @@ void GatedExecutor::wait_until_blocked() {
   changed_.wait(lock, [&] { return paused_ && blocked_ > 0; });
 }
 
+void GatedExecutor::allow(int steps) {
+  {
+    std::lock_guard lock(mutex_);
+    passes_ += steps;
+  }
+  changed_.notify_all();
+}
+
 void GatedExecutor::step_once() {
   std::unique_lock lock(mutex_);
   REQUIRE(paused_);
@@ -166,8 +174,7 @@ void TestServer::wait_for_cancel_requests(uint64_t count) {
   REQUIRE(engine().get_stats().cancel_requests >= count);
 }
 
-std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks,
-                                 const std::function<void()>& before_close) {
+std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks) {
   auto client = server.client();
   httplib::Request request;
   request.method = "POST";
@@ -178,9 +185,7 @@ std::string read_then_disconnect(const TestServer& server, const std::string& pa
   int seen = 0;
   request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
     received.append(data, size);
-    if (++seen < chunks) return true;
-    if (before_close) before_close();
-    return false;
+    return ++seen < chunks;
   };
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;

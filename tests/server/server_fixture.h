@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +37,10 @@ class GatedExecutor final : public Executor {
   void resume();
   // Blocks until a forward() call is waiting at the closed gate.
   void wait_until_blocked();
+  // While paused: lets the next `steps` forward() calls through the closed
+  // gate, and no more: a test that pauses, then allows a few steps, knows
+  // the loop is held after them however slow its own thread is.
+  void allow(int steps);
   // While paused: lets the forward() call waiting at the gate (waits for one)
   // through, then blocks until the next one is waiting there, by which time
   // the loop has published that step's figures. One step, whatever the
@@ -51,7 +54,7 @@ class GatedExecutor final : public Executor {
   std::condition_variable changed_;
   bool paused_ = false;
   int blocked_ = 0;
-  int passes_ = 0;          // forward() calls step_once() lets through the closed gate
+  int passes_ = 0;          // forward() calls allow() and step_once() let through the closed gate
   uint64_t arrivals_ = 0;   // forward() calls that have reached the gate
 };
 
@@ -133,11 +136,7 @@ Reply post(const TestServer& server, const std::string& path, const json& body, 
 // Sends a streaming request and closes the connection after `chunks` chunks
 // of the body (httplib closes the socket when a content receiver returns
 // false); checks that the transfer ended so. Returns the bytes read.
-// `before_close`, when given, runs just before the close: a test pauses the
-// executor there, so that the task cannot run on to its end however long the
-// server takes to notice the client has gone.
-std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks,
-                                 const std::function<void()>& before_close = {});
+std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks);
 
 // One server-sent event, parsed as the SSE specification says: "field: value"
 // lines (one space after the colon dropped), comment lines (":") ignored, a

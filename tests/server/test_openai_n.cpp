@@ -218,12 +218,14 @@ TEST_CASE("OpenAI n: a client that leaves a streamed n-request cancels every cho
   json body = openai_body("Once upon a time", 200, true);
   body["n"] = kN;
   body["ignore_eos"] = true;  // every choice would run to max_tokens
-  // The role chunks and a few tokens, then the connection is closed. The
-  // executor is held from just before the close until the server has
-  // noticed and cancelled, so that however slow the machine, no choice can
-  // run on to its end first.
+  // The role chunks and a few tokens (or heartbeats), then the connection is
+  // closed. The loop runs a few steps, then is held until the server has
+  // noticed and cancelled, so that however slow the client's thread, no
+  // choice can run on to its end first.
   const uint64_t cancels_before = server.engine().get_stats().cancel_requests;
-  CHECK_FALSE(read_then_disconnect(server, kPath, body, 4, [&] { server.executor().pause(); }).empty());
+  server.executor().pause();
+  server.executor().allow(4);
+  CHECK_FALSE(read_then_disconnect(server, kPath, body, 4).empty());
   server.wait_for_cancel_requests(cancels_before + kN);  // one cancel() per choice
   server.executor().resume();
   const json stats = server.wait_until_idle();

@@ -51,16 +51,18 @@ TEST_CASE("A client that disconnects mid-stream cancels its task; the others go 
   const json other_alone = post(server, "/v1/messages", anthropic_body("The dog", 30)).body_json();
   const uint64_t tokens_before = server.wait_until_idle()["total_tokens"];
 
+  // The loop runs a few steps, then is held until the server has noticed
+  // the client gone (at its next write: a token, or the 50 ms heartbeat) and
+  // cancelled, so that however slow the client's thread, the long stream
+  // cannot run on to its end first.
+  const uint64_t cancels_before = server.engine().get_stats().cancel_requests;
+  server.executor().pause();
+  server.executor().allow(4);
   std::string other_stream;
   std::jthread other([&] { other_stream = try_post(server, "/v1/messages", anthropic_body("The dog", 30, true)).body; });
-  // Two chunks: the role chunk and the first text. The executor is held from
-  // just before the client leaves until the server has noticed (at its next
-  // write, the 50 ms heartbeat) and cancelled, so that however slow the
-  // machine, the long stream cannot run on to its end first.
-  const uint64_t cancels_before = server.engine().get_stats().cancel_requests;
+  // Two chunks: the role chunk and the first text (or a heartbeat).
   const std::string got = read_then_disconnect(server, "/v1/chat/completions",
-                                               openai_body(long_prompt, long_tokens, true), 2,
-                                               [&] { server.executor().pause(); });
+                                               openai_body(long_prompt, long_tokens, true), 2);
   CHECK_FALSE(got.empty());
   server.wait_for_cancel_requests(cancels_before + 1);
   server.executor().resume();
