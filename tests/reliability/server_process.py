@@ -183,9 +183,10 @@ def idle(s):
             and s["cache"]["tasks"] == 0)
 
 
-def wait_idle(port, timeout=10, headers=None):
+def wait_idle(port, timeout=60, headers=None):
     """Polls /stats until idle (its figures are published after each
-    scheduler step). Returns (idle?, the last stats)."""
+    scheduler step). Returns (idle?, the last stats). The timeout detects a
+    hang; it is no speed claim (it costs nothing when the server is idle)."""
     deadline = time.monotonic() + timeout
     while True:
         s = stats(port, headers)

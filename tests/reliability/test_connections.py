@@ -1,10 +1,11 @@
 """Connections at the HTTP level against the real `astrai serve` (issue 16):
 
   - 1,000 idle connections (open, sending nothing) hold no worker thread:
-    /health and a short chat completion on new connections answer within
-    1 s, and the server's memory per idle connection is bounded (its RSS
-    before and after is printed; the check allows 32 KiB each, far over what
-    a connection costs in user space);
+    /health and a short chat completion on new connections are answered
+    while every idle one is still open (so the answer waited for none of
+    them to close), and the server's memory per idle connection is bounded
+    (its RSS before and after is printed; the check allows 32 KiB each, far
+    over what a connection costs in user space);
   - pipelining: one write holding GET /health, a chat request and GET
     /v1/models with "Connection: close" gets three answers, in order, then the
     connection closes;
@@ -12,13 +13,20 @@
   - header bytes: NUL, CR or percent-encoded NUL in a header value is 400
     (an API key with "\\0junk" after it was accepted before);
   - framing: Content-Length -1 and "abc" are 400, a 200 KB header 431, a
-    declared 50 MB body 413 within 1 s (before: after the 10 s read timeout);
+    declared 50 MB body 413 before the read timeout could fire (before: after
+    the read timeout);
   - request smuggling: a GET, OPTIONS, HEAD or DELETE whose body
     (Content-Length or chunked) is a second request gets one answer, 400,
     and the connection closes: the body is never parsed as a pipelined
     request;
   - 100 prompts of 1 MB each (--prompt-mb 3 for the issue's size) are
     refused (400) from their bytes, and the server's RSS stays flat.
+
+No check depends on the machine's speed (docs/testing.md): the server's
+keep-alive, read and request timeouts are all TIMEOUT (60 s) and a client
+waits at most WAIT (40 s), so a close or an answer within the wait is the
+server's own doing (Connection: close, a refusal), never a timeout's; the
+times measured are printed, not compared.
 
 Usage: test_connections.py ASTRAI SOURCE_ROOT [--idle 1000] [--prompts 100] [--prompt-mb 1]
 The test raises its own soft limit of open files (RLIMIT_NOFILE) to fit the
@@ -37,6 +45,8 @@ from server_process import (HOST, PATHS, Results, ServerProcess, chat, chat_body
 
 API_KEY = "connections-test-key"
 AUTH = {"Authorization": "Bearer " + API_KEY}
+TIMEOUT = 60  # the server's keep-alive, read and request timeouts
+WAIT = 40     # the longest a client waits: under TIMEOUT, so nothing that comes within it is a timeout's doing
 
 
 def raise_open_file_limit(needed):
@@ -52,7 +62,7 @@ def timed(fn):
     return value, time.monotonic() - start
 
 
-def exchange(port, raw, timeout=5):
+def exchange(port, raw, timeout=WAIT):
     sock = connect(port)
     try:
         sock.sendall(raw)
@@ -71,20 +81,26 @@ def test_idle_connections(results, server, count, check_memory):
     sockets = []
     try:
         for _ in range(count):
-            sockets.append(socket.create_connection((HOST, server.port), timeout=10))
-        deadline = time.monotonic() + 10
+            sockets.append(socket.create_connection((HOST, server.port), timeout=WAIT))
+        deadline = time.monotonic() + WAIT
         while stats(server.port, AUTH)["http"]["connections_open"] < count and time.monotonic() < deadline:
             time.sleep(0.05)
         opened = stats(server.port, AUTH)["http"]["connections_open"]
         results.check(f"the server holds {count} idle connections", opened >= count, f"connections_open {opened}")
-        (status, _, body), seconds = timed(lambda: request(server.port, "GET", "/health", timeout=10))
-        results.check(f"GET /health with {count} idle connections open answers within 1 s ({seconds * 1000:.0f} ms)",
-                      status == 200 and seconds < 1.0, f"{status} {body[:100]!r} after {seconds:.2f} s")
+        # Answered while all the idle connections are still open: the answer
+        # waited for none of them to be closed (they close only after
+        # TIMEOUT). The times are printed, not compared.
+        (status, _, body), seconds = timed(lambda: request(server.port, "GET", "/health", timeout=WAIT))
+        still_open = stats(server.port, AUTH)["http"]["connections_open"]
+        results.check(f"GET /health with {count} idle connections open is answered while all stay open "
+                      f"({seconds * 1000:.0f} ms, {still_open} open after)",
+                      status == 200 and still_open >= count, f"{status} {body[:100]!r} after {seconds:.2f} s")
         reply, seconds = timed(lambda: chat(server.port, "openai", chat_body("openai", "Once upon a time", 4),
-                                            timeout=10, headers=AUTH))
-        results.check(f"a 4-token completion with {count} idle connections open answers within 1 s "
-                      f"({seconds * 1000:.0f} ms)", reply.status == 200 and seconds < 1.0,
-                      f"{reply.status} after {seconds:.2f} s")
+                                            timeout=WAIT, headers=AUTH))
+        still_open = stats(server.port, AUTH)["http"]["connections_open"]
+        results.check(f"a 4-token completion with {count} idle connections open is answered while all stay open "
+                      f"({seconds * 1000:.0f} ms, {still_open} open after)",
+                      reply.status == 200 and still_open >= count, f"{reply.status} after {seconds:.2f} s")
         after = server.rss_kib()
         per = (after - before) * 1024 / count
         print(f"       RSS {before} KiB before, {after} KiB with {count} idle connections: "
@@ -108,16 +124,17 @@ def test_pipelining(results, port):
     data, how, waited = exchange(port, raw)
     answers = data.count(b"HTTP/1.1 200 ")
     order = [data.find(b'"model_loaded"'), data.find(b'"chat.completion"'), data.find(b'"object":"list"')]
+    # Closed within WAIT: by the Connection: close, not by a timeout.
     results.check(f"three pipelined requests in one write: three answers in order, then closed ({waited:.2f} s)",
-                  how in ("closed", "reset") and answers == 3 and -1 not in order and order == sorted(order)
-                  and waited < 3.0, f"{how} after {waited:.2f} s, {answers} answers, {data[:300]!r}")
+                  how in ("closed", "reset") and answers == 3 and -1 not in order and order == sorted(order),
+                  f"{how} after {waited:.2f} s, {answers} answers, {data[:300]!r}")
 
 
 def test_http10(results, port):
     head, data = http_bytes("POST", PATHS["openai"], chat_body("openai", "Once upon a time", 8, stream=True),
                             {"Authorization": AUTH["Authorization"]})
     head = head.replace(b"HTTP/1.1", b"HTTP/1.0", 1)
-    raw, how, waited = exchange(port, head + data, timeout=10)
+    raw, how, waited = exchange(port, head + data)
     response_head, _, body = raw.partition(b"\r\n\r\n")
     lower = response_head.lower()
     results.check("HTTP/1.0 stream: 200, no chunked encoding, the events delimited by the connection's close",
@@ -151,9 +168,11 @@ def test_framing(results, port):
         data, how, _ = exchange(port, raw)
         results.check(f"{name}: {want}, then closed", status_of(data) == want and how in ("closed", "reset"),
                       f"{how} {data[:200]!r}")
-    data, how, waited = exchange(port, post + b"Content-Length: 50000000\r\n\r\n", timeout=15)
-    results.check(f"a declared 50 MB body, none sent: 413 within 1 s ({waited * 1000:.0f} ms to the close)",
-                  status_of(data) == 413 and waited < 1.0, f"{how} after {waited:.2f} s {data[:200]!r}")
+    # 413 and closed within WAIT: before the read timeout (TIMEOUT) that
+    # waiting for the body would end in.
+    data, how, waited = exchange(port, post + b"Content-Length: 50000000\r\n\r\n")
+    results.check(f"a declared 50 MB body, none sent: 413 before the read timeout ({waited * 1000:.0f} ms to the close)",
+                  status_of(data) == 413 and how in ("closed", "reset"), f"{how} after {waited:.2f} s {data[:200]!r}")
 
 
 def statuses(raw):
@@ -237,10 +256,10 @@ def main():
     args = parser.parse_args()
     results = Results()
     model = make_model(args.astrai, scratch_dir("astrai-connections-"))
-    # A keep-alive timeout long enough that the idle connections stay open
-    # while they are measured; the rest at their defaults.
-    with ServerProcess(args.astrai, model, "--api-key", API_KEY, "--keep-alive-timeout", 30, "--threads", 8,
-                       "--quiet") as server:
+    # Timeouts long enough that the idle connections stay open while they
+    # are measured, and that no client wait (WAIT) can end in one.
+    with ServerProcess(args.astrai, model, "--api-key", API_KEY, "--keep-alive-timeout", TIMEOUT,
+                       "--read-timeout", TIMEOUT, "--request-timeout", TIMEOUT, "--threads", 8, "--quiet") as server:
         server.wait_ready()
         test_idle_connections(results, server, args.idle, not args.no_memory_checks)
         test_pipelining(results, server.port)

@@ -9,19 +9,26 @@ block held:
   - disconnects at random points (mid headers, mid body, after the request
     before the response, mid stream; FIN or RST), many at once;
   - a client gone while its request generates: the task is cancelled (its
-    tokens stop, its KV blocks are freed) within about a second, whole or
+    tokens stop before max_tokens, its KV blocks are freed), whole or
     streamed;
   - half a body, then close;
   - slow clients: a request that stalls (closed after --read-timeout), one
-    trickled byte by byte (closed after --request-timeout), connections that
-    never send anything and a kept-alive connection left idle (closed after
-    --keep-alive-timeout), while a normal request is served meanwhile;
+    trickled byte by byte (closed after --request-timeout, before the whole
+    request is sent), connections that never send anything and a kept-alive
+    connection left idle (closed after --keep-alive-timeout), while a normal
+    request is served meanwhile;
   - limits: bodies over --max-body-bytes (413 with a JSON body), an absurd
     Content-Length, huge headers and URIs, garbage instead of HTTP, a prompt
     longer than the context (400);
   - a full queue (--max-running 1 --max-waiting 2, twelve long requests at
     once): 503 with Retry-After for some, 200 for the rest, none hangs.
 Prints the faults injected by kind, then 'N passed, N failed'.
+
+No check depends on the machine's speed (docs/testing.md): each timeout under
+test is told from the others by their order (the read and keep-alive
+timeouts are far shorter than the request timeout, and a trickled request
+would take several request timeouts to send), never by a bound of "its
+timeout + a margin"; client waits are hang guards, and the times are printed.
 """
 import argparse
 import collections
@@ -36,9 +43,14 @@ from server_process import (PATHS, Malformed, Results, ServerProcess, body_of, c
                             connect, http_bytes, make_model, read_until_closed, scratch_dir, stats, status_of,
                             wait_idle)
 
-READ_TIMEOUT, REQUEST_TIMEOUT, KEEP_ALIVE_TIMEOUT = 2, 6, 2
+# The read and keep-alive timeouts are short, the request timeout far longer:
+# a close before REQUEST_TIMEOUT (from before the connection opened) was the
+# read or keep-alive timeout's, and one after the answer but before
+# KEEP_ALIVE_TIMEOUT was not the keep-alive wait's.
+READ_TIMEOUT, REQUEST_TIMEOUT, KEEP_ALIVE_TIMEOUT = 2, 30, 8
+HANG = REQUEST_TIMEOUT + 30  # a client's longest wait: past it, the server has hung
 MAX_BODY = 65536
-MARGIN = 2.5  # seconds of scheduling slack on a loaded 2-core machine
+TRICKLE_PAD = 100  # JSON whitespace after the trickled body: the whole takes over 100 s at 2 bytes a second
 WORDS = "once upon a time there was a little girl named lily who liked to play in the park".split()
 
 faults = collections.Counter()
@@ -60,7 +72,7 @@ def server_sound(results, server, what, references):
     results.check(f"after {what}: the server is running", alive, server.log()[-2000:])
     if not alive:
         return False
-    is_idle, last = wait_idle(server.port, timeout=10)
+    is_idle, last = wait_idle(server.port)
     results.check(f"after {what}: /stats shows no task, no queue, no KV block held", is_idle, last)
     for protocol, stream in (("openai", False), ("anthropic", True)):
         reply = chat(server.port, protocol, fixed_request(protocol, stream))
@@ -122,8 +134,10 @@ def test_random_disconnects(results, port, count):
 
 
 def test_cancel_on_disconnect(results, port):
-    """A long request whose client leaves stops generating: its task is gone
-    within about a second and it never generates all its tokens."""
+    """A long request whose client leaves stops generating: its task ends
+    before it has generated all its tokens (about 3 s of work alone; the
+    server looks for a departed client every 250 ms or at each write). How
+    long that took is printed, not compared."""
     for protocol, stream, reset in (("openai", False, False), ("anthropic", False, True),
                                     ("openai", True, True), ("anthropic", True, False)):
         _, before = wait_idle(port)
@@ -131,20 +145,20 @@ def test_cancel_on_disconnect(results, port):
         head, data = http_bytes("POST", PATHS[protocol], body)
         sock = connect(port)
         sock.sendall(head + data)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + HANG
         while stats(port)["active_tasks"] == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         if stream:
             sock.recv(200)
         left = time.monotonic()
         close_abruptly(sock, reset)
-        is_idle, after = wait_idle(port, timeout=15)
+        is_idle, after = wait_idle(port)
         waited = time.monotonic() - left
         tokens = after["total_tokens"] - before["total_tokens"]
         form = "stream" if stream else "whole request"
         injected(f"client gone while generating ({form}, {'RST' if reset else 'FIN'})")
         results.check(f"{protocol} {form}, client gone ({'RST' if reset else 'FIN'}): task ended "
-                      f"{waited:.2f} s later after {tokens} of 1000 tokens", is_idle and waited < 2.0 and tokens < 1000,
+                      f"{waited:.2f} s later after {tokens} of 1000 tokens", is_idle and tokens < 1000,
                       f"idle {is_idle}, {after}")
 
 
@@ -162,21 +176,26 @@ def test_half_bodies(results, port):
 
 def stall(port, part):
     """Sends part of a request, then nothing. Returns read_until_closed's
-    (answer, how it ended, seconds, seconds to the answer)."""
+    (answer, how it ended, seconds, seconds to the answer), the seconds
+    counted from before the connection opened."""
     head, data = http_bytes("POST", PATHS["openai"], fixed_request())
+    start = time.monotonic()
     sock = connect(port)
     sock.sendall(head[:len(head) // 2] if part == "headers" else head + data[:len(data) // 2])
-    ending = read_until_closed(sock, REQUEST_TIMEOUT + 10)
+    answer, how, waited, first = read_until_closed(sock, HANG)
     sock.close()
-    return ending
+    before = time.monotonic() - start - waited  # connecting and sending
+    return answer, how, waited + before, None if first is None else first + before
 
 
 def trickle(port, part):
     """Sends a request one byte every half second (well under the read
-    timeout), reading whatever comes back. Returns (how it ended, seconds
-    since the connection opened, bytes of the request sent, the server's
-    answer if any, seconds when the answer came)."""
-    head, data = http_bytes("POST", PATHS["openai"], fixed_request())
+    timeout), reading whatever comes back, until the server closes or the
+    whole request is sent (over 100 s: several request timeouts). Returns
+    (how it ended, seconds since the connection opened, bytes of the request
+    sent, the server's answer if any, seconds when the answer came, bytes of
+    the whole request)."""
+    head, data = http_bytes("POST", PATHS["openai"], json.dumps(fixed_request()).encode() + b" " * TRICKLE_PAD)
     whole = head + data
     sent = len(head) if part == "body" else 0
     answer, answered_at = b"", None
@@ -185,35 +204,39 @@ def trickle(port, part):
     if sent:
         sock.sendall(head)
     try:
-        while sent < len(whole) and time.monotonic() - start < REQUEST_TIMEOUT + MARGIN + 3:
+        while sent < len(whole):
             readable, _, _ = select.select([sock], [], [], 0.5)
             if readable:
                 chunk = sock.recv(65536)
                 if not chunk:
-                    return "closed", time.monotonic() - start, sent, answer, answered_at
+                    return "closed", time.monotonic() - start, sent, answer, answered_at, len(whole)
                 answered_at = answered_at or time.monotonic() - start
                 answer += chunk
                 continue
             sock.send(whole[sent:sent + 1])
             sent += 1
     except (ConnectionResetError, BrokenPipeError):
-        return "reset", time.monotonic() - start, sent, answer, answered_at
+        return "reset", time.monotonic() - start, sent, answer, answered_at, len(whole)
     finally:
         sock.close()
-    return "not closed", time.monotonic() - start, sent, answer, answered_at
+    return "not closed", time.monotonic() - start, sent, answer, answered_at, len(whole)
 
 
 def idle_connection(port):
+    """A connection that sends nothing: (what came, how it ended, seconds
+    from before it opened)."""
+    start = time.monotonic()
     sock = connect(port)
-    raw, how, waited, _ = read_until_closed(sock, REQUEST_TIMEOUT + 10)
+    raw, how, _, _ = read_until_closed(sock, HANG)
     sock.close()
-    return raw, how, waited
+    return raw, how, time.monotonic() - start
 
 
 def kept_alive_then_idle(port):
-    """One GET /health on a kept-alive connection, then silence: seconds
-    from the response to the server's close."""
+    """One GET /health on a kept-alive connection, then silence: (status,
+    how it ended, seconds from before the request to the server's close)."""
     sock = connect(port)
+    start = time.monotonic()
     sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     raw = b""
     while b"}" not in raw:
@@ -221,9 +244,9 @@ def kept_alive_then_idle(port):
         if not chunk:
             break
         raw += chunk
-    _, how, waited, _ = read_until_closed(sock, REQUEST_TIMEOUT + 10)
+    _, how, _, _ = read_until_closed(sock, HANG)
     sock.close()
-    return status_of(raw), how, waited
+    return status_of(raw), how, time.monotonic() - start
 
 
 def test_slow_clients(results, port, references):
@@ -245,11 +268,11 @@ def test_slow_clients(results, port, references):
     for t in threads:
         t.start()
     time.sleep(0.3)
-    reply = chat(port, "anthropic", fixed_request("anthropic"), timeout=30)
+    reply = chat(port, "anthropic", fixed_request("anthropic"), timeout=HANG)
     results.check("a normal request is served while 16 idle, 2 stalled and 2 trickling connections are open",
                   reply.status == 200 and reply.text == references, f"{reply.status} {reply.text!r}")
     for t in threads:
-        t.join(REQUEST_TIMEOUT + 30)
+        t.join(HANG + 30)
 
     def closed(how):
         return how in ("closed", "reset")
@@ -265,42 +288,45 @@ def test_slow_clients(results, port, references):
         # request must end the connection, not leave it waiting for more.
         # A stalled head gets 408 from the connection manager, which ends the
         # connection at once (when httplib read heads itself, the connection
-        # stayed open for its keep-alive wait after a 400).
-        limit = READ_TIMEOUT + MARGIN
-        after_answer = 1.0
-        ok = not isinstance(res, Exception) and closed(res[1]) and res[2] <= limit \
-            and (res[0] == b"" or 400 <= (status_of(res[0]) or 0) < 500 and res[2] - res[3] <= after_answer)
+        # stayed open for its keep-alive wait after a 400). Closed before the
+        # request timeout could fire: the read timeout's doing; closed before
+        # the keep-alive timeout after the answer: not left waiting for more.
+        ok = not isinstance(res, Exception) and closed(res[1]) and res[2] < REQUEST_TIMEOUT \
+            and (res[0] == b"" or 400 <= (status_of(res[0]) or 0) < 500 and res[2] - res[3] < KEEP_ALIVE_TIMEOUT)
         detail = res if isinstance(res, Exception) else \
             f"{res[1]} after {res[2]:.1f} s; answer {res[0][:160]!r} after {res[3]} s"
-        results.check(f"a request that stalls in its {part} is dropped within {limit} s (read timeout"
-                      f" + {MARGIN} s){seconds(res, 2)}", ok, detail)
+        results.check(f"a request that stalls in its {part} is dropped by the read timeout ({READ_TIMEOUT} s), "
+                      f"before the request timeout ({REQUEST_TIMEOUT} s){seconds(res, 2)}", ok, detail)
         name = f"trickle {part}"
         injected(name)
         res = outcome[name]
-        ok = not isinstance(res, Exception) and closed(res[0]) and READ_TIMEOUT < res[1] <= REQUEST_TIMEOUT + MARGIN \
+        # Closed before the whole request was sent (a server without the
+        # request timeout would take it all and answer 200), and not before
+        # the read timeout (each byte came well within it).
+        ok = not isinstance(res, Exception) and closed(res[0]) and READ_TIMEOUT < res[1] and res[2] < res[5] \
             and (status_of(res[3]) is None or 400 <= status_of(res[3]) < 500)
         detail = res if isinstance(res, Exception) else \
-            f"{res[0]} after {res[1]:.1f} s, {res[2]} bytes sent, answer {res[3][:100]!r} at {res[4]} s"
-        results.check(f"a request trickled byte by byte in its {part} is closed within the request timeout "
-                      f"({REQUEST_TIMEOUT} s) + {MARGIN} s{seconds(res, 1)}", ok, detail)
+            f"{res[0]} after {res[1]:.1f} s, {res[2]} of {res[5]} bytes sent, answer {res[3][:100]!r} at {res[4]} s"
+        results.check(f"a request trickled byte by byte in its {part} is closed by the request timeout "
+                      f"({REQUEST_TIMEOUT} s), before it is all sent{seconds(res, 1)}", ok, detail)
     res = outcome["kept alive then idle"]
     injected("kept-alive connection left idle")
-    results.check(f"a kept-alive connection left idle is closed within the keep-alive timeout "
-                  f"({KEEP_ALIVE_TIMEOUT} s) + {MARGIN} s{seconds(res, 2)}",
+    results.check(f"a kept-alive connection left idle is closed by the keep-alive timeout ({KEEP_ALIVE_TIMEOUT} s), "
+                  f"before the request timeout ({REQUEST_TIMEOUT} s){seconds(res, 2)}",
                   not isinstance(res, Exception) and res[0] == 200 and closed(res[1])
-                  and res[2] <= KEEP_ALIVE_TIMEOUT + MARGIN, repr(res)[:300])
+                  and res[2] < REQUEST_TIMEOUT, repr(res)[:300])
     idle = [outcome[f"idle {i}"] for i in range(16)]
     injected("connection that sends nothing", 16)
-    limit = max(KEEP_ALIVE_TIMEOUT, READ_TIMEOUT) + MARGIN
     slowest = max((r[2] for r in idle if not isinstance(r, Exception)), default=0.0)
-    results.check(f"16 connections that send nothing are closed within {limit} s, with no response "
-                  f"(the last after {slowest:.1f} s)",
-                  all(not isinstance(r, Exception) and closed(r[1]) and r[2] <= limit and r[0] == b"" for r in idle),
+    results.check(f"16 connections that send nothing are closed by the keep-alive timeout, before the request "
+                  f"timeout, with no response (the last after {slowest:.1f} s)",
+                  all(not isinstance(r, Exception) and closed(r[1]) and r[2] < REQUEST_TIMEOUT and r[0] == b""
+                      for r in idle),
                   repr(idle)[:600])
 
 # --- limits and garbage ---------------------------------------------------
 
-def exchange(port, raw, timeout=REQUEST_TIMEOUT + 10):
+def exchange(port, raw, timeout=HANG):
     """Sends raw bytes (as far as the server takes them), then reads until it
     closes. Returns (response bytes, how it ended, seconds)."""
     sock = connect(port)
@@ -360,17 +386,18 @@ def test_limits(results, port):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(REQUEST_TIMEOUT + 30)
+        t.join(HANG + 30)
     for name in hostile:
         injected(name)
         got, how, waited, _ = outcome.get(name, (b"", "no outcome", 0.0, None))
         status = status_of(got)
-        # A 4xx, or the connection closed without an answer; never a 2xx, a 5xx, a hang or a crash.
+        # A 4xx, or the connection closed without an answer; never a 2xx, a
+        # 5xx, a hang (no close within HANG, past every timeout) or a crash.
         ok = how in ("closed", "reset") and (got == b"" or status is not None and 400 <= status < 500)
         if "Content-Length of 10^15" in name:
             ok = ok and status == 413
         results.check(f"{name}: {status if status else 'closed without an answer'} in {waited:.1f} s, no crash",
-                      ok and waited <= REQUEST_TIMEOUT + MARGIN, f"{got[:300]!r} {how}")
+                      ok, f"{got[:300]!r} {how}")
 
     prompt = " ".join(WORDS * 80)  # about 3 tokens a word: far over the 1024-token context
     for protocol in ("openai", "anthropic"):

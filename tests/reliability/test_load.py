@@ -210,7 +210,7 @@ def main():
         for r in range(1, args.rounds + 1):
             # /stats is published after each scheduler step: a figure read just
             # after a response may miss that response's last token until idle.
-            _, before = wait_idle(port, timeout=10)
+            _, before = wait_idle(port)
             tally, elapsed, stuck = run_round(port, args, references)
             results.check(f"round {r}: every client ended (none hung)", stuck == 0, f"{stuck} clients still waiting")
             for failure in tally.failures:
@@ -218,7 +218,7 @@ def main():
             results.check(f"round {r}: every response well-formed or the documented error, fixed requests "
                           f"equal to their answer alone", tally.statuses["FAILURE"] == 0,
                           f"{tally.statuses['FAILURE']} failures (first ones above)")
-            is_idle, after = wait_idle(port, timeout=10)
+            is_idle, after = wait_idle(port)
             results.check(f"round {r}: /stats back to no task, no queue, no KV block held", is_idle, after)
             tasks = after["total_tasks"] - before["total_tasks"]
             tokens = after["total_tokens"] - before["total_tokens"]

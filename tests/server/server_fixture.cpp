@@ -16,8 +16,10 @@ xt::xtensor<float, 2> GatedExecutor::forward(std::span<const BatchToken> batch, 
   {
     std::unique_lock lock(mutex_);
     ++blocked_;
+    ++arrivals_;
     changed_.notify_all();
-    changed_.wait(lock, [&] { return !paused_; });
+    changed_.wait(lock, [&] { return !paused_ || passes_ > 0; });
+    if (paused_) --passes_;
     --blocked_;
   }
   if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
@@ -33,6 +35,7 @@ void GatedExecutor::resume() {
   {
     std::lock_guard lock(mutex_);
     paused_ = false;
+    passes_ = 0;
   }
   changed_.notify_all();
 }
@@ -40,6 +43,24 @@ void GatedExecutor::resume() {
 void GatedExecutor::wait_until_blocked() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return paused_ && blocked_ > 0; });
+}
+
+void GatedExecutor::allow(int steps) {
+  {
+    std::lock_guard lock(mutex_);
+    passes_ += steps;
+  }
+  changed_.notify_all();
+}
+
+void GatedExecutor::step_once() {
+  std::unique_lock lock(mutex_);
+  REQUIRE(paused_);
+  REQUIRE(changed_.wait_for(lock, std::chrono::seconds(120), [&] { return blocked_ > passes_; }));
+  const uint64_t next = arrivals_ + 1;
+  ++passes_;
+  changed_.notify_all();
+  REQUIRE(changed_.wait_for(lock, std::chrono::seconds(120), [&] { return arrivals_ >= next; }));
 }
 
 ModelConfig tiny_config(int context) {
@@ -71,6 +92,8 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   server_options.log_requests = options_.log_requests;
   server_options.stream_heartbeat = std::chrono::milliseconds(50);
   server_options.request_timeout = options_.request_timeout;
+  server_options.read_timeout = options_.read_timeout;
+  server_options.keep_alive_timeout = options_.keep_alive_timeout;
   server_ = std::make_unique<HttpServer>(server_options);
   if (options_.load_model) server_->set_model(model_);
   port_ = server_->start();
@@ -142,6 +165,13 @@ Reply get(const TestServer& server, const std::string& path, const httplib::Head
 Reply post(const TestServer& server, const std::string& path, const std::string& body,
            const httplib::Headers& headers) {
   return reply_of(server.client()->Post(path.c_str(), headers, body, "application/json"));
+}
+
+void TestServer::wait_for_cancel_requests(uint64_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (engine().get_stats().cancel_requests < count && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(engine().get_stats().cancel_requests >= count);
 }
 
 std::string read_then_disconnect(const TestServer& server, const std::string& path, const json& body, int chunks) {

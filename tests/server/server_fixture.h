@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +37,15 @@ class GatedExecutor final : public Executor {
   void resume();
   // Blocks until a forward() call is waiting at the closed gate.
   void wait_until_blocked();
+  // While paused: lets the next `steps` forward() calls through the closed
+  // gate, and no more: a test that pauses, then allows a few steps, knows
+  // the loop is held after them however slow its own thread is.
+  void allow(int steps);
+  // While paused: lets the forward() call waiting at the gate (waits for one)
+  // through, then blocks until the next one is waiting there, by which time
+  // the loop has published that step's figures. One step, whatever the
+  // machine's speed; FAILs after a hang detector's 120 s.
+  void step_once();
 
  private:
   ReferenceExecutor inner_;
@@ -44,6 +54,8 @@ class GatedExecutor final : public Executor {
   std::condition_variable changed_;
   bool paused_ = false;
   int blocked_ = 0;
+  int passes_ = 0;          // forward() calls allow() and step_once() let through the closed gate
+  uint64_t arrivals_ = 0;   // forward() calls that have reached the gate
 };
 
 struct TestServerOptions {
@@ -58,6 +70,11 @@ struct TestServerOptions {
   bool log_requests = false;
   std::string chat_template = "plain";
   std::chrono::seconds request_timeout{30};  // a request body must arrive within this
+  // The connection timeouts (ServerOptions' defaults). A test that checks that
+  // something happened "without waiting for a timeout" makes the timeout
+  // long (60 s) and waits less, rather than bounding how long it took.
+  std::chrono::seconds read_timeout{10};
+  std::chrono::seconds keep_alive_timeout{5};
   int threads = 48;                          // httplib workers
   SamplingParams default_sampling{};         // what a request leaves out (a model's generation_config.json)
 };
@@ -85,6 +102,10 @@ class TestServer {
   // Polls /stats until no task is running or waiting; returns that /stats body.
   // The timeout detects a hang; it is no speed claim.
   json wait_until_idle(std::chrono::milliseconds timeout = std::chrono::milliseconds(120000)) const;
+  // Polls until the engine has counted `count` cancel() calls since start
+  // (counted at once, even while the executor is paused); FAILs after a hang
+  // detector's 120 s.
+  void wait_for_cancel_requests(uint64_t count);
 
  private:
   TestServerOptions options_;

@@ -438,8 +438,7 @@ TEST_CASE("GET /metrics counts an n-request once, and each choice's tokens and f
 
 TEST_CASE("GET /metrics shows a running and a waiting request, as the engine does", "[metrics][endpoints]") {
   TestServerOptions options;
-  options.max_running = 1;                           // the second request waits (and one cache slot: usage 1)
-  options.step_delay = std::chrono::milliseconds(2);  // 200 tokens take at least 0.4 s
+  options.max_running = 1;  // the second request waits (and one cache slot: usage 1)
   TestServer server(options);
   server.executor().pause();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -449,18 +448,16 @@ TEST_CASE("GET /metrics shows a running and a waiting request, as the engine doe
     REQUIRE(condition());
   };
   // The first is admitted (its first step held at the gate), then the
-  // second is queued behind it. One step then runs: the loop publishes its
-  // figures after each step. Pausing again holds it inside a later step,
-  // the figures fixed.
+  // second is queued behind it. Then steps run one at a time until the
+  // first token is out: the loop publishes its figures after each step and
+  // is held inside the next, the figures fixed (however slow this thread:
+  // no step runs unless let through).
   Reply first, second;
   std::jthread a([&] { first = try_post(server, "/v1/chat/completions", openai_body("first", 200, true)); });
   server.executor().wait_until_blocked();
   std::jthread b([&] { second = try_post(server, "/v1/messages", anthropic_body("second", 3)); });
   wait_for([&] { return server.engine().get_stats().total_tasks == 2; });
-  server.executor().resume();
-  wait_for([&] { return server.engine().get_stats().total_tokens >= 1; });
-  server.executor().pause();
-  server.executor().wait_until_blocked();
+  while (server.engine().get_stats().total_tokens < 1) server.executor().step_once();
   const SchedulerStats engine = server.engine().get_stats();
   REQUIRE(engine.active_tasks + engine.waiting_queue == 2);  // the first is nowhere near its 200 tokens
   const Exposition e = scrape(server);

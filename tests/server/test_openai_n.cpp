@@ -213,14 +213,21 @@ TEST_CASE("OpenAI n: bad values are 422 naming n; more than the running places i
 TEST_CASE("OpenAI n: a client that leaves a streamed n-request cancels every choice", "[openai][n][disconnect]") {
   TestServerOptions options;
   options.cache = KVCacheKind::Paged;
-  options.step_delay = std::chrono::milliseconds(5);  // 200 steps (3 tokens each) take >= 1 s unless cancelled
   TestServer server(options);
   const uint64_t tokens_before = server.wait_until_idle()["total_tokens"];
   json body = openai_body("Once upon a time", 200, true);
   body["n"] = kN;
   body["ignore_eos"] = true;  // every choice would run to max_tokens
-  // The role chunks and a few tokens, then the connection is closed.
+  // The role chunks and a few tokens (or heartbeats), then the connection is
+  // closed. The loop runs a few steps, then is held until the server has
+  // noticed and cancelled, so that however slow the client's thread, no
+  // choice can run on to its end first.
+  const uint64_t cancels_before = server.engine().get_stats().cancel_requests;
+  server.executor().pause();
+  server.executor().allow(4);
   CHECK_FALSE(read_then_disconnect(server, kPath, body, 4).empty());
+  server.wait_for_cancel_requests(cancels_before + kN);  // one cancel() per choice
+  server.executor().resume();
   const json stats = server.wait_until_idle();
   CHECK(stats["active_tasks"] == 0);
   CHECK(stats["waiting_queue"] == 0);
@@ -228,8 +235,8 @@ TEST_CASE("OpenAI n: a client that leaves a streamed n-request cancels every cho
   CHECK(stats["cache"]["tasks"] == 0);
   // All stopped early: fewer tokens than one choice alone would make, which
   // cancelling only some of the choices could not give (the others would
-  // run to 200 each); the cut comes after a few tokens, 66 steps (> 0.3 s)
-  // before this bound.
+  // run to 200 each); the cut comes after a few tokens, the executor held
+  // meanwhile.
   CHECK(stats["total_tokens"].get<uint64_t>() - tokens_before < 200);
   // The server goes on serving.
   CHECK(get(server, "/health").status == 200);

@@ -36,7 +36,6 @@ std::string streamed_text_anthropic(const std::string& stream) {
 TEST_CASE("A client that disconnects mid-stream cancels its task; the others go on", "[stream][disconnect]") {
   TestServerOptions options;
   options.cache = KVCacheKind::Paged;
-  options.step_delay = std::chrono::milliseconds(2);  // 200 tokens take >= 0.4 s unless cancelled
   TestServer server(options);
   const int long_tokens = 200;
   // A prompt that, alone, runs to max_tokens (the model emits no EOS before).
@@ -52,12 +51,21 @@ TEST_CASE("A client that disconnects mid-stream cancels its task; the others go 
   const json other_alone = post(server, "/v1/messages", anthropic_body("The dog", 30)).body_json();
   const uint64_t tokens_before = server.wait_until_idle()["total_tokens"];
 
+  // The loop runs a few steps, then is held until the server has noticed
+  // the client gone (at its next write: a token, or the 50 ms heartbeat) and
+  // cancelled, so that however slow the client's thread, the long stream
+  // cannot run on to its end first.
+  const uint64_t cancels_before = server.engine().get_stats().cancel_requests;
+  server.executor().pause();
+  server.executor().allow(4);
   std::string other_stream;
   std::jthread other([&] { other_stream = try_post(server, "/v1/messages", anthropic_body("The dog", 30, true)).body; });
-  // Two chunks: the role chunk and the first text.
+  // Two chunks: the role chunk and the first text (or a heartbeat).
   const std::string got = read_then_disconnect(server, "/v1/chat/completions",
                                                openai_body(long_prompt, long_tokens, true), 2);
   CHECK_FALSE(got.empty());
+  server.wait_for_cancel_requests(cancels_before + 1);
+  server.executor().resume();
   other.join();
 
   const json stats = server.wait_until_idle();
@@ -131,23 +139,24 @@ TEST_CASE("A client that stops reading does not hold up the others", "[stream]")
 }
 
 TEST_CASE("Shutting the engine down ends open streams with an error event", "[stream]") {
-  TestServerOptions options;
-  options.step_delay = std::chrono::milliseconds(2);
-  TestServer server(options);
+  TestServer server;
   json openai = openai_body("Once upon a time", 200, true);
   json anthropic = anthropic_body("Once upon a time", 200, true);
   openai["ignore_eos"] = anthropic["ignore_eos"] = true;
   Reply openai_reply, anthropic_reply;
   {
+    // The loop runs only the steps let through: both requests are submitted,
+    // a few steps run one at a time, and the loop is held inside the next
+    // while shutdown() begins, so that neither 200-token stream can finish
+    // first however slow this thread is.
+    server.executor().pause();
     std::jthread a([&] { openai_reply = try_post(server, "/v1/chat/completions", openai); });
     std::jthread b([&] { anthropic_reply = try_post(server, "/v1/messages", anthropic); });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (server.engine().get_stats().total_tokens < 4 && std::chrono::steady_clock::now() < deadline)
+    while (server.engine().get_stats().total_tasks < 2 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    // Hold the loop inside a step while shutdown() begins, so that neither
-    // 200-token stream can finish first however slow this thread is.
-    server.executor().pause();
-    server.executor().wait_until_blocked();
+    REQUIRE(server.engine().get_stats().total_tasks == 2);
+    while (server.engine().get_stats().total_tokens < 4) server.executor().step_once();
     REQUIRE(server.engine().get_stats().total_tokens < 400);
     std::jthread stopper([&] { server.engine().shutdown(); });
     while (server.engine().accepting() && std::chrono::steady_clock::now() < deadline)

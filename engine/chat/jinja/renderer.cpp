@@ -203,7 +203,7 @@ class Renderer {
     if (++steps_ > limits_.max_steps)
       throw std::runtime_error("the template ran more than " + std::to_string(limits_.max_steps) +
                                " steps, this engine's limit (a loop without end?)");
-    if (steps_ % 4096 == 0 && std::chrono::steady_clock::now() > deadline_)
+    if (steps_ % 4096 == 0 && clock_limited_ && std::chrono::steady_clock::now() > deadline_)
       throw std::runtime_error("the template took longer than " + py_float_repr(limits_.max_seconds) +
                                " s to render, this engine's limit");
   }
@@ -484,6 +484,7 @@ class Renderer {
   const DictObject& context_;
   const RenderLimits& limits_;
   int64_t steps_ = 0;
+  const bool clock_limited_ = limits_.max_seconds != RenderLimits::kNoClockLimit;
   const std::chrono::steady_clock::time_point deadline_ =
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(std::min(limits_.max_seconds, 1e6)));

@@ -4,6 +4,11 @@
 // the work (or the allocation) is done; templates within the limits render
 // as before. Small limits keep each case fast; the defaults are tested only
 // for being far above what a real template needs with a long conversation.
+//
+// No case here depends on the machine's speed (docs/testing.md): the cases
+// for the step and size bounds turn the wall clock off (kNoClockLimit), so a
+// sanitized -O0 build on a busy machine cannot hit the 10 s limit first, and
+// the clock limit is tested on its own with a limit of 0.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -21,12 +26,18 @@ using astrai::jinja::Template;
 using astrai::jinja::TemplateError;
 using json = nlohmann::ordered_json;
 
+// The given limits without the wall clock's: only the deterministic bounds.
+RenderLimits without_clock(RenderLimits limits = {}) {
+  limits.max_seconds = RenderLimits::kNoClockLimit;
+  return limits;
+}
+
 RenderLimits small_limits() {
   RenderLimits limits;
   limits.max_steps = 100'000;
   limits.max_string_bytes = 1 << 20;
   limits.max_list_items = 10'000;
-  return limits;
+  return without_clock(limits);
 }
 
 // The TemplateError's message (fails when the render succeeds).
@@ -92,7 +103,7 @@ TEST_CASE("Jinja limits: values nest at most 512 levels, and never contain thems
   for (const char* use : {"{{ ns.l }}", "{{ ns.l | tojson }}", "{{ ns.l == ns.l }}", "{{ ns.l | length }}"})
     CHECK_THAT(error_of(std::string("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = [ns.l] %}"
                                     "{% endfor %}") + use,
-                        RenderLimits{}),
+                        without_clock()),
                Catch::Contains("nest deeper than 512 levels"));
   CHECK_THAT(error_of("{% set ns = namespace(d={}) %}{% for i in range(1000) %}{% set ns.d = {'k': ns.d} %}"
                       "{% endfor %}"),
@@ -100,7 +111,7 @@ TEST_CASE("Jinja limits: values nest at most 512 levels, and never contain thems
   // 512 levels are fine.
   CHECK(Template("{% set ns = namespace(l=[]) %}{% for i in range(511) %}{% set ns.l = [ns.l] %}{% endfor %}"
                  "{{ ns.l | tojson | length }}")
-            .render(json::object()) == "1024");
+            .render(json::object(), without_clock()) == "1024");
   // A namespace holding itself would be a cycle (never freed, printed forever).
   CHECK_THAT(error_of("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}"),
              Catch::Contains("namespace (or a list or dict holding one) as a namespace attribute"));
@@ -128,7 +139,8 @@ TEST_CASE("Jinja limits: templates within the limits render as before", "[jinja]
   CHECK(Template("{{ 'x' * 1048576 }}").render(json::object(), limits).size() == 1048576);
   CHECK(Template("{{ ([0] * 10000) | length }}").render(json::object(), limits) == "10000");
   CHECK(Template("{{ {'a': [1, {'b': 2}]} | tojson(indent=64) }}").render(json::object(), limits).size() > 64);
-  // A nested limit does not leak out: a render after a failing one gets the defaults.
+  // A nested limit does not leak out: a render after a failing one gets the
+  // defaults (a render of one step never reaches the clock's first check).
   CHECK_THROWS_AS(Template("{{ 'x' * 2000000 }}").render(json::object(), limits), TemplateError);
   CHECK(Template("{{ 'x' * 2000000 }}").render(json::object()).size() == 2000000);
 }
@@ -137,7 +149,9 @@ TEST_CASE("Jinja limits: the defaults leave room for a long conversation in a re
   // A ChatML template that walks the messages twice, as Qwen's does (once
   // backwards with a namespace to find the last user turn), over 20,000
   // messages: well within the default step budget, which allows ~100 times
-  // more (docs/chat-templates.md, "Limits").
+  // more (docs/chat-templates.md, "Limits"). The clock is off: how long the
+  // render takes depends on the machine (seconds under ASan at -O0 on a busy
+  // one), the steps and sizes it needs do not.
   const std::string source =
       "{%- set ns = namespace(last_user=-1) -%}"
       "{%- for m in messages[::-1] -%}{%- if ns.last_user < 0 and m.role == 'user' -%}"
@@ -147,8 +161,19 @@ TEST_CASE("Jinja limits: the defaults leave room for a long conversation in a re
   json messages = json::array();
   for (int i = 0; i < 20000; ++i)
     messages.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", "message " + std::to_string(i)}});
-  RenderLimits hundredth;
+  RenderLimits hundredth = without_clock();
   hundredth.max_steps = RenderLimits{}.max_steps / 100;
   const std::string out = Template(source).render(json{{"messages", messages}, {"add_generation_prompt", true}}, hundredth);
   CHECK(out.size() > 20000 * 20);
+}
+
+TEST_CASE("Jinja limits: the default limits are the documented ones, the clock's included", "[jinja][limits]") {
+  // docs/chat-templates.md, "Limits". The default clock limit is checked as a
+  // value here; what it does is the time-limit case above.
+  const RenderLimits defaults;
+  CHECK(defaults.max_steps == 200'000'000);
+  CHECK(defaults.max_string_bytes == size_t(64) << 20);
+  CHECK(defaults.max_list_items == size_t(1) << 22);
+  CHECK(defaults.max_seconds == 10.0);
+  CHECK(without_clock().max_seconds == RenderLimits::kNoClockLimit);
 }
