@@ -167,10 +167,10 @@ Value int_filter(const Value& v, const CallArgs& a) {
     try {
       const long long i = std::stoll(s, &used, 10);
       if (used == s.size()) return Value(int64_t(i));
-      const double d = std::stod(s, &used);  // int(float(value))
-      if (used == s.size() && std::isfinite(d)) return Value(int64_t(std::trunc(d)));
     } catch (const std::exception&) {
     }
+    const std::optional<double> d = py_parse_float(s);  // int(float(value))
+    if (d && std::isfinite(*d)) return Value(int64_t(std::trunc(*d)));
   }
   return fallback;
 }
@@ -180,13 +180,7 @@ Value float_filter(const Value& v, const CallArgs& a) {
   if (v.is_undefined()) throw std::runtime_error(v.undefined_description());  // float(Undefined) raises
   if (v.is_number()) return Value(v.as_double());
   if (v.is_string()) {
-    const std::string s = py_strip(v.as_string(), std::nullopt, true, true);
-    try {
-      size_t used = 0;
-      const double d = std::stod(s, &used);
-      if (used == s.size()) return Value(d);
-    } catch (const std::exception&) {
-    }
+    if (const std::optional<double> d = py_parse_float(py_strip(v.as_string(), std::nullopt, true, true))) return Value(*d);
   }
   return fallback;
 }

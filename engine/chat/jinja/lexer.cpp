@@ -1,6 +1,7 @@
 // jinja2's lexer, for the settings of Hugging Face chat templates (see lexer.h).
 #include "engine/chat/jinja/lexer.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/chat/jinja/error.h"
@@ -260,7 +261,9 @@ class Lexer {
       throw TemplateError("unsupported number literal '" + s_.substr(pos_, e + 1 - pos_) + "' (only decimal)", line_);
     Token t{is_float ? TokenType::Float : TokenType::Integer, s_.substr(pos_, e - pos_), line_};
     if (is_float) {
-      t.float_value = std::stod(t.value);
+      // Digits, a point and an exponent: strtod reads it all, rounding
+      // beyond double's range to inf or 0.0 as jinja2's float() does.
+      t.float_value = std::strtod(t.value.c_str(), nullptr);
     } else {
       if (t.value.size() > 1 && t.value[0] == '0' && t.value.find_first_not_of('0') != std::string::npos)
         throw TemplateError("invalid integer literal '" + t.value + "'", line_);

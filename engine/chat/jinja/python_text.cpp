@@ -8,6 +8,7 @@
 #include <unicode/unistr.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <stdexcept>
 
@@ -255,6 +256,15 @@ std::string py_slice(std::string_view s, std::optional<int64_t> start, std::opti
   std::u32string out;
   for (const int64_t i : slice_indices(int64_t(u.size()), start, stop, step)) out += u[size_t(i)];
   return u32_to_utf8(out);
+}
+
+std::optional<double> py_parse_float(std::string_view s) {
+  if (s.empty() || s.find_first_of("xXpP(") != std::string_view::npos) return std::nullopt;
+  const std::string text(s);  // strtod needs a terminated string
+  char* end = nullptr;
+  const double d = std::strtod(text.c_str(), &end);  // overflow: +-HUGE_VAL (inf); underflow: 0 or subnormal
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return d;
 }
 
 std::string py_float_repr(double d) {

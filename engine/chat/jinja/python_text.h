@@ -36,6 +36,12 @@ std::string py_slice(std::string_view s, std::optional<int64_t> start, std::opti
                      std::optional<int64_t> step);
 // Python's float repr: shortest round trip, "1.0", "1e+16", "1e-05", "inf", "nan".
 std::string py_float_repr(double d);
+// Python's float(s) for a string already stripped of whitespace: decimal
+// digits with an optional point and exponent, or inf/infinity/nan (any case,
+// signed); beyond double's range it rounds to +-inf or 0.0 as Python does
+// (std::stod would throw). nullopt where float() raises ValueError (hex
+// floats and anything else strtod alone would accept are refused).
+std::optional<double> py_parse_float(std::string_view s);
 // Python's repr of a str: 'abc', "it's", escapes for \n \t \\ and control characters.
 std::string py_string_repr(std::string_view s);
 

@@ -83,6 +83,18 @@ TEST_CASE("jinja: literals print as Python prints them", "[jinja]") {
   CHECK(render("{{ '\\u00e9\\x41\\t|' }}") == "\u00e9A\t|");  // Python escapes in string literals
 }
 
+// fuzz_jinja found `{% ...e444444444 %}` crashing the engine: std::stod threw
+// std::out_of_range (not a TemplateError) for a float literal beyond double's
+// range. jinja2 parses a literal with Python's float(), which rounds to inf
+// or 0.0 (or a subnormal); the float filter likewise (python3-jinja2 prints
+// each expected value below).
+TEST_CASE("jinja: float literals and |float beyond double's range are Python's inf and 0.0", "[jinja]") {
+  CHECK(render("{{ 1e999 }}|{{ -1e999 }}|{{ 1e-999 }}|{{ 2.5e-320 }}") == "inf|-inf|0.0|2.5e-320");
+  CHECK(render("{{ 444444444444444444444444444e444444444 }}") == "inf");
+  CHECK(render("{{ '1e999'|float }}|{{ '-1e999'|float }}|{{ '1e-999'|float }}") == "inf|-inf|0.0");
+  CHECK(render("{{ 1e308 * 10 }}") == "inf");
+}
+
 TEST_CASE("jinja: operators, precedence and Python arithmetic", "[jinja]") {
   CHECK(render("{{ 1 + 2 * 3 }}|{{ (1 + 2) * 3 }}|{{ 2 ** 3 }}") == "7|9|8");
   CHECK(render("{{ 7 // 2 }}|{{ -7 // 2 }}|{{ 7 % -3 }}|{{ -7 % 3 }}") == "3|-4|-2|2");  // floor semantics
