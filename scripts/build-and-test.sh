@@ -106,7 +106,7 @@ asan_start=$(date +%s)
 # -fno-sanitize-recover=all: every UBSan report aborts its test program
 # (halt_on_error=1 alone would not stop checks compiled as recoverable).
 # -g1: line tables only, enough for the sanitizers' stack traces (file and
-# line of every frame), and about an eighth less compile time than -g.
+# line of every frame), with less to compile and link than -g.
 configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false \
   -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1"
 ninja -C build-asan -j "$jobs"
