@@ -8,9 +8,11 @@
 #   build/       release build of everything (CUDA too when nvcc is found), all tests
 #   build-emu/   the CUDA backend and its tests on the emulated device (-Dcuda=emulated)
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of every CPU test
-#   build-fuzz/  clang libFuzzer targets (scripts/fuzz.sh), each run for 30 s
+#   build-fuzz/  clang libFuzzer targets (scripts/fuzz.sh), each run for 20 s
+# docs/testing.md ("CI stages") says which stage runs what, and why.
 # Environment: ASTRAI_SHARED_DIR (default ../shared) holds the shared models and
-# llama2.c golden outputs; tests that need them skip, saying so, when absent.
+# llama2.c golden outputs; tests that need them skip, saying so, when absent
+# (with CI=true they fail instead: ASTRAI_REQUIRE_TEST_DATA=1, below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -57,7 +59,6 @@ tests_start=$(date +%s)
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
 echo "release tests took $(( $(date +%s) - tests_start )) s"
 
-# ---- sanitizers and fuzzing (see docs/reliability.md) ----
 echo "== the official OpenAI and Anthropic Node.js clients against astrai serve (loopback)"
 bash tests/clients/run.sh build/cli/astrai
 
@@ -101,6 +102,7 @@ else
   echo "== SKIPPED: the emulated CUDA tests need the CUDA headers ($cuda_home/include; set CUDA_HOME)"
 fi
 
+# ---- sanitizers and fuzzing (see docs/reliability.md) ----
 echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (every CPU test program)"
 asan_start=$(date +%s)
 # -fno-sanitize-recover=all: every UBSan report aborts its test program
@@ -116,7 +118,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 echo "sanitizer build and tests took $(( $(date +%s) - asan_start )) s"
 fuzz_start=$(date +%s)
 # Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 20: eight targets, two
-# at a time on CI's two cores, keep the whole run under 30 minutes beside the
+# at a time on CI's two cores, keep the whole run under 25 minutes beside the
 # emulated CUDA tests; 0 skips), from its committed corpus; a crash fails the
 # run and leaves the input in tests/fuzz/crashes/.
 if [ "${ASTRAI_FUZZ_SECONDS:-20}" -gt 0 ]; then bash scripts/fuzz.sh "${ASTRAI_FUZZ_SECONDS:-20}"; fi
