@@ -27,6 +27,11 @@ std::u32string utf8_to_u32(std::string_view s) {
       ok = (c & 0xC0) == 0x80;
       cp = (cp << 6) | (c & 0x3F);
     }
+    // Valid UTF-8 only: an overlong form (C0 BD for '='), a surrogate or a
+    // code point past U+10FFFF is invalid bytes, never the character it
+    // would spell (the lexer would take an overlong 'Q' for a name).
+    constexpr char32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};
+    if (ok && extra > 0 && (cp < kSmallest[extra] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) ok = false;
     if (!ok) {
       out += U'\uFFFD';
       ++i;

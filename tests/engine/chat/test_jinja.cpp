@@ -83,6 +83,28 @@ TEST_CASE("jinja: literals print as Python prints them", "[jinja]") {
   CHECK(render("{{ '\\u00e9\\x41\\t|' }}") == "\u00e9A\t|");  // Python escapes in string literals
 }
 
+// fuzz_jinja found `{%- set \xC1\x91...` making the lexer push empty Name
+// tokens forever (out of memory): the decoder read the overlong pair C1 91 as
+// 'Q', the lexer took it for a name's first letter, and the name's bytes
+// (ASCII only) were none, so it never moved on. Invalid UTF-8 is U+FFFD, one
+// byte at a time, as Python's "replace" error handler gives for each of these
+// bytes: overlong forms, surrogates, code points past U+10FFFF.
+TEST_CASE("jinja: overlong, surrogate and out-of-range UTF-8 are U+FFFD, never a character", "[jinja]") {
+  using astrai::jinja::utf8_to_u32;
+  CHECK(utf8_to_u32("\xC1\x91") == U"\uFFFD\uFFFD");          // overlong 'Q'
+  CHECK(utf8_to_u32("\xC0\xBD") == U"\uFFFD\uFFFD");          // overlong '='
+  CHECK(utf8_to_u32("\xE0\x80\xAF") == U"\uFFFD\uFFFD\uFFFD");  // overlong '/'
+  CHECK(utf8_to_u32("\xF0\x80\x80\xAF") == U"\uFFFD\uFFFD\uFFFD\uFFFD");
+  CHECK(utf8_to_u32("\xED\xA0\x80") == U"\uFFFD\uFFFD\uFFFD");  // a surrogate, U+D800
+  CHECK(utf8_to_u32("\xF4\x90\x80\x80") == U"\uFFFD\uFFFD\uFFFD\uFFFD");  // U+110000
+  CHECK(utf8_to_u32("\xC2\x80|\xE0\xA0\x80|\xF0\x90\x80\x80|\xED\x9F\xBF|\xF4\x8F\xBF\xBF") ==
+        U"\u0080|\u0800|\U00010000|\uD7FF|\U0010FFFF");  // the smallest and largest of each length stay
+  // In a tag, such bytes are no name, number or operator: a TemplateError.
+  CHECK(!error_of("{{ \xC1\x91 }}").empty());
+  CHECK(!error_of("{%- set \xC1\x91 = 1 %}").empty());
+  CHECK(!error_of("{{ \xC0\xB1 }}").empty());  // overlong '1'
+}
+
 // fuzz_jinja found `{% ...e444444444 %}` crashing the engine: std::stod threw
 // std::out_of_range (not a TemplateError) for a float literal beyond double's
 // range. jinja2 parses a literal with Python's float(), which rounds to inf
