@@ -2,10 +2,10 @@
 // renders chat templates with (see hf_chat_template.h).
 #include "engine/chat/hf_chat_template.h"
 
-#include <algorithm>
-#include <cstdint>
+#include <optional>
 #include <stdexcept>
 
+#include "engine/chat/jinja/python_text.h"
 #include "engine/text/read_file.h"
 #include "engine/tokenizer/special_tokens.h"
 
@@ -130,56 +130,15 @@ std::string HfChatTemplate::render_request(const nlohmann::ordered_json& request
   return continue_final_message(template_.render(context), text->get<std::string>());
 }
 
-namespace {
-
-// Python's str.isspace() code points: what str.strip() and lstrip() remove.
-bool python_space(uint32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-// The code point of the UTF-8 character of `n` bytes at s (valid UTF-8: the
-// messages are JSON strings).
-uint32_t code_point(const char* s, size_t n) {
-  const auto b = [&](size_t i) { return uint32_t(uint8_t(s[i])); };
-  if (n == 1) return b(0);
-  uint32_t c = b(0) & (0xFF >> (n + 1));
-  for (size_t i = 1; i < n; ++i) c = c << 6 | (b(i) & 0x3F);
-  return c;
-}
-
-size_t char_length(uint8_t lead) { return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1; }
-
-std::string_view lstrip(std::string_view s) {
-  while (!s.empty()) {
-    const size_t n = std::min(char_length(uint8_t(s[0])), s.size());
-    if (!python_space(code_point(s.data(), n))) break;
-    s.remove_prefix(n);
-  }
-  return s;
-}
-
-std::string_view strip(std::string_view s) {
-  s = lstrip(s);
-  while (!s.empty()) {
-    size_t start = s.size() - 1;
-    while (start > 0 && s.size() - start < 4 && (uint8_t(s[start]) & 0xC0) == 0x80) --start;
-    if (!python_space(code_point(s.data() + start, s.size() - start))) break;
-    s.remove_suffix(s.size() - start);
-  }
-  return s;
-}
-
-}  // namespace
-
 std::string continue_final_message(std::string rendered, std::string_view final_message) {
-  const std::string_view stripped = strip(final_message);
+  // Python's str.strip() / lstrip() (the Jinja engine's, on code points).
+  const std::string stripped = jinja::py_strip(final_message, std::nullopt, true, true);
   const size_t at = rendered.rfind(stripped);
   if (at == std::string::npos)
     throw std::invalid_argument("the chat template's prompt does not contain the final assistant message to continue");
   // transformers: rendered[at : at + len(message.lstrip())] == message, the
   // message itself (leading spaces and all): true only when it has none.
-  const size_t kept = lstrip(final_message).size();
+  const size_t kept = jinja::py_strip(final_message, std::nullopt, true, false).size();
   const bool spacing_kept = std::string_view(rendered).substr(at, kept) == final_message;
   rendered.resize(at + (spacing_kept ? kept : stripped.size()));
   return rendered;
