@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/perf_model/access_collector.h"
+#include "cuda/perf_model/kernel_resources.h"
 #include "cuda/perf_model/occupancy.h"
 #include "cuda/perf_model/roofline.h"
 #include "cuda/perf_model/warp_access.h"
@@ -210,4 +211,34 @@ TEST_CASE("the collector rebuilds warp-level instructions whatever order the thr
     // Distinct sectors: loads cover 256 bytes per row (8 sectors) per iteration; stores 64 sectors.
     RC_ASSERT(sectors.size() == size_t(8 * iterations + 64));
   });
+}
+
+TEST_CASE("kernel resources: ptxas's table parsed and matched to launches", "[perf_model]") {
+  const std::string tsv =
+      "kernel\tregisters\tstatic_smem\tspill_stores\tspill_loads\tfile\n"
+      "void astrai::cuda::(anonymous namespace)::swiglu_kernel<__nv_bfloat16>(float const*, int, __nv_bfloat16*)\t23\t0\t0\t0\t"
+      "cuda/kernels/swiglu.cu\n"
+      "void astrai::cuda::(anonymous namespace)::swiglu_kernel<float>(float const*, int, float*)\t22\t0\t0\t0\t"
+      "cuda/kernels/swiglu.cu\n"
+      "void astrai::cuda::(anonymous namespace)::sample_rows_kernel<256>(float const*, int)\t48\t0\t16\t24\t"
+      "cuda/kernels/sample.cu\n"
+      "void astrai::cuda::(anonymous namespace)::sample_rows_kernel<512>(float const*, int)\t62\t0\t0\t0\t"
+      "cuda/kernels/sample.cu\n"
+      "astrai::cuda::(anonymous namespace)::adjust_rows_kernel(float const*, float*, int)\t38\t0\t0\t0\t"
+      "cuda/kernels/adjust_logits.cu\n";
+  const auto kernels = parse_kernel_resources(tsv);
+  REQUIRE(kernels.size() == 5);
+  CHECK(kernels[0].base == "swiglu_kernel");
+  CHECK(kernels[0].template_args == "__nv_bfloat16");
+  CHECK(kernels[4].base == "adjust_rows_kernel");
+  CHECK(kernels[4].template_args.empty());
+  CHECK(find_kernel(kernels, "swiglu_kernel<Elem>", "f32", 256)->resources.registers == 22);
+  CHECK(find_kernel(kernels, "swiglu_kernel<Elem>", "bf16", 256)->resources.registers == 23);
+  const auto s = find_kernel(kernels, "sample_rows_kernel<kThreads>", "f32", 256);
+  REQUIRE(s);
+  CHECK(s->resources.spill_bytes == 40);
+  CHECK(find_kernel(kernels, "adjust_rows_kernel", "f32", 128)->resources.registers == 38);
+  CHECK_FALSE(find_kernel(kernels, "no_such_kernel", "f32", 128));
+  CHECK_THROWS_AS(parse_kernel_resources("header\nname\t1\t2\n"), std::runtime_error);
+  CHECK_THROWS_AS(parse_kernel_resources("header\nname\tx\t0\t0\t0\tf.cu\n"), std::runtime_error);
 }
