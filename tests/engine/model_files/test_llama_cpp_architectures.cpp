@@ -34,8 +34,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <span>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -236,7 +236,8 @@ TEST_CASE("Hugging Face folders of each architecture, converted as `astrai conve
     const LoadedModel model = load_model(gguf.string());
     CHECK(model.weights.config.rope_scaling.original_context == config.rope_scaling.original_context);
     // Few steps: llama.cpp prints a distribution over the whole real vocabulary at each one.
-    const std::vector<std::vector<int>> prompt = {{model.tokenizer.bos_id() >= 0 ? model.tokenizer.bos_id() : 0, 1000, 2000, 3000}};
+    const int first = model.tokenizer.bos_id() >= 0 ? model.tokenizer.bos_id() : 0;  // Qwen has no BOS
+    const std::vector<std::vector<int>> prompt = {{first, 1000, 2000, 3000}};
     const test::Agreement a = test::check_llama_cpp_agrees(gguf, model, prompt, 4);
     std::printf("%s folder: %zu greedy steps compared; llama.cpp's distributions within %.4f over %zu steps\n",
                 c.name, a.decided, a.worst_distribution, a.steps);
