@@ -105,29 +105,68 @@ int positive_int(const GgufReader& g, const std::string& key) {
   return int(v);
 }
 
-// Llama 3.1 scaling: from this engine's keys (<arch>.rope.scaling.*) when
-// present; else from the rope_freqs.weight a llama.cpp conversion stores, which
-// must be what Meta's parameters (low 1, high 4, original context 8192, the
-// largest factor as `factor`) give, pair by pair.
+// The keys holding Llama 3.1 scaling's exact parameters in the files AstrAI
+// writes. llama.cpp has no key for them (its converter writes only
+// rope_freqs.weight) and reads <arch>.rope.scaling.type and .factor as its own
+// scalings (an unknown type aborts it, a factor alone is linear scaling), so
+// they live in a namespace llama.cpp does not read.
+const std::string kLlama3Keys = "astrai.rope.llama3.";
+
+// Scaling parameters from llama3-style keys under `prefix`.
+RopeScaling llama3_keys(const GgufReader& g, const std::string& prefix) {
+  RopeScaling s;
+  s.factor = float(g.get_float(prefix + "factor"));
+  s.low_freq_factor = float(g.get_float(prefix + "low_freq_factor"));
+  s.high_freq_factor = float(g.get_float(prefix + "high_freq_factor"));
+  s.original_context = positive_int(g, prefix + "original_context_length");
+  return s;
+}
+
+// llama.cpp's RoPE scaling keys: "none" (or no key) and a factor of 0 or 1
+// change nothing; anything else is a scaling this engine does not run.
+void refuse_llama_cpp_scaling(const GgufReader& g, const std::string& key) {
+  const std::string type = g.has(key + "type") ? g.get_string(key + "type") : "";
+  if (!type.empty() && type != "none" && type != "linear")
+    throw std::runtime_error(g.path() + ": RoPE scaling '" + type + "' is not supported (Llama 3.1's is)");
+  if (type == "none" || !g.has(key + "factor")) return;
+  const double factor = g.get_float(key + "factor");
+  if (factor != 0.0 && factor != 1.0)
+    throw std::runtime_error(g.path() + ": linear RoPE scaling (" + key + "factor " + std::to_string(factor) +
+                             ") is not supported (Llama 3.1's is)");
+}
+
+// Llama 3.1 scaling, as llama.cpp reads it: rope_freqs.weight, per pair the
+// unscaled frequency over the scaled one. Its parameters are AstrAI's keys
+// (kLlama3Keys) when present, else Meta's (low 1, high 4, original context
+// 8192, the largest entry as `factor`, what llama.cpp's converter makes of
+// Llama 3.1 and 3.2); either way the table must be what they give, pair by
+// pair, or this engine and llama.cpp would run different models. Files that
+// AstrAI wrote before it wrote llama.cpp's form keep their parameters in
+// <arch>.rope.scaling.* with type "llama3" (which llama.cpp refuses).
 RopeScaling read_rope_scaling(const GgufReader& g, const std::string& arch, const ModelConfig& c) {
   const std::string key = arch + ".rope.scaling.";
-  RopeScaling s;
-  if (g.has(key + "type")) {
-    const std::string type = g.get_string(key + "type");
-    if (type == "none") return s;
-    if (type != "llama3") throw std::runtime_error(g.path() + ": RoPE scaling '" + type + "' is not supported (llama3 is)");
-    s.factor = float(g.get_float(key + "factor"));
-    s.low_freq_factor = float(g.get_float(key + "low_freq_factor"));
-    s.high_freq_factor = float(g.get_float(key + "high_freq_factor"));
-    s.original_context = positive_int(g, key + "original_context_length");
-    return s;
+  if (g.has(key + "type") && g.get_string(key + "type") == "llama3") return llama3_keys(g, key);
+  refuse_llama_cpp_scaling(g, key);
+  const bool has_table = g.find_tensor("rope_freqs.weight") != nullptr;
+  if (!has_table) {
+    if (g.has(kLlama3Keys + "factor"))
+      throw std::runtime_error(g.path() + ": " + kLlama3Keys + "* without rope_freqs.weight (llama.cpp would not scale)");
+    return {};
   }
-  if (!g.find_tensor("rope_freqs.weight")) return s;
+  if (arch != "llama")
+    throw std::runtime_error(g.path() + ": rope_freqs.weight in a " + arch +
+                             " file (llama.cpp's " + arch + " has no per-pair RoPE factors)");
   const auto pairs = size_t(c.head_dim() / 2);
   const auto table = g.read_tensor<1>("rope_freqs.weight", {pairs});
-  s.factor = *std::max_element(table.begin(), table.end());
+  RopeScaling s;
+  if (g.has(kLlama3Keys + "factor")) {
+    s = llama3_keys(g, kLlama3Keys);
+  } else {
+    s.factor = *std::max_element(table.begin(), table.end());
+  }
   ModelConfig scaled = c;
   scaled.rope_scaling = s;
+  scaled.validate();
   const auto want = rope_freq_factors(scaled);
   for (size_t i = 0; i < pairs; ++i)
     if (!(std::abs(table(i) - want[i]) <= 1e-4f * want[i]))
@@ -240,12 +279,16 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   out.add_metadata(p + "attention.layer_norm_rms_epsilon", c.norm_eps);
   out.add_metadata(p + "rope.freq_base", c.rope_theta);
   out.add_metadata(p + "vocab_size", uint32_t(c.vocab_size));
-  if (c.rope_scaling.enabled()) {  // this engine's keys; llama.cpp reads rope_freqs.weight (add_weights)
-    out.add_metadata(p + "rope.scaling.type", "llama3");
-    out.add_metadata(p + "rope.scaling.factor", c.rope_scaling.factor);
-    out.add_metadata(p + "rope.scaling.low_freq_factor", c.rope_scaling.low_freq_factor);
-    out.add_metadata(p + "rope.scaling.high_freq_factor", c.rope_scaling.high_freq_factor);
-    out.add_metadata(p + "rope.scaling.original_context_length", uint32_t(c.rope_scaling.original_context));
+  // Llama 3.1 scaling: llama.cpp runs it from rope_freqs.weight (add_weights)
+  // and must see none of its own scaling keys (read_rope_scaling).
+  if (c.rope_scaling.enabled()) {
+    if (arch != "llama")
+      throw std::invalid_argument("write_gguf_model: llama.cpp's " + arch +
+                                  " has no per-pair RoPE factors, so Llama 3.1 RoPE scaling cannot be written");
+    out.add_metadata(kLlama3Keys + "factor", c.rope_scaling.factor);
+    out.add_metadata(kLlama3Keys + "low_freq_factor", c.rope_scaling.low_freq_factor);
+    out.add_metadata(kLlama3Keys + "high_freq_factor", c.rope_scaling.high_freq_factor);
+    out.add_metadata(kLlama3Keys + "original_context_length", uint32_t(c.rope_scaling.original_context));
   }
 }
 

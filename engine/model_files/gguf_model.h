@@ -39,10 +39,12 @@ GgufModel read_gguf_model(const std::string& path);
 // `llama`, with wq/wk in the RoPE layout llama.cpp runs that architecture
 // with (permuted when the weights hold the other). output.weight is omitted
 // when the classifier equals the embedding bit for bit; Llama 3.1 RoPE
-// scaling is stored as this engine's <arch>.rope.scaling.* keys and as
-// llama.cpp's rope_freqs.weight. Throws std::invalid_argument for a tokenizer
-// whose size differs from the model's vocabulary or one GGUF cannot describe
-// (add_gguf_tokenizer); std::runtime_error when the file cannot be written.
+// scaling is stored as llama.cpp's rope_freqs.weight, with its exact
+// parameters in astrai.rope.llama3.* (keys llama.cpp does not read). Throws
+// std::invalid_argument for a tokenizer whose size differs from the model's
+// vocabulary or one GGUF cannot describe (add_gguf_tokenizer), and for RoPE
+// scaling in a qwen2/qwen3 model (llama.cpp has no per-pair factors there);
+// std::runtime_error when the file cannot be written.
 void write_gguf_model(const std::string& path, const ModelWeights& weights, const Tokenizer& tokenizer,
                       GgufDType dtype, const std::string& name, const std::string& chat_template = "");
 

@@ -302,6 +302,79 @@ TEST_CASE("GGUF model reader names what is wrong with a malformed model", "[gguf
                "tensor 'output.weight' has shape [520, 4], expected [260, 8]");
 }
 
+// Llama 3.1 RoPE scaling as llama.cpp reads it (test_llama_cpp_architectures
+// runs such files in llama.cpp): rope_freqs.weight, none of llama.cpp's own
+// <arch>.rope.scaling.* keys (an unknown type aborts llama.cpp, a factor alone
+// is linear scaling), the exact parameters in astrai.rope.llama3.*.
+TEST_CASE("Llama 3.1 RoPE scaling in GGUF: llama.cpp's form, the exact parameters, older files", "[gguf_model]") {
+  ModelConfig c = small_config(1, 2, 4, 6, 1, 260, 64);  // head_dim 8: 4 pairs
+  c.rope_theta = 500000.0f;
+  c.rope_scaling = RopeScaling{.factor = 8.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f, .original_context = 32};
+  const auto src = small_model_file(c);
+  const GgufReader file(src);
+  CHECK(file.find_tensor("rope_freqs.weight") != nullptr);
+  CHECK(!file.has("llama.rope.scaling.type"));
+  CHECK(!file.has("llama.rope.scaling.factor"));
+  CHECK(!file.has("llama.rope.scaling.original_context_length"));
+  const auto scaling_of = [](const std::string& path) { return read_gguf_model(path).weights.config.rope_scaling; };
+  auto same = [](const RopeScaling& a, const RopeScaling& b) {
+    return a.factor == b.factor && a.low_freq_factor == b.low_freq_factor && a.high_freq_factor == b.high_freq_factor &&
+           a.original_context == b.original_context;
+  };
+  CHECK(same(scaling_of(src), c.rope_scaling));  // parameters no table alone determines (original context 32)
+
+  const auto astrai_keys = {"factor", "low_freq_factor", "high_freq_factor", "original_context_length"};
+  const auto without_astrai_keys = [&](Metadata& m, std::vector<TensorCopy>&) {
+    for (const char* k : astrai_keys) erase_key(m, std::string("astrai.rope.llama3.") + k);
+  };
+  // llama.cpp's converter writes the table only: read with Meta's parameters
+  // (original context 8192), so this table (made for 32) is refused...
+  CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, without_astrai_keys)), Contains("not Llama 3 scaling's"));
+  // ...and one made for Meta's parameters is read as they are.
+  ModelConfig meta_config = c;
+  meta_config.rope_scaling.original_context = 8192;
+  // RoPE base 500000, head_dim 8: wavelengths 6, 167, 4450 and 118000 positions,
+  // so pairs 0 and 1 unscaled, 2 in the smooth band, 3 scaled by the factor.
+  const auto meta_file = rewrite_gguf(small_model_file(meta_config), without_astrai_keys);
+  CHECK(same(scaling_of(meta_file), meta_config.rope_scaling));
+
+  // Files AstrAI wrote before: the parameters under llama.cpp's names, type "llama3".
+  const auto older = rewrite_gguf(src, [&](Metadata& m, std::vector<TensorCopy>& t) {
+    without_astrai_keys(m, t);
+    set_key(m, "llama.rope.scaling.type", "llama3");
+    set_key(m, "llama.rope.scaling.factor", 8.0f);
+    set_key(m, "llama.rope.scaling.low_freq_factor", 1.0f);
+    set_key(m, "llama.rope.scaling.high_freq_factor", 4.0f);
+    set_key(m, "llama.rope.scaling.original_context_length", uint32_t(32));
+  });
+  CHECK(same(scaling_of(older), c.rope_scaling));
+
+  // What would make llama.cpp run another model than this engine is refused.
+  CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata& m, std::vector<TensorCopy>&) {
+                      set_key(m, "llama.rope.scaling.type", "yarn");
+                    })),
+                    Contains("RoPE scaling 'yarn' is not supported"));
+  CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata& m, std::vector<TensorCopy>&) {
+                      set_key(m, "llama.rope.scaling.factor", 4.0f);
+                    })),
+                    Contains("linear RoPE scaling"));
+  CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata&, std::vector<TensorCopy>& t) {
+                      std::erase_if(t, [](const TensorCopy& x) { return x.name == "rope_freqs.weight"; });
+                    })),
+                    Contains("without rope_freqs.weight"));
+  CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata& m, std::vector<TensorCopy>&) {
+                      set_key(m, "astrai.rope.llama3.factor", 4.0f);
+                    })),
+                    Contains("rope_freqs.weight pair"));
+  // llama.cpp's qwen2/qwen3 have no per-pair factors: such a model is not written.
+  ModelConfig qwen = c;
+  qwen.qkv_bias = true;
+  qwen.rope_layout = RopeLayout::RotateHalf;
+  CHECK_THROWS_WITH(write_gguf_model(astrai::test::scratch_file("qwen-scaled").string(), make_synthetic_weights(qwen, 1),
+                                     make_synthetic_tokenizer(qwen.vocab_size), GgufDType::F32, "x"),
+                    Contains("llama.cpp's qwen2 has no per-pair RoPE factors"));
+}
+
 TEST_CASE("write_gguf_model refuses what a GGUF file cannot hold", "[gguf_model]") {
   const ModelConfig c = small_config(1, 2, 2, 6, 1, 260, 8);
   ModelWeights w = make_synthetic_weights(c, 3);

@@ -26,6 +26,7 @@
 #include "reference/generate.h"
 #include "reference/synthetic_model.h"
 #include "gguf_test_files.h"
+#include "llama_cpp_agreement.h"
 #include "llama_cpp_oracle.h"
 #include "tests/support/greedy_margins.h"
 #include "tests/support/sanitized_build.h"
@@ -101,63 +102,12 @@ double normwise(const std::vector<float>& got, const std::vector<float>& want) {
   return std::sqrt(num / den);
 }
 
-// AstrAI's logits at each step when fed `tokens` after the prompt (the
-// logits before each of them).
-std::vector<std::vector<float>> forced_logits(const ModelWeights& w, const std::vector<int>& prompt,
-                                              const std::vector<int>& tokens) {
-  std::vector<std::vector<float>> rows;
-  GenerateOptions o;
-  o.max_new_tokens = int(tokens.size());
-  generate(w, prompt, o, [&](std::span<const float> row) {
-    rows.emplace_back(row.begin(), row.end());
-    return tokens[rows.size() - 1];
-  });
-  return rows;
-}
-
-// How far llama.cpp's log-probabilities are from AstrAI's logits, both
-// centred (a log-probability is the logit minus a constant per row): the
-// largest difference over the tokens llama.cpp gives a nonzero probability,
-// relative to the spread (max - min) of llama.cpp's row.
-double distribution_distance(const std::vector<float>& logits, const std::vector<double>& logp) {
-  double mean_a = 0, mean_b = 0, lo = INFINITY, hi = -INFINITY;
-  size_t n = 0;
-  for (size_t t = 0; t < logp.size(); ++t) {
-    if (!std::isfinite(logp[t])) continue;
-    mean_a += logits[t], mean_b += logp[t], ++n;
-    lo = std::min(lo, logp[t]), hi = std::max(hi, logp[t]);
-  }
-  mean_a /= double(n), mean_b /= double(n);
-  double worst = 0;
-  for (size_t t = 0; t < logp.size(); ++t)
-    if (std::isfinite(logp[t])) worst = std::max(worst, std::fabs((logits[t] - mean_a) - (logp[t] - mean_b)));
-  return worst / (hi - lo);
-}
-
 // Logits on dequantized weights may differ from the float32 model's by at
 // most this multiple of the largest tensor error: each matrix's error
 // reaches the logits about in proportion (RMSNorm keeps the residual's scale),
 // and the errors of the model's 2 + 7 L matrices add up partly at random.
 // The synthetic models measure 0.3 to 0.9 times the largest tensor error.
 constexpr double kLogitFactor = 3.0;
-
-// llama.cpp rounds activations to 8 bits per block of 32 (Q8_0/Q8_K) inside
-// its quantized dot products, and to float16 for F16 weights: relative errors
-// of up to 1/254 of a block's largest value per element. Within 2e-2 of
-// (|logit| + mean|row|) covers that through these shallow models; where the
-// top two of AstrAI's logits are closer than that, either token is right and
-// the comparison stops there (greedy_margins.h). Measured: at 4e-3 llama.cpp
-// picks another token on the synthetic model's Q4_K_M and Q4_0 files, so the
-// error is real and of this order.
-constexpr double kActivationRtol = 2e-2;
-
-// llama.cpp's distribution at a step may differ from AstrAI's logits on the
-// same file by this fraction of the row's spread (distribution_distance):
-// the activation rounding above. Measured: at most 0.016 on the 14 files of
-// this test (every step of every prompt), so 0.03 leaves room for another
-// CPU's llama.cpp kernels; a decoder that misreads a block moves the logits
-// by the size of the weight error itself (0.03 to 0.4 normwise, above).
-constexpr double kDistributionTolerance = 0.03;
 
 struct Preset {
   std::string name;
@@ -225,42 +175,17 @@ void check_file(const ModelCase& mc, const LoadedModel& original, const Preset& 
     logit_err = std::max(logit_err, normwise(prompt_logits(q.weights, p), prompt_logits(original.weights, p)));
   CHECK(logit_err <= kLogitFactor * largest);
 
-  // llama.cpp's run of the same file: its greedy tokens against AstrAI's over
-  // AstrAI's decided steps, and at every step of llama.cpp's own trajectory
-  // (AstrAI fed llama.cpp's tokens) its distribution against AstrAI's logits.
-  constexpr int kTokens = 32;
-  const auto theirs = test::llama_cpp_greedy(path, mc.prompts, kTokens);
-  size_t decided_total = 0;
-  double worst_distribution = 0;
-  for (size_t i = 0; i < mc.prompts.size(); ++i) {
-    std::vector<test::GreedyStep> steps;
-    GenerateOptions o;
-    o.max_new_tokens = kTokens;
-    o.stop_tokens = q.tokenizer.end_of_generation_ids();
-    generate(q.weights, mc.prompts[i], o, test::recording_argmax(steps));
-    const size_t decided = test::decided_steps(steps, kActivationRtol);
-    decided_total += decided;
-    INFO("prompt " << i << ": " << decided << " of " << steps.size() << " steps decided");
-    CHECK(test::first(theirs[i].tokens, decided) == test::first(test::tokens_of(steps), decided));
-
-    const auto rows = forced_logits(q.weights, mc.prompts[i], theirs[i].tokens);
-    REQUIRE(rows.size() == theirs[i].logp.size());
-    for (size_t s = 0; s < rows.size(); ++s) {
-      const double d = distribution_distance(rows[s], theirs[i].logp[s]);
-      INFO("step " << s);
-      CHECK(d <= kDistributionTolerance);
-      worst_distribution = std::max(worst_distribution, d);
-    }
-  }
+  // llama.cpp's run of the same file against AstrAI's (llama_cpp_agreement.h).
+  const test::Agreement a = test::check_llama_cpp_agrees(path, q, mc.prompts, 32);
   std::string types;
   for (const auto& [t, e] : worst) types += " " + ggml_type_name(t) + "=" + std::to_string(e);
   std::printf("%s %s: tensor error by type%s; logits %.4f (largest tensor %.4f); %zu greedy steps compared; llama.cpp's distributions within %.4f\n",
-              mc.label.c_str(), preset.name.c_str(), types.c_str(), logit_err, largest, decided_total,
-              worst_distribution);
+              mc.label.c_str(), preset.name.c_str(), types.c_str(), logit_err, largest, a.decided,
+              a.worst_distribution);
   // A comparison over no step would prove nothing. The random synthetic
   // model's logits are flat (often only the first step of a prompt is
   // decided at 2e-2: 2 to 8 of 96 steps); stories260K decides 6 to 11.
-  CHECK(decided_total >= 2);
+  CHECK(a.decided >= 2);
 }
 
 // A file llama.cpp quantizes with a llama-quantize preset.
