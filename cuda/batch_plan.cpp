@@ -79,9 +79,10 @@ int graph_batch_rows(int rows) {
   return (rows + step - 1) / step * step;
 }
 
-BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted) {
+BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots) {
   const int real_rows = plan.rows, real_wanted = int(plan.wanted_rows.size());
-  if (!plan.decode_only() || real_rows == 0 || rows < real_rows || wanted < real_wanted || wanted > rows)
+  if (!plan.decode_only() || real_rows == 0 || rows < real_rows || wanted < real_wanted || wanted > rows ||
+      rows - real_rows > padding_slots)
     throw std::invalid_argument("pad_decode_plan: cannot pad a plan of " + std::to_string(real_rows) + " rows (" +
                                 std::to_string(real_wanted) + " wanted" +
                                 (plan.decode_only() ? "" : ", with prefill tiles") + ") to " + std::to_string(rows) +
@@ -92,7 +93,7 @@ BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted) {
     padded.tokens.push_back(plan.tokens[src]);
     padded.row_pos.push_back(plan.row_pos[src]);
     padded.row_seq.push_back(plan.row_seq[src]);
-    padded.row_slot.push_back(plan.row_slot[src]);
+    padded.row_slot.push_back(first_padding_slot + (r - real_rows));
     padded.row_partial.push_back(int(padded.decode_rows.size()));
     padded.decode_rows.push_back(r);
   }

@@ -61,23 +61,23 @@ BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages
 // multiple of 16 up to kMaxGraphBatchRows. Every power of two up to the
 // largest is one of them, so padding a batch never moves it out of its GEMM
 // row-count bucket (gemm.h: 1-64, 65-128, 129-256, 257-512): a real row gets
-// the algorithm it gets unpadded.
+// the algorithm it gets unpadded. A batch gains at most 15 padding rows.
 inline constexpr int kMaxGraphBatchRows = 512;
 // The smallest captured size >= rows; rows itself above kMaxGraphBatchRows (and for 0).
 int graph_batch_rows(int rows);
 
 // A decode-only plan padded to `rows` rows of which `wanted` want logits,
 // for replaying the graph captured at that size. Each padding row is a copy
-// of the plan's last row (token, position, sequence, cache slot): it
-// computes that row's values bit for bit (every kernel is per row, and a
-// GEMM row depends on that row and the algorithm alone), so its K/V write
-// into the shared slot stores the bits the real row stores. Its attention
-// partials get their own index. The real wanted rows stay first in
+// of the plan's last row (token, position, sequence), so it computes what
+// that row computes and reads only that sequence's pages, but writes its K/V
+// into a slot of its own, first_padding_slot + i for padding row i (slots no
+// page owns: DevicePageCache::kPaddingSlots), so no page changes and no two
+// rows write one slot. Its attention partials get their own index. The real wanted rows stay first in
 // wanted_rows; the padding wanted entries are distinct rows (padding rows
 // first, then real rows that did not want logits), since the final norm adds
 // the residual in place once per listed row. Throws std::invalid_argument
 // for a plan with prefill tiles, rows below plan.rows, wanted below its
-// wanted rows, or wanted above rows.
-BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted);
+// wanted rows, wanted above rows, or more padding rows than `padding_slots`.
+BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots);
 
 }  // namespace astrai::cuda

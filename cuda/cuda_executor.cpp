@@ -300,7 +300,9 @@ struct CudaExecutor::Impl {
     if (plan.rows == 0) return 0;
     const size_t wanted = plan.wanted_rows.size();
     const bool padded = options.cuda_graphs && plan.decode_only() && plan.rows <= kMaxGraphBatchRows;
-    if (padded) plan = pad_decode_plan(plan, graph_batch_rows(plan.rows), graph_batch_rows(int(wanted)));
+    if (padded)
+      plan = pad_decode_plan(plan, graph_batch_rows(plan.rows), graph_batch_rows(int(wanted)), kv.first_padding_slot(),
+                             DevicePageCache::kPaddingSlots);
     last_rows = plan.rows;
     // The device is per host thread, and the scheduler calls forward() on its own.
     ASTRAI_CUDA_CHECK(cudaSetDevice(options.device));

@@ -119,7 +119,8 @@ int gemm_bucket_top(int rows) {
 
 }  // namespace
 
-TEST_CASE("a batch pads to the smallest captured size, inside its GEMM row bucket", "[cuda][plan]") {
+TEST_CASE("a batch pads to the smallest captured size, inside its GEMM row bucket, by at most 15 rows",
+          "[cuda][plan]") {
   const std::vector<int> sizes = captured_sizes();
   for (int rows = 1; rows <= 600; ++rows) {
     INFO("rows " << rows);
@@ -127,11 +128,12 @@ TEST_CASE("a batch pads to the smallest captured size, inside its GEMM row bucke
     const int want = it == sizes.end() ? rows : *it;  // above the largest: not padded
     CHECK(cuda::graph_batch_rows(rows) == want);
     CHECK(gemm_bucket_top(cuda::graph_batch_rows(rows)) == gemm_bucket_top(rows));
+    CHECK(cuda::graph_batch_rows(rows) - rows < 16);  // DevicePageCache's padding slots
   }
   CHECK(cuda::graph_batch_rows(0) == 0);
 }
 
-TEST_CASE("a padded decode plan keeps the real rows and copies the last one", "[cuda][plan]") {
+TEST_CASE("a padded decode plan keeps the real rows and copies the last one, slots aside", "[cuda][plan]") {
   rc::prop("random decode batches, padded to their captured size", [] {
     ModelConfig config = preset_config("tiny");
     config.max_seq_len = 64;
@@ -147,7 +149,8 @@ TEST_CASE("a padded decode plan keeps the real rows and copies the last one", "[
     const cuda::BatchPlan plan = cuda::plan_batch(batch, pages, config, 16, 256);
     const int W = int(plan.wanted_rows.size());
     const int rows = cuda::graph_batch_rows(n_seqs), wanted = cuda::graph_batch_rows(W);
-    const cuda::BatchPlan padded = cuda::pad_decode_plan(plan, rows, wanted);
+    const int first_padding_slot = pages.n_pages() * page_size;  // as DevicePageCache places them
+    const cuda::BatchPlan padded = cuda::pad_decode_plan(plan, rows, wanted, first_padding_slot, 16);
     RC_ASSERT(padded.rows == rows);
     RC_ASSERT(padded.decode_only());
     RC_ASSERT(int(padded.wanted_rows.size()) == wanted);
@@ -159,7 +162,8 @@ TEST_CASE("a padded decode plan keeps the real rows and copies the last one", "[
       RC_ASSERT(padded.tokens[size_t(r)] == plan.tokens[from]);
       RC_ASSERT(padded.row_pos[size_t(r)] == plan.row_pos[from]);
       RC_ASSERT(padded.row_seq[size_t(r)] == plan.row_seq[from]);
-      RC_ASSERT(padded.row_slot[size_t(r)] == plan.row_slot[from]);
+      // ... but writes its K/V into a padding slot of its own, outside every page.
+      RC_ASSERT(padded.row_slot[size_t(r)] == (r < n_seqs ? plan.row_slot[from] : first_padding_slot + r - n_seqs));
     }
     // Every row decodes, each with its own partials index.
     std::vector<int> decode = padded.decode_rows, partial = padded.row_partial;
@@ -188,10 +192,17 @@ TEST_CASE("only decode plans pad, and never below their own size", "[cuda][plan]
   const std::vector<BatchToken> prefill = {{1, 1, 0, false}, {2, 1, 1, false}, {3, 1, 2, true}};
   const std::vector<BatchToken> decode = {{3, 1, 2, true}, {4, 2, 0, false}};
   const auto plan_of = [&](const std::vector<BatchToken>& rows) { return cuda::plan_batch(rows, pages, config, 16, 256); };
-  CHECK_THROWS_AS(cuda::pad_decode_plan(plan_of(prefill), 4, 1), std::invalid_argument);
-  CHECK_THROWS_AS(cuda::pad_decode_plan(plan_of(decode), 1, 1), std::invalid_argument);  // fewer rows
-  CHECK_THROWS_AS(cuda::pad_decode_plan(plan_of(decode), 2, 0), std::invalid_argument);  // fewer wanted
-  CHECK_THROWS_AS(cuda::pad_decode_plan(plan_of(decode), 2, 4), std::invalid_argument);  // wanted > rows
-  const cuda::BatchPlan p = cuda::pad_decode_plan(plan_of(decode), 4, 2);
+  const auto pad = [&](const std::vector<BatchToken>& rows, int n, int wanted) {
+    return cuda::pad_decode_plan(plan_of(rows), n, wanted, 64, 16);
+  };
+  CHECK_THROWS_AS(pad(prefill, 4, 1), std::invalid_argument);
+  CHECK_THROWS_AS(pad(decode, 1, 1), std::invalid_argument);   // fewer rows
+  CHECK_THROWS_AS(pad(decode, 2, 0), std::invalid_argument);   // fewer wanted
+  CHECK_THROWS_AS(pad(decode, 2, 4), std::invalid_argument);   // wanted > rows
+  CHECK_THROWS_AS(pad(decode, 19, 1), std::invalid_argument);  // 17 padding rows, 16 slots
+  CHECK(pad(decode, 18, 1).rows == 18);
+  const cuda::BatchPlan p = pad(decode, 4, 2);
   CHECK(p.wanted_rows == std::vector<int>{0, 2});  // a padding row before the real row 1 that wanted nothing
+  CHECK(p.row_slot[2] == 64);
+  CHECK(p.row_slot[3] == 65);
 }

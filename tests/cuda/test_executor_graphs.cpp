@@ -15,8 +15,9 @@
 //    the unpadded algorithm. On the emulated device the stand-in cuBLASLt
 //    computes every output as one dot product in k order anyway; on a GPU the
 //    bucket argument is what holds (test_gemm's invariance cases check it);
-//  - a padding row repeats the last real row, so its K/V write into the same
-//    slot stores the same bits.
+//  - a padding row repeats the last real row's token, position and sequence
+//    but writes its K/V into a slot no page owns (DevicePageCache's padding
+//    slots), so no page's rows change.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
