@@ -267,3 +267,53 @@ TEST_CASE("a mixed prefill + decode step whose shape repeats replays its graph",
   CHECK(graphs.graph_replays() == 3);
   CHECK(got == run(eager));
 }
+
+TEST_CASE("forward() and forward_and_sample() of one shape each replay their own graph", "[cuda][graphs]") {
+  ASTRAI_REQUIRE_GPU();
+  // forward() steps first, so the shape's first graph samples nothing; the
+  // sampled steps after it must capture their own, not replay that one (whose
+  // tokens would never be copied back: every row would fall back to the host).
+  const auto weights = tiny_weights(45);
+  const auto run = [&](cuda::CudaExecutor& executor, std::vector<int>* host_rows) {
+    cuda::DevicePageCache cache(executor.config(), 32, 4, DType::Float32);
+    std::vector<std::vector<int>> seqs = {{1, 5, 9}, {3, 7}};
+    std::vector<SamplerState> states = {SamplerState({0.0f, 0, 1.0f, 1}), SamplerState({0.8f, 50, 0.9f, 2})};
+    std::vector<BatchToken> batch;
+    for (int s = 0; s < 2; ++s) {
+      REQUIRE(cache.admit(s, seqs[size_t(s)]).value() == 0);
+      for (int pos = 0; pos < int(seqs[size_t(s)].size()); ++pos)
+        batch.push_back({seqs[size_t(s)][size_t(pos)], s, pos, pos + 1 == int(seqs[size_t(s)].size())});
+    }
+    std::vector<int> next = {2, 4}, tokens;
+    // The prefill sampled, so that the sampler's buffers exist before any
+    // graph does (growing them drops the graphs, which would hide the case).
+    const auto rules_of = [&] {
+      std::vector<RowSampling> rules;
+      for (SamplerState& st : states) rules.push_back({st.params(), st.next_uniform()});
+      return rules;
+    };
+    executor.forward_and_sample(batch, cache.view(), rules_of());
+    for (int step = 0; step < 6; ++step) {
+      batch.clear();
+      for (int s = 0; s < 2; ++s) {
+        cache.commit(s, seqs[size_t(s)]);
+        seqs[size_t(s)].push_back(next[size_t(s)]);
+        REQUIRE(cache.reserve(s, int(seqs[size_t(s)].size())));
+        batch.push_back({next[size_t(s)], s, int(seqs[size_t(s)].size()) - 1, true});
+      }
+      if (step < 3) {
+        executor.forward(batch, cache.view());  // the fed tokens stay fixed: 2 and 4
+        continue;
+      }
+      const auto sampled = executor.forward_and_sample(batch, cache.view(), rules_of());
+      if (host_rows) host_rows->push_back(executor.last_host_sampled_rows());
+      for (int s = 0; s < 2; ++s) tokens.push_back(next[size_t(s)] = sampled[size_t(s)].token);
+    }
+    return tokens;
+  };
+  cuda::CudaExecutor graphs(weights, {DType::Float32, 0, true}), eager(weights, {DType::Float32, 0, false});
+  std::vector<int> host_rows;
+  CHECK(run(graphs, &host_rows) == run(eager, nullptr));
+  CHECK(host_rows == std::vector<int>{0, 0, 0});  // every row sampled on the device
+  CHECK(graphs.graph_captures() == 2);            // forward only, and sampled
+}
