@@ -317,3 +317,60 @@ TEST_CASE("forward() and forward_and_sample() of one shape each replay their own
   CHECK(host_rows == std::vector<int>{0, 0, 0});  // every row sampled on the device
   CHECK(graphs.graph_captures() == 2);            // forward only, and sampled
 }
+
+TEST_CASE("a step that grows the sampler's buffers drops the graphs that copy into the old ones", "[cuda][graphs]") {
+  ASTRAI_REQUIRE_GPU();
+  // Two sequences decode through forward_and_sample (a graph copies their
+  // parameters into the sampler's buffers); a 20-token prompt wanting every
+  // row's token then grows those buffers (16 rows -> 32); the decode steps
+  // after it must not replay a graph that copies into the freed ones.
+  const auto weights = tiny_weights(46);
+  const auto run = [&](cuda::CudaExecutor& executor) {
+    cuda::DevicePageCache cache(executor.config(), 32, 4, DType::Float32);
+    std::vector<std::vector<int>> seqs = {{1, 5, 9}, {3, 7}};
+    SamplerState state({0.8f, 50, 0.9f, 7});
+    const auto rules_of = [&](size_t n) {
+      std::vector<RowSampling> rules;
+      for (size_t i = 0; i < n; ++i) rules.push_back({state.params(), state.next_uniform()});
+      return rules;
+    };
+    // The 20-row prompt through forward() first: the activations and logits
+    // grow now (dropping no graph yet), so that at step 3 only the sampler grows.
+    std::vector<int> prompt(20);
+    std::vector<BatchToken> prefill;
+    for (int pos = 0; pos < 20; ++pos) prefill.push_back({prompt[size_t(pos)] = 1 + pos, 9, pos, true});
+    REQUIRE(cache.admit(9, prompt).value() == 0);
+    executor.forward(prefill, cache.view());
+    cache.release(9);
+    std::vector<BatchToken> batch;
+    for (int s = 0; s < 2; ++s) {
+      REQUIRE(cache.admit(s, seqs[size_t(s)]).value() == 0);
+      for (int pos = 0; pos < int(seqs[size_t(s)].size()); ++pos)
+        batch.push_back({seqs[size_t(s)][size_t(pos)], s, pos, pos + 1 == int(seqs[size_t(s)].size())});
+    }
+    auto sampled = executor.forward_and_sample(batch, cache.view(), rules_of(2));
+    std::vector<int> tokens;
+    for (int step = 0; step < 6; ++step) {
+      if (step == 3) {  // the long prompt again, every row's token sampled
+        REQUIRE(cache.admit(9, prompt).value() == 0);
+        for (const SampledToken& t : executor.forward_and_sample(prefill, cache.view(), rules_of(20)))
+          tokens.push_back(t.token);
+        cache.release(9);
+      }
+      batch.clear();
+      for (int s = 0; s < 2; ++s) {
+        cache.commit(s, seqs[size_t(s)]);
+        seqs[size_t(s)].push_back(sampled[size_t(s)].token);
+        tokens.push_back(sampled[size_t(s)].token);
+        REQUIRE(cache.reserve(s, int(seqs[size_t(s)].size())));
+        batch.push_back({sampled[size_t(s)].token, s, int(seqs[size_t(s)].size()) - 1, true});
+      }
+      sampled = executor.forward_and_sample(batch, cache.view(), rules_of(2));
+      CHECK(executor.last_host_sampled_rows() == 0);
+    }
+    return tokens;
+  };
+  cuda::CudaExecutor graphs(weights, {DType::Float32, 0, true}), eager(weights, {DType::Float32, 0, false});
+  CHECK(run(graphs) == run(eager));
+  CHECK(graphs.graph_captures() == 2);  // the decode shape before the growth, and again after it
+}
