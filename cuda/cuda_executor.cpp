@@ -72,10 +72,10 @@ struct CudaExecutor::Impl {
     std::vector<int> chunks;  // per prefill chunk: tiles, rows
     uintptr_t keys = 0, values = 0;
     int page_size = 0, n_pages = 0;
-    int sampling = 0;  // kForwardOnly, kSampled, kSampledWithLogprobs
+    int sampling = 0;  // kForwardOnly, or kSampled | kWithLogprobs | kWithAdjustments
     auto operator<=>(const GraphKey&) const = default;
   };
-  enum GraphSampling { kForwardOnly, kSampled, kSampledWithLogprobs };
+  enum GraphSampling { kForwardOnly = 0, kSampled = 1, kWithLogprobs = 2, kWithAdjustments = 4 };  // flags
   // Steps of a shape no padding covers (mixed prefill + decode, or above
   // kMaxGraphBatchRows) are captured too, up to this many graphs: prefill
   // lengths vary, and each graph holds device memory for its nodes.
@@ -309,9 +309,9 @@ struct CudaExecutor::Impl {
     ensure_capacity(plan);
     const bool sampling = sample && wanted > 0;
     const int padded_wanted = int(plan.wanted_rows.size());
-    const int sampler_capacity = sampler.capacity();
+    const long sampler_generation = sampler.generation();
     const bool sample_in_graph = sampling && sampler.stage(c.vocab_size, rows, padded_wanted, stream);
-    if (sampler.capacity() != sampler_capacity) clear_graphs();  // they copy to and from the old buffers
+    if (sampler.generation() != sampler_generation) clear_graphs();  // they copy to and from the old buffers
     if (options.poison_scratch) poison_scratch();
     layout.pack(plan, meta_host.as<int>());
     const auto body = [&] {
@@ -320,12 +320,13 @@ struct CudaExecutor::Impl {
       if (sample_in_graph) sampler.enqueue(logits.as<float>(), c.vocab_size, stream);
     };
     if (options.cuda_graphs) {
-      const int kind = !sample_in_graph ? kForwardOnly : sampler.staged_logprobs() ? kSampledWithLogprobs : kSampled;
+      const int kind = !sample_in_graph ? kForwardOnly
+                                        : kSampled + (sampler.staged_logprobs() ? kWithLogprobs : 0) +
+                                              (sampler.staged_adjustments() ? kWithAdjustments : 0);
       run_graph_step(graph_key(plan, kv, kind), padded, body);
     } else {
       body();
     }
-    // Penalties or a bias: their adjustment list's length changes every step, so sampling follows the graph.
     if (sampling && !sample_in_graph) sampler.enqueue(logits.as<float>(), c.vocab_size, stream);
     return wanted;
   }

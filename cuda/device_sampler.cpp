@@ -73,6 +73,7 @@ bool DeviceSampler::stage(int vocab, std::span<const RowSampling> rows, int padd
     results_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceSampledToken), "sampled tokens" + text);
     logprobs_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceTokenLogprobs), "token logprobs" + text);
     params_host_ = PinnedBuffer(size_t(capacity_) * sizeof(DeviceSamplingRow));
+    ++generation_;
     results_host_ = PinnedBuffer(size_t(capacity_) * sizeof(DeviceSampledToken));
     logprobs_host_ = PinnedBuffer(size_t(capacity_) * sizeof(DeviceTokenLogprobs));
   }
@@ -103,12 +104,23 @@ bool DeviceSampler::stage(int vocab, std::span<const RowSampling> rows, int padd
   DeviceSamplingRow greedy;
   greedy.temperature = 0.0f;  // the cheapest rule: padded rows' tokens are discarded
   for (int r = n; r < padded_rows; ++r) params[r] = greedy;
-  if (!adjustments_host_.empty()) {
-    ensure(adjustments_, adjustments_bytes_, adjustments_host_.size() * sizeof(DeviceLogitAdjustment),
-           "logit adjustments", stream);
+  any_adjustments_ = !adjustments_host_.empty();
+  if (any_adjustments_) {
+    // The list goes up from pinned staging whole (adjustments_bytes_, a size
+    // that changes only when it grows), so a graph's captured copy carries
+    // whatever list a later step staged; rows read only their own part.
+    const size_t list_bytes = adjustments_host_.size() * sizeof(DeviceLogitAdjustment);
+    if (list_bytes > adjustments_bytes_) {
+      ensure(adjustments_, adjustments_bytes_, std::max(list_bytes, size_t(4096)), "logit adjustments", stream);
+      adjustments_staging_ = PinnedBuffer(adjustments_bytes_);
+      ++generation_;
+    }
+    std::copy(adjustments_host_.begin(), adjustments_host_.end(), adjustments_staging_.as<DeviceLogitAdjustment>());
+    const size_t adjusted_before = adjusted_bytes_;
     ensure(adjusted_, adjusted_bytes_, size_t(padded_rows) * size_t(vocab) * sizeof(float), "adjusted logits", stream);
+    if (adjusted_bytes_ != adjusted_before) ++generation_;
   }
-  return adjustments_host_.empty();
+  return true;
 }
 
 void DeviceSampler::enqueue(const float* logits, int vocab, cudaStream_t stream) const {
@@ -119,9 +131,8 @@ void DeviceSampler::enqueue(const float* logits, int vocab, cudaStream_t stream)
   // Rows with penalties or bias are sampled from an adjusted copy of the
   // logits; the raw logits stay for the logprobs and for the host fallback.
   const float* sampled_logits = logits;
-  if (!adjustments_host_.empty()) {
-    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(adjustments_.get(), adjustments_host_.data(),
-                                      adjustments_host_.size() * sizeof(DeviceLogitAdjustment),
+  if (any_adjustments_) {
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(adjustments_.get(), adjustments_staging_.get(), adjustments_bytes_,
                                       cudaMemcpyHostToDevice, stream));
     launch_adjust_rows(logits, adjusted_.as<float>(), n, vocab, params_.as<DeviceSamplingRow>(),
                        adjustments_.as<DeviceLogitAdjustment>(), stream);
