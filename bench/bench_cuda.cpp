@@ -11,7 +11,14 @@
 // The kernels come from the kernel-case registry (cuda/kernel_cases/), as in
 // llm.c: each variant of each case is first validated against its reference
 // on one small shape (a wrong kernel is reported and not timed), then timed
-// on the case's bench_shapes. The whole-model decode step follows.
+// on the case's bench_shapes. The whole-model decode steps follow: a small
+// model (bench_model_config(), which bench/torch_compare.py rebuilds for its
+// comparison) and the reference shapes (decode_step/...,
+// bench/reference_decode_step.h).
+//
+// ASTRAI_BENCH=kernels|decode|all (default all) picks what is registered:
+// bench/gpu-check.sh runs the two halves as separate steps with their own
+// time limits.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -34,6 +41,7 @@
 #include "cuda/kernel_cases/device_arrays.h"
 #include "cuda/kernel_cases/kernel_case.h"
 #include "cuda/kernels/kernels.h"
+#include "bench/reference_decode_step.h"
 #include "reference/synthetic_model.h"
 
 namespace {
@@ -121,7 +129,11 @@ void BM_DecodeStep(benchmark::State& state) {
     state.counters["tokens/s"] = batch / (double(ms) / 1e3);
   }
 }
-BENCHMARK(BM_DecodeStep)->Args({1, 512})->Args({8, 512})->Args({32, 512})->UseManualTime()->Iterations(5);
+
+void register_decode_benchmarks() {
+  BENCHMARK(BM_DecodeStep)->Args({1, 512})->Args({8, 512})->Args({32, 512})->UseManualTime()->Iterations(5);
+  bench::register_reference_decode_steps();
+}
 
 // Validates every variant of every case on one small drawn shape and
 // registers the valid ones' benchmarks. Returns the number of invalid ones.
@@ -172,10 +184,18 @@ int main(int argc, char** argv) {
     const char* expected = std::getenv("ASTRAI_EXPECT_GPU");
     return expected && std::string(expected) == "1" ? 1 : 0;
   }
-  measure_ceilings();
-  const int invalid = register_kernel_cases();
+  const char* mode_env = std::getenv("ASTRAI_BENCH");
+  const std::string mode = mode_env && *mode_env ? mode_env : "all";
+  if (mode != "all" && mode != "kernels" && mode != "decode") {
+    std::printf("ASTRAI_BENCH=%s: expected kernels, decode or all\n", mode.c_str());
+    return 2;
+  }
+  if (!cuda_is_emulated()) measure_ceilings();  // an 8192^3 GEMM on the CPU would take hours
+  const int invalid = mode == "decode" ? 0 : register_kernel_cases();
+  if (mode != "kernels") register_decode_benchmarks();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return invalid == 0 ? 0 : 1;
+  const int decode_errors = bench::finish_reference_decode_steps();
+  return invalid == 0 && decode_errors == 0 ? 0 : 1;
 }

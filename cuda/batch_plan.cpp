@@ -72,4 +72,40 @@ BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages
   return plan;
 }
 
+int graph_batch_rows(int rows) {
+  if (rows <= 0 || rows > kMaxGraphBatchRows) return rows;
+  if (rows <= 4) return rows == 3 ? 4 : rows;
+  const int step = rows <= 256 ? 8 : 16;
+  return (rows + step - 1) / step * step;
+}
+
+BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots) {
+  const int real_rows = plan.rows, real_wanted = int(plan.wanted_rows.size());
+  if (!plan.decode_only() || real_rows == 0 || rows < real_rows || wanted < real_wanted || wanted > rows ||
+      rows - real_rows > padding_slots)
+    throw std::invalid_argument("pad_decode_plan: cannot pad a plan of " + std::to_string(real_rows) + " rows (" +
+                                std::to_string(real_wanted) + " wanted" +
+                                (plan.decode_only() ? "" : ", with prefill tiles") + ") to " + std::to_string(rows) +
+                                " rows (" + std::to_string(wanted) + " wanted)");
+  BatchPlan padded = plan;
+  const size_t src = size_t(real_rows - 1);
+  for (int r = real_rows; r < rows; ++r) {
+    padded.tokens.push_back(plan.tokens[src]);
+    padded.row_pos.push_back(plan.row_pos[src]);
+    padded.row_seq.push_back(plan.row_seq[src]);
+    padded.row_slot.push_back(first_padding_slot + (r - real_rows));
+    padded.row_partial.push_back(int(padded.decode_rows.size()));
+    padded.decode_rows.push_back(r);
+  }
+  padded.rows = rows;
+  padded.partial_rows = int(padded.decode_rows.size());
+  // Extra wanted rows: the padding rows, then real rows that wanted nothing.
+  std::vector<bool> listed(size_t(rows), false);
+  for (const int r : plan.wanted_rows) listed[size_t(r)] = true;
+  for (int r = real_rows; r < rows && int(padded.wanted_rows.size()) < wanted; ++r) padded.wanted_rows.push_back(r);
+  for (int r = 0; r < real_rows && int(padded.wanted_rows.size()) < wanted; ++r)
+    if (!listed[size_t(r)]) padded.wanted_rows.push_back(r);
+  return padded;
+}
+
 }  // namespace astrai::cuda

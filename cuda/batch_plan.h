@@ -56,4 +56,28 @@ struct BatchPlan {
 BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages, const ModelConfig& config,
                      int tile_rows, int chunk_rows);
 
+// The batch sizes at which decode steps are captured as CUDA graphs, as vLLM
+// captures them: 1, 2, 4, then every multiple of 8 up to 256, then every
+// multiple of 16 up to kMaxGraphBatchRows. Every power of two up to the
+// largest is one of them, so padding a batch never moves it out of its GEMM
+// row-count bucket (gemm.h: 1-64, 65-128, 129-256, 257-512): a real row gets
+// the algorithm it gets unpadded. A batch gains at most 15 padding rows.
+inline constexpr int kMaxGraphBatchRows = 512;
+// The smallest captured size >= rows; rows itself above kMaxGraphBatchRows (and for 0).
+int graph_batch_rows(int rows);
+
+// A decode-only plan padded to `rows` rows of which `wanted` want logits,
+// for replaying the graph captured at that size. Each padding row is a copy
+// of the plan's last row (token, position, sequence), so it computes what
+// that row computes and reads only that sequence's pages, but writes its K/V
+// into a slot of its own, first_padding_slot + i for padding row i (slots no
+// page owns: DevicePageCache::kPaddingSlots), so no page changes and no two
+// rows write one slot. Its attention partials get their own index. The real wanted rows stay first in
+// wanted_rows; the padding wanted entries are distinct rows (padding rows
+// first, then real rows that did not want logits), since the final norm adds
+// the residual in place once per listed row. Throws std::invalid_argument
+// for a plan with prefill tiles, rows below plan.rows, wanted below its
+// wanted rows, wanted above rows, or more padding rows than `padding_slots`.
+BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots);
+
 }  // namespace astrai::cuda

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <compare>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -21,34 +23,11 @@
 #include "cuda/gemm.h"
 #include "cuda/kernels/kernels.h"
 #include "cuda/paged_attention.h"
+#include "cuda/pinned_buffer.h"
 #include "reference/rope.h"
 
 namespace astrai::cuda {
 namespace {
-
-// Page-locked host memory, for asynchronous copies.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t bytes) {
-    ASTRAI_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
-  }
-  ~PinnedBuffer() {
-    if (ptr_) cudaFreeHost(ptr_);
-  }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    return *this;
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  void* ptr_ = nullptr;
-};
 
 void check_supported(const ModelConfig& c) {
   c.validate();
@@ -83,12 +62,29 @@ struct CudaExecutor::Impl {
   PinnedBuffer meta_host, logits_host;
   DeviceSampler sampler;  // forward_and_sample's kernel buffers
 
-  // CUDA graphs of decode steps, by shape and cache (its storage addresses
-  // and its page count, which sets every layer's offset); how often each was seen.
-  using GraphKey = std::tuple<int, int, const void*, const void*, int, int>;
+  // CUDA graphs of steps, by everything their launches depend on: the
+  // shape (rows, wanted rows, decode rows, and per prefill chunk its tiles
+  // and rows), the cache (its storage addresses and its page count, which
+  // sets every layer's offset) and what is sampled in the graph; how often
+  // each shape was seen.
+  struct GraphKey {
+    int rows = 0, wanted = 0, decode = 0;
+    std::vector<int> chunks;  // per prefill chunk: tiles, rows
+    uintptr_t keys = 0, values = 0;
+    int page_size = 0, n_pages = 0;
+    int sampling = 0;  // kForwardOnly, or kSampled | kWithLogprobs | kWithAdjustments
+    auto operator<=>(const GraphKey&) const = default;
+  };
+  enum GraphSampling { kForwardOnly = 0, kSampled = 1, kWithLogprobs = 2, kWithAdjustments = 4 };  // flags
+  // Steps of a shape no padding covers (mixed prefill + decode, or above
+  // kMaxGraphBatchRows) are captured too, up to this many graphs: prefill
+  // lengths vary, and each graph holds device memory for its nodes.
+  static constexpr size_t kMaxUnpaddedGraphs = 64;
   std::map<GraphKey, cudaGraphExec_t> graphs;
   std::map<GraphKey, int> seen;
-  long replays = 0;
+  size_t unpadded_graphs = 0;
+  long replays = 0, captures = 0;
+  int last_rows = 0;  // rows of the last step, padding included
 
   Impl(std::shared_ptr<const ModelWeights> w, CudaOptions o)
       : host_weights(std::move(w)), options(o), c(checked(host_weights).config),
@@ -139,6 +135,7 @@ struct CudaExecutor::Impl {
     for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
     graphs.clear();
     seen.clear();
+    unpadded_graphs = 0;
   }
 
   // Grows whatever buffer `plan` does not fit (a grown buffer invalidates the graphs).
@@ -183,11 +180,18 @@ struct CudaExecutor::Impl {
 
   const int* meta_at(PlanLayout::Section s) const { return layout.at(meta.as<int>(), s); }
 
-  // Copies the plan into the pinned staging area and on to the device.
-  void upload_plan(const BatchPlan& plan) {
-    layout.pack(plan, meta_host.as<int>());
-    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(meta.get(), meta_host.as<int>(), layout.ints_used(plan) * 4,
-                                      cudaMemcpyHostToDevice, stream));
+  // The metadata a plan of `rows` rows can use: every section, and page
+  // tables for as many sequences as rows. A fixed size per row count, so a
+  // graph's captured copy moves whatever a later plan of its shape packed.
+  size_t meta_ints(int rows) const {
+    return size_t(PlanLayout::kTables) * size_t(layout.capacity()) + size_t(rows) * size_t(layout.pages_per_seq());
+  }
+
+  // The copy of the packed plan from the pinned staging area to the device:
+  // the first work of a step, captured into its graph with the rest.
+  void upload_plan(int rows) {
+    ASTRAI_CUDA_CHECK(
+        cudaMemcpyAsync(meta.get(), meta_host.get(), meta_ints(rows) * 4, cudaMemcpyHostToDevice, stream));
   }
 
   // Every launch of one forward pass, in order, on `stream`.
@@ -230,22 +234,35 @@ struct CudaExecutor::Impl {
       if (b->get() != nullptr) ASTRAI_CUDA_CHECK(cudaMemsetAsync(b->get(), 0xff, b->bytes(), stream));
   }
 
-  // Decode steps of a shape seen before run from a graph captured the second time.
-  void run_decode_step(const BatchPlan& plan, const DevicePageCache& kv) {
-    const GraphKey key{plan.rows, int(plan.wanted_rows.size()), kv.layer_keys(0), kv.layer_values(0),
-                       kv.page_size(), kv.n_pages()};
+  GraphKey graph_key(const BatchPlan& plan, const DevicePageCache& kv, int sampling) const {
+    GraphKey key{plan.rows, int(plan.wanted_rows.size()), int(plan.decode_rows.size()), {},
+                 reinterpret_cast<uintptr_t>(kv.layer_keys(0)), reinterpret_cast<uintptr_t>(kv.layer_values(0)),
+                 kv.page_size(), kv.n_pages(), sampling};
+    for (int c = 0; c < plan.n_chunks(); ++c) {
+      key.chunks.push_back(plan.chunk_tiles[size_t(c) + 1] - plan.chunk_tiles[size_t(c)]);
+      key.chunks.push_back(plan.chunk_row_begin(c + 1) - plan.chunk_row_begin(c));
+    }
+    return key;
+  }
+
+  // A step of a shape seen before runs from a graph captured the second time
+  // (the first runs eagerly and settles the GEMM algorithms outside any
+  // capture); `body` queues the step's work, metadata upload first.
+  template <typename Body>
+  void run_graph_step(const GraphKey& key, bool padded, Body&& body) {
     if (auto it = graphs.find(key); it != graphs.end()) {
       ASTRAI_CUDA_CHECK(cudaGraphLaunch(it->second, stream));
       ++replays;
       return;
     }
-    if (++seen[key] < 2) {
-      enqueue(plan, kv);  // first sight: also settles the GEMM algorithms outside any capture
+    if (seen.size() > 4096) seen.clear();  // shapes seen once, forgotten now and then
+    if (++seen[key] < 2 || (!padded && unpadded_graphs >= kMaxUnpaddedGraphs)) {
+      body();
       return;
     }
     ASTRAI_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueue(plan, kv);
+      body();
     } catch (...) {
       cudaGraph_t broken = nullptr;
       cudaStreamEndCapture(stream, &broken);
@@ -259,16 +276,62 @@ struct CudaExecutor::Impl {
     cudaGraphDestroy(graph);
     ASTRAI_CUDA_CHECK(status);
     graphs.emplace(key, exec);
+    ++captures;
+    if (!padded) ++unpadded_graphs;
     ASTRAI_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     ++replays;
   }
 
-  // Checks the batch and the cache, then queues the forward pass on `stream`:
-  // afterwards rows 0 .. W-1 of `logits` (device) will hold the W wanted
-  // rows' logits. Returns W. The caller must synchronise the stream before
-  // the next step (even for W = 0): the next step refills the pinned
-  // metadata this step's queued copy reads.
-  size_t enqueue_forward(std::span<const BatchToken> batch, KVCacheView& view) {
+  // Checks the batch and the cache, then queues the step on `stream`: the
+  // metadata upload, the forward pass, and with `sample` the sampling of
+  // the wanted rows (DeviceSampler), in one graph launch where the shape
+  // repeats. Afterwards rows 0 .. W-1 of `logits` (device) will hold the W
+  // wanted rows' logits. Returns W. The caller must synchronise the stream
+  // before the next step (even for W = 0): the next step refills the pinned
+  // staging buffers this step's queued copies read.
+  //
+  // With graphs on, a decode-only step is padded to the next captured batch
+  // size (pad_decode_plan), so a handful of graphs serve every batch size;
+  // mixed prefill + decode steps are captured at their own shape.
+  size_t enqueue_step(std::span<const BatchToken> batch, KVCacheView& view, bool sample,
+                      std::span<const RowSampling> rows) {
+    const DevicePageCache& kv = checked_cache(view);
+    BatchPlan plan = plan_batch(batch, kv.pages(), c, kPrefillTileRows, kPrefillChunkRows);
+    if (plan.rows == 0) return 0;
+    const size_t wanted = plan.wanted_rows.size();
+    const bool padded = options.cuda_graphs && plan.decode_only() && plan.rows <= kMaxGraphBatchRows;
+    if (padded)
+      plan = pad_decode_plan(plan, graph_batch_rows(plan.rows), graph_batch_rows(int(wanted)), kv.first_padding_slot(),
+                             DevicePageCache::kPaddingSlots);
+    last_rows = plan.rows;
+    // The device is per host thread, and the scheduler calls forward() on its own.
+    ASTRAI_CUDA_CHECK(cudaSetDevice(options.device));
+    ensure_capacity(plan);
+    const bool sampling = sample && wanted > 0;
+    const int padded_wanted = int(plan.wanted_rows.size());
+    const long sampler_generation = sampler.generation();
+    const bool sample_in_graph = sampling && sampler.stage(c.vocab_size, rows, padded_wanted, stream);
+    if (sampler.generation() != sampler_generation) clear_graphs();  // they copy to and from the old buffers
+    if (options.poison_scratch) poison_scratch();
+    layout.pack(plan, meta_host.as<int>());
+    const auto body = [&] {
+      upload_plan(plan.rows);
+      enqueue(plan, kv);
+      if (sample_in_graph) sampler.enqueue(logits.as<float>(), c.vocab_size, stream);
+    };
+    if (options.cuda_graphs) {
+      const int kind = !sample_in_graph ? kForwardOnly
+                                        : kSampled + (sampler.staged_logprobs() ? kWithLogprobs : 0) +
+                                              (sampler.staged_adjustments() ? kWithAdjustments : 0);
+      run_graph_step(graph_key(plan, kv, kind), padded, body);
+    } else {
+      body();
+    }
+    if (sampling && !sample_in_graph) sampler.enqueue(logits.as<float>(), c.vocab_size, stream);
+    return wanted;
+  }
+
+  const DevicePageCache& checked_cache(KVCacheView& view) const {
     auto* device_view = dynamic_cast<DevicePageCacheView*>(&view);
     if (!device_view)
       throw std::invalid_argument(
@@ -282,22 +345,11 @@ struct CudaExecutor::Impl {
     if (kc.n_layers != c.n_layers || kc.kv_dim() != c.kv_dim() || kc.max_seq_len != c.max_seq_len)
       throw std::invalid_argument("CudaExecutor::forward: the KV cache was made for another model (" + kc.describe() +
                                   ", executor " + c.describe() + ")");
-    const BatchPlan plan = plan_batch(batch, kv.pages(), c, kPrefillTileRows, kPrefillChunkRows);
-    if (plan.rows == 0) return 0;
-    // The device is per host thread, and the scheduler calls forward() on its own.
-    ASTRAI_CUDA_CHECK(cudaSetDevice(options.device));
-    ensure_capacity(plan);
-    if (options.poison_scratch) poison_scratch();
-    upload_plan(plan);
-    if (options.cuda_graphs && plan.decode_only())
-      run_decode_step(plan, kv);
-    else
-      enqueue(plan, kv);
-    return plan.wanted_rows.size();
+    return kv;
   }
 
   xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& view) {
-    const size_t wanted = enqueue_forward(batch, view), vocab = size_t(c.vocab_size);
+    const size_t wanted = enqueue_step(batch, view, false, {}), vocab = size_t(c.vocab_size);
     if (wanted > 0)
       ASTRAI_CUDA_CHECK(cudaMemcpyAsync(logits_host.as<float>(), logits.get(), wanted * vocab * 4,
                                         cudaMemcpyDeviceToHost, stream));
@@ -307,10 +359,9 @@ struct CudaExecutor::Impl {
     return out;
   }
 
-  // The forward pass, then the sampling kernel on the wanted rows' logits
-  // where they are (a launch of its own after a graph replay: its inputs
-  // change every step); only token ids come back, except for the rows
-  // DeviceSampler leaves to the host.
+  // The forward pass and the sampling kernel on the wanted rows' logits
+  // where they are, one graph launch where the shape repeats; only token ids
+  // come back, except for the rows DeviceSampler leaves to the host.
   std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& view,
                                                std::span<const RowSampling> rows) {
     const size_t want =
@@ -318,12 +369,10 @@ struct CudaExecutor::Impl {
     if (rows.size() != want)  // sample_rows' error, before the step runs
       throw std::invalid_argument("sampling: " + std::to_string(rows.size()) +
                                   " rows of sampling parameters for " + std::to_string(want) + " rows of logits");
-    const size_t wanted = enqueue_forward(batch, view);
-    if (wanted == 0) {
-      ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
-      return {};
-    }
-    return sampler.sample(logits.as<float>(), c.vocab_size, rows, stream);
+    const size_t wanted = enqueue_step(batch, view, true, rows);
+    ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (wanted == 0) return {};
+    return sampler.finish(logits.as<float>(), c.vocab_size, rows);
   }
 };
 
@@ -346,5 +395,7 @@ const CudaOptions& CudaExecutor::options() const { return impl_->options; }
 bool CudaExecutor::gemm_batch_invariant() const { return impl_->gemm.batch_invariant(); }
 std::string CudaExecutor::gemm_invariance_note() const { return impl_->gemm.invariance_note(); }
 long CudaExecutor::graph_replays() const { return impl_->replays; }
+long CudaExecutor::graph_captures() const { return impl_->captures; }
+int CudaExecutor::last_step_rows() const { return impl_->last_rows; }
 
 }  // namespace astrai::cuda

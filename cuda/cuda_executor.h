@@ -18,9 +18,13 @@
 //   ffn_out f32 = hidden Wdown^T                                    cuBLASLt
 // then h = final_norm(x += ffn_out) of the wanted rows only, logits = h C^T.
 //
-// A batch of decode rows only, whose shape (rows, wanted rows, cache) was
-// seen before, is replayed as a CUDA graph: every kernel reads its inputs
-// from fixed device buffers that are refilled before each launch.
+// A step whose shape (rows, wanted rows, prefill chunks, cache) was seen
+// before is replayed as one CUDA graph: the copy of the step's metadata (and
+// of the sampling parameters) from fixed pinned staging buffers, which the
+// host refills before each launch, the forward pass, the sampling kernel and
+// the copy of the tokens back. Decode-only steps are padded to a few
+// captured batch sizes (batch_plan.h, graph_batch_rows), so a handful of
+// graphs serve every batch size.
 #pragma once
 
 #include <memory>
@@ -55,8 +59,13 @@ class CudaExecutor final : public Executor {
   // Whether every GEMM so far used its shape's one algorithm (see gemm.h).
   bool gemm_batch_invariant() const;
   std::string gemm_invariance_note() const;
-  // Decode steps replayed from a CUDA graph so far.
+  // Steps replayed from a CUDA graph so far (the capturing step included),
+  // and graphs captured so far.
   long graph_replays() const;
+  long graph_captures() const;
+  // Rows of the last step as launched: a decode-only step's rows padded to
+  // its captured batch size (graph_batch_rows) when graphs are on.
+  int last_step_rows() const;
   // Rows the last forward_and_sample() sampled on the host (see above).
   int last_host_sampled_rows() const;
 

@@ -17,6 +17,11 @@ int validated_context(const ModelConfig& config) {
   return config.max_seq_len;
 }
 
+// The padding slots' rows of every layer, of keys or of values.
+size_t padding_bytes(const ModelConfig& c, DType dtype) {
+  return size_t(c.n_layers) * size_t(DevicePageCache::kPaddingSlots) * size_t(c.kv_dim()) * dtype_size(dtype);
+}
+
 }  // namespace
 
 size_t DevicePageCache::bytes_needed(const ModelConfig& c, int n_pages, int page_size, DType dtype) {
@@ -27,13 +32,15 @@ DevicePageCache::DevicePageCache(const ModelConfig& config, int n_pages, int pag
     : PagedKVCache(validated_context(config), n_pages, page_size),
       config_(config),
       dtype_(dtype),
-      keys_(bytes_needed(config, n_pages, page_size, dtype) / 2,
+      keys_(bytes_needed(config, n_pages, page_size, dtype) / 2 + padding_bytes(config, dtype),
             "the KV cache keys (" + std::to_string(n_pages) + " pages of " + std::to_string(page_size) + ")"),
-      values_(bytes_needed(config, n_pages, page_size, dtype) / 2, "the KV cache values"),
+      values_(bytes_needed(config, n_pages, page_size, dtype) / 2 + padding_bytes(config, dtype),
+              "the KV cache values"),
       view_(*this) {}
 
 void* DevicePageCache::element(const DeviceBuffer& buffer, int layer) const {
-  const size_t layer_elements = size_t(n_pages()) * size_t(page_size()) * size_t(config_.kv_dim());
+  const size_t layer_rows = size_t(n_pages()) * size_t(page_size()) + size_t(kPaddingSlots);
+  const size_t layer_elements = layer_rows * size_t(config_.kv_dim());
   return static_cast<char*>(buffer.get()) + size_t(layer) * layer_elements * dtype_size(dtype_);
 }
 

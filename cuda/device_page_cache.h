@@ -3,9 +3,13 @@
 // page tables), so prefix hits, eviction and preemption behave exactly as on
 // the CPU; only where the K/V rows live differs.
 //
-// Storage: keys and values, each [n_layers, n_pages, page_size, kv_dim] in
-// the cache dtype; the row of (layer, page, offset) is kv_dim contiguous
-// elements at ((layer * n_pages + page) * page_size + offset) * kv_dim.
+// Storage: keys and values, each [n_layers, n_pages * page_size +
+// kPaddingSlots, kv_dim] in the cache dtype; the row of (layer, page, offset)
+// is kv_dim contiguous elements at (layer * layer_rows + page * page_size +
+// offset) * kv_dim. The kPaddingSlots rows after each layer's pages belong to
+// no page: the padding rows of a CUDA graph's padded batch write their K/V
+// there (cuda_executor.cpp), each its own, so that no two blocks of one
+// launch write one row and no page's rows change.
 //
 // The CudaExecutor recognises this cache's view (DevicePageCacheView), reads
 // the page tables from pages() and writes and reads the device rows itself.
@@ -61,7 +65,11 @@ class DevicePageCache final : public PagedKVCache {
   // Device storage of one layer: row `slot` = page * page_size + offset.
   void* layer_keys(int layer) const { return element(keys_, layer); }
   void* layer_values(int layer) const { return element(values_, layer); }
-  // Bytes of device storage for these dimensions.
+  // Slots no page owns (see above): kPaddingSlots of them, from first_padding_slot().
+  static constexpr int kPaddingSlots = 16;
+  int first_padding_slot() const { return n_pages() * page_size(); }
+  // Bytes of device storage of the pages (the padding slots add
+  // 2 * n_layers * kPaddingSlots rows: 2 MB for Llama-3-8B in bf16).
   static size_t bytes_needed(const ModelConfig& config, int n_pages, int page_size, DType dtype);
 
  private:

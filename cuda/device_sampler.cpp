@@ -53,26 +53,40 @@ TokenLogprobs from_device(const DeviceTokenLogprobs& d) {
 
 std::vector<SampledToken> DeviceSampler::sample(const float* logits, int vocab, std::span<const RowSampling> rows,
                                                 cudaStream_t stream) {
+  stage(vocab, rows, int(rows.size()), stream);
+  enqueue(logits, vocab, stream);
+  ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return finish(logits, vocab, rows);
+}
+
+bool DeviceSampler::stage(int vocab, std::span<const RowSampling> rows, int padded_rows, cudaStream_t stream) {
   const int n = int(rows.size());
+  if (padded_rows < n) throw std::invalid_argument("DeviceSampler::stage: fewer padded rows than rows");
   host_rows_ = 0;
-  results_host_.assign(size_t(n), DeviceSampledToken{});
-  if (n == 0) return {};
-  if (n > capacity_) {
+  real_rows_ = n;
+  staged_rows_ = padded_rows;
+  if (padded_rows > capacity_) {
     ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old buffers may still be in use
-    capacity_ = std::max({n, 2 * capacity_, 16});
-    params_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceSamplingRow),
-                           "sampling parameters for " + std::to_string(capacity_) + " rows");
-    results_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceSampledToken),
-                            "sampled tokens for " + std::to_string(capacity_) + " rows");
+    capacity_ = std::max({padded_rows, 2 * capacity_, 16});
+    const std::string text = " for " + std::to_string(capacity_) + " rows";
+    params_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceSamplingRow), "sampling parameters" + text);
+    results_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceSampledToken), "sampled tokens" + text);
+    logprobs_ = DeviceBuffer(size_t(capacity_) * sizeof(DeviceTokenLogprobs), "token logprobs" + text);
+    params_host_ = PinnedBuffer(size_t(capacity_) * sizeof(DeviceSamplingRow));
+    ++generation_;
+    results_host_ = PinnedBuffer(size_t(capacity_) * sizeof(DeviceSampledToken));
+    logprobs_host_ = PinnedBuffer(size_t(capacity_) * sizeof(DeviceTokenLogprobs));
   }
   // Each row's parameters, and the penalties' adjustments of every row, one
   // list (O(tokens seen) per penalised row, no pass over the vocabulary).
-  params_host_.resize(size_t(n));
+  DeviceSamplingRow* params = params_host_.as<DeviceSamplingRow>();
+  DeviceSampledToken* results = results_host_.as<DeviceSampledToken>();
   adjustments_host_.clear();
-  bool any_logprobs = false;
+  any_logprobs_ = false;
   for (int r = 0; r < n; ++r) {
     const RowSampling& row = rows[size_t(r)];
-    DeviceSamplingRow& d = params_host_[size_t(r)] = device_sampling_row(row);
+    results[r] = DeviceSampledToken{};
+    DeviceSamplingRow& d = params[r] = device_sampling_row(row);
     if (d.top_k < 0) continue;
     const bool inside = std::all_of(row.adjustments.begin(), row.adjustments.end(),
                                     [vocab](const LogitAdjustment& a) { return a.token >= 0 && a.token < vocab; });
@@ -85,44 +99,71 @@ std::vector<SampledToken> DeviceSampler::sample(const float* logits, int vocab, 
     for (const LogitAdjustment& a : row.adjustments)
       adjustments_host_.push_back({a.token, (a.banned ? kAdjustBanned : 0) | (a.repetition ? kAdjustRepetition : 0),
                                    a.offset});
-    any_logprobs = any_logprobs || d.logprobs >= 0;
+    any_logprobs_ = any_logprobs_ || d.logprobs >= 0;
   }
-  ASTRAI_CUDA_CHECK(cudaMemcpyAsync(params_.get(), params_host_.data(), size_t(n) * sizeof(DeviceSamplingRow),
+  DeviceSamplingRow greedy;
+  greedy.temperature = 0.0f;  // the cheapest rule: padded rows' tokens are discarded
+  for (int r = n; r < padded_rows; ++r) params[r] = greedy;
+  any_adjustments_ = !adjustments_host_.empty();
+  if (any_adjustments_) {
+    // The list goes up from pinned staging whole (adjustments_bytes_, a size
+    // that changes only when it grows), so a graph's captured copy carries
+    // whatever list a later step staged; rows read only their own part.
+    const size_t list_bytes = adjustments_host_.size() * sizeof(DeviceLogitAdjustment);
+    if (list_bytes > adjustments_bytes_) {
+      ensure(adjustments_, adjustments_bytes_, std::max(list_bytes, size_t(4096)), "logit adjustments", stream);
+      adjustments_staging_ = PinnedBuffer(adjustments_bytes_);
+      ++generation_;
+    }
+    std::copy(adjustments_host_.begin(), adjustments_host_.end(), adjustments_staging_.as<DeviceLogitAdjustment>());
+    const size_t adjusted_before = adjusted_bytes_;
+    ensure(adjusted_, adjusted_bytes_, size_t(padded_rows) * size_t(vocab) * sizeof(float), "adjusted logits", stream);
+    if (adjusted_bytes_ != adjusted_before) ++generation_;
+  }
+  return true;
+}
+
+void DeviceSampler::enqueue(const float* logits, int vocab, cudaStream_t stream) const {
+  const int n = staged_rows_;
+  if (n == 0) return;
+  ASTRAI_CUDA_CHECK(cudaMemcpyAsync(params_.get(), params_host_.get(), size_t(n) * sizeof(DeviceSamplingRow),
                                     cudaMemcpyHostToDevice, stream));
   // Rows with penalties or bias are sampled from an adjusted copy of the
   // logits; the raw logits stay for the logprobs and for the host fallback.
   const float* sampled_logits = logits;
-  if (!adjustments_host_.empty()) {
-    const size_t list_bytes = adjustments_host_.size() * sizeof(DeviceLogitAdjustment);
-    ensure(adjustments_, adjustments_bytes_, list_bytes, "logit adjustments", stream);
-    ensure(adjusted_, adjusted_bytes_, size_t(n) * size_t(vocab) * sizeof(float), "adjusted logits", stream);
-    ASTRAI_CUDA_CHECK(
-        cudaMemcpyAsync(adjustments_.get(), adjustments_host_.data(), list_bytes, cudaMemcpyHostToDevice, stream));
+  if (any_adjustments_) {
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(adjustments_.get(), adjustments_staging_.get(), adjustments_bytes_,
+                                      cudaMemcpyHostToDevice, stream));
     launch_adjust_rows(logits, adjusted_.as<float>(), n, vocab, params_.as<DeviceSamplingRow>(),
                        adjustments_.as<DeviceLogitAdjustment>(), stream);
     sampled_logits = adjusted_.as<float>();
   }
   launch_sample_rows(sampled_logits, n, vocab, params_.as<DeviceSamplingRow>(), results_.as<DeviceSampledToken>(),
                      stream);
-  if (any_logprobs) {
-    ensure(logprobs_, logprobs_bytes_, size_t(n) * sizeof(DeviceTokenLogprobs), "token logprobs", stream);
+  if (any_logprobs_) {
     launch_row_logprobs(logits, n, vocab, params_.as<DeviceSamplingRow>(), results_.as<DeviceSampledToken>(),
                         logprobs_.as<DeviceTokenLogprobs>(), stream);
-    logprobs_host_.resize(size_t(n));
-    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(logprobs_host_.data(), logprobs_.get(), size_t(n) * sizeof(DeviceTokenLogprobs),
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(logprobs_host_.get(), logprobs_.get(), size_t(n) * sizeof(DeviceTokenLogprobs),
                                       cudaMemcpyDeviceToHost, stream));
   }
-  ASTRAI_CUDA_CHECK(cudaMemcpyAsync(results_host_.data(), results_.get(), size_t(n) * sizeof(DeviceSampledToken),
+  ASTRAI_CUDA_CHECK(cudaMemcpyAsync(results_host_.get(), results_.get(), size_t(n) * sizeof(DeviceSampledToken),
                                     cudaMemcpyDeviceToHost, stream));
-  ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
+std::vector<SampledToken> DeviceSampler::finish(const float* logits, int vocab, std::span<const RowSampling> rows) {
+  const int n = int(rows.size());
+  if (n != real_rows_) throw std::logic_error("DeviceSampler::finish: not the rows stage() was given");
   std::vector<SampledToken> tokens(rows.size());
   xt::xtensor<float, 2> row_logits({size_t(1), size_t(vocab)});
+  const DeviceSamplingRow* params = params_host_.as<DeviceSamplingRow>();
+  const DeviceSampledToken* results = results_host_.as<DeviceSampledToken>();
+  const DeviceTokenLogprobs* logprobs = logprobs_host_.as<DeviceTokenLogprobs>();
+  host_rows_ = 0;
   for (int r = 0; r < n; ++r) {
-    const DeviceSampledToken& d = results_host_[size_t(r)];
+    const DeviceSampledToken& d = results[r];
     if (d.status == kSampleOk && d.token >= 0 && d.token < vocab) {
       tokens[size_t(r)].token = d.token;
-      if (params_host_[size_t(r)].logprobs >= 0) tokens[size_t(r)].logprobs = from_device(logprobs_host_[size_t(r)]);
+      if (params[r].logprobs >= 0) tokens[size_t(r)].logprobs = from_device(logprobs[r]);
       continue;
     }
     // Bad logits or a rule kept on the host: the reference sampler on this

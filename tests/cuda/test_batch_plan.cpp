@@ -98,3 +98,111 @@ TEST_CASE("a batch plan rejects rows the forward pass must not run", "[cuda][pla
   CHECK_THROWS_AS(plan_of({{1, 1, 2, true}}), std::logic_error);
   CHECK_NOTHROW(plan_of({{1, 1, 5, true}}));
 }
+
+namespace {
+
+// The captured sizes written out independently of graph_batch_rows: 1, 2, 4,
+// every multiple of 8 up to 256, every multiple of 16 up to 512.
+std::vector<int> captured_sizes() {
+  std::vector<int> sizes = {1, 2, 4};
+  for (int n = 8; n <= 256; n += 8) sizes.push_back(n);
+  for (int n = 272; n <= 512; n += 16) sizes.push_back(n);
+  return sizes;
+}
+
+// The GEMM row-count bucket's top (cuda/gemm.h): 64, then powers of two.
+int gemm_bucket_top(int rows) {
+  int top = 64;
+  while (top < rows) top *= 2;
+  return top;
+}
+
+}  // namespace
+
+TEST_CASE("a batch pads to the smallest captured size, inside its GEMM row bucket, by at most 15 rows",
+          "[cuda][plan]") {
+  const std::vector<int> sizes = captured_sizes();
+  for (int rows = 1; rows <= 600; ++rows) {
+    INFO("rows " << rows);
+    const auto it = std::lower_bound(sizes.begin(), sizes.end(), rows);
+    const int want = it == sizes.end() ? rows : *it;  // above the largest: not padded
+    CHECK(cuda::graph_batch_rows(rows) == want);
+    CHECK(gemm_bucket_top(cuda::graph_batch_rows(rows)) == gemm_bucket_top(rows));
+    CHECK(cuda::graph_batch_rows(rows) - rows < 16);  // DevicePageCache's padding slots
+  }
+  CHECK(cuda::graph_batch_rows(0) == 0);
+}
+
+TEST_CASE("a padded decode plan keeps the real rows and copies the last one, slots aside", "[cuda][plan]") {
+  rc::prop("random decode batches, padded to their captured size", [] {
+    ModelConfig config = preset_config("tiny");
+    config.max_seq_len = 64;
+    const int page_size = *rc::gen::element(1, 4, 16);
+    const int n_seqs = *rc::gen::inRange(1, 40);
+    PageManager pages(config.max_seq_len, n_seqs * (64 / page_size + 1), page_size);
+    std::vector<BatchToken> batch;
+    for (int s = 0; s < n_seqs; ++s) {
+      const int len = *rc::gen::inRange(1, 64);
+      RC_ASSERT(pages.admit(s, std::vector<int>(size_t(len), 1)).has_value());
+      batch.push_back({*rc::gen::inRange(0, config.vocab_size), s, len - 1, *rc::gen::arbitrary<bool>()});
+    }
+    const cuda::BatchPlan plan = cuda::plan_batch(batch, pages, config, 16, 256);
+    const int W = int(plan.wanted_rows.size());
+    const int rows = cuda::graph_batch_rows(n_seqs), wanted = cuda::graph_batch_rows(W);
+    const int first_padding_slot = pages.n_pages() * page_size;  // as DevicePageCache places them
+    const cuda::BatchPlan padded = cuda::pad_decode_plan(plan, rows, wanted, first_padding_slot, 16);
+    RC_ASSERT(padded.rows == rows);
+    RC_ASSERT(padded.decode_only());
+    RC_ASSERT(int(padded.wanted_rows.size()) == wanted);
+    RC_ASSERT(padded.n_seqs == plan.n_seqs);
+    RC_ASSERT(padded.page_tables == plan.page_tables);
+    const size_t last = size_t(n_seqs - 1);
+    for (int r = 0; r < rows; ++r) {
+      const size_t from = r < n_seqs ? size_t(r) : last;  // a padding row is the last real row again
+      RC_ASSERT(padded.tokens[size_t(r)] == plan.tokens[from]);
+      RC_ASSERT(padded.row_pos[size_t(r)] == plan.row_pos[from]);
+      RC_ASSERT(padded.row_seq[size_t(r)] == plan.row_seq[from]);
+      // ... but writes its K/V into a padding slot of its own, outside every page.
+      RC_ASSERT(padded.row_slot[size_t(r)] == (r < n_seqs ? plan.row_slot[from] : first_padding_slot + r - n_seqs));
+    }
+    // Every row decodes, each with its own partials index.
+    std::vector<int> decode = padded.decode_rows, partial = padded.row_partial;
+    std::sort(decode.begin(), decode.end());
+    std::sort(partial.begin(), partial.end());
+    for (int r = 0; r < rows; ++r) {
+      RC_ASSERT(decode[size_t(r)] == r);
+      RC_ASSERT(partial[size_t(r)] == r);
+    }
+    RC_ASSERT(padded.partial_rows == rows);
+    // The real wanted rows first, in order; then distinct rows (the final
+    // norm adds the residual in place once per listed row).
+    RC_ASSERT(std::equal(plan.wanted_rows.begin(), plan.wanted_rows.end(), padded.wanted_rows.begin()));
+    std::vector<int> listed = padded.wanted_rows;
+    std::sort(listed.begin(), listed.end());
+    RC_ASSERT(std::adjacent_find(listed.begin(), listed.end()) == listed.end());
+    RC_ASSERT((listed.empty() || (listed.front() >= 0 && listed.back() < rows)));
+  });
+}
+
+TEST_CASE("only decode plans pad, and never below their own size", "[cuda][plan]") {
+  const ModelConfig config = preset_config("tiny");
+  PageManager pages(config.max_seq_len, 16, 4);
+  pages.admit(1, std::vector<int>{1, 2, 3});
+  pages.admit(2, std::vector<int>{4});
+  const std::vector<BatchToken> prefill = {{1, 1, 0, false}, {2, 1, 1, false}, {3, 1, 2, true}};
+  const std::vector<BatchToken> decode = {{3, 1, 2, true}, {4, 2, 0, false}};
+  const auto plan_of = [&](const std::vector<BatchToken>& rows) { return cuda::plan_batch(rows, pages, config, 16, 256); };
+  const auto pad = [&](const std::vector<BatchToken>& rows, int n, int wanted) {
+    return cuda::pad_decode_plan(plan_of(rows), n, wanted, 64, 16);
+  };
+  CHECK_THROWS_AS(pad(prefill, 4, 1), std::invalid_argument);
+  CHECK_THROWS_AS(pad(decode, 1, 1), std::invalid_argument);   // fewer rows
+  CHECK_THROWS_AS(pad(decode, 2, 0), std::invalid_argument);   // fewer wanted
+  CHECK_THROWS_AS(pad(decode, 2, 4), std::invalid_argument);   // wanted > rows
+  CHECK_THROWS_AS(pad(decode, 19, 1), std::invalid_argument);  // 17 padding rows, 16 slots
+  CHECK(pad(decode, 18, 1).rows == 18);
+  const cuda::BatchPlan p = pad(decode, 4, 2);
+  CHECK(p.wanted_rows == std::vector<int>{0, 2});  // a padding row before the real row 1 that wanted nothing
+  CHECK(p.row_slot[2] == 64);
+  CHECK(p.row_slot[3] == 65);
+}
