@@ -32,7 +32,8 @@ class Executor {
   // rows[i].uniform) of reference/sampling gives, and its logprobs what
   // token_logprobs(the raw row, token, rows[i].logprobs) gives. This default samples on the host with the
   // reference sampler; an executor whose logits live on a device samples
-  // there and copies back only the ids (the scheduler calls only this).
+  // there and copies back only the ids (the scheduler reaches it through
+  // forward_and_sample_with_forks, below).
   virtual std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
                                                        std::span<const RowSampling> rows);
   // forward_and_sample(), then one more token for each of `forks`, drawn from

@@ -1,7 +1,6 @@
 #include "engine/scheduler/inference_scheduler.h"
 #include "engine/scheduler/prompt_limit.h"
 
-#include <algorithm>
 #include <string>
 
 namespace astrai {
