@@ -5,7 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "engine/chat/jinja/python_text.h"
+#include "engine/jinja/python_text.h"
 #include "engine/text/read_file.h"
 #include "engine/tokenizer/special_tokens.h"
 

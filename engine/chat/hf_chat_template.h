@@ -5,7 +5,7 @@
 // with the context transformers passes: the special tokens the tokenizer
 // config sets (bos_token, eos_token, unk_token, pad_token), `messages`, `tools` and `documents`
 // (None unless given), `add_generation_prompt`, and any extra keys
-// (e.g. enable_thinking for Qwen 3). The Jinja engine is engine/chat/jinja/.
+// (e.g. enable_thinking for Qwen 3). The Jinja engine is engine/jinja/.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "engine/chat/chat_message.h"
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace astrai {

@@ -1,4 +1,5 @@
-// Executor::forward_and_sample's default: the reference sampler on the host.
+// Executor::forward_and_sample's default, and forward_and_sample_with_forks':
+// the reference sampler on the host.
 #include "engine/executor/executor.h"
 
 #include <stdexcept>
@@ -42,6 +43,24 @@ std::vector<SampledToken> sample_rows(std::span<const float> logits, size_t voca
 std::vector<SampledToken> Executor::forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
                                                        std::span<const RowSampling> rows) {
   return sample_rows(forward(batch, cache), rows);
+}
+
+std::vector<SampledToken> Executor::forward_and_sample_with_forks(std::span<const BatchToken> batch,
+                                                                  KVCacheView& cache,
+                                                                  std::span<const RowSampling> rows,
+                                                                  std::span<const ForkDraw> forks) {
+  if (forks.empty()) return forward_and_sample(batch, cache, rows);
+  const xt::xtensor<float, 2> logits = forward(batch, cache);
+  std::vector<SampledToken> tokens = sample_rows(logits, rows);
+  const size_t vocab = logits.shape(1);
+  for (const ForkDraw& fork : forks) {
+    if (fork.row >= rows.size())
+      throw std::invalid_argument("sampling: a fork draws from wanted row " + std::to_string(fork.row) + " of " +
+                                  std::to_string(rows.size()));
+    const std::span<const float> row(logits.data() + fork.row * vocab, vocab);
+    tokens.push_back(sample_rows(row, vocab, std::span(&fork.sampling, 1)).front());
+  }
+  return tokens;
 }
 
 }  // namespace astrai

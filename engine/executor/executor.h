@@ -12,36 +12,12 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "engine/executor/row_sampling.h"
 #include "reference/batch.h"
 #include "reference/kv_cache_view.h"
 #include "reference/model_config.h"
-#include "reference/sampling/logprobs.h"
-#include "reference/sampling/penalties.h"
-#include "reference/sampling/sampling_params.h"
 
 namespace astrai {
-
-// How one wanted row's next token is drawn: its request's parameters and the
-// uniform its request's generator drew for this token (SamplerState::next_uniform).
-struct RowSampling {
-  SamplingParams params;
-  double uniform = 0.0;
-  // The request's penalties and bias for this token (SamplerState::adjustments(),
-  // which the request's state keeps up to date, so this is a view, not a copy):
-  // applied to the row before it is sampled. O(tokens seen), never O(vocabulary).
-  std::span<const LogitAdjustment> adjustments = {};
-  // -1: no log-probabilities; n >= 0: the token's and the n most likely ones
-  // (token_logprobs of the raw row, before the adjustments).
-  int logprobs = -1;
-};
-
-// One wanted row's next token, or why there is none (bad logits: NaN, +inf,
-// nothing finite). Only that row's request fails; the batch goes on.
-struct SampledToken {
-  int token = -1;
-  std::string error;  // empty when token is valid
-  std::optional<TokenLogprobs> logprobs;  // when the row asked for them
-};
 
 class Executor {
  public:
@@ -56,9 +32,20 @@ class Executor {
   // rows[i].uniform) of reference/sampling gives, and its logprobs what
   // token_logprobs(the raw row, token, rows[i].logprobs) gives. This default samples on the host with the
   // reference sampler; an executor whose logits live on a device samples
-  // there and copies back only the ids (the scheduler calls only this).
+  // there and copies back only the ids (the scheduler reaches it through
+  // forward_and_sample_with_forks, below).
   virtual std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
                                                        std::span<const RowSampling> rows);
+  // forward_and_sample(), then one more token for each of `forks`, drawn from
+  // wanted row forks[j].row as sample_rows(that row, forks[j].sampling) gives:
+  // rows.size() + forks.size() tokens, the rows' first. The n choices of one
+  // prompt sample their first tokens here, so no logits reach the scheduler.
+  // Without forks this is forward_and_sample(); with them, the default runs
+  // forward() and samples on the host with the reference sampler.
+  virtual std::vector<SampledToken> forward_and_sample_with_forks(std::span<const BatchToken> batch,
+                                                                  KVCacheView& cache,
+                                                                  std::span<const RowSampling> rows,
+                                                                  std::span<const ForkDraw> forks);
   // For logs and /stats: "cpu-reference", "cuda-bf16", ...
   virtual std::string name() const = 0;
 };

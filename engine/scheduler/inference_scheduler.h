@@ -3,16 +3,17 @@
 // finish reasons only; what the tokens say (text, stop strings) is decided by
 // the request's consumer behind its hooks (the engine's RequestDecoder).
 //
-// Each iteration of its loop has four phases:
-//   1. cleanup: finish cancelled tasks and give their cache room back;
-//   2. refill:  admit waiting tasks while there are free task places and cache
-//               room (a prefix-cache hit skips the prefill of cached pages);
-//   3. prefill and 4. decode, planned into ONE forward batch: one row for every
-//               running task that is decoding, each at its own position, then
-//               prompt chunks of any lengths up to the step's token budget.
-// Each task whose last position is computed gets its next token from the
-// same call (Executor::forward_and_sample), drawn with a uniform from the
-// task's own generator, on the GPU or on the host.
+// Two parts: the step policy (step_policy.h) decides, over tasks and the KV
+// cache alone, what each forward batch holds (cleanup, refill, preemption,
+// decode rows and prefill chunks planned as one batch); this loop owns the
+// thread, the queues callers fill (submitted tasks, cancellations), the
+// executor and the stats. Each iteration: take what callers queued, let the
+// policy cancel, refill and plan, run the plan through
+// Executor::forward_and_sample_with_forks (each task whose last position is
+// computed gets its next token, drawn with a uniform from the task's own
+// generator, on the GPU or on the host; the n choices of one prompt draw
+// their first tokens from its row there too), hand the tokens back to the
+// policy, and publish the stats.
 //
 // Batching never changes what a request gets: the executor computes every row
 // with the same arithmetic whatever else is in the batch, chunked prefill
@@ -35,31 +36,11 @@
 
 #include "engine/executor/executor.h"
 #include "engine/kv_cache/kv_cache.h"
+#include "engine/scheduler/scheduler_config.h"
+#include "engine/scheduler/step_policy.h"
 #include "engine/scheduler/task.h"
 
 namespace astrai {
-
-struct SchedulerConfig {
-  int max_running_tasks = 16;    // tasks decoding or prefilling at once
-  int max_tokens_per_step = 256; // rows of one forward batch; longer prompts are prefilled in chunks
-  int max_waiting_tasks = 1024;  // submit() beyond this throws QueueFullError
-  void validate() const;
-};
-
-struct SchedulerStats {
-  uint64_t total_tasks = 0;      // submitted since start
-  uint64_t total_tokens = 0;     // generated since start
-  int active_tasks = 0;          // running now
-  int waiting_queue = 0;         // submitted, not yet admitted (or preempted)
-  uint64_t steps = 0;            // forward batches run
-  uint64_t prefill_tokens = 0;   // prompt positions computed
-  uint64_t prefix_hit_tokens = 0;// prompt positions a prefix-cache hit saved
-  uint64_t prefix_query_tokens = 0;  // prompt positions looked up in the cache (first admissions)
-  uint64_t forked_prompt_tokens = 0;  // prompt positions choices took from their request's first choice (KVCache::fork)
-  uint64_t preemptions = 0;
-  uint64_t cancel_requests = 0;  // cancel() calls since start (counted at once, like total_tasks)
-  KVCacheStats cache;            // at the end of the last step
-};
 
 class QueueFullError : public std::runtime_error {
  public:
@@ -119,27 +100,12 @@ class InferenceScheduler {
   const std::string executor_name() const { return executor_->name(); }
 
  private:
-  struct PlannedRows {
-    Task* task;
-    int start;  // first position computed in this step
-    int count;
-  };
-
   void validate(const TokenRequest& request) const;
   void enqueue(std::unique_ptr<Task> task, int n_tasks);
-  void fork_choices(Task& first, const xt::xtensor<float, 2>& logits, size_t row);
   void run();
-  bool wait_for_work();
-  void cleanup();
-  void refill();
-  int places_taken() const;
-  bool make_room(Task& t, const std::vector<PlannedRows>& plan);
-  std::vector<PlannedRows> plan_step();
-  void run_step(const std::vector<PlannedRows>& plan);
-  void accept_token(Task& task, const SampledToken& sampled);
-  void preempt(Task& task);
-  void finish(Task& task, FinishReason reason, std::string error = "");
-  void remove_finished();
+  bool wait_for_work(std::unordered_set<int>& cancelled);
+  void count_waiting();
+  void run_step(const StepPlan& plan);
   void publish_stats();
 
   std::unique_ptr<Executor> executor_;
@@ -150,19 +116,17 @@ class InferenceScheduler {
   mutable std::mutex mutex_;
   mutable std::condition_variable wake_;  // work arrived, or shutdown
   mutable std::condition_variable idle_;  // the loop published new stats
-  std::deque<std::unique_ptr<Task>> waiting_;
+  std::deque<std::unique_ptr<Task>> submitted_;  // not yet handed to the policy
   std::unordered_set<int> cancel_requests_;
   SchedulerStats stats_;
   bool accepting_ = true;
   bool stopping_ = false;
   std::chrono::steady_clock::time_point cancel_deadline_;
-  int unfinished_ = 0;  // submitted and not yet finished
-  uint64_t finished_ = 0;            // tasks finished since start
-  uint64_t finished_published_ = 0;  // finished_ when stats_ was last published
+  int policy_waiting_ = 0;           // the policy's waiting tasks when the loop last looked (the queue's length)
+  uint64_t finished_published_ = 0;  // tasks finished when stats_ was last published
 
-  // Owned by the scheduler thread alone.
-  std::vector<std::unique_ptr<Task>> running_;  // in admission order
-  SchedulerStats local_;                         // counters the thread keeps
+  // Owned by the scheduler thread alone (its hooks run there).
+  StepPolicy policy_;
 
   std::thread thread_;
 };

@@ -1,4 +1,4 @@
-// Fuzz target: the Jinja engine (engine/chat/jinja/) on any template source.
+// Fuzz target: the Jinja engine (engine/jinja/) on any template source.
 //
 // A chat template is model-file content, and model files come from anywhere:
 // whatever its bytes, parsing and rendering it must end, within the render
@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace astrai::fuzz {

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from datetime import datetime
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../jinja"))
 import hf_jinja_oracle  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../support"))
 from missing_data import missing  # noqa: E402

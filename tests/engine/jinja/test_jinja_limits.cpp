@@ -1,4 +1,4 @@
-// The Jinja engine's render limits (engine/chat/jinja/render_limits.h): a
+// The Jinja engine's render limits (engine/jinja/render_limits.h): a
 // template from a model file that would loop without end or grow a string
 // or list without bound is a TemplateError naming the limit, raised before
 // the work (or the allocation) is done; templates within the limits render
@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/jinja/render_limits.h"
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/render_limits.h"
+#include "engine/jinja/template.h"
 
 namespace {
 

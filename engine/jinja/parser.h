@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "engine/chat/jinja/ast.h"
-#include "engine/chat/jinja/lexer.h"
+#include "engine/jinja/ast.h"
+#include "engine/jinja/lexer.h"
 
 namespace astrai::jinja {
 

@@ -1,11 +1,11 @@
 // JSON in, Python's json.dumps out (see json_value.h).
-#include "engine/chat/jinja/json_value.h"
+#include "engine/jinja/json_value.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "engine/chat/jinja/python_text.h"
+#include "engine/jinja/python_text.h"
 
 namespace astrai::jinja {
 

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "engine/chat/jinja/ast.h"
-#include "engine/chat/jinja/render_limits.h"
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/ast.h"
+#include "engine/jinja/render_limits.h"
+#include "engine/jinja/value.h"
 
 namespace astrai::jinja {
 

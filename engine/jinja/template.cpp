@@ -1,10 +1,10 @@
 // Template: lexer -> parser once, renderer per call.
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 
-#include "engine/chat/jinja/json_value.h"
-#include "engine/chat/jinja/lexer.h"
-#include "engine/chat/jinja/parser.h"
-#include "engine/chat/jinja/renderer.h"
+#include "engine/jinja/json_value.h"
+#include "engine/jinja/lexer.h"
+#include "engine/jinja/parser.h"
+#include "engine/jinja/renderer.h"
 
 namespace astrai::jinja {
 

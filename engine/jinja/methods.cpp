@@ -6,9 +6,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "engine/chat/jinja/builtins.h"
-#include "engine/chat/jinja/python_text.h"
-#include "engine/chat/jinja/render_limits.h"
+#include "engine/jinja/builtins.h"
+#include "engine/jinja/python_text.h"
+#include "engine/jinja/render_limits.h"
 
 namespace astrai::jinja {
 

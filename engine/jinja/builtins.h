@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/value.h"
 
 namespace astrai::jinja {
 

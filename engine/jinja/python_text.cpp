@@ -1,8 +1,8 @@
 // Python str semantics on UTF-8 (see python_text.h). Case mappings come from
 // ICU (root locale, full mappings as Python's str.upper/lower use).
-#include "engine/chat/jinja/python_text.h"
+#include "engine/jinja/python_text.h"
 
-#include "engine/chat/jinja/render_limits.h"
+#include "engine/jinja/render_limits.h"
 #include <unicode/locid.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>

@@ -1,4 +1,4 @@
-// The Jinja engine (engine/chat/jinja/) on hand-written cases, each expected
+// The Jinja engine (engine/jinja/) on hand-written cases, each expected
 // output written from jinja2's documented semantics (Template Designer
 // Documentation; Python's str/json behaviour for methods and tojson) under
 // the settings transformers uses: trim_blocks, lstrip_blocks, loopcontrols.
@@ -10,9 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat/hf_chat_template.h"
-#include "engine/chat/jinja/python_text.h"
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/python_text.h"
+#include "engine/jinja/template.h"
 
 namespace {
 
@@ -274,34 +273,6 @@ TEST_CASE("jinja: unsupported features are refused by name, with the line", "[ji
   for (int i = 0; i < 3000; ++i) nested_ifs += "{% if true %}";
   CHECK(error_of(nested_ifs).find("nests deeper") != std::string::npos);
   CHECK(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").find("macro calls nest deeper") != std::string::npos);
-}
-
-TEST_CASE("HfChatTemplate: tokenizer_config.json and transformers' render context", "[jinja]") {
-  const json config = {{"bos_token", {{"content", "<s>"}, {"lstrip", false}}},
-                       {"eos_token", "</s>"},
-                       {"chat_template",
-                        {{{"name", "tool_use"}, {"template", "TOOLS"}},
-                         {{"name", "default"},
-                          {"template",
-                           "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
-                           "{% if add_generation_prompt %}>{% endif %}{{ eos_token }}{{ tools is none }}{{ extra }}"}}}}};
-  const astrai::HfChatTemplate t(astrai::parse_tokenizer_config(config, "tokenizer_config.json"));
-  const std::vector<astrai::ChatMessage> messages = {{astrai::ChatRole::System, "S"}, {astrai::ChatRole::User, "U"}};
-  CHECK(t.render(messages, true) == "<s>[system:S][user:U]></s>True");
-  CHECK(t.render(messages, false, {{"extra", "E"}}) == "<s>[system:S][user:U]</s>TrueE");
-
-  // A config without bos_token leaves it undefined for the template (Qwen's).
-  const astrai::HfChatTemplate no_bos(astrai::parse_tokenizer_config(
-      {{"bos_token", nullptr}, {"chat_template", "{{ bos_token is defined }}"}}, "c.json"));
-  CHECK(no_bos.render({}, false) == "False");
-
-  CHECK_THROWS_WITH(astrai::parse_tokenizer_config({{"bos_token", "x"}}, "c.json"), "c.json: no chat_template");
-  CHECK_THROWS_WITH(astrai::parse_tokenizer_config({{"chat_template", {{{"name", "other"}, {"template", "x"}}}}}, "c.json"),
-                    "c.json: chat_template list has no \"default\" template");
-  astrai::HfTemplateConfig broken;
-  broken.chat_template = "{% if %}";
-  CHECK_THROWS_AS(astrai::HfChatTemplate(broken), TemplateError);
-  CHECK_THROWS_AS(t.render_request({{"messages", "not a list"}}), std::invalid_argument);
 }
 
 // ---- properties ----

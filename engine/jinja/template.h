@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "engine/chat/jinja/ast.h"
-#include "engine/chat/jinja/error.h"
-#include "engine/chat/jinja/render_limits.h"
+#include "engine/jinja/ast.h"
+#include "engine/jinja/error.h"
+#include "engine/jinja/render_limits.h"
 
 namespace astrai::jinja {
 

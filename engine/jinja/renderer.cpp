@@ -1,15 +1,15 @@
 // The tree-walking renderer (see renderer.h).
-#include "engine/chat/jinja/renderer.h"
+#include "engine/jinja/renderer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <unordered_map>
 
-#include "engine/chat/jinja/builtins.h"
-#include "engine/chat/jinja/error.h"
-#include "engine/chat/jinja/python_text.h"
-#include "engine/chat/jinja/render_limits.h"
+#include "engine/jinja/builtins.h"
+#include "engine/jinja/error.h"
+#include "engine/jinja/python_text.h"
+#include "engine/jinja/render_limits.h"
 
 namespace astrai::jinja {
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/value.h"
 
 namespace astrai::jinja {
 

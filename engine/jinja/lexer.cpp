@@ -1,11 +1,11 @@
 // jinja2's lexer, for the settings of Hugging Face chat templates (see lexer.h).
-#include "engine/chat/jinja/lexer.h"
+#include "engine/jinja/lexer.h"
 
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/chat/jinja/error.h"
-#include "engine/chat/jinja/python_text.h"
+#include "engine/jinja/error.h"
+#include "engine/jinja/python_text.h"
 
 namespace astrai::jinja {
 

@@ -2,12 +2,12 @@
 // (parse_or, parse_and, parse_not, parse_compare, parse_math1, parse_concat,
 // parse_math2, parse_pow, parse_unary, parse_primary, parse_postfix,
 // parse_filter_expr), so that precedence matches jinja2 exactly.
-#include "engine/chat/jinja/parser.h"
+#include "engine/jinja/parser.h"
 
 #include <set>
 
-#include "engine/chat/jinja/builtins.h"
-#include "engine/chat/jinja/error.h"
+#include "engine/jinja/builtins.h"
+#include "engine/jinja/error.h"
 
 namespace astrai::jinja {
 

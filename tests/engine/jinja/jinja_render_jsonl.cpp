@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "engine/chat/jinja/template.h"
+#include "engine/jinja/template.h"
 
 int main() {
   for (std::string line; std::getline(std::cin, line);) {

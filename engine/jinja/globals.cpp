@@ -5,8 +5,8 @@
 #include <ctime>
 #include <stdexcept>
 
-#include "engine/chat/jinja/builtins.h"
-#include "engine/chat/jinja/error.h"
+#include "engine/jinja/builtins.h"
+#include "engine/jinja/error.h"
 
 namespace astrai::jinja {
 

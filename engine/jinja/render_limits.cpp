@@ -1,5 +1,5 @@
 // The current render's limits (see render_limits.h).
-#include "engine/chat/jinja/render_limits.h"
+#include "engine/jinja/render_limits.h"
 
 #include <stdexcept>
 #include <string>

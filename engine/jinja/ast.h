@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/value.h"
 
 namespace astrai::jinja {
 

@@ -1,10 +1,10 @@
 // Python semantics of the template values (see value.h).
-#include "engine/chat/jinja/value.h"
+#include "engine/jinja/value.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/chat/jinja/python_text.h"
+#include "engine/jinja/python_text.h"
 
 namespace astrai::jinja {
 

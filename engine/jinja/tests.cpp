@@ -4,8 +4,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "engine/chat/jinja/builtins.h"
-#include "engine/chat/jinja/python_text.h"
+#include "engine/jinja/builtins.h"
+#include "engine/jinja/python_text.h"
 
 namespace astrai::jinja {
 

@@ -1,0 +1,314 @@
+#include "engine/scheduler/step_policy.h"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace astrai {
+
+void SchedulerConfig::validate() const {
+  if (max_running_tasks < 1) throw std::invalid_argument("scheduler: max_running_tasks must be at least 1");
+  if (max_tokens_per_step < max_running_tasks)
+    throw std::invalid_argument("scheduler: max_tokens_per_step must be at least max_running_tasks, so that every "
+                                "running task decodes in every step");
+  if (max_waiting_tasks < 1) throw std::invalid_argument("scheduler: max_waiting_tasks must be at least 1");
+}
+
+StepPolicy::StepPolicy(KVCache& cache, SchedulerConfig config, int context)
+    : cache_(cache), config_(config), context_(context) {
+  config_.validate();
+}
+
+void StepPolicy::enqueue(std::unique_ptr<Task> task) { waiting_.push_back(std::move(task)); }
+
+std::vector<int> StepPolicy::task_ids() const {
+  std::vector<int> ids;
+  for (const auto& t : waiting_) ids.push_back(t->id);
+  for (const auto& t : running_) ids.push_back(t->id);
+  return ids;
+}
+
+// Phase 1: cancelled tasks end, waiting or running.
+void StepPolicy::cancel(const std::unordered_set<int>& ids) {
+  if (ids.empty()) return;
+  std::vector<std::unique_ptr<Task>> cancelled_waiting;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (ids.count((*it)->id)) {
+      cancelled_waiting.push_back(std::move(*it));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& t : cancelled_waiting) finish(*t, FinishReason::Cancelled);
+  for (auto& t : running_)
+    if (ids.count(t->id)) finish(*t, FinishReason::Cancelled);
+  // Choices still waiting for their first choice's prompt: cancelled alone.
+  std::vector<std::unique_ptr<Task>> cancelled_forks;
+  auto take_cancelled_forks = [&](Task& first) {
+    for (auto& fork : first.forks)
+      if (ids.count(fork->id)) cancelled_forks.push_back(std::move(fork));
+    std::erase(first.forks, nullptr);
+  };
+  for (auto& t : running_) take_cancelled_forks(*t);
+  for (auto& t : waiting_) take_cancelled_forks(*t);
+  for (auto& t : cancelled_forks) finish(*t, FinishReason::Cancelled);
+  remove_finished();
+}
+
+// Phase 2: admit waiting tasks, oldest first, while places and cache room last.
+void StepPolicy::refill() {
+  for (;;) {
+    // A task with forks is admitted with a running place for each of them.
+    if (waiting_.empty() || places_taken() + 1 + int(waiting_.front()->forks.size()) > config_.max_running_tasks)
+      return;
+    Task& next = *waiting_.front();
+    std::optional<int> hit;
+    std::string error;
+    try {
+      hit = cache_.admit(next.id, next.tokens);
+      if (!hit && !running_.empty()) return;  // room comes back as running tasks end
+      if (!hit)
+        error = "the prompt of " + std::to_string(next.tokens.size()) + " tokens does not fit the KV cache (" +
+                std::to_string(cache_.capacity_tokens()) + " tokens)";
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::unique_ptr<Task> task = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (!error.empty()) {
+      finish(*task, FinishReason::Error, error);
+      continue;
+    }
+    task->n_computed = *hit;
+    if (!task->admitted_once) {
+      task->cached_prompt_tokens = *hit;
+      counters_.prefix_hit_tokens += uint64_t(*hit);
+      counters_.prefix_query_tokens += uint64_t(task->tokens.size());
+      task->admitted_once = true;
+    }
+    running_.push_back(std::move(task));
+  }
+}
+
+// Running places: the running tasks and the choices each will fork.
+int StepPolicy::places_taken() const {
+  int places = 0;
+  for (const auto& t : running_) places += 1 + int(t->forks.size());
+  return places;
+}
+
+// Makes cache room for every position `t` will have computed after this
+// step, preempting the newest task not already planned (possibly t itself)
+// until it fits. Returns false when t is not to run this step.
+bool StepPolicy::make_room(Task& t, const std::vector<PlannedRows>& planned) {
+  while (!cache_.reserve(t.id, int(t.tokens.size()))) {
+    Task* victim = &t;
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+      Task* c = it->get();
+      const bool in_plan =
+          std::any_of(planned.begin(), planned.end(), [&](const PlannedRows& p) { return p.task == c; });
+      if (c != &t && !in_plan && !c->finished) {
+        victim = c;
+        break;
+      }
+    }
+    if (victim == &t) {
+      const bool alone = std::none_of(running_.begin(), running_.end(),
+                                      [&](const auto& o) { return o.get() != &t && !o->finished; });
+      if (alone)
+        // Unreachable while the cache holds a whole context (the loop checks
+        // at construction); should a cache still refuse, ending the task
+        // beats preempting and readmitting it forever.
+        finish(t, FinishReason::ContextLimit);
+      else
+        preempt(t);
+      return false;
+    }
+    preempt(*victim);
+  }
+  return true;
+}
+
+// Phases 3 and 4 planned as one batch: every decoding task gets its one row
+// (long prompts never starve them), then prompts get chunks in admission
+// order until the step's token budget is spent. Each task whose last
+// position is computed draws its uniform from its own request's generator,
+// in plan order, so the executor may sample wherever its logits are and a
+// request still gets the tokens the reference loop would give it.
+StepPlan StepPolicy::plan_step() {
+  StepPlan plan;
+  int budget = config_.max_tokens_per_step;
+  for (bool decoding : {true, false}) {
+    for (size_t i = 0; i < running_.size() && budget > 0;) {
+      Task& t = *running_[i];
+      if (t.finished || (t.pending_positions() == 1) != decoding) {
+        ++i;
+        continue;
+      }
+      if (!make_room(t, plan.rows)) {
+        if (i < running_.size() && running_[i].get() == &t) ++i;  // finished in place; else it left running_
+        continue;
+      }
+      const int count = std::min(t.pending_positions(), budget);
+      plan.rows.push_back({&t, t.n_computed, count});
+      budget -= count;
+      ++i;
+    }
+  }
+  for (const PlannedRows& p : plan.rows) {
+    Task& t = *p.task;
+    const bool wants_token = p.start + p.count == int(t.tokens.size());
+    for (int pos = p.start; pos < p.start + p.count; ++pos)
+      plan.batch.push_back({t.tokens[size_t(pos)], t.id, pos, pos + 1 == int(t.tokens.size())});
+    if (wants_token)
+      plan.sampling.push_back({t.sampler.params(), t.sampler.next_uniform(), t.sampler.adjustments(), t.logprobs});
+  }
+  plan_forks(plan);
+  return plan;
+}
+
+// The choices whose first choice's prompt ends in this step draw their first
+// token from its row: the row a request submitted alone would compute (the
+// same positions, tokens and earlier K/V, and the executor computes a row the
+// same whatever its batch), so choice i gets the tokens of a request alone
+// with its own seed.
+void StepPolicy::plan_forks(StepPlan& plan) {
+  size_t row = 0;
+  for (const PlannedRows& p : plan.rows) {
+    if (p.start + p.count != int(p.task->tokens.size())) continue;
+    for (auto& fork : p.task->forks) {
+      Task& f = *fork;
+      plan.forks.push_back({&f, f.sampler});
+      plan.fork_draws.push_back({row, {f.sampler.params(), f.sampler.next_uniform(), f.sampler.adjustments(), f.logprobs}});
+    }
+    ++row;
+  }
+}
+
+void StepPolicy::complete_step(const StepPlan& plan, std::span<const SampledToken> tokens) {
+  if (tokens.size() != plan.sampling.size() + plan.fork_draws.size())
+    throw std::logic_error("scheduler: " + std::to_string(tokens.size()) + " sampled tokens for " +
+                           std::to_string(plan.sampling.size() + plan.fork_draws.size()) + " draws");
+  ++counters_.steps;
+  size_t next_token = 0;
+  for (const auto& p : plan.rows) {
+    Task& t = *p.task;
+    counters_.prefill_tokens += uint64_t(std::max(0, std::min(p.start + p.count, t.prompt_len) - p.start));
+    t.n_computed += p.count;
+    cache_.commit(t.id, std::span<const int>(t.tokens.data(), size_t(t.n_computed)));
+    if (t.n_computed != int(t.tokens.size())) continue;  // more prompt chunks to come
+    const SampledToken& sampled = tokens[next_token++];
+    if (!t.forks.empty())  // before t may end and release the prompt
+      fork_choices(t, plan, tokens.subspan(plan.sampling.size()));
+    if (!sampled.error.empty())
+      finish(t, FinishReason::Error, "sampling failed: " + sampled.error);
+    else
+      accept_token(t, sampled);
+  }
+}
+
+void StepPolicy::fail_step(const StepPlan& plan, const std::string& error) {
+  for (const auto& p : plan.rows) finish(*p.task, FinishReason::Error, error);
+}
+
+// `first` has just computed its prompt: each other choice takes the prompt's
+// K/V from it and the token the executor drew for it (plan.forks[j] got fork_tokens[j]).
+void StepPolicy::fork_choices(Task& first, const StepPlan& plan, std::span<const SampledToken> fork_tokens) {
+  std::vector<std::unique_ptr<Task>> forks = std::move(first.forks);
+  first.forks.clear();
+  for (auto& fork : forks) {
+    Task& f = *fork;
+    const auto planned = std::find_if(plan.forks.begin(), plan.forks.end(),
+                                      [&](const PlannedFork& pf) { return pf.task == &f; });
+    if (planned == plan.forks.end()) throw std::logic_error("scheduler: a choice forks without a planned draw");
+    if (!cache_.fork(first.id, f.id, f.prompt_len)) {
+      // No room to hold a copy now (ContiguousCache): it computes the prompt
+      // itself later, drawing again from where its generator stood.
+      f.sampler = planned->before_draw;
+      waiting_.push_front(std::move(fork));
+      continue;
+    }
+    f.n_computed = f.prompt_len;
+    f.admitted_once = true;  // its cached_prompt_tokens stay 0: the request's hit is counted on `first`
+    counters_.forked_prompt_tokens += uint64_t(f.prompt_len);
+    const SampledToken& sampled = fork_tokens[size_t(planned - plan.forks.begin())];
+    running_.push_back(std::move(fork));
+    if (!sampled.error.empty())
+      finish(f, FinishReason::Error, "sampling failed: " + sampled.error);
+    else
+      accept_token(f, sampled);
+  }
+}
+
+// The consumer's hook runs here: if it throws, only its own request ends
+// (with FinishReason::Error), never the loop serving everyone.
+void StepPolicy::accept_token(Task& t, const SampledToken& sampled) {
+  const int token = sampled.token;
+  t.tokens.push_back(token);
+  t.sampler.record(token);  // for the penalties of the next token
+  const TokenLogprobs* logprobs = nullptr;
+  if (t.logprobs >= 0 && sampled.logprobs) logprobs = &t.token_logprobs.emplace_back(*sampled.logprobs);
+  ++counters_.total_tokens;
+  bool stop_string = false;  // the consumer's verdict
+  std::string error;
+  if (t.on_token) {
+    try {
+      stop_string = t.on_token(token, logprobs);
+    } catch (...) {
+      error = callback_error("on_token", std::current_exception());
+    }
+  }
+  const bool stop_token = std::find(t.stop_tokens.begin(), t.stop_tokens.end(), token) != t.stop_tokens.end();
+  if (!error.empty())
+    finish(t, FinishReason::Error, error);
+  else if (stop_token)
+    finish(t, FinishReason::Eos);
+  else if (stop_string)
+    finish(t, FinishReason::StopSequence);
+  else if (t.generated() >= t.max_new_tokens)
+    finish(t, FinishReason::Length);
+  else if (int(t.tokens.size()) - 1 >= context_)  // the new token's position is past the context
+    finish(t, FinishReason::ContextLimit);
+}
+
+// Preemption frees the task's room and keeps its tokens; it is first in line
+// to come back, and recomputes them then.
+void StepPolicy::preempt(Task& task) {
+  cache_.release(task.id);
+  task.n_computed = 0;
+  ++counters_.preemptions;
+  std::unique_ptr<Task> owned;
+  for (auto& t : running_)
+    if (t.get() == &task) owned = std::move(t);
+  running_.erase(std::remove(running_.begin(), running_.end(), nullptr), running_.end());
+  waiting_.push_front(std::move(owned));
+}
+
+void StepPolicy::finish(Task& task, FinishReason reason, std::string error) {
+  if (task.finished) return;
+  task.finished = true;
+  // Choices not yet forked cannot go on without this one's prompt.
+  for (auto& fork : task.forks) finish(*fork, reason, error);
+  task.forks.clear();
+  if (cache_.has_task(task.id)) cache_.release(task.id);
+  if (task.on_finish) {
+    const std::vector<int> generated(task.tokens.begin() + task.prompt_len, task.tokens.end());
+    // Nothing is left to report a failure to (the output is final), but the
+    // loop must go on.
+    try {
+      task.on_finish(TokenOutput{task.id, generated, reason, task.prompt_len, task.cached_prompt_tokens, error,
+                                 std::move(task.token_logprobs)});
+    } catch (...) {
+    }
+  }
+  ++finished_;
+}
+
+void StepPolicy::remove_finished() {
+  running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& t) { return t->finished; }),
+                 running_.end());
+}
+
+}  // namespace astrai
