@@ -25,6 +25,7 @@ bugs=(
   "q/k/v bias not added (Qwen 2)|cuda/kernels/rope_kv_write.cu|return bias ? __fadd_rn(row[j], to_float(bias[j])) : row[j];|return row[j];"
   "k heads normed with q_norm's weights (Qwen 3)|cuda/kernels/rope_kv_write.cu|const T* w = head < n_heads ? q_norm : k_norm;|const T* w = q_norm;"
   "per-head RMSNorm without epsilon (Qwen 3)|cuda/kernels/rope_kv_write.cu|__fadd_rn(__fdiv_rn(sum_sq, float(head_dim)), eps)|__fdiv_rn(sum_sq, float(head_dim))"
+  "RoPE blocks skip the v heads (V never written)|cuda/kernels/rope_kv_write.cu|const int last = min(first + kHeadsPerBlock, rotated + n_kv_heads);|const int last = min(first + kHeadsPerBlock, rotated);"
   "softmax scale dropped|cuda/kernels/attention_split.cuh|s = __fmul_rn(dot, a.scale);|s = dot;"
   "split merge without log-sum-exp weights|cuda/kernels/attention_merge.cu|expf(__fsub_rn(lse[s], m))|1.0f"
   "causal mask without the row's own position|cuda/kernels/decode_attention.cu|const int end = min(begin + a.split_len, pos + 1);|const int end = min(begin + a.split_len, pos);"
