@@ -34,7 +34,7 @@ bugs=(
   "mat-vec drops the last tail element when in % 16 bytes != 0|cuda/kernels/matvec.cu|    if (k < in) {|    if (k + 1 < in) {"
   "mat-vec reads row r of x at r * out (a wrong row stride)|cuda/kernels/matvec.cu|x + size_t(r) * size_t(in) + size_t(c) * V|x + size_t(r) * size_t(out) + size_t(c) * V"
   "4-wide bf16 load with the halves of a word swapped|cuda/kernels/vector_access.cuh|v[0] = __int_as_float(int(q.x << 16)), v[1] = __int_as_float(int(q.x & 0xffff0000u));|v[1] = __int_as_float(int(q.x << 16)), v[0] = __int_as_float(int(q.x & 0xffff0000u));"
-  "mat-vec shuffle tree starts at offset 8 (lanes 16-31 lost)|cuda/kernels/matvec.cu|for (int offset = 16; offset > 0; offset /= 2)|for (int offset = 8; offset > 0; offset /= 2)"
+  "mat-vec lane tree starts at width 4 (lanes 8-15 lost)|cuda/kernels/matvec.cu|for (int width = kLanes / 2; width > 0; width /= 2)|for (int width = kLanes / 4; width > 0; width /= 2)"
   "SwiGLU loop bound i <= hidden (one element past the last row)|cuda/kernels/swiglu.cu|for (int i = i0; i < i0 + kVec4 && i < hidden; ++i)|for (int i = i0; i < i0 + kVec4 && i <= hidden; ++i)"
   "greedy ties to the last maximum|cuda/kernels/sample.cu|if (v > best) {  // strict|if (v >= best) {  // strict"
   "-0 and +0 as two logits|cuda/kernels/sample.cu|unsigned(__float_as_int(x == 0.0f ? 0.0f : x))|unsigned(__float_as_int(x))"

@@ -6,20 +6,24 @@
 // float32 accumulation and float32 y [rows, out] (row-major, dense).
 //
 // The shape of llama.cpp's mul_mat_vec: the time is reading W once, so
-//  - one warp per output j streams W's row j with 16-byte loads (8 bf16 or 4
-//    float: a warp's load is 512 contiguous bytes, every sector used), and
-//    holds the partial sums of all `rows` rows of x, so W is read once for
-//    the whole batch; x (at most 8 x in elements) stays in L1/L2;
-//  - the lanes' partial sums are reduced by a fixed warp-shuffle tree;
-//  - the 8 warps of a block park their sums in shared memory, so each row's
-//    8 consecutive outputs leave in one 32-byte store (one sector).
+//  - 16 lanes (half a warp) per output j stream W's row j with 16-byte loads
+//    (8 bf16 or 4 float a lane: 256 contiguous bytes, every sector used) and
+//    hold the partial sums of all `rows` rows of x, so W is read once for the
+//    whole batch; x (at most 8 x in elements) stays in L1/L2. At Llama's 4,096
+//    outputs that is 65,536 threads, about 500 an SM, each with up to 4
+//    16-byte loads in flight (kUnroll);
+//  - the lanes' sums meet in shared memory and one thread per (row, output)
+//    adds them by a fixed pairwise tree; a row's 8 consecutive outputs of a
+//    block leave in one 32-byte store. (One barrier per block instead of a
+//    warp-shuffle tree per row: about the same on a GPU, and on the emulated
+//    device, where every shuffle is a fiber switch, 7x fewer switches.)
 // When in is not a multiple of 16 bytes' worth of elements (or a pointer is
 // not 16-byte aligned) the same loop reads element by element, and the last
 // in % kVec elements are the tail, one per lane.
 //
 // Batch invariance within 1..kMatvecMaxRows: row r's sum is the same chain
-// of fmaf's and the same shuffle tree whatever the number of rows, so its
-// bits never depend on the rows around it (test_gemm checks this).
+// of fmaf's and the same tree whatever the number of rows, so its bits never
+// depend on the rows around it (test_gemm checks this).
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -31,8 +35,9 @@
 namespace astrai::cuda {
 namespace {
 
-constexpr int kWarps = 8;  // outputs per block: one 32-byte sector of float y per row
-constexpr int kThreads = 32 * kWarps;
+constexpr int kLanes = 16;    // lanes per output: a load of W is 16 x 16 = 256 contiguous bytes
+constexpr int kOutputs = 8;   // outputs per block: a row's 8 results are one 32-byte store
+constexpr int kThreads = kLanes * kOutputs;
 
 // 16 bytes of T: the elements one lane loads at once.
 template <typename T>
@@ -73,10 +78,11 @@ template <typename T, int kRows, bool kAligned>
 __global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ x, const T* __restrict__ w, int in,
                                                           int out, float* __restrict__ y) {
   constexpr int V = kVec<T>;
-  __shared__ float sums[kRows][kWarps];
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int j0 = int(blockIdx.x) * kWarps, j = j0 + warp;
-  if (j < out) {  // the same for the whole warp: the shuffles below see every lane
+  // Each lane's sums; one padding column keeps the reads below off each other's banks.
+  __shared__ float partial[kRows][kOutputs][kLanes + 1];
+  const int o = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
+  const int j0 = int(blockIdx.x) * kOutputs, j = j0 + o;
+  if (j < out) {
     const T* wj = w + size_t(j) * size_t(in);
     float acc[kRows];
 #pragma unroll
@@ -84,7 +90,7 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ 
     const int chunks = in / V;
     [[maybe_unused]] constexpr int unroll = kUnroll<kRows>;  // read by nvcc's pragma only
 #pragma unroll unroll
-    for (int c = lane; c < chunks; c += 32) {
+    for (int c = lane; c < chunks; c += kLanes) {
       float wv[V];
       load_chunk<kAligned>(wj + size_t(c) * V, wv);
 #pragma unroll
@@ -95,7 +101,7 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ 
         for (int e = 0; e < V; ++e) acc[r] = __fmaf_rn(xv[e], wv[e], acc[r]);
       }
     }
-    // The tail: in % V (< 32) elements, one per lane.
+    // The tail: in % V (< kLanes) elements, one per lane.
     const int k = chunks * V + lane;
     if (k < in) {
       const float wk = to_float(wj[k]);
@@ -103,20 +109,28 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ 
       for (int r = 0; r < kRows; ++r) acc[r] = __fmaf_rn(to_float(x[size_t(r) * size_t(in) + size_t(k)]), wk, acc[r]);
     }
 #pragma unroll
-    for (int r = 0; r < kRows; ++r)
-      for (int offset = 16; offset > 0; offset /= 2) acc[r] += __shfl_down_sync(0xffffffffu, acc[r], offset);
-    if (lane == 0)
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) sums[r][warp] = acc[r];
+    for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
   }
   __syncthreads();
-  const int r = int(threadIdx.x) / kWarps, i = int(threadIdx.x) % kWarps;
-  if (r < kRows && j0 + i < out) y[size_t(r) * size_t(out) + size_t(j0 + i)] = sums[r][i];
+  // Thread t < kRows * kOutputs sums row r's 16 lane sums of output j0 + i by
+  // a fixed pairwise tree (lane q + lane q + 8, then + 4, + 2, + 1), and the
+  // kOutputs threads of a row store their consecutive outputs together.
+  const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
+  if (r < kRows && j0 + i < out) {
+    float v[kLanes];
+#pragma unroll
+    for (int q = 0; q < kLanes; ++q) v[q] = partial[r][i][q];
+#pragma unroll
+    for (int width = kLanes / 2; width > 0; width /= 2)
+#pragma unroll
+      for (int q = 0; q < width; ++q) v[q] = __fadd_rn(v[q], v[q + width]);
+    y[size_t(r) * size_t(out) + size_t(j0 + i)] = v[0];
+  }
 }
 
 template <typename T, int kRows>
 void launch_rows(const T* x, const T* w, int in, int out, float* y, cudaStream_t stream) {
-  const unsigned blocks = unsigned((out + kWarps - 1) / kWarps);
+  const unsigned blocks = unsigned((out + kOutputs - 1) / kOutputs);
   // 16-byte loads need every row of x and W to start on 16 bytes.
   const bool aligned = in % kVec<T> == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(w) % 16 == 0;

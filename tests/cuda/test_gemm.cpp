@@ -84,7 +84,7 @@ TEST_CASE("the mat-vec kernel is within float32's dot-product error of float64",
 }
 
 TEST_CASE("the mat-vec kernel gives a row the same bits for 1 to 8 rows", "[cuda]") {
-  // Exact: row r's sum is the same chain of fmaf's and the same shuffle tree
+  // Exact: row r's sum is the same chain of fmaf's and the same lane tree
   // whatever the number of rows (matvec.cu).
   ASTRAI_REQUIRE_GPU();
   for (const DType t : {DType::Float32, DType::BFloat16})
