@@ -11,13 +11,12 @@
 // Explicitly rounded multiplies and adds (no FMA contraction), and each
 // head's sum of squares in the reference's order (one thread per head, over
 // i = 0, 1, ...), make the float32 result equal the reference's.
-#include <vector_functions.h>
-
 #include <stdexcept>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
+#include "cuda/kernels/vector_access.cuh"
 
 namespace astrai::cuda {
 namespace {
@@ -43,8 +42,9 @@ constexpr int kThreads = 128;
 // thread per q or k head sums its head's squares into inv_rms[head - first]
 // (dynamic shared memory, kHeadsPerBlock floats); then the block's rotation
 // pairs of q and k heads and its v elements are spread over the threads.
-// Adjacent pairs (2i, 2i+1) are one 8-byte load; rotate-half pairs (i, i +
-// head_dim/2) are two loads, each coalesced over consecutive i.
+// Adjacent pairs (2i, 2i+1) are one 8-byte load and one store of q (and one
+// store of K); rotate-half pairs (i, i + head_dim/2) are two of each, each
+// coalesced over consecutive i.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rope_kv_write_kernel(float* __restrict__ qkv, int n_heads, int n_kv_heads, int head_dim, bool adjacent,
@@ -96,15 +96,19 @@ __global__ void __launch_bounds__(kThreads)
     const float b2 = __fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c));
     if (head < n_heads) {
       if (adjacent) {
-        *reinterpret_cast<float2*>(h + ia) = make_float2(a2, b2);
+        store2(h + ia, a2, b2);
       } else {
         h[ia] = a2;
         h[ib] = b2;
       }
     } else {
       const size_t k_off = cache_row + size_t((head - n_heads) * head_dim);
-      keys[k_off + size_t(ia)] = from_float<T>(a2);
-      keys[k_off + size_t(ib)] = from_float<T>(b2);
+      if (adjacent) {  // kv_dim and ia even: the pair starts on two elements
+        store2(keys + k_off + size_t(ia), a2, b2);
+      } else {
+        keys[k_off + size_t(ia)] = from_float<T>(a2);
+        keys[k_off + size_t(ib)] = from_float<T>(b2);
+      }
     }
   }
   // The block's v heads: v element j of the row is q_dim + kv_dim + j.

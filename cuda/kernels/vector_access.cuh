@@ -43,4 +43,13 @@ __device__ __forceinline__ void store4(__nv_bfloat16* p, const float (&v)[4]) {
   *reinterpret_cast<uint2*>(p) = make_uint2(bits[0] | (bits[1] << 16), bits[2] | (bits[3] << 16));
 }
 
+// Two consecutive elements (a RoPE pair of the adjacent layout): 8 bytes of
+// float, 4 of bf16; p aligned to two elements.
+__device__ __forceinline__ void store2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
+  const unsigned lo = __bfloat16_as_ushort(from_float<__nv_bfloat16>(a));
+  const unsigned hi = __bfloat16_as_ushort(from_float<__nv_bfloat16>(b));
+  *reinterpret_cast<unsigned*>(p) = lo | (hi << 16);
+}
+
 }  // namespace astrai::cuda
