@@ -1,6 +1,13 @@
 // The linear-layer cases: y = x W^T through GemmRunner (the mat-vec kernel
 // for up to 8 rows, else cuBLASLt or its emulated stand-in), in the default
-// per-bucket mode; and the mat-vec kernel alone (launch_matvec) at 1-8 rows.
+// per-bucket mode (gemm v1) and with one cuBLASLt algorithm for every row
+// count (gemm v2: OnePerShape, which is also the decode route before the
+// mat-vec: the 64-row algorithm at 1-64 rows, so bench_cuda times the two
+// side by side); and the mat-vec kernel alone (launch_matvec) at 1-8 rows.
+#include <memory>
+#include <stdexcept>
+#include <string>
+
 #include <xtensor/xtensor.hpp>
 
 #include "cuda/gemm.h"
@@ -12,13 +19,15 @@
 namespace astrai::cuda::cases {
 namespace {
 
-// Variant 1: GemmRunner::run. Variant 2 (the matvec case): launch_matvec directly.
+// Variant 1: GemmRunner::run, per bucket. Variant 2: GemmRunner::run with
+// OnePerShape. Variant 3 (the matvec case's only one): launch_matvec directly.
 struct GemmRun final : KernelRun {
   DType t;
   int rows, in, out;
   std::vector<float> x, w;
   DeviceBuffer d_x, d_w, d_y;
   GemmRunner gemm;
+  std::unique_ptr<GemmRunner> one_per_shape;  // made at variant 2's first launch (a workspace each)
   explicit GemmRun(const KernelShape& s)
       : t(s.dtype), rows(s["rows"]), in(s["in"]), out(s["out"]),
         x(test::random_values(size_t(rows) * size_t(in), s.seed, t)),
@@ -28,12 +37,16 @@ struct GemmRun final : KernelRun {
     flops = 2.0 * double(rows) * in * out;
   }
   void launch(int variant, cudaStream_t stream) override {
-    if (variant == 1)
+    if (variant == 1) {
       gemm.run(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
-    else if (variant == 2)
+    } else if (variant == 2) {
+      if (!one_per_shape) one_per_shape = std::make_unique<GemmRunner>(GemmAlgorithms::OnePerShape);
+      one_per_shape->run(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
+    } else if (variant == 3) {
       launch_matvec(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
-    else
+    } else {
       throw std::invalid_argument("gemm has no variant " + std::to_string(variant));
+    }
   }
   std::vector<float> result() override { return test::download(d_y, size_t(rows) * size_t(out), DType::Float32); }
   std::vector<float> expected() override {
@@ -53,7 +66,7 @@ KernelShape gemm_shape(int rows, int in, int out) {
 }  // namespace
 
 KernelCase gemm_case() {
-  return {"gemm", "cuda/gemm.cpp (cuBLASLt)", "linear() in reference/linear.cpp", 1,
+  return {"gemm", "cuda/gemm.cpp (mat-vec or cuBLASLt)", "linear() in reference/linear.cpp", 2,
           {1e-5, 1e-5,
            "the inputs are exact in both types (bf16 values are the oracle's inputs) and both accumulate in "
            "float32: only the order of the sum differs"},
@@ -62,7 +75,12 @@ KernelCase gemm_case() {
             return KernelShape{pick(0, 1) ? DType::BFloat16 : DType::Float32, uint32_t(pick(0, 1 << 30)),
                                {{"rows", pick(1, 200)}, {"in", pick(1, 400)}, {"out", pick(1, 400)}}};
           },
-          {gemm_shape(1, 4096), gemm_shape(16, 4096), gemm_shape(256, 4096), gemm_shape(4096, 4096)},
+          // Llama-3-8B's qkv, wo, gate_up and down at 1 and 8 rows (v1: the mat-vec, v2: cuBLASLt's 64-row
+          // algorithm), 32 and 64 rows (v1 may split K), then prefill sizes.
+          {gemm_shape(1, 4096, 6144), gemm_shape(1, 4096, 4096), gemm_shape(1, 4096, 28672),
+           gemm_shape(1, 14336, 4096), gemm_shape(8, 4096, 6144), gemm_shape(8, 14336, 4096),
+           gemm_shape(32, 4096, 4096), gemm_shape(64, 14336, 4096), gemm_shape(256, 4096),
+           gemm_shape(4096, 4096)},
           [](const KernelShape& s) { return std::make_unique<GemmRun>(s); }};
 }
 
@@ -91,7 +109,7 @@ KernelCase matvec_case() {
               }
               void launch(int variant, cudaStream_t stream) override {
                 if (variant != 1) throw std::invalid_argument("matvec has no variant " + std::to_string(variant));
-                gemm->launch(2, stream);
+                gemm->launch(3, stream);
               }
               std::vector<float> result() override { return gemm->result(); }
               std::vector<float> expected() override { return gemm->expected(); }
