@@ -16,9 +16,11 @@ for f in cuda/kernels/*.cu; do
     /Used [0-9]+ registers/ {
       regs = $0; sub(/.*Used /, "", regs); sub(/ registers.*/, "", regs)
       smem = 0; if (match($0, /[0-9]+ bytes smem/)) { smem = substr($0, RSTART, RLENGTH); sub(/ bytes smem/, "", smem) }
-      type = fn ~ /I13__nv_bfloat16E/ ? "bf16" : "f32"
-      kname = fn; sub(/.*cu_[0-9a-f]+/, "", kname); gsub(/[0-9]+/, "", kname); sub(/I.*/, "", kname)
-      printf "%-44s %5s %8s %10s %12s\n", file ":" type, regs, smem, st, sl
+      type = fn ~ /I13__nv_bfloat16/ ? "bf16" : "f32"
+      # Integer and bool template arguments (Li8E, Lb1E), e.g. matvec<rows,aligned>, sample<threads>.
+      args = ""; rest = fn
+      while (match(rest, /L[ib][0-9]+E/)) { args = args (args == "" ? "" : ",") substr(rest, RSTART + 2, RLENGTH - 3); rest = substr(rest, RSTART + RLENGTH) }
+      printf "%-44s %5s %8s %10s %12s\n", file ":" type (args == "" ? "" : "<" args ">"), regs, smem, st, sl
     }'
 done
 echo "(smem_B: static shared memory; the attention kernels have dynamic shared memory only:"
