@@ -35,17 +35,32 @@ struct Site {
 
 std::string where(const Site& s) { return std::string(s.file) + ":" + std::to_string(s.line); }
 
+// A cp.async copy issued by a thread and not yet waited for.
+struct PendingCopy {
+  void* destination;
+  const void* source;
+  size_t bytes;
+  const void* pc;    // where the kernel issued it, for the memory trace
+  int group;         // -1 until cp_async_commit() closes the thread's open group
+};
+
 struct Fiber {
   ucontext_t context{};
   uint3 index{};
   int linear = 0;
   Waiting waiting = Waiting::Nothing;
   Site site;
-  unsigned mask = 0;        // of the shuffle it waits at
-  uint32_t shuffle_value = 0;
-  unsigned shuffle_delta = 0;
+  // The warp collective it waits at (Waiting::Warp).
+  WarpOp op = WarpOp::Sync;
+  unsigned mask = 0;
+  uint64_t warp_value = 0;  // a shuffle's value (4 or 8 bytes), or a vote's predicate
+  int warp_operand = 0;     // delta, lane mask or source lane
   int shuffle_width = kWarpSize;
-  uint32_t shuffle_result = 0;
+  uint64_t warp_result = 0;
+  unsigned warp_live = 0;   // the warp's live lanes when the collective was released
+  // cp.async: copies in issue order, and the number of groups committed so far.
+  std::vector<PendingCopy> pending_copies;
+  int committed_groups = 0;
 };
 
 // Fiber stacks, mapped once per thread and reused by every block: each with a
@@ -128,6 +143,52 @@ std::string describe_waits(const Block& b) {
   return out.str();
 }
 
+// The source lane of a shuffle by `lane`, or -1 when the lane keeps its own
+// value. PTX's shfl.sync rule: lanes form segments of `width`; up reads
+// lane - delta and keeps its own value below its segment; down reads
+// lane + delta, xor lane ^ mask, both keeping their own value past the end of
+// the segment (xor may read an earlier segment); idx reads lane src of the
+// segment, src taken modulo width.
+int shuffle_source(WarpOp op, int lane, int operand, int width) {
+  const int segment = lane - lane % width, segment_end = segment + width - 1;
+  int source = lane;
+  switch (op) {
+    case WarpOp::Up: source = lane - operand; return source >= segment ? source : -1;
+    case WarpOp::Down: source = lane + operand; return source <= segment_end ? source : -1;
+    case WarpOp::Xor: source = lane ^ operand; return source <= segment_end ? source : -1;
+    case WarpOp::Index: return segment + (operand & (width - 1));
+    default: return -1;
+  }
+}
+
+// The results of a warp collective every live lane of warp [first, last)
+// reached, `live` the mask of those lanes.
+void exchange(Block& b, int first, int last, unsigned live) {
+  for (int i = first; i < last; ++i) b.fibers[size_t(i)].warp_live = live;
+  const WarpOp op = b.fibers[size_t(first + __builtin_ctz(live))].op;
+  if (op == WarpOp::Sync) return;
+  if (op == WarpOp::Ballot) {
+    uint64_t votes = 0;
+    for (int i = first; i < last; ++i) {
+      const Fiber& f = b.fibers[size_t(i)];
+      if (f.waiting != Waiting::Done && f.warp_value != 0) votes |= 1u << (i - first);
+    }
+    for (int i = first; i < last; ++i) {
+      Fiber& f = b.fibers[size_t(i)];
+      f.warp_result = votes & f.mask;  // a lane outside the mask does not vote
+    }
+    return;
+  }
+  for (int i = first; i < last; ++i) {
+    Fiber& f = b.fibers[size_t(i)];
+    if (f.waiting == Waiting::Done) continue;
+    const int source = shuffle_source(op, i - first, f.warp_operand, f.shuffle_width);
+    // A source past a partial warp's last thread does not exist: the lane keeps its own value.
+    const bool inside = source >= 0 && first + source < last;
+    f.warp_result = inside ? b.fibers[size_t(first + source)].warp_value : f.warp_value;
+  }
+}
+
 // Releases the warps whose live lanes all wait at the same shuffle; returns
 // whether any was released. Faults on a mask that leaves out a live lane.
 bool release_warps(Block& b) {
@@ -157,16 +218,7 @@ bool release_warps(Block& b) {
                           " but live lanes 0x" + [&] { std::ostringstream o; o << std::hex << live; return o.str(); }() +
                           " of warp " + std::to_string(first / kWarpSize) + " all reached it");
     }
-    for (int i = first; i < last; ++i) {
-      Fiber& f = b.fibers[size_t(i)];
-      if (f.waiting == Waiting::Done) continue;
-      const int lane = i - first, width = f.shuffle_width;
-      const int segment = lane - lane % width;
-      const int source = lane + int(f.shuffle_delta);
-      // __shfl_down_sync: a lane whose source is past its segment keeps its own value.
-      const bool inside = source < segment + width && first + source < last;
-      f.shuffle_result = inside ? b.fibers[size_t(first + source)].shuffle_value : f.shuffle_value;
-    }
+    exchange(b, first, last, live);
     for (int i = first; i < last; ++i)
       if (b.fibers[size_t(i)].waiting == Waiting::Warp) b.fibers[size_t(i)].waiting = Waiting::Nothing;
     released = true;
@@ -254,23 +306,46 @@ Block& running_block(const char* what) {
   return *t_block;
 }
 
-template <typename T>
-T shuffle(const char* file, int line, unsigned mask, T value, unsigned delta, int width) {
-  static_assert(sizeof(T) == 4);
-  Block& b = running_block("__shfl_down_sync");
+const char* op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::Down: return "__shfl_down_sync";
+    case WarpOp::Up: return "__shfl_up_sync";
+    case WarpOp::Xor: return "__shfl_xor_sync";
+    case WarpOp::Index: return "__shfl_sync";
+    case WarpOp::Ballot: return "a warp vote";
+    case WarpOp::Sync: return "__syncwarp";
+  }
+  return "?";
+}
+
+// Waits until every live lane of the warp reaches this collective; returns
+// the lane's result.
+uint64_t warp_collective(const char* file, int line, WarpOp op, unsigned mask, uint64_t value, int operand,
+                         int width) {
+  Block& b = running_block(op_name(op));
   if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0)
-    throw KernelFault(b.name() + ": __shfl_down_sync width " + std::to_string(width) + " at " + file + ":" +
+    throw KernelFault(b.name() + ": " + op_name(op) + " width " + std::to_string(width) + " at " + file + ":" +
                       std::to_string(line));
   Fiber& f = b.me();
-  std::memcpy(&f.shuffle_value, &value, 4);
-  f.shuffle_delta = delta;
+  f.op = op;
+  f.warp_value = value;
+  f.warp_operand = operand;
   f.shuffle_width = width;
   f.mask = mask;
   f.site = Site{file, line};
   f.waiting = Waiting::Warp;
   b.yield();
+  return b.me().warp_result;
+}
+
+template <typename T>
+T shuffle(const char* file, int line, WarpOp op, unsigned mask, T value, int operand, int width) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  const uint64_t out = warp_collective(file, line, op, mask, bits, operand, width);
   T result;
-  std::memcpy(&result, &b.me().shuffle_result, 4);
+  std::memcpy(&result, &out, sizeof(T));
   return result;
 }
 
@@ -312,11 +387,79 @@ void block_barrier(const char* file, int line) {
   b.yield();
 }
 
-float shuffle_down(const char* file, int line, unsigned mask, float value, unsigned delta, int width) {
-  return shuffle(file, line, mask, value, delta, width);
+#define ASTRAI_EMU_SHUFFLE(T)                                                                       \
+  T warp_shuffle(const char* file, int line, WarpOp op, unsigned mask, T value, int operand, int width) { \
+    return shuffle(file, line, op, mask, value, operand, width);                                        \
+  }
+ASTRAI_EMU_SHUFFLE(float)
+ASTRAI_EMU_SHUFFLE(int)
+ASTRAI_EMU_SHUFFLE(unsigned)
+ASTRAI_EMU_SHUFFLE(double)
+ASTRAI_EMU_SHUFFLE(long long)
+ASTRAI_EMU_SHUFFLE(unsigned long long)
+#undef ASTRAI_EMU_SHUFFLE
+
+unsigned warp_ballot(const char* file, int line, unsigned mask, int predicate) {
+  return unsigned(warp_collective(file, line, WarpOp::Ballot, mask, predicate != 0, 0, kWarpSize));
 }
-int shuffle_down(const char* file, int line, unsigned mask, int value, unsigned delta, int width) {
-  return shuffle(file, line, mask, value, delta, width);
+
+int warp_any(const char* file, int line, unsigned mask, int predicate) {
+  return warp_ballot(file, line, mask, predicate) != 0u;
+}
+
+int warp_all(const char* file, int line, unsigned mask, int predicate) {
+  // Every live lane is in the mask (else the collective faults).
+  const unsigned votes = warp_ballot(file, line, mask, predicate);
+  return votes == running_block("__all_sync").me().warp_live;
+}
+
+void warp_sync(const char* file, int line, unsigned mask) {
+  warp_collective(file, line, WarpOp::Sync, mask, 0, 0, kWarpSize);
+}
+
+unsigned active_mask() {
+  Block& b = running_block("__activemask()");
+  const int first = b.current - b.current % kWarpSize, last = std::min(int(b.fibers.size()), first + kWarpSize);
+  unsigned live = 0;
+  for (int i = first; i < last; ++i)
+    if (b.fibers[size_t(i)].waiting != Waiting::Done) live |= 1u << (i - first);
+  return live;
+}
+
+namespace {
+// Step 3 reports completed copies to the memory trace.
+void copy_completed(void*, const void*, size_t, const void*) {}
+}  // namespace
+
+// cp.async: the copy happens when a wait covers its group (a GPU may do it
+// any time before; reading the destination earlier is the kernel's bug, and
+// here it reads the old bytes, NaN in fresh dynamic shared memory).
+void async_copy(void* shared_destination, const void* global_source, size_t bytes) {
+  Block& b = running_block("cp.async");
+  b.me().pending_copies.push_back(
+      PendingCopy{shared_destination, global_source, bytes, __builtin_return_address(0), -1});
+}
+
+void async_commit() {
+  Fiber& f = running_block("cp.async.commit_group").me();
+  for (PendingCopy& c : f.pending_copies)
+    if (c.group < 0) c.group = f.committed_groups;
+  ++f.committed_groups;
+}
+
+void async_wait(int pending_groups_allowed) {
+  Fiber& f = running_block("cp.async.wait_group").me();
+  const int complete_below = f.committed_groups - pending_groups_allowed;  // groups [0, this) must be done
+  auto keep = f.pending_copies.begin();
+  for (PendingCopy& c : f.pending_copies) {
+    if (c.group >= 0 && c.group < complete_below) {
+      std::memcpy(c.destination, c.source, c.bytes);
+      copy_completed(c.destination, c.source, c.bytes, c.pc);
+    } else {
+      *keep++ = c;
+    }
+  }
+  f.pending_copies.erase(keep, f.pending_copies.end());
 }
 
 }  // namespace astrai::emu
