@@ -20,22 +20,25 @@ namespace astrai::cuda {
 inline constexpr int kPrefillChunkRows = 256;
 
 // How attention cuts a row's context into splits (split_len_of() in
-// kernels/kernels.h: a row at position pos gets splits of
-// max(min_split_len, ceil((pos + 1) / max_splits) rounded up to a tile)).
-// kSplitsPerRow splits of a row times 8 KV heads are 128 blocks, about one
-// per SM of an H100/H200 (132), so a single sequence of any length fills the
-// GPU; kMinSplitLen keeps a split at two tiles or more, so the partials a
-// split writes (and the merge reads) stay under a ninth of the K/V it reads
-// (docs/cuda.md, "Decode attention: the byte math").
-inline constexpr int kSplitsPerRow = 16;
+// kernels/kernels.h): 16 splits a row up to 8k positions (Llama 3 8B: 16 x 8
+// KV heads = 128 blocks, about one per SM of an H100/H200, so one sequence
+// fills the GPU), then one per 512 positions, at most kSplitsPerRow (131k
+// context: 32 splits, 256 blocks); each split at least kMinSplitLen
+// positions, so a split's partials (written, then read by the merge) stay
+// under an eighth of the K/V it reads (docs/cuda.md, "Decode attention: the
+// byte math").
+inline constexpr int kSplitsPerRow = 32;
 inline constexpr int kMinSplitLen = 2 * kAttentionTile;
 // The executor's split parameters for contexts up to max_seq_len: the
 // shortest split (a multiple of kAttentionTile), and the most splits a row
-// can have, which sizes the partials (attention_partial_floats()).
+// can have, which sizes the partials (attention_partial_floats()) and is the
+// cap of split_len_of().
 inline int split_len_for(int /*max_seq_len*/) { return kMinSplitLen; }
 inline int max_splits_for(int max_seq_len, int min_split_len) {
-  const int most = (max_seq_len + min_split_len - 1) / min_split_len;
-  return most < kSplitsPerRow ? (most > 0 ? most : 1) : kSplitsPerRow;
+  const int by_length = (max_seq_len + min_split_len - 1) / min_split_len;  // splits of min_split_len
+  const int wanted = splits_wanted(max_seq_len - 1, kSplitsPerRow);           // the longest row's
+  const int most = by_length < wanted ? by_length : wanted;
+  return most > 0 ? most : 1;
 }
 
 // A plan's metadata in one int array of sections, each `capacity` ints (the

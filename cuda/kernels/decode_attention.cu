@@ -7,9 +7,9 @@
 // attention), so the cache is read once per KV head; warp w takes query
 // heads w, w + 4, ... of the group (attention_split.cuh). A row's context is
 // cut into splits of split_len_of(pos) positions, at most max_splits of them,
-// so that a single long sequence still fills the GPU (16 splits x 8 KV heads
-// = 128 blocks for Llama 3 8B); attention_merge.cu combines the splits by
-// log-sum-exp. Blocks past a row's last split exit at once, so the grid
+// so that a single sequence still fills the GPU (16 splits x 8 KV heads = 128
+// blocks for Llama 3 8B up to 8k positions, 256 at 131k); attention_merge.cu
+// combines the splits by log-sum-exp. Blocks past a row's last split exit at once, so the grid
 // depends only on the batch shape: a decode step can be replayed as a CUDA
 // graph.
 #include "cuda/cuda_check.h"

@@ -84,15 +84,26 @@ inline constexpr int kAttentionMaxQueries = 16; // query vectors one block handl
 inline constexpr int kPrefillTileRows = 16;    // rows of one sequence per prefill block
 inline constexpr int kAttentionMaxHeadDim = 256;
 
-// Positions per attention split of a row at position `pos` (it attends to
-// positions 0..pos): at least min_split_len, and long enough that the row has
-// at most max_splits splits, pos / split_len + 1 <= max_splits; a multiple of
-// kAttentionTile, so tiles start at multiples of kAttentionTile in every
-// kernel. It depends on the row's own position only, never on the batch, so
-// a row's splits (and its result's bits) are the same in any batch.
+// How many splits a row at position `pos` (it attends to positions 0..pos)
+// is cut into, and how long they are. kSplitsFloor splits (16 splits x 8 KV
+// heads = 128 blocks, about one per SM of an H100/H200) up to 8k positions,
+// then one more split per kSplitPositions positions, so long contexts fill
+// several blocks an SM while a split stays long enough that its partials
+// (which the merge reads back) cost little; never more than max_splits.
+// Each split is a whole number of tiles and at least min_split_len
+// positions, so pos / split_len + 1 <= max_splits. The rule reads the row's
+// own position only, never the batch, so a row's splits (and its result's
+// bits) are the same in any batch.
+inline constexpr int kSplitsFloor = 16;
+inline constexpr int kSplitPositions = 512;
+__host__ __device__ inline int splits_wanted(int pos, int max_splits) {
+  const int want = (pos + 1) / kSplitPositions;
+  const int at_least = want > kSplitsFloor ? want : kSplitsFloor;
+  return at_least < max_splits ? at_least : max_splits;
+}
 __host__ __device__ inline int split_len_of(int pos, int min_split_len, int max_splits) {
-  const int tiles = (pos + kAttentionTile * max_splits) / (kAttentionTile * max_splits);  // ceil((pos+1) / (tile*max))
-  const int len = tiles * kAttentionTile;
+  const int per = kAttentionTile * splits_wanted(pos, max_splits);
+  const int len = (pos + per) / per * kAttentionTile;  // ceil((pos + 1) / splits), rounded up to a tile
   return len > min_split_len ? len : min_split_len;
 }
 

@@ -128,24 +128,33 @@ TEST_CASE("a row's attention has the same bits as a decode row and inside any pr
 TEST_CASE("a row's splits depend on its own position only and never exceed max_splits", "[cuda][plan]") {
   rc::prop("split_len_of(pos, min, max)", [] {
     const int min_len = cuda::kAttentionTile * *rc::gen::inRange(1, 9);
-    const int max_splits = *rc::gen::inRange(1, 33);
-    const int pos = *rc::gen::inRange(0, 200000);
+    const int max_splits = *rc::gen::inRange(1, 65);
+    const int pos = *rc::gen::inRange(0, 300000);
     const int len = cuda::split_len_of(pos, min_len, max_splits);
+    // The rule as docs/cuda.md states it: 16 splits, or one per 512 positions past 8k, at most max_splits.
+    const int splits = std::min(max_splits, std::max(16, (pos + 1) / 512));
     RC_ASSERT(len % cuda::kAttentionTile == 0);
     RC_ASSERT(len >= min_len);
-    RC_ASSERT(pos / len + 1 <= max_splits);  // the partials' room and the decode grid's z
+    RC_ASSERT(pos / len + 1 <= splits);  // within the partials' room and the decode grid's z
     // The shortest such length: one tile less would need more splits or be under min_len.
-    const bool shortest = len == min_len || pos / (len - cuda::kAttentionTile) + 1 > max_splits;
+    const bool shortest = len == min_len || pos / (len - cuda::kAttentionTile) + 1 > splits;
     RC_ASSERT(shortest);  // (a bool: RC_ASSERT's captured || would not short-circuit)
-    RC_ASSERT(cuda::split_len_of(pos + 1, min_len, max_splits) >= len);  // never shrinks as a row grows
   });
-  // The executor's rule: Llama 3 8B (8 KV heads) at 1k context is 16 splits of 64,
-  // 128 blocks for 132 SMs; at 131k still 16 splits (of 8,192).
+  // The executor's rule for Llama 3 8B (8 KV heads): 16 splits of 64 at 1k
+  // context (128 blocks for 132 SMs), 16 of 128 at 2k, 32 of 4,096 at 131k.
   CHECK(cuda::split_len_for(131072) == 64);
-  CHECK(cuda::max_splits_for(131072, 64) == 16);
-  CHECK(cuda::split_len_of(1023, 64, 16) == 64);
-  CHECK(cuda::split_len_of(2047, 64, 16) == 128);
-  CHECK(cuda::split_len_of(131071, 64, 16) == 8192);
+  CHECK(cuda::max_splits_for(131072, 64) == 32);
+  CHECK(cuda::max_splits_for(8192, 64) == 16);
+  CHECK(cuda::split_len_of(1023, 64, 32) == 64);
+  CHECK(cuda::split_len_of(2047, 64, 32) == 128);
+  CHECK(cuda::split_len_of(131071, 64, 32) == 4096);
+  // Every position of a context fits the executor's partials.
+  for (const int max_seq_len : {700, 8192, 40000}) {
+    const int most = cuda::max_splits_for(max_seq_len, 64);
+    int worst = 0;
+    for (int pos = 0; pos < max_seq_len; ++pos) worst = std::max(worst, pos / cuda::split_len_of(pos, 64, most) + 1);
+    CHECK(worst <= most);
+  }
 }
 
 TEST_CASE("a row's attention has the same bits alone and beside other sequences", "[cuda]") {
@@ -176,6 +185,7 @@ TEST_CASE("a row's attention has the same bits alone and beside other sequences"
     c.q = xt::zeros<float>({size_t(1), size_t(q_dim)});
     std::copy(q0.begin(), q0.end(), &c.q(0, 0));
     const auto alone = gpu_attention(c, cache, layer);
+    RC_ASSERT(gpu_attention(c, cache, layer) == alone);  // the same launch twice: the same bits (no atomics)
     // The same row after the others' rows: each other sequence has its last
     // position or up to 20 of its last positions (a prompt chunk) in the batch.
     c.batch.clear();
