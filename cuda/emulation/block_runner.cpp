@@ -355,9 +355,15 @@ void run_kernel(const KernelLaunch& launch) {
   thread_local StackPool stacks;
   const uint64_t seed = g_order_seed.load();
   std::mt19937_64 order(seed);
+  // Blocks in index order (x fastest), or, with a seed, in a permutation of
+  // it: the blocks of a launch may run in any order on a GPU.
+  std::vector<uint3> blocks;
+  blocks.reserve(size_t(launch.grid.x) * launch.grid.y * launch.grid.z);
   for (unsigned z = 0; z < launch.grid.z; ++z)
     for (unsigned y = 0; y < launch.grid.y; ++y)
-      for (unsigned x = 0; x < launch.grid.x; ++x) run_block(launch, uint3{x, y, z}, stacks, seed ? &order : nullptr);
+      for (unsigned x = 0; x < launch.grid.x; ++x) blocks.push_back(uint3{x, y, z});
+  if (seed) std::shuffle(blocks.begin(), blocks.end(), order);
+  for (const uint3& index : blocks) run_block(launch, index, stacks, seed ? &order : nullptr);
 }
 
 std::string running_thread_description() {

@@ -9,6 +9,7 @@
 //  - a collective's mask must name every live lane of the warp (a fault
 //    otherwise, as for __shfl_down_sync).
 // Values are small integers, so float sums are exact and compared with ==.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -271,4 +272,32 @@ TEST_CASE("emulated cp.async: a copy lands only when a wait covers its group", "
   // Without the waits nothing lands: the reads after the barrier see NaN.
   run(false);
   for (int t = 0; t < 16; ++t) CHECK(std::isnan(other[size_t(t)]));
+}
+
+namespace {
+
+void record_block_order(std::vector<int>* order) {
+  if (threadIdx.x == 0) order->push_back(int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)));
+}
+
+}  // namespace
+
+TEST_CASE("emulated blocks run in index order, or in a reproducible shuffled order with a seed",
+          "[cuda][emulation]") {
+  const auto order_with = [](uint64_t seed) {
+    emu::set_thread_order_seed(seed);
+    std::vector<int> order;
+    emu::run_kernel(emu::KernelLaunch{"record_block_order", nullptr, dim3(4, 3, 2), dim3(2), 0,
+                                      [&] { record_block_order(&order); }});
+    emu::set_thread_order_seed(0);
+    return order;
+  };
+  std::vector<int> identity(24);
+  for (int i = 0; i < 24; ++i) identity[size_t(i)] = i;
+  CHECK(order_with(0) == identity);
+  const auto shuffled = order_with(20261130);
+  CHECK(shuffled != identity);  // a fixed seed's permutation; the identity would have odds 1/24!
+  CHECK(std::is_permutation(shuffled.begin(), shuffled.end(), identity.begin()));
+  CHECK(order_with(20261130) == shuffled);
+  CHECK(order_with(7) != shuffled);
 }
