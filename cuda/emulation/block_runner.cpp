@@ -6,6 +6,8 @@
 // released is a fault, reported with where each thread waits.
 #include "cuda/emulation/block_runner.h"
 
+#include "cuda/emulation/access_context.h"
+
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -25,7 +27,7 @@ namespace {
 constexpr size_t kFiberStackBytes = 256 * 1024;  // generous: kernels keep small arrays in registers on a GPU
 constexpr int kWarpSize = 32;
 
-enum class Waiting { Nothing, Block, Warp, Done };
+enum class Waiting { Nothing, Block, Warp, Done, Faulted };
 
 struct Site {
   const char* file = "";
@@ -46,6 +48,7 @@ struct PendingCopy {
 
 struct Fiber {
   ucontext_t context{};
+  char* stack = nullptr;
   uint3 index{};
   int linear = 0;
   Waiting waiting = Waiting::Nothing;
@@ -101,6 +104,10 @@ struct Block {
   int current = -1;
   ucontext_t scheduler{};
   std::vector<unsigned char> shared;  // dynamic shared memory
+  uint32_t linear_index = 0;          // of the block in the grid
+  uint64_t interval = 0;              // the barrier interval running now (access_context.h)
+  std::vector<uint32_t> warp_intervals;
+  std::string fault;                  // set by fault_from_fiber
 
   Fiber& me() { return fibers[size_t(current)]; }
 
@@ -131,6 +138,7 @@ std::string describe_waits(const Block& b) {
     std::string place = f.waiting == Waiting::Done    ? "exited"
                         : f.waiting == Waiting::Block ? "__syncthreads() at " + where(f.site)
                         : f.waiting == Waiting::Warp  ? "a warp shuffle at " + where(f.site)
+                        : f.waiting == Waiting::Faulted ? "faulted"
                                                       : "running";
     by_place[place].push_back(f.linear);
   }
@@ -189,6 +197,12 @@ void exchange(Block& b, int first, int last, unsigned live) {
   }
 }
 
+// A number for a new barrier interval, unique on this OS thread.
+uint64_t next_interval() {
+  thread_local uint64_t last = 0;
+  return ++last;
+}
+
 // Releases the warps whose live lanes all wait at the same shuffle; returns
 // whether any was released. Faults on a mask that leaves out a live lane.
 bool release_warps(Block& b) {
@@ -219,6 +233,7 @@ bool release_warps(Block& b) {
                           " of warp " + std::to_string(first / kWarpSize) + " all reached it");
     }
     exchange(b, first, last, live);
+    ++b.warp_intervals[size_t(first / kWarpSize)];  // the collective orders the lanes' accesses
     for (int i = first; i < last; ++i)
       if (b.fibers[size_t(i)].waiting == Waiting::Warp) b.fibers[size_t(i)].waiting = Waiting::Nothing;
     released = true;
@@ -247,6 +262,7 @@ bool release_block(Block& b) {
     throw KernelFault(b.name() + ": some threads exited while the others wait at __syncthreads() at " +
                       where(lead->site) + " (on a GPU, a hang or undefined behaviour)" + describe_waits(b));
   for (Fiber& f : b.fibers) f.waiting = Waiting::Nothing;
+  b.interval = next_interval();
   return true;
 }
 
@@ -264,15 +280,26 @@ void run_block(const KernelLaunch& launch, uint3 block_index, StackPool& stacks,
   Block b;
   b.launch = &launch;
   b.index = block_index;
+  b.linear_index = block_index.x + launch.grid.x * (block_index.y + launch.grid.y * block_index.z);
   const int n = int(launch.block.x * launch.block.y * launch.block.z);
   b.fibers.resize(size_t(n));
   b.shared.assign(launch.dynamic_smem, 0xff);  // NaN in float32 and bfloat16 alike
+  b.interval = next_interval();
+  b.warp_intervals.assign(size_t((n + kWarpSize - 1) / kWarpSize), 0);
   for (int i = 0; i < n; ++i) {
     Fiber& f = b.fibers[size_t(i)];
     f.linear = i;
     f.index = unflatten(i, launch.block);
-    prepare_context(f.context, stacks.stack(size_t(i)), &b.scheduler);
+    f.stack = stacks.stack(size_t(i));
+    prepare_context(f.context, f.stack, &b.scheduler);
   }
+  AccessContext& access = t_access;
+  access.dynamic_begin = reinterpret_cast<uintptr_t>(b.shared.data());
+  access.dynamic_end = access.dynamic_begin + b.shared.size();
+  access.block = b.linear_index;
+  access.block_serial = next_interval();
+  memory_block_begin();
+  const bool tracing = memory_tracing_wanted();
   Block* outer = t_block;
   t_block = &b;
   struct Restore {
@@ -287,7 +314,16 @@ void run_block(const KernelLaunch& launch, uint3 block_index, StackPool& stacks,
     for (int i : sequence) {
       if (b.fibers[size_t(i)].waiting != Waiting::Nothing) continue;
       b.current = i;
-      swapcontext(&b.scheduler, &b.fibers[size_t(i)].context);
+      Fiber& f = b.fibers[size_t(i)];
+      access.stack_begin = reinterpret_cast<uintptr_t>(f.stack);
+      access.stack_end = access.stack_begin + kFiberStackBytes;
+      access.thread = uint32_t(i);
+      access.interval = b.interval;
+      access.warp_interval = b.warp_intervals[size_t(i / kWarpSize)];
+      access.active = tracing;
+      swapcontext(&b.scheduler, &f.context);
+      access.active = false;
+      if (!b.fault.empty()) throw KernelFault(b.fault);
     }
     b.current = -1;
     if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber& f) { return f.waiting == Waiting::Done; }))
@@ -324,7 +360,7 @@ uint64_t warp_collective(const char* file, int line, WarpOp op, unsigned mask, u
                          int width) {
   Block& b = running_block(op_name(op));
   if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0)
-    throw KernelFault(b.name() + ": " + op_name(op) + " width " + std::to_string(width) + " at " + file + ":" +
+    fault_from_fiber(b.name() + ": " + op_name(op) + " width " + std::to_string(width) + " at " + file + ":" +
                       std::to_string(line));
   Fiber& f = b.me();
   f.op = op;
@@ -353,6 +389,11 @@ T shuffle(const char* file, int line, WarpOp op, unsigned mask, T value, int ope
 
 void run_kernel(const KernelLaunch& launch) {
   thread_local StackPool stacks;
+  memory_launch_begin(launch);
+  struct End {
+    const KernelLaunch& launch;
+    ~End() { memory_launch_end(launch); }
+  } end{launch};
   const uint64_t seed = g_order_seed.load();
   std::mt19937_64 order(seed);
   // Blocks in index order (x fastest), or, with a seed, in a permutation of
@@ -433,17 +474,30 @@ unsigned active_mask() {
 }
 
 namespace {
-// Step 3 reports completed copies to the memory trace.
-void copy_completed(void*, const void*, size_t, const void*) {}
+// A completed copy, as the thread's own read and write for the memory trace.
+void copy_completed(void* destination, const void* source, size_t bytes, const void* pc) {
+  memory_async_copy_completed(destination, bytes);
+  memory_access_by_emulator(source, bytes, false, pc);
+  memory_access_by_emulator(destination, bytes, true, pc);
+}
 }  // namespace
+
+void fault_from_fiber(std::string message) {
+  Block& b = running_block("a fault");
+  b.fault = std::move(message);
+  b.me().waiting = Waiting::Faulted;
+  b.yield();
+  std::abort();  // never resumed: the scheduler throws the fault
+}
 
 // cp.async: the copy happens when a wait covers its group (a GPU may do it
 // any time before; reading the destination earlier is the kernel's bug, and
 // here it reads the old bytes, NaN in fresh dynamic shared memory).
 void async_copy(void* shared_destination, const void* global_source, size_t bytes) {
   Block& b = running_block("cp.async");
-  b.me().pending_copies.push_back(
-      PendingCopy{shared_destination, global_source, bytes, __builtin_return_address(0), -1});
+  const void* pc = __builtin_return_address(0);
+  memory_async_copy_issued(shared_destination, bytes, pc);
+  b.me().pending_copies.push_back(PendingCopy{shared_destination, global_source, bytes, pc, -1});
 }
 
 void async_commit() {
