@@ -109,3 +109,54 @@ TEST_CASE("race detector: reading a cp.async destination before the wait that co
                                 Contains(line(test::racy::async_issue_line)) &&
                                 Contains(line(test::racy::async_read_line)));
 }
+
+namespace {
+
+// Counts what the memory trace reports, per kind.
+struct CountingObserver : emu::MemoryObserver {
+  int launches = 0, ends = 0, shared_loads = 0, shared_stores = 0, global_loads = 0, global_stores = 0, atomics = 0;
+  std::string name;
+  void launch_begin(const emu::KernelLaunch& launch) override {
+    ++launches;
+    name = launch.name;
+  }
+  void access(const emu::MemoryAccess& a) override {
+    if (a.atomic) ++atomics;
+    else if (a.space == emu::MemorySpace::Shared) ++(a.store ? shared_stores : shared_loads);
+    else ++(a.store ? global_stores : global_loads);
+  }
+  void launch_end(const emu::KernelLaunch&) override { ++ends; }
+};
+
+}  // namespace
+
+TEST_CASE("memory trace: an observer sees each access of kernel code once, classified", "[cuda][emulation]") {
+  CountingObserver seen;
+  emu::set_memory_observer(&seen);
+  DeviceArray<float> out(64);
+  test::racy::shared_neighbour(out.data, true);
+  const std::string fault = synchronize();
+  emu::set_memory_observer(nullptr);
+  REQUIRE(fault.empty());
+  CHECK(seen.launches == 1);
+  CHECK(seen.ends == 1);
+  CHECK(seen.name == "shared_neighbour_kernel");
+  // 64 threads: cell[t] = ..., then out[t] = cell[t + 1]: one store and one
+  // load of shared memory and one global store each; the thread's locals and
+  // arguments live on its own stack and are not reported.
+  CHECK(seen.shared_stores == 64);
+  CHECK(seen.shared_loads == 64);
+  CHECK(seen.global_stores == 64);
+  CHECK(seen.global_loads == 0);
+  CHECK(seen.atomics == 0);
+
+  CountingObserver counted;
+  emu::set_memory_observer(&counted);
+  DeviceArray<int> counter(1);
+  REQUIRE(cudaMemset(counter.data, 0, sizeof(int)) == cudaSuccess);
+  test::racy::atomic_counter(counter.data, 3);
+  REQUIRE(synchronize().empty());
+  emu::set_memory_observer(nullptr);
+  CHECK(counted.atomics == 3 * 64);
+  CHECK(counted.global_stores + counted.global_loads == 0);
+}
