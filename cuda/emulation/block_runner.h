@@ -1,7 +1,7 @@
 // Runs one emulated kernel launch on the calling OS thread: its blocks one
-// after another (in a shuffled order with a seed, below), each block's CUDA threads as fibers (ucontext) that switch
-// only where CUDA threads wait for each other, __syncthreads() and warp
-// shuffles. Between two such points a thread runs alone, so the order in which
+// after another (in a shuffled order with a seed, below), each block's CUDA
+// threads as fibers (ucontext) that switch only where CUDA threads wait for
+// each other, __syncthreads() and warp collectives. Between two such points a thread runs alone, so the order in which
 // the threads of a block run is a free choice: an option shuffles it, and a
 // correct kernel gives the same bits either way.
 //
@@ -9,7 +9,11 @@
 // kernel, the block and the barriers: a thread that waits at a different
 // __syncthreads() than the rest of its block, threads that exit while others
 // wait at a barrier (a hang on a GPU), a shuffle whose mask leaves out a live
-// lane of the warp, and a thread that overflows its fiber stack (a guard page).
+// lane of the warp, a thread that overflows its fiber stack (a guard page),
+// and, through the race detector (race_detector.h), two threads or blocks
+// touching the same bytes unordered, one of them writing. A fault found
+// inside a CUDA thread (a race, a bad shuffle width) switches back to the
+// block's scheduler, which throws it; the thread is never resumed.
 #pragma once
 
 #include <cstdint>
