@@ -24,5 +24,5 @@ for f in cuda/kernels/*.cu; do
     }'
 done
 echo "(smem_B: static shared memory; the attention kernels have dynamic shared memory only:"
-echo " 4 * (80 * head_dim + 625) bytes, attention_smem_floats() in cuda/kernels/attention_split.cuh:"
-echo " 43,460 B at head_dim 128, 84,420 B at 256)"
+echo " attention_smem_bytes() in cuda/kernels/attention_split.cuh: a ring of K/V tiles and each warp's scratch,"
+echo " 58,368 B for bf16 at head_dim 128, 82,944 B for bf16 at 256 or float32 at 128)"

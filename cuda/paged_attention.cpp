@@ -8,12 +8,6 @@
 
 namespace astrai::cuda {
 
-int split_len_for(int max_seq_len) {
-  const int per_split = (max_seq_len + 31) / 32;
-  const int rounded = (per_split + kAttentionTile - 1) / kAttentionTile * kAttentionTile;
-  return std::max(256, rounded);
-}
-
 void PlanLayout::pack(const BatchPlan& plan, int* host) const {
   if (plan.rows > capacity_ || plan.pages_per_seq > pages_per_seq_ || plan.n_seqs > capacity_)
     throw std::invalid_argument("PlanLayout: a plan of " + std::to_string(plan.rows) + " rows and " +
@@ -40,7 +34,7 @@ void PlanLayout::pack(const BatchPlan& plan, int* host) const {
 }
 
 AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride, KVLayer kv, int page_size,
-                             const PlanLayout& layout, const int* meta, int split_len, float* o_partial,
+                             const PlanLayout& layout, const int* meta, int min_split_len, float* o_partial,
                              float* lse_partial) {
   AttentionArgs a;
   a.q = q;
@@ -55,8 +49,11 @@ AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride,
   a.n_heads = m.n_heads;
   a.n_kv_heads = m.n_kv_heads;
   a.head_dim = m.head_dim();
-  a.split_len = split_len;
-  a.max_splits = max_splits_for(m.max_seq_len, split_len);
+  if (min_split_len <= 0 || min_split_len % kAttentionTile != 0)
+    throw std::invalid_argument("attention_args: min_split_len " + std::to_string(min_split_len) +
+                                " is not a positive multiple of kAttentionTile");
+  a.min_split_len = min_split_len;
+  a.max_splits = max_splits_for(m.max_seq_len, min_split_len);
   a.scale = 1.0f / std::sqrt(float(m.head_dim()));
   a.o_partial = o_partial;
   a.lse_partial = lse_partial;

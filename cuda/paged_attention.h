@@ -19,10 +19,27 @@ namespace astrai::cuda {
 // Rows of prefill partials kept at once (BatchPlan's chunk_rows).
 inline constexpr int kPrefillChunkRows = 256;
 
-// Positions per attention split for contexts up to max_seq_len: at least 256,
-// and at most 32 splits per context; a multiple of kAttentionTile.
-int split_len_for(int max_seq_len);
-inline int max_splits_for(int max_seq_len, int split_len) { return (max_seq_len + split_len - 1) / split_len; }
+// How attention cuts a row's context into splits (split_len_of() in
+// kernels/kernels.h): 16 splits a row up to 8k positions (Llama 3 8B: 16 x 8
+// KV heads = 128 blocks, about one per SM of an H100/H200, so one sequence
+// fills the GPU), then one per 512 positions, at most kSplitsPerRow (131k
+// context: 32 splits, 256 blocks); each split at least kMinSplitLen
+// positions, so a split's partials (written, then read by the merge) stay
+// under an eighth of the K/V it reads (docs/cuda.md, "Decode attention: the
+// byte math").
+inline constexpr int kSplitsPerRow = 32;
+inline constexpr int kMinSplitLen = 2 * kAttentionTile;
+// The executor's split parameters for contexts up to max_seq_len: the
+// shortest split (a multiple of kAttentionTile), and the most splits a row
+// can have, which sizes the partials (attention_partial_floats()) and is the
+// cap of split_len_of().
+inline int split_len_for(int /*max_seq_len*/) { return kMinSplitLen; }
+inline int max_splits_for(int max_seq_len, int min_split_len) {
+  const int by_length = (max_seq_len + min_split_len - 1) / min_split_len;  // splits of min_split_len
+  const int wanted = splits_wanted(max_seq_len - 1, kSplitsPerRow);           // the longest row's
+  const int most = by_length < wanted ? by_length : wanted;
+  return most > 0 ? most : 1;
+}
 
 // A plan's metadata in one int array of sections, each `capacity` ints (the
 // largest batch it was sized for), then `pages_per_seq` ints per sequence of
@@ -50,10 +67,11 @@ class PlanLayout {
 
 // Arguments of the three attention kernels for one layer: queries q (row r,
 // head h at q[r * q_stride + h * head_dim]), the layer's cache, the plan's
-// metadata in `meta` (laid out by `layout`) and the partials scratch
+// metadata in `meta` (laid out by `layout`), the shortest split
+// (min_split_len; max_splits_for() gives the most splits) and the partials scratch
 // (attention_partial_floats each of o_partial and, / head_dim, lse_partial).
 AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride, KVLayer kv, int page_size,
-                             const PlanLayout& layout, const int* meta, int split_len, float* o_partial,
+                             const PlanLayout& layout, const int* meta, int min_split_len, float* o_partial,
                              float* lse_partial);
 
 // Floats of o_partial a plan needs (lse_partial needs this / head_dim).

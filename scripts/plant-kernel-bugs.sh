@@ -6,6 +6,8 @@
 # docs/cuda.md's planted-bug table is this script's output.
 #
 #   scripts/plant-kernel-bugs.sh [-C build-emu]
+#   PLANT_ONLY='attention|page' scripts/plant-kernel-bugs.sh   (only the bugs whose name matches)
+#   PLANT_CASES='attention|kernel case' ...                      (only the test cases whose name matches)
 #
 # The build must be an emulated one (meson setup build-emu -Dcuda=emulated;
 # scripts/build-and-test.sh makes it). Takes about a minute per bug on 2 cores.
@@ -19,16 +21,19 @@ grep -q "ASTRAI_CUDA_EMULATED" "$build/build.ninja" 2>/dev/null ||
 
 # name | file | exact text | replacement
 bugs=(
-  "GQA: query head kv_head + i * n_kv_heads|cuda/kernels/decode_attention.cu|const int h = kv_head * group + int(threadIdx.x);|const int h = kv_head + int(threadIdx.x) * a.n_kv_heads;"
-  "page table taken as contiguous|cuda/kernels/attention_split.cuh|size_t(page_table[pos / a.page_size]) * size_t(a.page_size) + size_t(pos % a.page_size)|size_t(page_table[0]) * size_t(a.page_size) + size_t(pos)"
+  "GQA: query head kv_head + i * n_kv_heads|cuda/kernels/decode_attention.cu|h = kv_head * group + qi;|h = kv_head + qi * a.n_kv_heads;"
+  "page table taken as contiguous|cuda/kernels/attention_split.cuh|page_table[pos / a.page_size] * a.page_size + pos % a.page_size|page_table[0] * a.page_size + pos"
+  "page offset off by one at a page edge|cuda/kernels/attention_split.cuh|page_table[pos / a.page_size] * a.page_size + pos % a.page_size|page_table[(pos + 1) / a.page_size] * a.page_size + pos % a.page_size"
   "RoPE sign: a cos + b sin|cuda/kernels/rope_kv_write.cu|__fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s))|__fadd_rn(__fmul_rn(a, c), __fmul_rn(b, s))"
   "q/k/v bias not added (Qwen 2)|cuda/kernels/rope_kv_write.cu|return bias ? __fadd_rn(row[j], to_float(bias[j])) : row[j];|return row[j];"
   "k heads normed with q_norm's weights (Qwen 3)|cuda/kernels/rope_kv_write.cu|const T* w = head < n_heads ? q_norm : k_norm;|const T* w = q_norm;"
   "per-head RMSNorm without epsilon (Qwen 3)|cuda/kernels/rope_kv_write.cu|__fadd_rn(__fdiv_rn(sum_sq, float(head_dim)), eps)|__fdiv_rn(sum_sq, float(head_dim))"
   "RoPE blocks skip the v heads (V never written)|cuda/kernels/rope_kv_write.cu|const int last = min(first + kHeadsPerBlock, rotated + n_kv_heads);|const int last = min(first + kHeadsPerBlock, rotated);"
-  "softmax scale dropped|cuda/kernels/attention_split.cuh|s = __fmul_rn(dot, a.scale);|s = dot;"
+  "softmax scale dropped|cuda/kernels/attention_split.cuh|s = __fmul_rn(dot, scale);|s = dot;"
+  "K/V ring without the barrier before a tile is read and its slot refilled|cuda/kernels/attention_split.cuh|    __syncthreads();                // everyone's have|    // (planted: no barrier)        // everyone's have"
+  "warp scratch without __syncwarp()|cuda/kernels/attention_split.cuh|  __syncwarp();|  ;"
   "split merge without log-sum-exp weights|cuda/kernels/attention_merge.cu|expf(__fsub_rn(lse[s], m))|1.0f"
-  "causal mask without the row's own position|cuda/kernels/decode_attention.cu|const int end = min(begin + a.split_len, pos + 1);|const int end = min(begin + a.split_len, pos);"
+  "causal mask without the row's own position|cuda/kernels/decode_attention.cu|const int end = min(begin + len, pos + 1);|const int end = min(begin + len, pos);"
   "RMSNorm without epsilon|cuda/kernels/residual_rmsnorm.cu|sqrtf(total / float(dim) + eps)|sqrtf(total / float(dim))"
   "bf16 rounding toward zero|cuda/kernels/dtype_device.cuh|__float2bfloat16_rn(x)|__float2bfloat16_rz(x)"
   "mat-vec drops the last tail element when in % 16 bytes != 0|cuda/kernels/matvec.cu|    if (k < in) {|    if (k + 1 < in) {"
@@ -53,6 +58,8 @@ missed=0
 printf '| planted bug | where | failing test cases |\n|---|---|---|\n'
 for entry in "${bugs[@]}"; do
   IFS='|' read -r name file text replacement <<<"$entry"
+  # PLANT_ONLY=regex plants only the bugs whose name matches (e.g. PLANT_ONLY='page|barrier').
+  if [ -n "${PLANT_ONLY:-}" ] && ! [[ $name =~ $PLANT_ONLY ]]; then continue; fi
   saved="$backup/$(echo "$file" | tr / _)"
   cp "$file" "$saved"
   echo "$file" >"$saved.path"
@@ -70,6 +77,8 @@ EOF
   for t in test_cuda_kernels test_cuda_executor; do
     while read -r c; do
       [ -n "$c" ] || continue
+      # PLANT_CASES=regex runs only the test cases whose name matches.
+      if [ -n "${PLANT_CASES:-}" ] && ! [[ $c =~ $PLANT_CASES ]]; then continue; fi
       if ! out=$("$build/tests/cuda/$t" "$c" 2>&1); then
         # The registry's property names its failing case as a section ("paged_attention v1").
         sections=$(printf '%s\n' "$out" | grep -E '^  [a-z_0-9]+ v[0-9]+$' | sort -u | sed 's/^  //' | paste -sd, - || true)

@@ -10,8 +10,9 @@
 // Dimensions: head_dim, n_kv, ratio (query heads per KV head), n_seqs, len
 // (the longest sequence), ragged (1: each sequence's length drawn in
 // [1, len]), fresh (rows of each sequence in the batch, the last positions;
-// 0: drawn per sequence among 1, 3, 40 and all), page, split (positions per
-// split) and chunk (prefill rows whose partials are kept at once).
+// 0: drawn per sequence among 1, 3, 40 and all), page, split (the shortest
+// split, min_split_len), splits (the most splits of a row; 0: the executor's
+// max_splits_for) and chunk (prefill rows whose partials are kept at once).
 #include <algorithm>
 #include <random>
 
@@ -31,7 +32,7 @@ namespace {
 struct PagedAttentionRun final : KernelRun {
   DType t;
   ModelConfig m;
-  int page, split, chunk;
+  int page, split, splits, chunk;
   std::vector<int> lens;
   std::vector<BatchToken> batch;
   std::unique_ptr<DevicePageCache> cache;
@@ -41,7 +42,7 @@ struct PagedAttentionRun final : KernelRun {
   DeviceBuffer d_meta, d_q, d_o, d_lse, d_out;
 
   explicit PagedAttentionRun(const KernelShape& s)
-      : t(s.dtype), page(s["page"]), split(s["split"]), chunk(s["chunk"]) {
+      : t(s.dtype), page(s["page"]), split(s["split"]), splits(s["splits"]), chunk(s["chunk"]) {
     const int head_dim = s["head_dim"], n_seqs = s["n_seqs"], len = s["len"];
     m.n_kv_heads = s["n_kv"];
     m.n_heads = m.n_kv_heads * s["ratio"];
@@ -102,9 +103,10 @@ struct PagedAttentionRun final : KernelRun {
 
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1) throw std::invalid_argument("paged_attention has no variant " + std::to_string(variant));
-    const AttentionArgs a =
+    AttentionArgs a =
         attention_args(m, d_q.as<float>(), m.q_dim(), KVLayer{cache->layer_keys(0), cache->layer_values(0), t}, page,
                        *layout, d_meta.as<int>(), split, d_o.as<float>(), d_lse.as<float>());
+    if (splits > 0) a.max_splits = std::min(a.max_splits, splits);  // fewer: the partials still fit
     launch_paged_attention(a, plan, *layout, d_meta.as<int>(), d_out.get(), t, stream);
   }
 
@@ -130,7 +132,8 @@ struct PagedAttentionRun final : KernelRun {
 KernelShape attention_shape(int n_seqs, int len, int fresh) {
   return {DType::BFloat16, 1,
           {{"head_dim", 128}, {"n_kv", 8}, {"ratio", 4}, {"n_seqs", n_seqs}, {"len", len}, {"ragged", 0},
-           {"fresh", fresh}, {"page", 16}, {"split", 256}, {"chunk", kPrefillChunkRows}}};
+           {"fresh", fresh}, {"page", 16}, {"split", split_len_for(len)}, {"splits", 0},
+           {"chunk", kPrefillChunkRows}}};
 }
 
 }  // namespace
@@ -156,6 +159,7 @@ KernelCase paged_attention_case() {
                                 {"len", pick(1, 600)}, {"ragged", 1}, {"fresh", 0},
                                 {"page", pick_from(pick, {1, 7, 16, 32})},
                                 {"split", pick_from(pick, {kAttentionTile, 64, 96, 256})},
+                                {"splits", pick_from(pick, {0, 1, 2, 3})},
                                 {"chunk", pick_from(pick, {kPrefillTileRows, 48, kPrefillChunkRows})}}};
           },
           {attention_shape(1, 4096, 1), attention_shape(16, 4096, 1), attention_shape(64, 2048, 1),

@@ -4,7 +4,8 @@
 //   M = max_s lse_s,  w_s = exp(lse_s - M),  out = sum_s w_s o_s / sum_s w_s
 // where o_s is split s's softmax-weighted V and lse_s the log of its
 // softmax denominator. Splits are summed in order 0, 1, ... for every row,
-// whichever kernel produced them.
+// whichever kernel produced them; a row's splits are split_len_of() its own
+// position (kernels.h), so the merge sees the same splits in any batch.
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
@@ -16,7 +17,8 @@ namespace {
 template <typename T>
 __global__ void attention_merge_kernel(const AttentionArgs a, const int* __restrict__ rows, T* __restrict__ out) {
   const int r = rows[blockIdx.x], h = blockIdx.y, hd = a.head_dim;
-  const int n_splits = a.row_pos[r] / a.split_len + 1;
+  const int pos = a.row_pos[r];
+  const int n_splits = pos / split_len_of(pos, a.min_split_len, a.max_splits) + 1;
   const size_t base = (size_t(a.row_partial[r]) * size_t(a.n_heads) + size_t(h)) * size_t(a.max_splits);
   const float* lse = a.lse_partial + base;
   float m = lse[0];

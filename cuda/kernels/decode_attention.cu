@@ -4,11 +4,14 @@
 //
 // Grid (decode row, KV head, split): a block loads each K/V tile once for the
 // n_heads / n_kv_heads query heads that share the KV head (grouped-query
-// attention), so the cache is read once per KV head. Long contexts are split
-// along the sequence into split_len positions per block (more blocks in
-// flight for a small batch); attention_merge.cu combines the splits by
-// log-sum-exp. Blocks past a row's length exit at once, so the grid depends
-// only on the batch shape: a decode step can be replayed as a CUDA graph.
+// attention), so the cache is read once per KV head; warp w takes query
+// heads w, w + 4, ... of the group (attention_split.cuh). A row's context is
+// cut into splits of split_len_of(pos) positions, at most max_splits of them,
+// so that a single sequence still fills the GPU (16 splits x 8 KV heads = 128
+// blocks for Llama 3 8B up to 8k positions, 256 at 131k); attention_merge.cu
+// combines the splits by log-sum-exp. Blocks past a row's last split exit at once, so the grid
+// depends only on the batch shape: a decode step can be replayed as a CUDA
+// graph.
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/attention_split.cuh"
 
@@ -16,28 +19,30 @@ namespace astrai::cuda {
 namespace {
 
 template <typename T>
-__global__ void __launch_bounds__(kAttentionThreads)
+__global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
     decode_attention_kernel(const AttentionArgs a, const int* __restrict__ decode_rows) {
-  ASTRAI_DYNAMIC_SHARED(float, smem);
-  const int r = decode_rows[blockIdx.x], kv_head = blockIdx.y, split = blockIdx.z;
+  ASTRAI_DYNAMIC_SHARED(uint4, smem);  // uint4: 16-byte aligned, one declaration for every T
+  const int r = decode_rows[blockIdx.x], kv_head = int(blockIdx.y), split = int(blockIdx.z);
   const int pos = a.row_pos[r];
-  const int begin = split * a.split_len;
+  const int len = split_len_of(pos, a.min_split_len, a.max_splits);
+  const int begin = split * len;
   if (begin > pos) return;  // the whole block exits: no __syncthreads() is left waiting
-  const int end = min(begin + a.split_len, pos + 1);
-  const int group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
-  const SplitSmem sm(smem, hd);
-  SplitQueries& qs = *sm.queries;
-  if (threadIdx.x == 0) qs.n = group;
-  if (threadIdx.x < group) {
-    const int h = kv_head * group + int(threadIdx.x);
-    qs.pos[threadIdx.x] = pos;
-    qs.out_slot[threadIdx.x] = (a.row_partial[r] * a.n_heads + h) * a.max_splits + split;
+  const int end = min(begin + len, pos + 1);
+  const int group = a.n_heads / a.n_kv_heads, warp = int(threadIdx.x) / 32;
+  SplitQuery mine[kQueriesPerWarp];
+  int n_mine = 0;
+#pragma unroll
+  for (int k = 0; k < kQueriesPerWarp; ++k) {
+    const int qi = warp + k * kAttentionWarps, h = kv_head * group + qi;
+    if (qi >= group) break;
+    mine[k].q = a.q + size_t(r) * size_t(a.q_stride) + size_t(h) * size_t(a.head_dim);
+    mine[k].begin = begin;
+    mine[k].end = end;
+    mine[k].out_slot = (a.row_partial[r] * a.n_heads + h) * a.max_splits + split;
+    n_mine = k + 1;
   }
-  for (int e = threadIdx.x; e < group * hd; e += kAttentionThreads)
-    sm.q[e] = a.q[size_t(r) * size_t(a.q_stride) + size_t(kv_head * group * hd + e)];
-  __syncthreads();
   const int* page_table = a.page_tables + size_t(a.row_seq[r]) * size_t(a.pages_per_seq);
-  attend_split<T>(a, page_table, kv_head, begin, end, qs, sm);
+  attend_split<T>(a, page_table, kv_head, begin, end, mine, n_mine, reinterpret_cast<T*>(smem));
 }
 
 }  // namespace
@@ -46,8 +51,8 @@ void launch_decode_attention(const AttentionArgs& args, const int* decode_rows, 
                              cudaStream_t stream) {
   if (n_decode_rows == 0) return;
   const dim3 grid(unsigned(n_decode_rows), unsigned(args.n_kv_heads), unsigned(args.max_splits));
-  const size_t smem = size_t(attention_smem_floats(args.head_dim)) * sizeof(float);
   ASTRAI_DISPATCH_DTYPE(args.kv.dtype, {
+    const size_t smem = size_t(attention_smem_bytes<Elem>(args.head_dim));
     allow_attention_smem(decode_attention_kernel<Elem>, smem);
     ASTRAI_LAUNCH(decode_attention_kernel<Elem>, grid, kAttentionThreads, smem, stream)(args, decode_rows);
   });

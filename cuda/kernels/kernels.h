@@ -72,8 +72,8 @@ struct AttentionArgs {
   const int* row_pos = nullptr;      // position of each batch row; it attends to positions 0..pos
   const int* row_partial = nullptr;  // each batch row's index in o_partial / lse_partial (BatchPlan::row_partial)
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
-  int split_len = 0;                 // positions per split, a multiple of kAttentionTile
-  int max_splits = 0;                // ceil(max_seq_len / split_len)
+  int min_split_len = 0;             // the fewest positions of a split, a multiple of kAttentionTile
+  int max_splits = 0;                // the most splits of one row (split_len_of() below)
   float scale = 0.0f;                // 1 / sqrt(head_dim)
   float* o_partial = nullptr;        // [partial rows, n_heads, max_splits, head_dim]: softmax-weighted V of a split
   float* lse_partial = nullptr;      // [partial rows, n_heads, max_splits]: log-sum-exp of the split's scores
@@ -83,6 +83,29 @@ inline constexpr int kAttentionTile = 32;      // key positions per shared-memor
 inline constexpr int kAttentionMaxQueries = 16; // query vectors one block handles
 inline constexpr int kPrefillTileRows = 16;    // rows of one sequence per prefill block
 inline constexpr int kAttentionMaxHeadDim = 256;
+
+// How many splits a row at position `pos` (it attends to positions 0..pos)
+// is cut into, and how long they are. kSplitsFloor splits (16 splits x 8 KV
+// heads = 128 blocks, about one per SM of an H100/H200) up to 8k positions,
+// then one more split per kSplitPositions positions, so long contexts fill
+// several blocks an SM while a split stays long enough that its partials
+// (which the merge reads back) cost little; never more than max_splits.
+// Each split is a whole number of tiles and at least min_split_len
+// positions, so pos / split_len + 1 <= max_splits. The rule reads the row's
+// own position only, never the batch, so a row's splits (and its result's
+// bits) are the same in any batch.
+inline constexpr int kSplitsFloor = 16;
+inline constexpr int kSplitPositions = 512;
+__host__ __device__ inline int splits_wanted(int pos, int max_splits) {
+  const int want = (pos + 1) / kSplitPositions;
+  const int at_least = want > kSplitsFloor ? want : kSplitsFloor;
+  return at_least < max_splits ? at_least : max_splits;
+}
+__host__ __device__ inline int split_len_of(int pos, int min_split_len, int max_splits) {
+  const int per = kAttentionTile * splits_wanted(pos, max_splits);
+  const int len = (pos + per) / per * kAttentionTile;  // ceil((pos + 1) / splits), rounded up to a tile
+  return len > min_split_len ? len : min_split_len;
+}
 
 // Decode: one block per (decode row, KV head, split) handles the row's
 // n_heads / n_kv_heads query heads sharing that KV head (GQA ratio <= 16).

@@ -4,11 +4,17 @@
 // batch rows of sequences with several rows in the batch.
 //
 // Grid (tile of up to kPrefillTileRows rows of one sequence, query head,
-// split): a block loads each K/V tile once for all its rows. Causality is a
-// per-row mask (row at position p sees keys 0..p); the block walks keys up to
-// the largest position among its rows. Splits along the sequence use the
-// same split_len as decode and are merged by attention_merge.cu, so a row
-// gets the same bits here as it would as a decode row.
+// split): a block loads each K/V tile once for all its rows; warp w takes
+// rows w, w + 4, ... Each row keeps its own split boundaries
+// (split_len_of() of its own position, as a decode row would), and the block
+// walks the union of its rows' ranges; a row skips the tiles outside its
+// range, so it gets the same bits here as it would as a decode row
+// (attention_split.cuh). The splits are merged by attention_merge.cu.
+//
+// Not tuned for prefill's arithmetic: scores and p v run on the FMA units,
+// one query per warp at a time, and a GQA group's query heads each read
+// their K/V tile (from L2 after the first). Tensor-core tiles (mma) are the
+// next step for long prompts (docs/cuda.md).
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/attention_split.cuh"
 
@@ -16,34 +22,40 @@ namespace astrai::cuda {
 namespace {
 
 template <typename T>
-__global__ void __launch_bounds__(kAttentionThreads)
+__global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
     prefill_attention_kernel(const AttentionArgs a, const int* __restrict__ tile_first,
                              const int* __restrict__ tile_count, const int* __restrict__ tile_rows) {
-  ASTRAI_DYNAMIC_SHARED(float, smem);
-  const int tile = blockIdx.x, head = blockIdx.y, split = blockIdx.z;
+  ASTRAI_DYNAMIC_SHARED(uint4, smem);  // uint4: 16-byte aligned, one declaration for every T
+  const int tile = int(blockIdx.x), head = int(blockIdx.y), split = int(blockIdx.z);
   const int* rows = tile_rows + tile_first[tile];
-  const int n = tile_count[tile];
-  // Rows of one sequence come in increasing position order: the last is the furthest.
-  const int max_pos = a.row_pos[rows[n - 1]];
-  const int begin = split * a.split_len;
-  if (begin > max_pos) return;  // the whole block exits
-  const int end = min(begin + a.split_len, max_pos + 1);
-  const int hd = a.head_dim, kv_head = head / (a.n_heads / a.n_kv_heads);
-  const SplitSmem sm(smem, hd);
-  SplitQueries& qs = *sm.queries;
-  if (threadIdx.x == 0) qs.n = n;
-  if (threadIdx.x < n) {
-    const int r = rows[threadIdx.x];
-    qs.pos[threadIdx.x] = a.row_pos[r];
-    qs.out_slot[threadIdx.x] = (a.row_partial[r] * a.n_heads + head) * a.max_splits + split;
+  const int n = tile_count[tile], warp = int(threadIdx.x) / 32;
+  // Every thread computes the block's walk (the union of the rows' ranges in this split).
+  int walk_begin = 0x7fffffff, walk_end = 0;
+  for (int qi = 0; qi < n; ++qi) {
+    const int pos = a.row_pos[rows[qi]], len = split_len_of(pos, a.min_split_len, a.max_splits);
+    if (split * len > pos) continue;  // the row has no such split
+    walk_begin = min(walk_begin, split * len);
+    walk_end = max(walk_end, min(split * len + len, pos + 1));
   }
-  for (int e = threadIdx.x; e < n * hd; e += kAttentionThreads) {
-    const int qi = e / hd, d = e % hd;
-    sm.q[e] = a.q[size_t(rows[qi]) * size_t(a.q_stride) + size_t(head * hd + d)];
+  if (walk_end == 0) return;  // the whole block exits
+  SplitQuery mine[kQueriesPerWarp];
+  int n_mine = 0;
+#pragma unroll
+  for (int k = 0; k < kQueriesPerWarp; ++k) {
+    const int qi = warp + k * kAttentionWarps;
+    if (qi >= n) break;
+    const int r = rows[qi], pos = a.row_pos[r], len = split_len_of(pos, a.min_split_len, a.max_splits);
+    mine[k].q = a.q + size_t(r) * size_t(a.q_stride) + size_t(head) * size_t(a.head_dim);
+    if (split * len <= pos) {
+      mine[k].begin = split * len;
+      mine[k].end = min(split * len + len, pos + 1);
+      mine[k].out_slot = (a.row_partial[r] * a.n_heads + head) * a.max_splits + split;
+    }  // else an empty range and no output: the merge reads splits 0 .. pos / len only
+    n_mine = k + 1;
   }
-  __syncthreads();
+  const int kv_head = head / (a.n_heads / a.n_kv_heads);
   const int* page_table = a.page_tables + size_t(a.row_seq[rows[0]]) * size_t(a.pages_per_seq);
-  attend_split<T>(a, page_table, kv_head, begin, end, qs, sm);
+  attend_split<T>(a, page_table, kv_head, walk_begin, walk_end, mine, n_mine, reinterpret_cast<T*>(smem));
 }
 
 }  // namespace
@@ -52,8 +64,8 @@ void launch_prefill_attention(const AttentionArgs& args, const int* tile_first, 
                               const int* tile_rows, int n_tiles, cudaStream_t stream) {
   if (n_tiles == 0) return;
   const dim3 grid(unsigned(n_tiles), unsigned(args.n_heads), unsigned(args.max_splits));
-  const size_t smem = size_t(attention_smem_floats(args.head_dim)) * sizeof(float);
   ASTRAI_DISPATCH_DTYPE(args.kv.dtype, {
+    const size_t smem = size_t(attention_smem_bytes<Elem>(args.head_dim));
     allow_attention_smem(prefill_attention_kernel<Elem>, smem);
     ASTRAI_LAUNCH(prefill_attention_kernel<Elem>, grid, kAttentionThreads, smem, stream)(args, tile_first, tile_count,
                                                                                tile_rows);
