@@ -1,5 +1,5 @@
-// GemmRunner: cuBLASLt descriptors and one cached algorithm per weight shape
-// and row-count bucket.
+// GemmRunner: the mat-vec kernel for up to 8 rows, else cuBLASLt descriptors
+// and one cached algorithm per weight shape and row-count bucket (gemm.h).
 //
 // cuBLASLt is column-major. Row-major y[rows, out] is column-major y^T
 // [out, rows] = W x^T, and row-major W[out, in] is column-major W^T [in, out]:
@@ -16,6 +16,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
+#include "cuda/kernels/kernels.h"
 
 #define ASTRAI_CUBLAS_CHECK(call)                                                                 \
   do {                                                                                            \
@@ -95,9 +96,9 @@ struct GemmRunner::Impl {
     if (handle) cublasLtDestroy(handle);
   }
 
-  // The heuristic's best algorithm without split-K for this problem (or its
-  // best one at all when every candidate splits K, noted).
-  cublasLtMatmulAlgo_t heuristic_algo(const Problem& p, const char* what) {
+  // The heuristic's best algorithm for this problem; without split-K unless
+  // allowed (or its best one at all when every candidate splits K, noted).
+  cublasLtMatmulAlgo_t heuristic_algo(const Problem& p, const char* what, bool allow_split_k) {
     constexpr int kCandidates = 16;
     cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
     int returned = 0;
@@ -105,7 +106,8 @@ struct GemmRunner::Impl {
                                                        results, &returned));
     if (returned == 0) throw std::runtime_error(std::string("cuBLASLt has no algorithm for ") + what);
     for (int i = 0; i < returned; ++i)
-      if (results[i].state == CUBLAS_STATUS_SUCCESS && splitk_of(results[i].algo) == 1) return results[i].algo;
+      if (results[i].state == CUBLAS_STATUS_SUCCESS && (allow_split_k || splitk_of(results[i].algo) == 1))
+        return results[i].algo;
     note += std::string("every candidate for ") + what + " splits K; ";
     return results[0].algo;
   }
@@ -116,11 +118,12 @@ struct GemmRunner::Impl {
     const std::string what = "y[" + std::to_string(rows) + "x" + std::to_string(out) + "] = x W^T with W[" +
                              std::to_string(out) + "x" + std::to_string(in) + "] " + dtype_name(dtype);
     const int algorithm_rows = GemmRunner::algorithm_rows(rows, choice);
+    const bool split_k = GemmRunner::route(rows, choice) == Route::CublasLtSplitK;
     const ShapeKey shape{out, in, dtype, algorithm_rows};
     auto algo = shape_algo.find(shape);
     if (algo == shape_algo.end()) {
       const Problem representative(dtype, algorithm_rows, in, out);
-      algo = shape_algo.emplace(shape, heuristic_algo(representative, what.c_str())).first;
+      algo = shape_algo.emplace(shape, heuristic_algo(representative, what.c_str(), split_k)).first;
     }
     Prepared ready;
     ready.problem = std::make_unique<Problem>(dtype, rows, in, out);
@@ -130,7 +133,7 @@ struct GemmRunner::Impl {
                                 ready.problem->d, &ready.algo, &check) != CUBLAS_STATUS_SUCCESS ||
         check.workspaceSize > kWorkspaceBytes) {
       note += "the shared algorithm does not support " + what + ", which has its own; ";
-      ready.algo = heuristic_algo(*ready.problem, what.c_str());
+      ready.algo = heuristic_algo(*ready.problem, what.c_str(), split_k);
     }
     return prepared.emplace(key, std::move(ready)).first->second;
   }
@@ -142,11 +145,18 @@ GemmRunner::~GemmRunner() = default;
 void GemmRunner::run(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
                      cudaStream_t stream) {
   if (rows == 0) return;
+  if (route(rows, impl_->choice) == Route::Matvec) return launch_matvec(x, w, dtype, rows, in, out, y, stream);
   const Impl::Prepared& p = impl_->prepare(dtype, rows, in, out);
   const float alpha = 1.0f, beta = 0.0f;
   ASTRAI_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.problem->op, &alpha, w, p.problem->a, x, p.problem->b, &beta,
                                      y, p.problem->d, y, p.problem->d, &p.algo, impl_->workspace.get(),
                                      kWorkspaceBytes, stream));
+}
+
+GemmRunner::Route GemmRunner::route(int rows, GemmAlgorithms choice) {
+  if (choice == GemmAlgorithms::OnePerShape) return Route::CublasLt;
+  if (rows <= kMatvecMaxRows) return Route::Matvec;
+  return rows <= kDecodeRows ? Route::CublasLtSplitK : Route::CublasLt;
 }
 
 int GemmRunner::algorithm_rows(int rows, GemmAlgorithms choice) {

@@ -1,23 +1,33 @@
-// Linear layers on the GPU through cuBLASLt: y = x W^T with x and W in the
-// storage type (bf16 or float32), float32 accumulation and float32 output.
+// Linear layers on the GPU: y = x W^T with x and W in the storage type (bf16
+// or float32), float32 accumulation and float32 output.
 // Reference: linear() in reference/linear.cpp.
 //
-// Algorithms, chosen from cuBLASLt's heuristic among those without split-K
-// (a tiled GEMM without split-K reduces each output element over `in` in one
-// order whatever the number of rows), one per weight shape (out, in, dtype)
-// and per row-count bucket:
-//  - GemmAlgorithms::PerRowBucket (the default): buckets 1-64, 65-128,
-//    129-256, ... up to 4096 and above, each with the heuristic's choice for
-//    its largest row count, so a prefill of 2,000 rows gets large tiles and a
-//    decode step of 8 rows small ones. A row's bits are the same for every
-//    row count within a bucket, and may differ between buckets.
+// Who computes which GEMM (GemmRunner::route()):
+//  - GemmAlgorithms::PerRowBucket (the default):
+//     * 1 to kMatvecMaxRows (8) rows: launch_matvec (cuda/kernels/matvec.cu),
+//       a mat-vec kernel that reads W once with 16-byte loads for all rows
+//       and spreads the outputs over every SM (cuBLASLt's smallest tiles put
+//       32-96 CTAs on 132 SMs for the decode shapes). A row's bits are the
+//       same for every row count 1..8.
+//     * 9 to 64 rows: cuBLASLt with the heuristic's first algorithm, split-K
+//       allowed: few rows leave few output tiles, and splitting K is how
+//       cuBLASLt fills the GPU then. Every cuBLASLt reduction scheme is
+//       ordered (INPLACE: "counters ... guarantee the sequentiality";
+//       COMPUTE_TYPE/OUTPUT_TYPE: a separate reduction step; cublasLt.h), so
+//       with the split count fixed by the bucket's algorithm a row's bits are
+//       still the same for every row count in the bucket.
+//     * 65-128, 129-256, ... up to 4096 and above: cuBLASLt, the heuristic's
+//       first algorithm without split-K for the bucket's largest row count,
+//       so a prefill of 2,000 rows gets large tiles. A row's bits are the
+//       same within a bucket and may differ between buckets.
 //  - GemmAlgorithms::OnePerShape (batch invariant, CudaOptions::batch_invariant):
-//    the heuristic's choice for kDecodeRows rows serves every row count, so a
-//    row's result never depends on the batch around it. If that algorithm does
-//    not support some row count (cublasLtMatmulAlgoCheck fails), that row count
-//    gets its own algorithm and batch_invariant() turns false, with the reason
-//    in invariance_note().
-#pragma once
+//    cuBLASLt only (the mat-vec would give rows 1-8 other bits than rows 9+),
+//    the heuristic's choice without split-K for kDecodeRows rows serving
+//    every row count, so a row's result never depends on the batch around
+//    it. If that algorithm does not support some row count
+//    (cublasLtMatmulAlgoCheck fails), that row count gets its own algorithm
+//    and batch_invariant() turns false, with the reason in invariance_note().
+// Not measured on a GPU yet (docs/cuda.md, "Skinny GEMMs").
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -33,7 +43,7 @@ enum class GemmAlgorithms { PerRowBucket, OnePerShape };
 
 class GemmRunner {
  public:
-  static constexpr int kDecodeRows = 64;    // the first bucket's top, and OnePerShape's representative
+  static constexpr int kDecodeRows = 64;    // the first cuBLASLt bucket's top, and OnePerShape's representative
   static constexpr int kLargestBucket = 4096;
   static constexpr size_t kWorkspaceBytes = 32u << 20;
 
@@ -48,7 +58,10 @@ class GemmRunner {
   // cuBLASLt's heuristics, which is host work only).
   void run(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y, cudaStream_t stream);
 
-  // The row count whose heuristic choice serves a GEMM of `rows` rows.
+  enum class Route { Matvec, CublasLtSplitK, CublasLt };
+  // What computes a GEMM of `rows` rows (above).
+  static Route route(int rows, GemmAlgorithms choice);
+  // The row count whose heuristic choice serves a cuBLASLt GEMM of `rows` rows.
   static int algorithm_rows(int rows, GemmAlgorithms choice);
 
   GemmAlgorithms choice() const;

@@ -6,6 +6,8 @@
 // released is a fault, reported with where each thread waits.
 #include "cuda/emulation/block_runner.h"
 
+#include "cuda/emulation/access_context.h"
+
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -25,7 +27,7 @@ namespace {
 constexpr size_t kFiberStackBytes = 256 * 1024;  // generous: kernels keep small arrays in registers on a GPU
 constexpr int kWarpSize = 32;
 
-enum class Waiting { Nothing, Block, Warp, Done };
+enum class Waiting { Nothing, Block, Warp, Done, Faulted };
 
 struct Site {
   const char* file = "";
@@ -35,17 +37,33 @@ struct Site {
 
 std::string where(const Site& s) { return std::string(s.file) + ":" + std::to_string(s.line); }
 
+// A cp.async copy issued by a thread and not yet waited for.
+struct PendingCopy {
+  void* destination;
+  const void* source;
+  size_t bytes;
+  const void* pc;    // where the kernel issued it, for the memory trace
+  int group;         // -1 until cp_async_commit() closes the thread's open group
+};
+
 struct Fiber {
   ucontext_t context{};
+  char* stack = nullptr;
   uint3 index{};
   int linear = 0;
   Waiting waiting = Waiting::Nothing;
   Site site;
-  unsigned mask = 0;        // of the shuffle it waits at
-  uint32_t shuffle_value = 0;
-  unsigned shuffle_delta = 0;
+  // The warp collective it waits at (Waiting::Warp).
+  WarpOp op = WarpOp::Sync;
+  unsigned mask = 0;
+  uint64_t warp_value = 0;  // a shuffle's value (4 or 8 bytes), or a vote's predicate
+  int warp_operand = 0;     // delta, lane mask or source lane
   int shuffle_width = kWarpSize;
-  uint32_t shuffle_result = 0;
+  uint64_t warp_result = 0;
+  unsigned warp_live = 0;   // the warp's live lanes when the collective was released
+  // cp.async: copies in issue order, and the number of groups committed so far.
+  std::vector<PendingCopy> pending_copies;
+  int committed_groups = 0;
 };
 
 // Fiber stacks, mapped once per thread and reused by every block: each with a
@@ -86,6 +104,10 @@ struct Block {
   int current = -1;
   ucontext_t scheduler{};
   std::vector<unsigned char> shared;  // dynamic shared memory
+  uint32_t linear_index = 0;          // of the block in the grid
+  uint64_t interval = 0;              // the barrier interval running now (access_context.h)
+  std::vector<uint32_t> warp_intervals;
+  std::string fault;                  // set by fault_from_fiber
 
   Fiber& me() { return fibers[size_t(current)]; }
 
@@ -116,6 +138,7 @@ std::string describe_waits(const Block& b) {
     std::string place = f.waiting == Waiting::Done    ? "exited"
                         : f.waiting == Waiting::Block ? "__syncthreads() at " + where(f.site)
                         : f.waiting == Waiting::Warp  ? "a warp shuffle at " + where(f.site)
+                        : f.waiting == Waiting::Faulted ? "faulted"
                                                       : "running";
     by_place[place].push_back(f.linear);
   }
@@ -126,6 +149,58 @@ std::string describe_waits(const Block& b) {
     out << ")";
   }
   return out.str();
+}
+
+// The source lane of a shuffle by `lane`, or -1 when the lane keeps its own
+// value. PTX's shfl.sync rule: lanes form segments of `width`; up reads
+// lane - delta and keeps its own value below its segment; down reads
+// lane + delta, xor lane ^ mask, both keeping their own value past the end of
+// the segment (xor may read an earlier segment); idx reads lane src of the
+// segment, src taken modulo width.
+int shuffle_source(WarpOp op, int lane, int operand, int width) {
+  const int segment = lane - lane % width, segment_end = segment + width - 1;
+  int source = lane;
+  switch (op) {
+    case WarpOp::Up: source = lane - operand; return source >= segment ? source : -1;
+    case WarpOp::Down: source = lane + operand; return source <= segment_end ? source : -1;
+    case WarpOp::Xor: source = lane ^ operand; return source <= segment_end ? source : -1;
+    case WarpOp::Index: return segment + (operand & (width - 1));
+    default: return -1;
+  }
+}
+
+// The results of a warp collective every live lane of warp [first, last)
+// reached, `live` the mask of those lanes.
+void exchange(Block& b, int first, int last, unsigned live) {
+  for (int i = first; i < last; ++i) b.fibers[size_t(i)].warp_live = live;
+  const WarpOp op = b.fibers[size_t(first + __builtin_ctz(live))].op;
+  if (op == WarpOp::Sync) return;
+  if (op == WarpOp::Ballot) {
+    uint64_t votes = 0;
+    for (int i = first; i < last; ++i) {
+      const Fiber& f = b.fibers[size_t(i)];
+      if (f.waiting != Waiting::Done && f.warp_value != 0) votes |= 1u << (i - first);
+    }
+    for (int i = first; i < last; ++i) {
+      Fiber& f = b.fibers[size_t(i)];
+      f.warp_result = votes & f.mask;  // a lane outside the mask does not vote
+    }
+    return;
+  }
+  for (int i = first; i < last; ++i) {
+    Fiber& f = b.fibers[size_t(i)];
+    if (f.waiting == Waiting::Done) continue;
+    const int source = shuffle_source(op, i - first, f.warp_operand, f.shuffle_width);
+    // A source past a partial warp's last thread does not exist: the lane keeps its own value.
+    const bool inside = source >= 0 && first + source < last;
+    f.warp_result = inside ? b.fibers[size_t(first + source)].warp_value : f.warp_value;
+  }
+}
+
+// A number for a new barrier interval, unique on this OS thread.
+uint64_t next_interval() {
+  thread_local uint64_t last = 0;
+  return ++last;
 }
 
 // Releases the warps whose live lanes all wait at the same shuffle; returns
@@ -157,16 +232,8 @@ bool release_warps(Block& b) {
                           " but live lanes 0x" + [&] { std::ostringstream o; o << std::hex << live; return o.str(); }() +
                           " of warp " + std::to_string(first / kWarpSize) + " all reached it");
     }
-    for (int i = first; i < last; ++i) {
-      Fiber& f = b.fibers[size_t(i)];
-      if (f.waiting == Waiting::Done) continue;
-      const int lane = i - first, width = f.shuffle_width;
-      const int segment = lane - lane % width;
-      const int source = lane + int(f.shuffle_delta);
-      // __shfl_down_sync: a lane whose source is past its segment keeps its own value.
-      const bool inside = source < segment + width && first + source < last;
-      f.shuffle_result = inside ? b.fibers[size_t(first + source)].shuffle_value : f.shuffle_value;
-    }
+    exchange(b, first, last, live);
+    ++b.warp_intervals[size_t(first / kWarpSize)];  // the collective orders the lanes' accesses
     for (int i = first; i < last; ++i)
       if (b.fibers[size_t(i)].waiting == Waiting::Warp) b.fibers[size_t(i)].waiting = Waiting::Nothing;
     released = true;
@@ -195,6 +262,7 @@ bool release_block(Block& b) {
     throw KernelFault(b.name() + ": some threads exited while the others wait at __syncthreads() at " +
                       where(lead->site) + " (on a GPU, a hang or undefined behaviour)" + describe_waits(b));
   for (Fiber& f : b.fibers) f.waiting = Waiting::Nothing;
+  b.interval = next_interval();
   return true;
 }
 
@@ -212,15 +280,26 @@ void run_block(const KernelLaunch& launch, uint3 block_index, StackPool& stacks,
   Block b;
   b.launch = &launch;
   b.index = block_index;
+  b.linear_index = block_index.x + launch.grid.x * (block_index.y + launch.grid.y * block_index.z);
   const int n = int(launch.block.x * launch.block.y * launch.block.z);
   b.fibers.resize(size_t(n));
   b.shared.assign(launch.dynamic_smem, 0xff);  // NaN in float32 and bfloat16 alike
+  b.interval = next_interval();
+  b.warp_intervals.assign(size_t((n + kWarpSize - 1) / kWarpSize), 0);
   for (int i = 0; i < n; ++i) {
     Fiber& f = b.fibers[size_t(i)];
     f.linear = i;
     f.index = unflatten(i, launch.block);
-    prepare_context(f.context, stacks.stack(size_t(i)), &b.scheduler);
+    f.stack = stacks.stack(size_t(i));
+    prepare_context(f.context, f.stack, &b.scheduler);
   }
+  AccessContext& access = t_access;
+  access.dynamic_begin = reinterpret_cast<uintptr_t>(b.shared.data());
+  access.dynamic_end = access.dynamic_begin + b.shared.size();
+  access.block = b.linear_index;
+  access.block_serial = next_interval();
+  memory_block_begin();
+  const bool tracing = memory_tracing_wanted();
   Block* outer = t_block;
   t_block = &b;
   struct Restore {
@@ -235,7 +314,16 @@ void run_block(const KernelLaunch& launch, uint3 block_index, StackPool& stacks,
     for (int i : sequence) {
       if (b.fibers[size_t(i)].waiting != Waiting::Nothing) continue;
       b.current = i;
-      swapcontext(&b.scheduler, &b.fibers[size_t(i)].context);
+      Fiber& f = b.fibers[size_t(i)];
+      access.stack_begin = reinterpret_cast<uintptr_t>(f.stack);
+      access.stack_end = access.stack_begin + kFiberStackBytes;
+      access.thread = uint32_t(i);
+      access.interval = b.interval;
+      access.warp_interval = b.warp_intervals[size_t(i / kWarpSize)];
+      access.active = tracing;
+      swapcontext(&b.scheduler, &f.context);
+      access.active = false;
+      if (!b.fault.empty()) throw KernelFault(b.fault);
     }
     b.current = -1;
     if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber& f) { return f.waiting == Waiting::Done; }))
@@ -254,23 +342,46 @@ Block& running_block(const char* what) {
   return *t_block;
 }
 
-template <typename T>
-T shuffle(const char* file, int line, unsigned mask, T value, unsigned delta, int width) {
-  static_assert(sizeof(T) == 4);
-  Block& b = running_block("__shfl_down_sync");
+const char* op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::Down: return "__shfl_down_sync";
+    case WarpOp::Up: return "__shfl_up_sync";
+    case WarpOp::Xor: return "__shfl_xor_sync";
+    case WarpOp::Index: return "__shfl_sync";
+    case WarpOp::Ballot: return "a warp vote";
+    case WarpOp::Sync: return "__syncwarp";
+  }
+  return "?";
+}
+
+// Waits until every live lane of the warp reaches this collective; returns
+// the lane's result.
+uint64_t warp_collective(const char* file, int line, WarpOp op, unsigned mask, uint64_t value, int operand,
+                         int width) {
+  Block& b = running_block(op_name(op));
   if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0)
-    throw KernelFault(b.name() + ": __shfl_down_sync width " + std::to_string(width) + " at " + file + ":" +
+    fault_from_fiber(b.name() + ": " + op_name(op) + " width " + std::to_string(width) + " at " + file + ":" +
                       std::to_string(line));
   Fiber& f = b.me();
-  std::memcpy(&f.shuffle_value, &value, 4);
-  f.shuffle_delta = delta;
+  f.op = op;
+  f.warp_value = value;
+  f.warp_operand = operand;
   f.shuffle_width = width;
   f.mask = mask;
   f.site = Site{file, line};
   f.waiting = Waiting::Warp;
   b.yield();
+  return b.me().warp_result;
+}
+
+template <typename T>
+T shuffle(const char* file, int line, WarpOp op, unsigned mask, T value, int operand, int width) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  const uint64_t out = warp_collective(file, line, op, mask, bits, operand, width);
   T result;
-  std::memcpy(&result, &b.me().shuffle_result, 4);
+  std::memcpy(&result, &out, sizeof(T));
   return result;
 }
 
@@ -278,11 +389,22 @@ T shuffle(const char* file, int line, unsigned mask, T value, unsigned delta, in
 
 void run_kernel(const KernelLaunch& launch) {
   thread_local StackPool stacks;
+  memory_launch_begin(launch);
+  struct End {
+    const KernelLaunch& launch;
+    ~End() { memory_launch_end(launch); }
+  } end{launch};
   const uint64_t seed = g_order_seed.load();
   std::mt19937_64 order(seed);
+  // Blocks in index order (x fastest), or, with a seed, in a permutation of
+  // it: the blocks of a launch may run in any order on a GPU.
+  std::vector<uint3> blocks;
+  blocks.reserve(size_t(launch.grid.x) * launch.grid.y * launch.grid.z);
   for (unsigned z = 0; z < launch.grid.z; ++z)
     for (unsigned y = 0; y < launch.grid.y; ++y)
-      for (unsigned x = 0; x < launch.grid.x; ++x) run_block(launch, uint3{x, y, z}, stacks, seed ? &order : nullptr);
+      for (unsigned x = 0; x < launch.grid.x; ++x) blocks.push_back(uint3{x, y, z});
+  if (seed) std::shuffle(blocks.begin(), blocks.end(), order);
+  for (const uint3& index : blocks) run_block(launch, index, stacks, seed ? &order : nullptr);
 }
 
 std::string running_thread_description() {
@@ -312,11 +434,92 @@ void block_barrier(const char* file, int line) {
   b.yield();
 }
 
-float shuffle_down(const char* file, int line, unsigned mask, float value, unsigned delta, int width) {
-  return shuffle(file, line, mask, value, delta, width);
+#define ASTRAI_EMU_SHUFFLE(T)                                                                       \
+  T warp_shuffle(const char* file, int line, WarpOp op, unsigned mask, T value, int operand, int width) { \
+    return shuffle(file, line, op, mask, value, operand, width);                                        \
+  }
+ASTRAI_EMU_SHUFFLE(float)
+ASTRAI_EMU_SHUFFLE(int)
+ASTRAI_EMU_SHUFFLE(unsigned)
+ASTRAI_EMU_SHUFFLE(double)
+ASTRAI_EMU_SHUFFLE(long long)
+ASTRAI_EMU_SHUFFLE(unsigned long long)
+#undef ASTRAI_EMU_SHUFFLE
+
+unsigned warp_ballot(const char* file, int line, unsigned mask, int predicate) {
+  return unsigned(warp_collective(file, line, WarpOp::Ballot, mask, predicate != 0, 0, kWarpSize));
 }
-int shuffle_down(const char* file, int line, unsigned mask, int value, unsigned delta, int width) {
-  return shuffle(file, line, mask, value, delta, width);
+
+int warp_any(const char* file, int line, unsigned mask, int predicate) {
+  return warp_ballot(file, line, mask, predicate) != 0u;
+}
+
+int warp_all(const char* file, int line, unsigned mask, int predicate) {
+  // Every live lane is in the mask (else the collective faults).
+  const unsigned votes = warp_ballot(file, line, mask, predicate);
+  return votes == running_block("__all_sync").me().warp_live;
+}
+
+void warp_sync(const char* file, int line, unsigned mask) {
+  warp_collective(file, line, WarpOp::Sync, mask, 0, 0, kWarpSize);
+}
+
+unsigned active_mask() {
+  Block& b = running_block("__activemask()");
+  const int first = b.current - b.current % kWarpSize, last = std::min(int(b.fibers.size()), first + kWarpSize);
+  unsigned live = 0;
+  for (int i = first; i < last; ++i)
+    if (b.fibers[size_t(i)].waiting != Waiting::Done) live |= 1u << (i - first);
+  return live;
+}
+
+namespace {
+// A completed copy, as the thread's own read and write for the memory trace.
+void copy_completed(void* destination, const void* source, size_t bytes, const void* pc) {
+  memory_async_copy_completed(destination, bytes);
+  memory_access_by_emulator(source, bytes, false, pc);
+  memory_access_by_emulator(destination, bytes, true, pc);
+}
+}  // namespace
+
+void fault_from_fiber(std::string message) {
+  Block& b = running_block("a fault");
+  b.fault = std::move(message);
+  b.me().waiting = Waiting::Faulted;
+  b.yield();
+  std::abort();  // never resumed: the scheduler throws the fault
+}
+
+// cp.async: the copy happens when a wait covers its group (a GPU may do it
+// any time before; reading the destination earlier is the kernel's bug, and
+// here it reads the old bytes, NaN in fresh dynamic shared memory).
+void async_copy(void* shared_destination, const void* global_source, size_t bytes) {
+  Block& b = running_block("cp.async");
+  const void* pc = __builtin_return_address(0);
+  memory_async_copy_issued(shared_destination, bytes, pc);
+  b.me().pending_copies.push_back(PendingCopy{shared_destination, global_source, bytes, pc, -1});
+}
+
+void async_commit() {
+  Fiber& f = running_block("cp.async.commit_group").me();
+  for (PendingCopy& c : f.pending_copies)
+    if (c.group < 0) c.group = f.committed_groups;
+  ++f.committed_groups;
+}
+
+void async_wait(int pending_groups_allowed) {
+  Fiber& f = running_block("cp.async.wait_group").me();
+  const int complete_below = f.committed_groups - pending_groups_allowed;  // groups [0, this) must be done
+  auto keep = f.pending_copies.begin();
+  for (PendingCopy& c : f.pending_copies) {
+    if (c.group >= 0 && c.group < complete_below) {
+      std::memcpy(c.destination, c.source, c.bytes);
+      copy_completed(c.destination, c.source, c.bytes, c.pc);
+    } else {
+      *keep++ = c;
+    }
+  }
+  f.pending_copies.erase(keep, f.pending_copies.end());
 }
 
 }  // namespace astrai::emu

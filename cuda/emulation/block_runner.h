@@ -1,5 +1,5 @@
 // Runs one emulated kernel launch on the calling OS thread: its blocks one
-// after another, each block's CUDA threads as fibers (ucontext) that switch
+// after another (in a shuffled order with a seed, below), each block's CUDA threads as fibers (ucontext) that switch
 // only where CUDA threads wait for each other, __syncthreads() and warp
 // shuffles. Between two such points a thread runs alone, so the order in which
 // the threads of a block run is a free choice: an option shuffles it, and a
@@ -34,9 +34,11 @@ void run_kernel(const KernelLaunch& launch);
 // thread is running, or "host code" outside a kernel (for fault reports).
 std::string running_thread_description();
 
-// 0 (the default): threads run in index order between synchronisation
-// points. Otherwise the order is a permutation drawn from this seed for every
-// block and every phase. Also set by the environment variable
+// 0 (the default): the blocks of a launch run in index order, and the
+// threads of a block in index order between synchronisation points.
+// Otherwise both orders are permutations drawn from this seed (one for the
+// blocks of each launch, one for every phase of every block), the same for
+// the same seed. Also set by the environment variable
 // ASTRAI_EMULATION_THREAD_ORDER_SEED at start-up.
 void set_thread_order_seed(uint64_t seed);
 uint64_t thread_order_seed();

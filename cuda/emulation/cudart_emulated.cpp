@@ -59,6 +59,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cuda/emulation/access_context.h"
 #include "cuda/emulation/block_runner.h"
 #include "cuda/emulation/emulated_device.h"
 
@@ -120,6 +121,7 @@ struct State {
   std::deque<Queued> queue;                       // every stream's pending work, in submission order
   std::map<const void*, int> smem_optin;          // kernel -> cudaFuncAttributeMaxDynamicSharedMemorySize
   cudaError_t sticky = cudaSuccess;
+  std::string last_fault;  // the message of the last kernel fault
   EmulationCounters counters;
 };
 
@@ -155,6 +157,7 @@ cudaError_t flush(State& s, cudaStream_t stream, bool all) {
       op();
     } catch (const KernelFault& fault) {
       std::fprintf(stderr, "emulated CUDA: kernel fault: %s\n", fault.what());
+      s.last_fault = fault.what();
       s.sticky = cudaErrorLaunchFailure;
       s.queue.clear();
       return fail(s.sticky);
@@ -393,10 +396,22 @@ void enqueue_host_work(cudaStream_t stream, std::function<void()> work) {
   submit(s, stream, std::move(work), false);
 }
 
+bool is_device_address(const void* address) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return is_device(s, address, 1);
+}
+
 EmulationCounters counters() {
   State& s = state();
   std::lock_guard lock(s.mutex);
   return s.counters;
+}
+
+std::string last_kernel_fault() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.last_fault;
 }
 
 void reset_after_fault() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "cuda/emulation/block_runner.h"
 
@@ -27,5 +28,8 @@ int64_t last_matmul_algorithm_rows();
 // Clears the sticky error a kernel fault leaves (a GPU would need a new
 // process); for tests that plant faults on purpose.
 void reset_after_fault();
+
+// The message of the last kernel fault (also printed to stderr), "" before any.
+std::string last_kernel_fault();
 
 }  // namespace astrai::emu

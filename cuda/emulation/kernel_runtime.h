@@ -77,10 +77,53 @@ dim3 grid_dimensions();
 void* dynamic_shared_memory();
 // __syncthreads(): every live thread of the block must reach this same barrier.
 void block_barrier(const char* file, int line);
-// __shfl_down_sync for 32-bit values: a barrier of the warp's lanes named in
-// `mask` (which must be every live lane), then an exchange.
-float shuffle_down(const char* file, int line, unsigned mask, float value, unsigned delta, int width = 32);
-int shuffle_down(const char* file, int line, unsigned mask, int value, unsigned delta, int width = 32);
+// Warp collectives: every live lane of the warp must reach the same one, and
+// its mask must name every live lane (a narrower mask is a fault: the kernels
+// here never diverge inside a warp-synchronous section, and a GPU's result
+// for a lane outside the mask is undefined). A collective orders the memory
+// accesses of the warp's lanes, as __syncwarp() does.
+enum class WarpOp { Down, Up, Xor, Index, Ballot, Sync };
+#define ASTRAI_EMU_SHUFFLE(T) \
+  T warp_shuffle(const char* file, int line, WarpOp op, unsigned mask, T value, int operand, int width = 32);
+ASTRAI_EMU_SHUFFLE(float)
+ASTRAI_EMU_SHUFFLE(int)
+ASTRAI_EMU_SHUFFLE(unsigned)
+ASTRAI_EMU_SHUFFLE(double)
+ASTRAI_EMU_SHUFFLE(long long)
+ASTRAI_EMU_SHUFFLE(unsigned long long)
+#undef ASTRAI_EMU_SHUFFLE
+// __ballot_sync: bit i set when lane i's predicate is nonzero.
+unsigned warp_ballot(const char* file, int line, unsigned mask, int predicate);
+int warp_any(const char* file, int line, unsigned mask, int predicate);
+int warp_all(const char* file, int line, unsigned mask, int predicate);
+void warp_sync(const char* file, int line, unsigned mask = 0xffffffffu);
+unsigned active_mask();
+
+// cp.async (cuda/kernels/async_copy.cuh): a copy of `bytes` from global to
+// shared memory that stays pending, its destination unchanged, until the
+// thread waits for its group: async_wait(n) completes every committed group
+// but the n most recent. Where the copy was issued is taken from the return
+// address (for the memory trace). Defined in block_runner.cpp.
+void async_copy(void* shared_destination, const void* global_source, size_t bytes);
+void async_commit();
+void async_wait(int pending_groups_allowed);
+
+// Atomics: one read-modify-write each, never seen as plain accesses by the
+// race detector (atomics.cpp; compiled without the access instrumentation).
+float atomic_add(float* address, float value);
+int atomic_add(int* address, int value);
+unsigned atomic_add(unsigned* address, unsigned value);
+unsigned long long atomic_add(unsigned long long* address, unsigned long long value);
+int atomic_max(int* address, int value);
+unsigned atomic_max(unsigned* address, unsigned value);
+int atomic_min(int* address, int value);
+unsigned atomic_min(unsigned* address, unsigned value);
+int atomic_cas(int* address, int compare, int value);
+unsigned atomic_cas(unsigned* address, unsigned compare, unsigned value);
+unsigned long long atomic_cas(unsigned long long* address, unsigned long long compare, unsigned long long value);
+int atomic_exch(int* address, int value);
+unsigned atomic_exch(unsigned* address, unsigned value);
+float atomic_exch(float* address, float value);
 
 }  // namespace astrai::emu
 
@@ -94,7 +137,23 @@ int shuffle_down(const char* file, int line, unsigned mask, int value, unsigned 
 #define gridDim (::astrai::emu::grid_dimensions())
 #define __syncthreads() ::astrai::emu::block_barrier(__FILE__, __LINE__)
 #define __shfl_down_sync(mask, value, ...) \
-  ::astrai::emu::shuffle_down(__FILE__, __LINE__, (mask), (value), __VA_ARGS__)
+  ::astrai::emu::warp_shuffle(__FILE__, __LINE__, ::astrai::emu::WarpOp::Down, (mask), (value), __VA_ARGS__)
+#define __shfl_up_sync(mask, value, ...) \
+  ::astrai::emu::warp_shuffle(__FILE__, __LINE__, ::astrai::emu::WarpOp::Up, (mask), (value), __VA_ARGS__)
+#define __shfl_xor_sync(mask, value, ...) \
+  ::astrai::emu::warp_shuffle(__FILE__, __LINE__, ::astrai::emu::WarpOp::Xor, (mask), (value), __VA_ARGS__)
+#define __shfl_sync(mask, value, ...) \
+  ::astrai::emu::warp_shuffle(__FILE__, __LINE__, ::astrai::emu::WarpOp::Index, (mask), (value), __VA_ARGS__)
+#define __syncwarp(...) ::astrai::emu::warp_sync(__FILE__, __LINE__ __VA_OPT__(, ) __VA_ARGS__)
+#define __ballot_sync(mask, predicate) ::astrai::emu::warp_ballot(__FILE__, __LINE__, (mask), (predicate))
+#define __any_sync(mask, predicate) ::astrai::emu::warp_any(__FILE__, __LINE__, (mask), (predicate))
+#define __all_sync(mask, predicate) ::astrai::emu::warp_all(__FILE__, __LINE__, (mask), (predicate))
+#define __activemask() ::astrai::emu::active_mask()
+#define atomicAdd(address, value) ::astrai::emu::atomic_add((address), (value))
+#define atomicMax(address, value) ::astrai::emu::atomic_max((address), (value))
+#define atomicMin(address, value) ::astrai::emu::atomic_min((address), (value))
+#define atomicCAS(address, compare, value) ::astrai::emu::atomic_cas((address), (compare), (value))
+#define atomicExch(address, value) ::astrai::emu::atomic_exch((address), (value))
 #undef __shared__
 #define __shared__ static thread_local
 

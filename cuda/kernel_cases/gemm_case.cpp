@@ -1,15 +1,18 @@
-// The linear-layer case: y = x W^T through GemmRunner (cuBLASLt; its
-// emulated stand-in in the emulated build), in the default per-bucket mode.
+// The linear-layer cases: y = x W^T through GemmRunner (the mat-vec kernel
+// for up to 8 rows, else cuBLASLt or its emulated stand-in), in the default
+// per-bucket mode; and the mat-vec kernel alone (launch_matvec) at 1-8 rows.
 #include <xtensor/xtensor.hpp>
 
 #include "cuda/gemm.h"
 #include "cuda/kernel_cases/device_arrays.h"
 #include "cuda/kernel_cases/kernel_case.h"
+#include "cuda/kernels/kernels.h"
 #include "reference/linear.h"
 
 namespace astrai::cuda::cases {
 namespace {
 
+// Variant 1: GemmRunner::run. Variant 2 (the matvec case): launch_matvec directly.
 struct GemmRun final : KernelRun {
   DType t;
   int rows, in, out;
@@ -25,8 +28,12 @@ struct GemmRun final : KernelRun {
     flops = 2.0 * double(rows) * in * out;
   }
   void launch(int variant, cudaStream_t stream) override {
-    if (variant != 1) throw std::invalid_argument("gemm has no variant " + std::to_string(variant));
-    gemm.run(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
+    if (variant == 1)
+      gemm.run(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
+    else if (variant == 2)
+      launch_matvec(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
+    else
+      throw std::invalid_argument("gemm has no variant " + std::to_string(variant));
   }
   std::vector<float> result() override { return test::download(d_y, size_t(rows) * size_t(out), DType::Float32); }
   std::vector<float> expected() override {
@@ -39,6 +46,9 @@ struct GemmRun final : KernelRun {
 };
 
 KernelShape gemm_shape(int rows, int n) { return {DType::BFloat16, 1, {{"rows", rows}, {"in", n}, {"out", n}}}; }
+KernelShape gemm_shape(int rows, int in, int out) {
+  return {DType::BFloat16, 1, {{"rows", rows}, {"in", in}, {"out", out}}};
+}
 
 }  // namespace
 
@@ -54,6 +64,40 @@ KernelCase gemm_case() {
           },
           {gemm_shape(1, 4096), gemm_shape(16, 4096), gemm_shape(256, 4096), gemm_shape(4096, 4096)},
           [](const KernelShape& s) { return std::make_unique<GemmRun>(s); }};
+}
+
+KernelCase matvec_case() {
+  // Its variant 1 is launch_matvec (GemmRun's variant 2): a case of its own, so
+  // the benchmark times the kernel on the decode shapes without GemmRunner.
+  return {"matvec", "cuda/kernels/matvec.cu", "linear() in reference/linear.cpp", 1,
+          {1e-5, 1e-5,
+           "as gemm: exact inputs, float32 accumulation in another order; tests/cuda/test_gemm.cpp bounds it "
+           "tighter, against float64"},
+          [](const Pick& pick) {
+            // Rows 1-8; in ragged (the tail) or a multiple of 8 (the 16-byte loads).
+            const int in = pick(0, 1) ? 8 * pick(1, 80) : pick(1, 600);
+            return KernelShape{pick(0, 1) ? DType::BFloat16 : DType::Float32, uint32_t(pick(0, 1 << 30)),
+                               {{"rows", pick(1, kMatvecMaxRows)}, {"in", in}, {"out", pick(1, 300)}}};
+          },
+          // Llama-3-8B's decode GEMMs at 1 and 8 rows: qkv, wo, gate_up, down.
+          {gemm_shape(1, 4096, 6144), gemm_shape(1, 4096, 4096), gemm_shape(1, 4096, 28672),
+           gemm_shape(1, 14336, 4096), gemm_shape(8, 4096, 6144), gemm_shape(8, 14336, 4096)},
+          [](const KernelShape& s) {
+            struct MatvecRun final : KernelRun {
+              std::unique_ptr<GemmRun> gemm;
+              explicit MatvecRun(const KernelShape& shape) : gemm(std::make_unique<GemmRun>(shape)) {
+                bytes = gemm->bytes;
+                flops = gemm->flops;
+              }
+              void launch(int variant, cudaStream_t stream) override {
+                if (variant != 1) throw std::invalid_argument("matvec has no variant " + std::to_string(variant));
+                gemm->launch(2, stream);
+              }
+              std::vector<float> result() override { return gemm->result(); }
+              std::vector<float> expected() override { return gemm->expected(); }
+            };
+            return std::make_unique<MatvecRun>(s);
+          }};
 }
 
 }  // namespace astrai::cuda::cases

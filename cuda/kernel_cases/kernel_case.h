@@ -89,6 +89,7 @@ KernelCase rope_kv_write_case();
 KernelCase swiglu_case();
 KernelCase paged_attention_case();
 KernelCase gemm_case();
+KernelCase matvec_case();
 KernelCase sample_case();
 
 }  // namespace astrai::cuda::cases

@@ -26,7 +26,7 @@ std::string KernelShape::describe() const {
 const std::vector<KernelCase>& kernel_cases() {
   static const std::vector<KernelCase> cases = {
       convert_case(),       embedding_case(),       rmsnorm_case(), swiglu_case(),
-      rope_kv_write_case(), paged_attention_case(), gemm_case(), sample_case(),
+      rope_kv_write_case(), paged_attention_case(), gemm_case(), matvec_case(), sample_case(),
   };
   return cases;
 }

@@ -102,6 +102,20 @@ void launch_prefill_attention(const AttentionArgs& args, const int* tile_first, 
 void launch_attention_merge(const AttentionArgs& args, const int* rows, int n_rows, void* out, DType out_dtype,
                             cudaStream_t stream);
 
+// ---- the skinny GEMM of decode steps (matvec.cu) ----
+
+// The most rows launch_matvec takes: GemmRunner sends GEMMs of up to this
+// many rows to it (cuda/gemm.h).
+inline constexpr int kMatvecMaxRows = 8;
+
+// y[r, j] = sum_k x[r, k] w[j, k] for r < rows (0 .. kMatvecMaxRows), j < out,
+// k < in: x [rows, in] and w [out, in] of `dtype`, row-major and dense; float32
+// accumulation (fmaf), y [rows, out] float32. W is read once for all rows with
+// 16-byte loads when `in` and the pointers allow. A row's bits do not depend
+// on `rows`.                                       (reference: linear() in linear.cpp)
+void launch_matvec(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
+                   cudaStream_t stream);
+
 // out[r, i] = dtype(silu(gate_up[r, i]) * gate_up[r, hidden + i])    (reference: swiglu_ffn() in swiglu.cpp)
 void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream);
 

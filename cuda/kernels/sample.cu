@@ -110,8 +110,11 @@ __device__ __forceinline__ void write_result(DeviceSampledToken* out, int token,
   out->index = index;
 }
 
+// Min 1 block per SM: one block per sampled row, so a batch's rows are few
+// beside 132 SMs; without it ptxas kept the 64-256-thread instances at 48
+// registers and spilled 16 bytes (bench/ptxas-report.sh).
 template <int Threads>
-__global__ void __launch_bounds__(Threads)
+__global__ void __launch_bounds__(Threads, 1)
     sample_rows_kernel(const float* __restrict__ logits, int vocab, const DeviceSamplingRow* __restrict__ params,
                        DeviceSampledToken* __restrict__ out) {
   using L = Layout<Threads>;

@@ -46,7 +46,7 @@ TEST_CASE("the kernel-case registry is complete and well formed", "[cuda][plan]"
     kernels_named += kc.kernel + " ";
   }
   for (const char* file : {"convert.cu", "embedding.cu", "residual_rmsnorm.cu", "rope_kv_write.cu", "swiglu.cu",
-                           "decode_attention.cu", "prefill_attention.cu", "attention_merge.cu", "gemm.cpp",
+                           "decode_attention.cu", "prefill_attention.cu", "attention_merge.cu", "gemm.cpp", "matvec.cu",
                            "sample.cu"}) {
     INFO(file);
     CHECK(kernels_named.find(file) != std::string::npos);

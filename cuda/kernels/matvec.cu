@@ -1,0 +1,169 @@
+// The skinny GEMM of a decode step: y = x W^T for 1 to kMatvecMaxRows rows,
+// where cuBLASLt's smallest tiles would leave most of the GPU idle (at one
+// row, qkv/wo/down launch 32-96 CTAs on 132 SMs). Reference: linear() in
+// reference/linear.cpp,
+//   y[r, j] = sum_k x[r, k] W[j, k],   x [rows, in], W [out, in], both `dtype`,
+// float32 accumulation and float32 y [rows, out] (row-major, dense).
+//
+// The shape of llama.cpp's mul_mat_vec: the time is reading W once, so
+//  - 16 lanes (half a warp) per output j stream W's row j with 16-byte loads
+//    (8 bf16 or 4 float a lane: 256 contiguous bytes, every sector used) and
+//    hold the partial sums of all `rows` rows of x, so W is read once for the
+//    whole batch; x (at most 8 x in elements) stays in L1/L2. At Llama's 4,096
+//    outputs that is 65,536 threads, about 500 an SM, each with up to 4
+//    16-byte loads in flight (kUnroll);
+//  - the lanes' sums meet in shared memory and one thread per (row, output)
+//    adds them by a fixed pairwise tree; a row's 8 consecutive outputs of a
+//    block leave in one 32-byte store. (One barrier per block instead of a
+//    warp-shuffle tree per row: about the same on a GPU, and on the emulated
+//    device, where every shuffle is a fiber switch, 7x fewer switches.)
+// When in is not a multiple of 16 bytes' worth of elements (or a pointer is
+// not 16-byte aligned) the same loop reads element by element, and the last
+// in % kVec elements are the tail, one per lane.
+//
+// Batch invariance within 1..kMatvecMaxRows: row r's sum is the same chain
+// of fmaf's and the same tree whatever the number of rows, so its bits never
+// depend on the rows around it (test_gemm checks this).
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "cuda/cuda_check.h"
+#include "cuda/kernels/dtype_device.cuh"
+#include "cuda/kernels/kernels.h"
+
+namespace astrai::cuda {
+namespace {
+
+constexpr int kLanes = 16;    // lanes per output: a load of W is 16 x 16 = 256 contiguous bytes
+constexpr int kOutputs = 8;   // outputs per block: a row's 8 results are one 32-byte store
+constexpr int kThreads = kLanes * kOutputs;
+
+// 16 bytes of T: the elements one lane loads at once.
+template <typename T>
+constexpr int kVec = 16 / int(sizeof(T));
+
+// v[0 .. kVec) = p[0 .. kVec) as float; one 16-byte load when kAligned.
+template <bool kAligned>
+__device__ __forceinline__ void load_chunk(const float* p, float (&v)[4]) {
+  if constexpr (kAligned) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else {
+    for (int e = 0; e < 4; ++e) v[e] = p[e];
+  }
+}
+template <bool kAligned>
+__device__ __forceinline__ void load_chunk(const __nv_bfloat16* p, float (&v)[8]) {
+  if constexpr (kAligned) {
+    // Each 32-bit word holds elements 2i (low half, little-endian) and 2i + 1;
+    // a bf16 is the top 16 bits of its float.
+    const uint4 q = *reinterpret_cast<const uint4*>(p);
+    const unsigned words[4] = {q.x, q.y, q.z, q.w};
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = __int_as_float(int(words[i] << 16));
+      v[2 * i + 1] = __int_as_float(int(words[i] & 0xffff0000u));
+    }
+  } else {
+    for (int e = 0; e < 8; ++e) v[e] = to_float(p[e]);
+  }
+}
+
+// Loads in flight per lane: more for few rows (each 16-byte chunk of W brings
+// kRows chunks of x with it, and their registers).
+template <int kRows>
+constexpr int kUnroll = kRows <= 2 ? 4 : kRows <= 4 ? 2 : 1;
+
+template <typename T, int kRows, bool kAligned>
+__global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ x, const T* __restrict__ w, int in,
+                                                          int out, float* __restrict__ y) {
+  constexpr int V = kVec<T>;
+  // Each lane's sums; one padding column keeps the reads below off each other's banks.
+  __shared__ float partial[kRows][kOutputs][kLanes + 1];
+  const int o = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
+  const int j0 = int(blockIdx.x) * kOutputs, j = j0 + o;
+  if (j < out) {
+    const T* wj = w + size_t(j) * size_t(in);
+    float acc[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+    const int chunks = in / V;
+    [[maybe_unused]] constexpr int unroll = kUnroll<kRows>;  // read by nvcc's pragma only
+#pragma unroll unroll
+    for (int c = lane; c < chunks; c += kLanes) {
+      float wv[V];
+      load_chunk<kAligned>(wj + size_t(c) * V, wv);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float xv[V];
+        load_chunk<kAligned>(x + size_t(r) * size_t(in) + size_t(c) * V, xv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[r] = __fmaf_rn(xv[e], wv[e], acc[r]);
+      }
+    }
+    // The tail: in % V (< kLanes) elements, one per lane.
+    const int k = chunks * V + lane;
+    if (k < in) {
+      const float wk = to_float(wj[k]);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) acc[r] = __fmaf_rn(to_float(x[size_t(r) * size_t(in) + size_t(k)]), wk, acc[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
+  }
+  __syncthreads();
+  // Thread t < kRows * kOutputs sums row r's 16 lane sums of output j0 + i by
+  // a fixed pairwise tree (lane q + lane q + 8, then + 4, + 2, + 1), and the
+  // kOutputs threads of a row store their consecutive outputs together.
+  const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
+  if (r < kRows && j0 + i < out) {
+    float v[kLanes];
+#pragma unroll
+    for (int q = 0; q < kLanes; ++q) v[q] = partial[r][i][q];
+#pragma unroll
+    for (int width = kLanes / 2; width > 0; width /= 2)
+#pragma unroll
+      for (int q = 0; q < width; ++q) v[q] = __fadd_rn(v[q], v[q + width]);
+    y[size_t(r) * size_t(out) + size_t(j0 + i)] = v[0];
+  }
+}
+
+template <typename T, int kRows>
+void launch_rows(const T* x, const T* w, int in, int out, float* y, cudaStream_t stream) {
+  const unsigned blocks = unsigned((out + kOutputs - 1) / kOutputs);
+  // 16-byte loads need every row of x and W to start on 16 bytes.
+  const bool aligned = in % kVec<T> == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(w) % 16 == 0;
+  const auto matvec = aligned ? matvec_kernel<T, kRows, true> : matvec_kernel<T, kRows, false>;
+  ASTRAI_LAUNCH(matvec, blocks, kThreads, 0, stream)(x, w, in, out, y);
+}
+
+template <typename T>
+void launch_typed(const T* x, const T* w, int rows, int in, int out, float* y, cudaStream_t stream) {
+  switch (rows) {
+    case 1: return launch_rows<T, 1>(x, w, in, out, y, stream);
+    case 2: return launch_rows<T, 2>(x, w, in, out, y, stream);
+    case 3: return launch_rows<T, 3>(x, w, in, out, y, stream);
+    case 4: return launch_rows<T, 4>(x, w, in, out, y, stream);
+    case 5: return launch_rows<T, 5>(x, w, in, out, y, stream);
+    case 6: return launch_rows<T, 6>(x, w, in, out, y, stream);
+    case 7: return launch_rows<T, 7>(x, w, in, out, y, stream);
+    case 8: return launch_rows<T, 8>(x, w, in, out, y, stream);
+  }
+}
+
+}  // namespace
+
+void launch_matvec(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
+                   cudaStream_t stream) {
+  static_assert(kMatvecMaxRows == 8, "launch_typed has a case per row count");
+  if (rows < 0 || rows > kMatvecMaxRows)
+    throw std::invalid_argument("launch_matvec: " + std::to_string(rows) + " rows (1 to " +
+                                std::to_string(kMatvecMaxRows) + ")");
+  if (rows == 0 || out == 0) return;
+  ASTRAI_DISPATCH_DTYPE(dtype, launch_typed(static_cast<const Elem*>(x), static_cast<const Elem*>(w), rows, in, out,
+                                            y, stream));
+  ASTRAI_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace astrai::cuda

@@ -1,0 +1,66 @@
+// Kernels with planted races, for test_race_detector.cpp; see racy_kernels.h.
+#include "tests/cuda/racy_kernels.h"
+
+#include "cuda/kernels/async_copy.cuh"
+#include "cuda/kernels/launch.cuh"
+
+namespace astrai::test::racy {
+namespace {
+
+__global__ void shared_neighbour_kernel(float* out, bool barrier) {
+  __shared__ float cell[64];
+  cell[threadIdx.x] = float(threadIdx.x);
+  if (barrier) __syncthreads();
+  out[threadIdx.x] = cell[(threadIdx.x + 1) % 64];
+}
+constexpr int kSharedWrite = __LINE__ - 4, kSharedRead = __LINE__ - 2;
+
+__global__ void global_neighbour_kernel(float* x, const float* input, int blocks, bool race) {
+  if (threadIdx.x != 0) return;
+  const int b = int(blockIdx.x);
+  x[b] = float(b);
+  const float next = race ? x[(b + 1) % blocks] : input[(b + 1) % blocks];
+  x[blocks + b] = next;
+}
+constexpr int kGlobalWrite = __LINE__ - 4, kGlobalRead = __LINE__ - 3;
+
+__global__ void atomic_counter_kernel(int* counter) { atomicAdd(counter, 1); }
+
+__global__ void warp_exchange_kernel(float* out, bool syncwarp) {
+  __shared__ float lane_value[32];
+  lane_value[threadIdx.x] = float(threadIdx.x) * 2.0f;
+  if (syncwarp) __syncwarp();
+  out[threadIdx.x] = lane_value[31 - threadIdx.x];
+}
+constexpr int kWarpWrite = __LINE__ - 4, kWarpRead = __LINE__ - 2;
+
+__global__ void async_tile_kernel(const float* global, float* out, bool wait) {
+  ASTRAI_DYNAMIC_SHARED(float, tile);
+  cp_async_16(&tile[4 * threadIdx.x], &global[4 * threadIdx.x]);
+  cp_async_commit();
+  if (wait) cp_async_wait<0>();
+  __syncthreads();
+  out[threadIdx.x] = tile[(4 * threadIdx.x + 7) % 64];
+}
+constexpr int kAsyncIssue = __LINE__ - 6, kAsyncRead = __LINE__ - 2;
+
+}  // namespace
+
+const int shared_write_line = kSharedWrite, shared_read_line = kSharedRead;
+const int global_write_line = kGlobalWrite, global_read_line = kGlobalRead;
+const int warp_write_line = kWarpWrite, warp_read_line = kWarpRead;
+const int async_issue_line = kAsyncIssue, async_read_line = kAsyncRead;
+
+void shared_neighbour(float* out, bool barrier) {
+  ASTRAI_LAUNCH(shared_neighbour_kernel, 1, 64, 0, nullptr)(out, barrier);
+}
+void global_neighbour(float* x, const float* input, int blocks, bool race) {
+  ASTRAI_LAUNCH(global_neighbour_kernel, blocks, 32, 0, nullptr)(x, input, blocks, race);
+}
+void atomic_counter(int* counter, int blocks) { ASTRAI_LAUNCH(atomic_counter_kernel, blocks, 64, 0, nullptr)(counter); }
+void warp_exchange(float* out, bool syncwarp) { ASTRAI_LAUNCH(warp_exchange_kernel, 1, 32, 0, nullptr)(out, syncwarp); }
+void async_tile(const float* global, float* out, bool wait) {
+  ASTRAI_LAUNCH(async_tile_kernel, 1, 16, 64 * sizeof(float), nullptr)(global, out, wait);
+}
+
+}  // namespace astrai::test::racy

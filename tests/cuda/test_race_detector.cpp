@@ -1,0 +1,162 @@
+// The race detector (cuda/emulation/race_detector.h), -Dcuda=emulated only:
+// each planted race in racy_kernels.cu is a kernel fault naming both source
+// lines, and its fixed twin runs clean, so the detector neither misses these
+// nor cries wolf on the barrier, __syncwarp, atomic or cp.async wait that
+// fixes them.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "cuda/emulation/emulated_device.h"
+#include "cuda/emulation/race_detector.h"
+#include "tests/cuda/racy_kernels.h"
+
+using namespace astrai;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kFile = "racy_kernels.cu:";
+
+// Device memory for a test, freed at the end.
+template <typename T>
+struct DeviceArray {
+  T* data = nullptr;
+  explicit DeviceArray(size_t n) { REQUIRE(cudaMalloc(reinterpret_cast<void**>(&data), n * sizeof(T)) == cudaSuccess); }
+  ~DeviceArray() { cudaFree(data); }
+};
+
+// Runs the queued work; returns the kernel fault's message, or "" when none.
+std::string synchronize() {
+  if (cudaDeviceSynchronize() == cudaSuccess) return "";
+  const std::string fault = emu::last_kernel_fault();
+  emu::reset_after_fault();
+  return fault;
+}
+
+std::string line(int n) { return kFile + std::to_string(n); }
+
+}  // namespace
+
+TEST_CASE("race detector: is on in the emulated test runs", "[cuda][emulation]") {
+  // CI runs the emulated suite with the detector, which is the default; a run
+  // with ASTRAI_EMULATION_RACECHECK=0 (to measure its cost) fails here.
+  CHECK(emu::race_detection());
+}
+
+TEST_CASE("race detector: shared memory written and read by two threads with no barrier between",
+          "[cuda][emulation]") {
+  DeviceArray<float> out(64);
+  test::racy::shared_neighbour(out.data, true);
+  CHECK(synchronize().empty());
+  test::racy::shared_neighbour(out.data, false);
+  const std::string fault = synchronize();
+  CHECK_THAT(fault, Contains("shared-memory race") && Contains("shared_neighbour_kernel") &&
+                        Contains(line(test::racy::shared_write_line)) && Contains(line(test::racy::shared_read_line)) &&
+                        Contains("with no barrier between them"));
+}
+
+TEST_CASE("race detector: two blocks of a launch, one writing what the other reads", "[cuda][emulation]") {
+  const int blocks = 5;
+  DeviceArray<float> x(2 * blocks), input(blocks);
+  REQUIRE(cudaMemset(input.data, 0, blocks * sizeof(float)) == cudaSuccess);
+  test::racy::global_neighbour(x.data, input.data, blocks, false);
+  CHECK(synchronize().empty());
+  test::racy::global_neighbour(x.data, input.data, blocks, true);
+  const std::string fault = synchronize();
+  CHECK_THAT(fault, Contains("global-memory race") && Contains("global_neighbour_kernel") &&
+                        Contains(line(test::racy::global_write_line)) && Contains(line(test::racy::global_read_line)));
+}
+
+TEST_CASE("race detector: atomics from every block are no race", "[cuda][emulation]") {
+  DeviceArray<int> counter(1);
+  REQUIRE(cudaMemset(counter.data, 0, sizeof(int)) == cudaSuccess);
+  test::racy::atomic_counter(counter.data, 6);
+  REQUIRE(synchronize().empty());
+  int total = 0;
+  REQUIRE(cudaMemcpy(&total, counter.data, sizeof total, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(total == 6 * 64);
+}
+
+TEST_CASE("race detector: lanes of a warp are ordered by __syncwarp, and only by it", "[cuda][emulation]") {
+  DeviceArray<float> out(32);
+  test::racy::warp_exchange(out.data, true);
+  REQUIRE(synchronize().empty());
+  std::vector<float> back(32);
+  REQUIRE(cudaMemcpy(back.data(), out.data, 32 * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (int lane = 0; lane < 32; ++lane) CHECK(back[size_t(lane)] == float(31 - lane) * 2.0f);
+  test::racy::warp_exchange(out.data, false);
+  CHECK_THAT(synchronize(), Contains("shared-memory race") && Contains(line(test::racy::warp_write_line)) &&
+                                Contains(line(test::racy::warp_read_line)));
+}
+
+TEST_CASE("race detector: reading a cp.async destination before the wait that completes it", "[cuda][emulation]") {
+  DeviceArray<float> global(64), out(16);
+  std::vector<float> values(64);
+  for (int i = 0; i < 64; ++i) values[size_t(i)] = float(i);
+  REQUIRE(cudaMemcpy(global.data, values.data(), sizeof(float) * 64, cudaMemcpyHostToDevice) == cudaSuccess);
+  test::racy::async_tile(global.data, out.data, true);
+  REQUIRE(synchronize().empty());
+  std::vector<float> back(16);
+  REQUIRE(cudaMemcpy(back.data(), out.data, 16 * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (int t = 0; t < 16; ++t) CHECK(back[size_t(t)] == float((4 * t + 7) % 64));
+  test::racy::async_tile(global.data, out.data, false);
+  CHECK_THAT(synchronize(), Contains("cp.async copy not yet waited for") &&
+                                Contains(line(test::racy::async_issue_line)) &&
+                                Contains(line(test::racy::async_read_line)));
+}
+
+namespace {
+
+// Counts what the memory trace reports, per kind.
+struct CountingObserver : emu::MemoryObserver {
+  int launches = 0, ends = 0, shared_loads = 0, shared_stores = 0, global_loads = 0, global_stores = 0, atomics = 0;
+  std::string name;
+  void launch_begin(const emu::KernelLaunch& launch) override {
+    ++launches;
+    name = launch.name;
+  }
+  void access(const emu::MemoryAccess& a) override {
+    if (a.atomic) ++atomics;
+    else if (a.space == emu::MemorySpace::Shared) ++(a.store ? shared_stores : shared_loads);
+    else ++(a.store ? global_stores : global_loads);
+  }
+  void launch_end(const emu::KernelLaunch&) override { ++ends; }
+};
+
+}  // namespace
+
+TEST_CASE("memory trace: an observer sees each access of kernel code once, classified", "[cuda][emulation]") {
+  CountingObserver seen;
+  emu::set_memory_observer(&seen);
+  DeviceArray<float> out(64);
+  test::racy::shared_neighbour(out.data, true);
+  const std::string fault = synchronize();
+  emu::set_memory_observer(nullptr);
+  REQUIRE(fault.empty());
+  CHECK(seen.launches == 1);
+  CHECK(seen.ends == 1);
+  CHECK(seen.name == "shared_neighbour_kernel");
+  // 64 threads: cell[t] = ..., then out[t] = cell[t + 1]: one store and one
+  // load of shared memory and one global store each; the thread's locals and
+  // arguments live on its own stack and are not reported.
+  CHECK(seen.shared_stores == 64);
+  CHECK(seen.shared_loads == 64);
+  CHECK(seen.global_stores == 64);
+  CHECK(seen.global_loads == 0);
+  CHECK(seen.atomics == 0);
+
+  CountingObserver counted;
+  emu::set_memory_observer(&counted);
+  DeviceArray<int> counter(1);
+  REQUIRE(cudaMemset(counter.data, 0, sizeof(int)) == cudaSuccess);
+  test::racy::atomic_counter(counter.data, 3);
+  REQUIRE(synchronize().empty());
+  emu::set_memory_observer(nullptr);
+  CHECK(counted.atomics == 3 * 64);
+  CHECK(counted.global_stores + counted.global_loads == 0);
+}
