@@ -9,12 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "cuda/emulation/race_detector.h"
 #include "cuda/perf_model/perf_report.h"
 
 using namespace astrai::cuda::perf;
 
 int main(int argc, char** argv) {
   ReportOptions options;
+  options.progress = &std::cerr;
+  // The race detector's shadow of every global byte would hold gigabytes at
+  // these shapes; the test suite runs every kernel under it already.
+  astrai::emu::set_race_detection(false);
   std::string only, json;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

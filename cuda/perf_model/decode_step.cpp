@@ -1,5 +1,8 @@
 #include "cuda/perf_model/decode_step.h"
 
+#include "cuda/kernels/kernels.h"
+#include "cuda/paged_attention.h"
+
 namespace astrai::cuda::perf {
 
 std::vector<ReferenceShape> reference_shapes() {
@@ -44,7 +47,7 @@ std::vector<StepKernel> decode_step(const ReferenceShape& s) {
   step.push_back({"layer: decode attention (+ merge)", "paged_attention",
                   bf16({{"head_dim", s.head_dim}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
                         {"n_seqs", B}, {"len", s.context}, {"ragged", 0}, {"fresh", 1}, {"page", 16},
-                        {"max_seq_len", s.max_seq_len}, {"chunk", 64}}),
+                        {"split", split_len_for(s.max_seq_len)}, {"chunk", kPrefillChunkRows}}),
                   L, e * 2.0 * B * double(s.context) * kv_dim + 4.0 * B * double(q_dim) + e * B * double(q_dim)});
   step.push_back(gemm("layer: output projection", q_dim, s.dim, L));
   step.push_back({"layer: ffn norm (+ residual)", "rmsnorm",

@@ -37,7 +37,7 @@ KernelLine modeled_gemm(const GpuSpec& gpu, const StepKernel& k) {
   const int rows = k.shape["rows"], in = k.shape["in"], out = k.shape["out"];
   KernelLine line;
   line.name = "cuBLASLt (modeled)";
-  long long tiles = (long long(out) + 127) / 128 * ((long long(rows) + 63) / 64);
+  const long long tiles = (static_cast<long long>(out) + 127) / 128 * ((static_cast<long long>(rows) + 63) / 64);
   long long split = 1;
   while (tiles * split < gpu.sms && split < 16 && in / (split * 2) >= 256) split *= 2;
   line.figures.kernel = line.name;
@@ -80,7 +80,15 @@ KernelLine traced_line(const GpuSpec& gpu, const ReportOptions& o, const TracedL
       worst = eff;
       char pct[32];
       std::snprintf(pct, sizeof pct, " (%.0f%%)", 100.0 * eff);
-      line.worst_site = emu::describe_code_address(reinterpret_cast<const void*>(pc)) + pct;
+      // Paths from the source root ("/src/astrai/cuda/kernels/x.cu:12" -> "cuda/kernels/x.cu:12").
+      std::string where = emu::describe_code_address(reinterpret_cast<const void*>(pc));
+      for (size_t at; (at = where.find("/cuda/kernels/")) != std::string::npos;) {
+        const size_t start = where.rfind(' ', at) == std::string::npos ? 0 : where.rfind(' ', at) + 1;
+        const size_t paren = where.rfind('(', at);
+        const size_t from = paren != std::string::npos && paren + 1 > start ? paren + 1 : start;
+        where.erase(from, at + 1 - from);
+      }
+      line.worst_site = where + pct;
     }
   }
   return line;
@@ -121,6 +129,7 @@ StepReport report_decode_step(const ReferenceShape& shape, const ReportOptions& 
         part.launches.push_back(std::move(line));
       }
     }
+    if (options.progress) *options.progress << "  " << shape.name << ": " << k.what << " done\n" << std::flush;
     for (const KernelLine& l : part.launches) part.seconds += l.estimate.seconds;
     part.floor_seconds = k.ideal_bytes / gpu.hbm_bytes_per_s;
     r.seconds += part.seconds * k.per_step;
@@ -129,6 +138,25 @@ StepReport report_decode_step(const ReferenceShape& shape, const ReportOptions& 
   ASTRAI_CUDA_CHECK(cudaStreamDestroy(stream));
   r.floor_seconds = step_floor_bytes(shape) / gpu.hbm_bytes_per_s;
   return r;
+}
+
+// "void astrai::cuda::(anonymous namespace)::matvec_kernel<__nv_bfloat16, 1, true>(...)" -> "matvec_kernel<__nv_bfloat16, 1, true>"
+static std::string short_name(const std::string& full) {
+  if (full.find("::") == std::string::npos) return full;  // "cuBLASLt (modeled)", or a launch expression
+  std::string s = full;
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {  // cut the parameter list: the first '(' outside <...> after the name
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (s[i] == '(' && depth == 0 && s.compare(i, 20, "(anonymous namespace") != 0) {
+      s.erase(i);
+      break;
+    }
+  }
+  if (const size_t ns = s.find("::(anonymous namespace)::"); ns != std::string::npos) s.erase(0, ns + 25);
+  if (const size_t colons = s.substr(0, s.find('<')).rfind("::"); colons != std::string::npos) s.erase(0, colons + 2);
+  if (const size_t space = s.substr(0, s.find('<')).rfind(' '); space != std::string::npos) s.erase(0, space + 1);
+  return s;
 }
 
 void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
@@ -140,7 +168,7 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   for (const StepPart& p : r.parts) {
     for (const KernelLine& l : p.launches) {
       std::snprintf(buf, sizeof buf, "| %s | %d | %s | %lld | %d, %s | %s | %s | %s | %.2f | %.2f | %.2f | %.0f%% |\n",
-                    p.kernel.what.c_str(), p.kernel.per_step, l.name.c_str(), l.figures.blocks,
+                    p.kernel.what.c_str(), p.kernel.per_step, short_name(l.name).c_str(), l.figures.blocks,
                     l.figures.occupancy.blocks_per_sm, l.figures.occupancy.limited_by.c_str(),
                     l.resources_known ? std::to_string(l.resources.registers).c_str() : "?",
                     l.resources_known ? std::to_string(l.resources.spill_bytes).c_str() : "?",
@@ -161,7 +189,7 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
       if (l.traced && l.sector_efficiency < 0.9 && !l.worst_site.empty()) {
         if (!any_site) out << "\nBelow 90% sector efficiency, each launch's worst global access:\n";
         any_site = true;
-        out << "- " << l.name << ": " << l.worst_site << "\n";
+        out << "- " << short_name(l.name) << ": " << l.worst_site << "\n";
       }
   out << "\n";
 }

@@ -46,6 +46,7 @@ struct StepReport {
 struct ReportOptions {
   std::vector<CompiledKernel> kernels;  // bench/kernel-resources.sh's table; empty: 32 registers assumed
   long long max_traced_blocks = 64;
+  std::ostream* progress = nullptr;  // a line per part as it finishes
 };
 
 // Runs the step's kernels on the emulated device (with the memory observer
