@@ -63,21 +63,29 @@ std::vector<std::string> addr2line(const std::string& file, uintptr_t address) {
   return frames;
 }
 
-std::string describe(const void* pc) {
-  std::ostringstream unknown;
-  unknown << pc << " (no line information)";
+// The object file holding `code` and the address addr2line wants for it.
+bool locate(const void* code, std::string& file, uintptr_t& address) {
   Dl_info info{};
-  if (dladdr(pc, &info) == 0 || info.dli_fname == nullptr) return unknown.str();
-  // The return address follows the call: look up the call instruction itself.
-  const uintptr_t at = reinterpret_cast<uintptr_t>(pc) - 1;
+  if (dladdr(code, &info) == 0 || info.dli_fname == nullptr) return false;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(code);
   const uintptr_t base = reinterpret_cast<uintptr_t>(info.dli_fbase);
   Dl_info main_info{};
   const bool in_main = dladdr(reinterpret_cast<const void*>(&main_program_is_pie), &main_info) != 0 &&
                        main_info.dli_fbase == info.dli_fbase;
   // (Not "/proc/self/exe" itself: in addr2line's process that names addr2line.)
-  const std::string file = in_main ? std::filesystem::read_symlink("/proc/self/exe").string() : info.dli_fname;
-  const uintptr_t address = (in_main && !main_program_is_pie()) ? at : at - base;
-  const std::vector<std::string> frames = addr2line(file, address);
+  file = in_main ? std::filesystem::read_symlink("/proc/self/exe").string() : info.dli_fname;
+  address = (in_main && !main_program_is_pie()) ? at : at - base;
+  return true;
+}
+
+std::string describe(const void* pc) {
+  std::ostringstream unknown;
+  unknown << pc << " (no line information)";
+  std::string file;
+  uintptr_t address = 0;
+  if (!locate(pc, file, address)) return unknown.str();
+  // The return address follows the call: look up the call instruction itself.
+  const std::vector<std::string> frames = addr2line(file, address - 1);
   if (frames.empty()) return unknown.str();
   // addr2line -i: the innermost inlined frame first, the enclosing function's line last.
   std::string out = frames.front();
@@ -94,6 +102,29 @@ std::string describe_code_address(const void* pc) {
   auto it = cache.find(pc);
   if (it == cache.end()) it = cache.emplace(pc, describe(pc)).first;
   return it->second;
+}
+
+std::string code_function_name(const void* function) {
+  static std::mutex mutex;
+  static std::map<const void*, std::string> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(function); it != cache.end()) return it->second;
+  std::string name;
+  std::string file;
+  uintptr_t address = 0;
+  if (locate(function, file, address)) {
+    std::ostringstream command;
+    command << "addr2line -f -C -e '" << file << "' 0x" << std::hex << address << " 2>/dev/null";
+    if (FILE* p = popen(command.str().c_str(), "r")) {
+      char buffer[4096];
+      if (std::fgets(buffer, sizeof buffer, p) != nullptr) name = buffer;
+      pclose(p);
+    }
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+    if (name == "??") name.clear();
+  }
+  cache.emplace(function, name);
+  return name;
 }
 
 }  // namespace astrai::emu

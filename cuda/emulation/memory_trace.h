@@ -67,4 +67,10 @@ void set_memory_observer(MemoryObserver* observer);
 // information)" when that fails.
 std::string describe_code_address(const void* pc);
 
+// The demangled name of the function at `function` (a kernel's entry, as
+// KernelLaunch::function holds it) from the same line tables:
+// "void astrai::cuda::(anonymous namespace)::convert_kernel<float, true>(float const*, unsigned long, float*)";
+// "" when unknown.
+std::string code_function_name(const void* function);
+
 }  // namespace astrai::emu

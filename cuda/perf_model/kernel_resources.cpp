@@ -61,7 +61,14 @@ std::vector<CompiledKernel> parse_kernel_resources(const std::string& tsv) {
 
 std::optional<CompiledKernel> find_kernel(const std::vector<CompiledKernel>& kernels, const std::string& launch_name,
                                           const std::string& dtype, int threads_per_block) {
-  const std::string base = launch_name.substr(0, launch_name.find_first_of("<("));
+  for (const CompiledKernel& k : kernels)
+    if (k.name == launch_name) return k;  // the demangled instance name, as the emulator reads it
+  std::string base, args;
+  if (launch_name.find("::") != std::string::npos) {
+    split_name(launch_name, base, args);
+  } else {
+    base = launch_name.substr(0, launch_name.find_first_of("<("));
+  }
   std::vector<const CompiledKernel*> same;
   for (const CompiledKernel& k : kernels)
     if (k.base == base) same.push_back(&k);

@@ -239,6 +239,10 @@ TEST_CASE("kernel resources: ptxas's table parsed and matched to launches", "[pe
   CHECK(s->resources.spill_bytes == 40);
   CHECK(find_kernel(kernels, "adjust_rows_kernel", "f32", 128)->resources.registers == 38);
   CHECK_FALSE(find_kernel(kernels, "no_such_kernel", "f32", 128));
+  // The emulator's demangled name of the instance: an exact match, or by base name and element type.
+  CHECK(find_kernel(kernels, kernels[1].name, "bf16", 256)->resources.registers == 22);
+  CHECK(find_kernel(kernels, "void astrai::cuda::(anonymous namespace)::swiglu_kernel<__nv_bfloat16>(float const*, "
+                             "int, __nv_bfloat16*, int)", "bf16", 256)->resources.registers == 23);
   CHECK_THROWS_AS(parse_kernel_resources("header\nname\t1\t2\n"), std::runtime_error);
   CHECK_THROWS_AS(parse_kernel_resources("header\nname\tx\t0\t0\t0\tf.cu\n"), std::runtime_error);
 }
