@@ -165,3 +165,36 @@ TEST_CASE("No byte-level BPE token stands for more than longest_token_bytes byte
 }
 
 }  // namespace astrai::test
+
+namespace astrai::test {
+
+TEST_CASE("A served model is assembled from a loaded one without copying its weights", "[served_model]") {
+  LoadedModel model = tiny_loaded_model("");
+  model.generation = HfGenerationConfig{.temperature = 0.25f, .top_k = 7};
+  // Where the float buffers live before: a move keeps them, a copy would not.
+  std::vector<const float*> buffers = {model.weights.token_embedding.data(), model.weights.classifier.data()};
+  for (const auto& L : model.weights.layers) buffers.push_back(L.wq.data());
+  std::vector<const float*> engine_buffers;
+  const EngineMaker maker = [&](std::shared_ptr<const ModelWeights> w, std::shared_ptr<const Tokenizer> t) {
+    engine_buffers = {w->token_embedding.data(), w->classifier.data()};
+    for (const auto& L : w->layers) engine_buffers.push_back(L.wq.data());
+    return std::make_shared<InferenceEngine>(std::move(w), std::move(t), EngineConfig{});
+  };
+  const auto served = make_served_model(std::move(model), maker, "auto");
+  CHECK(engine_buffers == buffers);
+  CHECK(served->name == "tiny");
+  CHECK(served->default_sampling.temperature == 0.25f);
+  CHECK(served->default_sampling.top_k == 7);
+}
+
+TEST_CASE("A bad chat template name fails before any engine is built", "[served_model]") {
+  bool built = false;
+  const EngineMaker maker = [&](std::shared_ptr<const ModelWeights> w, std::shared_ptr<const Tokenizer> t) {
+    built = true;
+    return std::make_shared<InferenceEngine>(std::move(w), std::move(t), EngineConfig{});
+  };
+  CHECK_THROWS(make_served_model(tiny_loaded_model(""), maker, "vicuna"));
+  CHECK_FALSE(built);
+}
+
+}  // namespace astrai::test
