@@ -15,6 +15,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "engine/model_files/architectures.h"
 #include "engine/model_files/gguf_reader.h"
 #include "engine/model_files/hf_config.h"
 #include "engine/model_files/rope_layout.h"
@@ -29,19 +30,9 @@ namespace {
 // The GGUF architecture of a config: llama.cpp's name for the Hugging Face
 // architecture it needs (Mistral runs as "llama" there). Throws, as
 // hf_architecture_for does, for a config no architecture has.
-std::string architecture_of(const ModelConfig& c) {
-  switch (hf_architecture_for(c)) {
-    case HfArchitecture::Qwen3: return "qwen3";
-    case HfArchitecture::Qwen2: return "qwen2";
-    case HfArchitecture::Llama:
-    case HfArchitecture::Mistral: break;
-  }
-  return "llama";
-}
+std::string architecture_of(const ModelConfig& c) { return architecture(hf_architecture_for(c)).gguf_name; }
 
-RopeLayout rope_layout_of(const std::string& arch) {
-  return arch == "llama" ? RopeLayout::AdjacentPairs : RopeLayout::RotateHalf;
-}
+RopeLayout rope_layout_of(const std::string& arch) { return gguf_architecture(arch)->gguf_rope_layout; }
 
 // llama.cpp's rope_freqs.weight: per pair, unscaled frequency / scaled one.
 std::vector<float> rope_freq_factors(const ModelConfig& c) {
@@ -176,8 +167,10 @@ RopeScaling read_rope_scaling(const GgufReader& g, const std::string& arch, cons
 
 ModelConfig read_config(const GgufReader& g) {
   const std::string arch = g.get_string("general.architecture");
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    throw std::runtime_error(g.path() + ": architecture '" + arch + "' is not supported (llama, qwen2, qwen3 are)");
+  const Architecture* known = gguf_architecture(arch);
+  if (!known)
+    throw std::runtime_error(g.path() + ": architecture '" + arch + "' is not supported (" +
+                             gguf_architecture_names() + " are)");
   const std::string p = arch + ".";
   ModelConfig c;
   c.dim = positive_int(g, p + "embedding_length");
@@ -189,8 +182,8 @@ ModelConfig read_config(const GgufReader& g) {
   c.rope_theta = g.has(p + "rope.freq_base") ? float(g.get_float(p + "rope.freq_base")) : 10000.0f;
   c.norm_eps = float(g.get_float(p + "attention.layer_norm_rms_epsilon"));
   c.rope_layout = rope_layout_of(arch);
-  c.qkv_bias = arch == "qwen2";
-  c.qk_norm = arch == "qwen3";
+  c.qkv_bias = known->qkv_bias;
+  c.qk_norm = known->qk_norm;
   // attention.key_length: the head width when it is not dim / n_heads (Qwen 3).
   if (g.has(p + "attention.key_length")) {
     const int key_length = positive_int(g, p + "attention.key_length");
