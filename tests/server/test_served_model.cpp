@@ -19,7 +19,7 @@ namespace {
 
 LoadedModel tiny_loaded_model(const std::string& chat_template) {
   const ModelConfig config = tiny_config(64);
-  return LoadedModel{make_synthetic_weights(config, 3), make_synthetic_tokenizer(config.vocab_size), "tiny", "gguf",
+  return LoadedModel{make_synthetic_weights(config, 3), make_synthetic_tokenizer(config.vocab_size), "tiny", ModelFormat::Gguf,
                      chat_template, std::nullopt};
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("The default synthetic model is written once to the cache folder and l
   CHECK(ensure_default_model(cache) == path);  // reused, not rewritten
   CHECK(std::filesystem::last_write_time(path) == written);
   const LoadedModel model = load_model(path.string());
-  CHECK(model.format == "gguf");
+  CHECK(model.format == ModelFormat::Gguf);
   CHECK(model.weights.config.max_seq_len == 512);
   CHECK(model.tokenizer.vocab_size() == 512);
   CHECK(default_model_warning(path).find("MEANINGLESS") != std::string::npos);
@@ -170,7 +170,10 @@ namespace astrai::test {
 
 TEST_CASE("A served model is assembled from a loaded one without copying its weights", "[served_model]") {
   LoadedModel model = tiny_loaded_model("");
-  model.generation = HfGenerationConfig{.temperature = 0.25f, .top_k = 7};
+  HfGenerationConfig generation;
+  generation.temperature = 0.25f;
+  generation.top_k = 7;
+  model.generation = generation;
   // Where the float buffers live before: a move keeps them, a copy would not.
   std::vector<const float*> buffers = {model.weights.token_embedding.data(), model.weights.classifier.data()};
   for (const auto& L : model.weights.layers) buffers.push_back(L.wq.data());
