@@ -214,18 +214,9 @@ ModelConfig read_config(const GgufReader& g) {
 ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
   // llama.cpp omits output.weight for tied embeddings.
   const bool tied = g.find_tensor("output.weight") == nullptr;
-  ModelWeights w;
-  w.config = c;
-  // In file order, so layers are added one at a time (visit_weight).
-  for_each_model_tensor(c, tied, [&](const ModelTensor& t) {
-    visit_weight(w, t, [&](auto& field) {
-      constexpr size_t rank = std::remove_reference_t<decltype(field)>::rank;
-      std::array<size_t, rank> shape;
-      std::copy(t.shape.begin(), t.shape.end(), shape.begin());
-      field = g.read_tensor<rank>(t.gguf_name(), shape);
-    });
+  ModelWeights w = read_model_weights(c, tied, [&](const ModelTensor& t, const auto& shape) {
+    return g.read_tensor<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.gguf_name(), shape);
   });
-  if (tied) w.classifier = w.token_embedding;
   for (const auto& t : g.tensors()) w.stored[t.name] = StoredTensor{ggml_type_name(t.type), t.n_bytes};
   return w;
 }

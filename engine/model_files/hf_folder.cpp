@@ -129,18 +129,9 @@ ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf) {
     throw std::runtime_error(file->path() + ": unexpected tensor '" + name + "': a " +
                              hf_architecture_name(hf.architecture) + " with this config.json has no such weight");
   }
-  ModelWeights w;
-  w.config = c;
-  // In file order, so layers are added one at a time (visit_weight).
-  for (const auto& t : tensors)
-    visit_weight(w, t, [&](auto& field) {
-      constexpr size_t rank = std::remove_reference_t<decltype(field)>::rank;
-      std::array<size_t, rank> shape;
-      std::copy(t.shape.begin(), t.shape.end(), shape.begin());
-      field = src.read<rank>(t.hf_name(), shape);
-    });
-  if (hf.tie_word_embeddings) w.classifier = w.token_embedding;
-  return w;
+  return read_model_weights(c, hf.tie_word_embeddings, [&](const ModelTensor& t, const auto& shape) {
+    return src.read<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.hf_name(), shape);
+  });
 }
 
 std::string folder_name(const fs::path& dir) {

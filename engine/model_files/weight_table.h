@@ -7,6 +7,7 @@
 // adding an architecture's weight is adding a row (docs/adding-an-architecture.md).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <span>
@@ -96,6 +97,26 @@ void visit_weight(Weights& weights, const ModelTensor& t, F&& f) {
         }
       },
       t.row->field);
+}
+
+// The weights of a model of `config`, each tensor of for_each_model_tensor
+// read in file order by `read(tensor, shape)` (shape a std::array<size_t, 1 or
+// 2>, read returns an xtensor of that rank); a tied classifier is a copy of
+// the embedding. The readers of every format go through this.
+template <class Read>
+ModelWeights read_model_weights(const ModelConfig& config, bool tied, Read&& read) {
+  ModelWeights w;
+  w.config = config;
+  for_each_model_tensor(config, tied, [&](const ModelTensor& t) {
+    visit_weight(w, t, [&](auto& field) {
+      constexpr size_t rank = std::remove_reference_t<decltype(field)>::rank;
+      std::array<size_t, rank> shape;
+      std::copy(t.shape.begin(), t.shape.end(), shape.begin());
+      field = read(t, shape);
+    });
+  });
+  if (tied) w.classifier = w.token_embedding;
+  return w;
 }
 
 }  // namespace astrai
