@@ -20,7 +20,7 @@
 #include "engine/model_files/hf_config.h"
 #include "engine/model_files/rope_layout.h"
 #include "reference/rope.h"
-#include "engine/model_files/gguf_tokenizer.h"
+#include "engine/tokenizer/gguf_tokenizer.h"
 #include "engine/model_files/gguf_writer.h"
 #include "engine/model_files/weight_table.h"
 

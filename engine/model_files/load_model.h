@@ -9,7 +9,7 @@
 
 #include "engine/model_files/gguf_model.h"           // write_gguf_model, GgufDType
 #include "engine/model_files/hf_config.h"            // HfGenerationConfig
-#include "engine/model_files/synthetic_tokenizer.h"  // make_synthetic_tokenizer
+#include "engine/tokenizer/synthetic_tokenizer.h"  // make_synthetic_tokenizer
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
 

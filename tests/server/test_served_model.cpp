@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "server/default_model.h"
 #include "server/served_model.h"
 #include "tests/engine/tokenizer/bpe_oracle_files.h"
