@@ -29,7 +29,7 @@
 
 #include "engine/inference_engine.h"
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 
 // OpenBLAS's own controls (the library every build links, see meson.build).
 extern "C" void openblas_set_num_threads(int num_threads);

@@ -36,7 +36,7 @@
 #include "engine/executor/executor.h"
 #include "engine/inference_engine.h"
 #include "engine/kv_cache/contiguous_cache.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 
 // OpenBLAS's own control (the library every build links). Nothing here
 // multiplies matrices, but idle OpenBLAS worker threads spin on sched_yield

@@ -33,7 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "server/http_server.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);

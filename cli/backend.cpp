@@ -11,9 +11,9 @@ namespace astrai::cli {
 namespace {
 
 #ifdef ASTRAI_HAVE_CUDA
-std::shared_ptr<InferenceEngine> make_cuda_engine(const LoadedModel& model, const EngineConfig& config,
+std::shared_ptr<InferenceEngine> make_cuda_engine(std::shared_ptr<const ModelWeights> weights,
+                                                  std::shared_ptr<const Tokenizer> tokenizer, const EngineConfig& config,
                                                   const std::string& cuda_dtype, std::string* description) {
-  auto weights = std::make_shared<const ModelWeights>(model.weights);
   CudaOptions options;
   options.dtype = cuda_dtype == "f32" ? cuda::DType::Float32 : cuda::DType::BFloat16;
   auto executor = make_cuda_executor(weights, options);
@@ -24,7 +24,7 @@ std::shared_ptr<InferenceEngine> make_cuda_engine(const LoadedModel& model, cons
   auto cache = make_cuda_kv_cache(*executor, pages, page_size);
   *description = executor->name() + " on " + cuda_device_description();
   return std::make_shared<InferenceEngine>(std::move(executor), std::move(cache),
-                                           std::make_shared<const Tokenizer>(model.tokenizer), config);
+                                           std::move(tokenizer), config);
 }
 #endif
 
@@ -48,7 +48,8 @@ bool cuda_usable(const std::string& requested, std::string* why) {
 
 }  // namespace
 
-std::shared_ptr<InferenceEngine> make_engine(const LoadedModel& model, const EngineConfig& config,
+std::shared_ptr<InferenceEngine> make_engine(std::shared_ptr<const ModelWeights> weights,
+                                             std::shared_ptr<const Tokenizer> tokenizer, const EngineConfig& config,
                                              const std::string& requested, std::string* description,
                                              const std::string& cuda_dtype) {
   if (requested != "auto" && requested != "reference" && requested != "cuda")
@@ -63,11 +64,10 @@ std::shared_ptr<InferenceEngine> make_engine(const LoadedModel& model, const Eng
     std::cerr << "astrai: --backend cuda: this build (-Dcuda=emulated) runs the CUDA kernels on the CPU emulation of "
                  "a device, for tests only; it is slow (far slower than the reference backend)"
               << std::endl;
-  if (use_cuda) return make_cuda_engine(model, config, cuda_dtype, description);
+  if (use_cuda) return make_cuda_engine(std::move(weights), std::move(tokenizer), config, cuda_dtype, description);
 #endif
   *description = "cpu-reference" + (requested == "auto" && !why.empty() ? " (no CUDA: " + why + ")" : std::string());
-  return std::make_shared<InferenceEngine>(std::make_shared<const ModelWeights>(model.weights),
-                                           std::make_shared<const Tokenizer>(model.tokenizer), config);
+  return std::make_shared<InferenceEngine>(std::move(weights), std::move(tokenizer), config);
 }
 
 }  // namespace astrai::cli

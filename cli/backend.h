@@ -7,7 +7,8 @@
 #include <string>
 
 #include "engine/inference_engine.h"
-#include "engine/model_files/load_model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "reference/model_weights.h"
 
 namespace astrai::cli {
 
@@ -22,7 +23,10 @@ namespace astrai::cli {
 // cuda_dtype: the CUDA executor's weights and cache, "bf16" (the serving
 // default) or "f32" (exact comparisons: the golden greedy ids); the reference
 // is float32 whatever it says.
-std::shared_ptr<InferenceEngine> make_engine(const LoadedModel& model, const EngineConfig& config,
+// The weights and tokenizer are shared with the engine, never copied (the
+// served-model builder moves them out of a LoadedModel: server/served_model.h).
+std::shared_ptr<InferenceEngine> make_engine(std::shared_ptr<const ModelWeights> weights,
+                                             std::shared_ptr<const Tokenizer> tokenizer, const EngineConfig& config,
                                              const std::string& requested, std::string* description,
                                              const std::string& cuda_dtype = "bf16");
 

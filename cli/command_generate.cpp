@@ -7,6 +7,7 @@
 #include "cli/arguments.h"
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "engine/model_files/load_model.h"
 
 namespace astrai::cli {
 
@@ -36,13 +37,16 @@ int run_generate(std::span<const std::string_view> argv) {
     if (args.has("--seed")) request.sampling.seed = uint64_t(args.get_int("--seed"));
     request.sampling.validate();
 
-    const LoadedModel model = load_model(args.get("--model"), args.get("--tokenizer"));
+    LoadedModel model = load_model(args.get("--model"), args.get("--tokenizer"));
+    const std::string shape = model.weights.config.describe();
     EngineConfig config;
     config.scheduler.max_running_tasks = 1;  // one request: one cache slot
     std::string backend;
-    const auto engine = make_engine(model, config, args.get("--backend"), &backend, args.get("--cuda-dtype"));
-    std::cerr << "astrai generate: " << model.name << " (" << model.weights.config.describe() << ") on " << backend
-              << "\n";
+    // Moved into the engine, not copied: the host holds the weights once.
+    const auto engine = make_engine(std::make_shared<const ModelWeights>(std::move(model.weights)),
+                                    std::make_shared<const Tokenizer>(std::move(model.tokenizer)), config,
+                                    args.get("--backend"), &backend, args.get("--cuda-dtype"));
+    std::cerr << "astrai generate: " << model.name << " (" << shape << ") on " << backend << "\n";
 
     // Pieces arrive as the engine streams them: never half a UTF-8 character.
     const auto result = engine->generate_with_request(std::move(request));

@@ -226,20 +226,24 @@ int run_serve(std::span<const std::string_view> argv) {
     std::string load_error;
     std::thread loader([&] {
       try {
-        const LoadedModel model = load_model(model_path, args.get("--tokenizer"));
-        std::string description;
-        auto engine = make_engine(model, config, backend, &description, cuda_dtype);
-        std::string note;
-        auto chat_template = choose_chat_template(model, template_name, &note);
+        LoadedModel model = load_model(model_path, args.get("--tokenizer"));
+        const std::string shape = model.weights.config.describe();
+        const bool has_generation_config = model.generation.has_value();
+        std::string description, note;
+        const EngineMaker engine_maker = [&](std::shared_ptr<const ModelWeights> weights,
+                                             std::shared_ptr<const Tokenizer> tokenizer) {
+          return make_engine(std::move(weights), std::move(tokenizer), config, backend, &description, cuda_dtype);
+        };
+        auto served = make_served_model(std::move(model), engine_maker, template_name, &note);
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;
-        auto served = make_served_model(std::move(engine), model.name, std::move(chat_template));
-        if (generation_config == "auto") served->default_sampling = sampling_defaults(model.generation);
+        if (generation_config != "auto") served->default_sampling = SamplingParams{};
         const SamplingParams& d = served->default_sampling;
         std::cerr << "astrai serve: default sampling: temperature " << d.temperature << ", top_p " << d.top_p
                   << ", top_k " << d.top_k
-                  << (generation_config == "auto" && model.generation ? " (generation_config.json)" : "") << std::endl;
-        std::cerr << "astrai serve: model '" << served->name << "' ready (" << model.weights.config.describe()
-                  << ", chat template " << served->chat_template->name() << ", " << description << ")" << std::endl;
+                  << (generation_config == "auto" && has_generation_config ? " (generation_config.json)" : "")
+                  << std::endl;
+        std::cerr << "astrai serve: model '" << served->name << "' ready (" << shape << ", chat template "
+                  << served->chat_template->name() << ", " << description << ")" << std::endl;
         server.set_model(std::move(served));
       } catch (const std::exception& e) {
         std::lock_guard lock(load_mutex);

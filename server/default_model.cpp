@@ -6,7 +6,7 @@
 
 #include "engine/model_files/gguf_model.h"
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 
 namespace astrai {
 

@@ -69,15 +69,24 @@ std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> 
   return make_served_model(std::move(engine), std::move(name), make_chat_template(template_name));
 }
 
-std::shared_ptr<ServedModel> make_served_model(LoadedModel model, const EngineConfig& config,
-                                               const std::string& template_name) {
-  auto chat_template = choose_chat_template(model, template_name);  // throws before the engine is built
+std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineMaker& make_engine,
+                                               const std::string& template_name, std::string* note) {
+  auto chat_template = choose_chat_template(model, template_name, note);  // throws before the engine is built
   auto weights = std::make_shared<const ModelWeights>(std::move(model.weights));
   auto tokenizer = std::make_shared<const Tokenizer>(std::move(model.tokenizer));
-  auto engine = std::make_shared<InferenceEngine>(std::move(weights), std::move(tokenizer), config);
-  auto served = make_served_model(std::move(engine), model.name, std::move(chat_template));
+  auto served = make_served_model(make_engine(std::move(weights), std::move(tokenizer)), std::move(model.name),
+                                  std::move(chat_template));
   served->default_sampling = sampling_defaults(model.generation);
   return served;
+}
+
+std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineConfig& config,
+                                               const std::string& template_name) {
+  const EngineMaker reference = [&](std::shared_ptr<const ModelWeights> weights,
+                                    std::shared_ptr<const Tokenizer> tokenizer) {
+    return std::make_shared<InferenceEngine>(std::move(weights), std::move(tokenizer), config);
+  };
+  return make_served_model(std::move(model), reference, template_name);
 }
 
 SamplingParams sampling_defaults(const std::optional<HfGenerationConfig>& generation) {

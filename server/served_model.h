@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,9 +62,22 @@ SamplingParams sampling_defaults(const std::optional<HfGenerationConfig>& genera
 std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, const std::string& template_name,
                                                    std::string* note = nullptr);
 
-// Builds the engine (CPU reference) for a loaded model, with the template
-// choose_chat_template picks.
-std::shared_ptr<ServedModel> make_served_model(LoadedModel model, const EngineConfig& config,
+// Builds an engine from a model's weights and tokenizer (the CLI's backend
+// choice, cli/backend.h, or the CPU reference).
+using EngineMaker = std::function<std::shared_ptr<InferenceEngine>(std::shared_ptr<const ModelWeights>,
+                                                                   std::shared_ptr<const Tokenizer>)>;
+
+// The one assembly of a served model from a loaded one, for the CLI and the
+// server: the chat template choose_chat_template picks (first, so a bad name
+// throws before any engine is built; *note as there), the engine
+// `make_engine` builds from the weights and tokenizer moved out of `model`
+// (never copied: the host holds the weights once, however the model is
+// served), and the sampling defaults of its generation_config.json
+// (sampling_defaults). `model` is left moved-from.
+std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineMaker& make_engine,
+                                               const std::string& template_name = "auto", std::string* note = nullptr);
+// The same on the CPU reference.
+std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineConfig& config,
                                                const std::string& template_name = "auto");
 
 // The same for an engine built elsewhere (tests, benchmarks).

@@ -9,41 +9,30 @@
 #include "engine/model_files/gguf_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
+#include "engine/model_files/architectures.h"
 #include "engine/model_files/gguf_reader.h"
 #include "engine/model_files/hf_config.h"
 #include "engine/model_files/rope_layout.h"
 #include "reference/rope.h"
-#include "engine/model_files/gguf_tokenizer.h"
+#include "engine/tokenizer/gguf_tokenizer.h"
 #include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/weight_table.h"
 
 namespace astrai {
 namespace {
 
-std::string layer_tensor(int layer, const char* what, const char* kind = "weight") {
-  return "blk." + std::to_string(layer) + "." + what + "." + kind;
-}
-
 // The GGUF architecture of a config: llama.cpp's name for the Hugging Face
 // architecture it needs (Mistral runs as "llama" there). Throws, as
 // hf_architecture_for does, for a config no architecture has.
-std::string architecture_of(const ModelConfig& c) {
-  switch (hf_architecture_for(c)) {
-    case HfArchitecture::Qwen3: return "qwen3";
-    case HfArchitecture::Qwen2: return "qwen2";
-    case HfArchitecture::Llama:
-    case HfArchitecture::Mistral: break;
-  }
-  return "llama";
-}
+std::string architecture_of(const ModelConfig& c) { return architecture(hf_architecture_for(c)).gguf_name; }
 
-RopeLayout rope_layout_of(const std::string& arch) {
-  return arch == "llama" ? RopeLayout::AdjacentPairs : RopeLayout::RotateHalf;
-}
+RopeLayout rope_layout_of(const std::string& arch) { return gguf_architecture(arch)->gguf_rope_layout; }
 
 // llama.cpp's rope_freqs.weight: per pair, unscaled frequency / scaled one.
 std::vector<float> rope_freq_factors(const ModelConfig& c) {
@@ -178,8 +167,10 @@ RopeScaling read_rope_scaling(const GgufReader& g, const std::string& arch, cons
 
 ModelConfig read_config(const GgufReader& g) {
   const std::string arch = g.get_string("general.architecture");
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    throw std::runtime_error(g.path() + ": architecture '" + arch + "' is not supported (llama, qwen2, qwen3 are)");
+  const Architecture* known = gguf_architecture(arch);
+  if (!known)
+    throw std::runtime_error(g.path() + ": architecture '" + arch + "' is not supported (" +
+                             gguf_architecture_names() + " are)");
   const std::string p = arch + ".";
   ModelConfig c;
   c.dim = positive_int(g, p + "embedding_length");
@@ -191,8 +182,8 @@ ModelConfig read_config(const GgufReader& g) {
   c.rope_theta = g.has(p + "rope.freq_base") ? float(g.get_float(p + "rope.freq_base")) : 10000.0f;
   c.norm_eps = float(g.get_float(p + "attention.layer_norm_rms_epsilon"));
   c.rope_layout = rope_layout_of(arch);
-  c.qkv_bias = arch == "qwen2";
-  c.qk_norm = arch == "qwen3";
+  c.qkv_bias = known->qkv_bias;
+  c.qk_norm = known->qk_norm;
   // attention.key_length: the head width when it is not dim / n_heads (Qwen 3).
   if (g.has(p + "attention.key_length")) {
     const int key_length = positive_int(g, p + "attention.key_length");
@@ -221,39 +212,11 @@ ModelConfig read_config(const GgufReader& g) {
 }
 
 ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
-  const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim), vocab = size_t(c.vocab_size);
-  const size_t q_dim = size_t(c.q_dim()), kv_dim = size_t(c.kv_dim());
-  auto vec = [&](const std::string& name, size_t n) { return g.read_tensor<1>(name, {n}); };
-  auto mat = [&](const std::string& name, size_t rows, size_t cols) { return g.read_tensor<2>(name, {rows, cols}); };
-  ModelWeights w;
-  w.config = c;
-  w.token_embedding = mat("token_embd.weight", vocab, dim);
-  // One layer at a time, not resize(n_layers) first: n_layers is a claim of
-  // the file, and only layers whose tensors are really there may take memory.
-  for (int l = 0; l < c.n_layers; ++l) {
-    auto& L = w.layers.emplace_back();
-    L.attn_norm = vec(layer_tensor(l, "attn_norm"), dim);
-    L.wq = mat(layer_tensor(l, "attn_q"), q_dim, dim);
-    L.wk = mat(layer_tensor(l, "attn_k"), kv_dim, dim);
-    L.wv = mat(layer_tensor(l, "attn_v"), kv_dim, dim);
-    L.wo = mat(layer_tensor(l, "attn_output"), dim, q_dim);
-    L.ffn_norm = vec(layer_tensor(l, "ffn_norm"), dim);
-    L.w_gate = mat(layer_tensor(l, "ffn_gate"), hidden, dim);
-    L.w_down = mat(layer_tensor(l, "ffn_down"), dim, hidden);
-    L.w_up = mat(layer_tensor(l, "ffn_up"), hidden, dim);
-    if (c.qkv_bias) {
-      L.bq = vec(layer_tensor(l, "attn_q", "bias"), q_dim);
-      L.bk = vec(layer_tensor(l, "attn_k", "bias"), kv_dim);
-      L.bv = vec(layer_tensor(l, "attn_v", "bias"), kv_dim);
-    }
-    if (c.qk_norm) {
-      L.q_norm = vec(layer_tensor(l, "attn_q_norm"), size_t(c.head_dim()));
-      L.k_norm = vec(layer_tensor(l, "attn_k_norm"), size_t(c.head_dim()));
-    }
-  }
-  w.final_norm = vec("output_norm.weight", dim);
   // llama.cpp omits output.weight for tied embeddings.
-  w.classifier = g.find_tensor("output.weight") ? mat("output.weight", vocab, dim) : w.token_embedding;
+  const bool tied = g.find_tensor("output.weight") == nullptr;
+  ModelWeights w = read_model_weights(c, tied, [&](const ModelTensor& t, const auto& shape) {
+    return g.read_tensor<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.gguf_name(), shape);
+  });
   for (const auto& t : g.tensors()) w.stored[t.name] = StoredTensor{ggml_type_name(t.type), t.n_bytes};
   return w;
 }
@@ -293,37 +256,19 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
 }
 
 void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType wanted) {
-  const GgmlType norm_type = GgmlType::F32;
-  // Every matrix of the model has rows of dim, q_dim or hidden weights.
-  const auto type_for = [&](const xt::xtensor<float, 2>& m) { return matrix_type_for(wanted, m.shape(1)); };
-  out.add_tensor("token_embd.weight", w.token_embedding, type_for(w.token_embedding));
-  for (int l = 0; l < w.config.n_layers; ++l) {
-    const auto& L = w.layers[size_t(l)];
-    out.add_tensor(layer_tensor(l, "attn_norm"), L.attn_norm, norm_type);
-    out.add_tensor(layer_tensor(l, "attn_q"), L.wq, type_for(L.wq));
-    out.add_tensor(layer_tensor(l, "attn_k"), L.wk, type_for(L.wk));
-    out.add_tensor(layer_tensor(l, "attn_v"), L.wv, type_for(L.wv));
-    out.add_tensor(layer_tensor(l, "attn_output"), L.wo, type_for(L.wo));
-    out.add_tensor(layer_tensor(l, "ffn_norm"), L.ffn_norm, norm_type);
-    out.add_tensor(layer_tensor(l, "ffn_gate"), L.w_gate, type_for(L.w_gate));
-    out.add_tensor(layer_tensor(l, "ffn_down"), L.w_down, type_for(L.w_down));
-    out.add_tensor(layer_tensor(l, "ffn_up"), L.w_up, type_for(L.w_up));
-    if (w.config.qkv_bias) {  // biases stay F32, as llama.cpp's converter keeps 1-D tensors
-      out.add_tensor(layer_tensor(l, "attn_q", "bias"), L.bq, norm_type);
-      out.add_tensor(layer_tensor(l, "attn_k", "bias"), L.bk, norm_type);
-      out.add_tensor(layer_tensor(l, "attn_v", "bias"), L.bv, norm_type);
-    }
-    if (w.config.qk_norm) {
-      out.add_tensor(layer_tensor(l, "attn_q_norm"), L.q_norm, norm_type);
-      out.add_tensor(layer_tensor(l, "attn_k_norm"), L.k_norm, norm_type);
-    }
-  }
+  // 1-D weights (norms, biases) stay F32, as llama.cpp's converter keeps
+  // them; a matrix's rows hold dim, q_dim or hidden weights.
+  const auto type_for = [&](const auto& t) {
+    return t.dimension() == 1 ? GgmlType::F32 : matrix_type_for(wanted, t.shape(1));
+  };
+  const bool tied = same_bits(w.classifier, w.token_embedding);
+  for_each_model_tensor(w.config, tied, [&](const ModelTensor& t) {
+    visit_weight(w, t, [&](const auto& field) { out.add_tensor(t.gguf_name(), field, type_for(field)); });
+  });
   if (w.config.rope_scaling.enabled()) {
     const auto factors = rope_freq_factors(w.config);
     out.add_tensor("rope_freqs.weight", {factors.size()}, factors, GgmlType::F32);
   }
-  out.add_tensor("output_norm.weight", w.final_norm, norm_type);
-  if (!same_bits(w.classifier, w.token_embedding)) out.add_tensor("output.weight", w.classifier, type_for(w.classifier));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // config.json and generation_config.json of Hugging Face model folders (see hf_config.h).
 #include "engine/model_files/hf_config.h"
 
+#include "engine/model_files/architectures.h"
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -12,24 +14,6 @@ namespace astrai {
 namespace {
 
 using Json = nlohmann::json;
-
-struct ArchitectureName {
-  HfArchitecture arch;
-  const char* name;        // config.json "architectures"
-  const char* model_type;  // config.json "model_type"
-};
-constexpr ArchitectureName kArchitectures[] = {
-    {HfArchitecture::Llama, "LlamaForCausalLM", "llama"},
-    {HfArchitecture::Mistral, "MistralForCausalLM", "mistral"},
-    {HfArchitecture::Qwen2, "Qwen2ForCausalLM", "qwen2"},
-    {HfArchitecture::Qwen3, "Qwen3ForCausalLM", "qwen3"},
-};
-
-const ArchitectureName& names_of(HfArchitecture arch) {
-  for (const auto& a : kArchitectures)
-    if (a.arch == arch) return a;
-  throw std::logic_error("unknown HfArchitecture");
-}
 
 // Reads fields of one JSON object, each error naming the file and the field.
 class Fields {
@@ -131,8 +115,8 @@ HfArchitecture read_architecture(const Fields& f) {
   if (!list.is_array() || list.empty() || !list[0].is_string())
     f.fail("architectures", "is " + list.dump() + ", expected a list holding the model class name");
   const std::string name = list[0].get<std::string>();
-  for (const auto& a : kArchitectures)
-    if (name == a.name) return a.arch;
+  for (const auto& a : architectures())
+    if (name == a.hf_name) return a.id;
   f.fail("architectures", "names '" + name +
                               "', which is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
                               "Qwen2ForCausalLM, Qwen3ForCausalLM)");
@@ -189,14 +173,13 @@ void refuse_unsupported(const Fields& f, HfArchitecture arch) {
 
 }  // namespace
 
-std::string hf_architecture_name(HfArchitecture arch) { return names_of(arch).name; }
+std::string hf_architecture_name(HfArchitecture arch) { return architecture(arch).hf_name; }
 
 HfArchitecture hf_architecture_for(const ModelConfig& config) {
   if (config.qkv_bias && config.qk_norm)
     throw std::invalid_argument("no Hugging Face architecture has both q/k/v biases and q/k norms");
-  if (config.qkv_bias) return HfArchitecture::Qwen2;
-  if (config.qk_norm) return HfArchitecture::Qwen3;
-  return HfArchitecture::Llama;
+  if (const Architecture* a = architecture_with_options(config)) return a->id;
+  throw std::invalid_argument("no Hugging Face architecture has the options of " + config.describe());
 }
 
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& origin) {
@@ -219,8 +202,8 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   if (const auto head_dim = f.optional_positive("head_dim")) c.explicit_head_dim = *head_dim;
   if (out.architecture == HfArchitecture::Qwen3 && c.explicit_head_dim == 0)
     f.require("head_dim");  // Qwen3Config's default (128) is not hidden_size / heads: make it explicit
-  c.qkv_bias = out.architecture == HfArchitecture::Qwen2;
-  c.qk_norm = out.architecture == HfArchitecture::Qwen3;
+  c.qkv_bias = architecture(out.architecture).qkv_bias;
+  c.qk_norm = architecture(out.architecture).qk_norm;
   out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(false);
 
   // Sliding-window attention: a token attends to at most the last `window`
@@ -306,9 +289,9 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   if (c.rope_layout != RopeLayout::RotateHalf)
     throw std::invalid_argument("hf_config_json: Hugging Face checkpoints use rotate-half RoPE; this model's q/k rows "
                                 "pair adjacent dimensions");
-  const auto& names = names_of(arch);
+  const Architecture& names = architecture(arch);
   Json j = Json::object();
-  j["architectures"] = {names.name};
+  j["architectures"] = {names.hf_name};
   j["model_type"] = names.model_type;
   j["hidden_size"] = c.dim;
   j["intermediate_size"] = c.hidden_dim;

@@ -1,18 +1,10 @@
 // Hugging Face model folders <-> ModelWeights (see hf_folder.h).
 //
-// Tensor names (Hugging Face's Llama / Mistral / Qwen 2 / Qwen 3 modules), all
-// matrices [out_features, in_features] like ModelWeights:
-//   model.embed_tokens.weight                         token_embedding [vocab, dim]
-//   model.layers.N.input_layernorm.weight             attn_norm [dim]
-//   model.layers.N.self_attn.{q,k,v,o}_proj.weight    wq [q_dim, dim], wk/wv [kv_dim, dim], wo [dim, q_dim]
-//   model.layers.N.self_attn.{q,k,v}_proj.bias        bq/bk/bv (Qwen 2)
-//   model.layers.N.self_attn.{q,k}_norm.weight        q_norm/k_norm [head_dim] (Qwen 3)
-//   model.layers.N.post_attention_layernorm.weight    ffn_norm [dim]
-//   model.layers.N.mlp.{gate,up,down}_proj.weight     w_gate/w_up [hidden, dim], w_down [dim, hidden]
-//   model.norm.weight                                 final_norm [dim]
-//   lm_head.weight                                    classifier [vocab, dim] (absent when tied)
+// Tensor names and shapes: weight_table.h (the hf_name column).
 #include "engine/model_files/hf_folder.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model_files/safetensors_writer.h"
+#include "engine/model_files/weight_table.h"
 #include "engine/text/read_file.h"
 
 namespace astrai {
@@ -40,8 +33,6 @@ constexpr const char* kGenerationConfig = "generation_config.json";
 
 std::string read_text(const fs::path& path) { return read_whole_file(path.string(), path.string()); }
 
-std::string layer_name(int layer, const std::string& what) { return "model.layers." + std::to_string(layer) + "." + what; }
-
 // Tensors that exporters sometimes leave in a checkpoint and that carry
 // nothing the model needs: RoPE's tables (recomputed from rope_theta). vLLM's
 // Llama / Qwen loaders skip exactly these names.
@@ -51,37 +42,6 @@ bool harmless_extra(const std::string& name) {
     if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0) return true;
   }
   return false;
-}
-
-// The name and row-major shape of every tensor `c` needs, in file order.
-std::vector<std::pair<std::string, std::vector<size_t>>> expected_tensors(const ModelConfig& c, bool tied) {
-  const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim), vocab = size_t(c.vocab_size);
-  const size_t q_dim = size_t(c.q_dim()), kv_dim = size_t(c.kv_dim()), head_dim = size_t(c.head_dim());
-  std::vector<std::pair<std::string, std::vector<size_t>>> t;
-  t.push_back({"model.embed_tokens.weight", {vocab, dim}});
-  for (int l = 0; l < c.n_layers; ++l) {
-    t.push_back({layer_name(l, "input_layernorm.weight"), {dim}});
-    t.push_back({layer_name(l, "self_attn.q_proj.weight"), {q_dim, dim}});
-    t.push_back({layer_name(l, "self_attn.k_proj.weight"), {kv_dim, dim}});
-    t.push_back({layer_name(l, "self_attn.v_proj.weight"), {kv_dim, dim}});
-    if (c.qkv_bias) {
-      t.push_back({layer_name(l, "self_attn.q_proj.bias"), {q_dim}});
-      t.push_back({layer_name(l, "self_attn.k_proj.bias"), {kv_dim}});
-      t.push_back({layer_name(l, "self_attn.v_proj.bias"), {kv_dim}});
-    }
-    t.push_back({layer_name(l, "self_attn.o_proj.weight"), {dim, q_dim}});
-    if (c.qk_norm) {
-      t.push_back({layer_name(l, "self_attn.q_norm.weight"), {head_dim}});
-      t.push_back({layer_name(l, "self_attn.k_norm.weight"), {head_dim}});
-    }
-    t.push_back({layer_name(l, "post_attention_layernorm.weight"), {dim}});
-    t.push_back({layer_name(l, "mlp.gate_proj.weight"), {hidden, dim}});
-    t.push_back({layer_name(l, "mlp.up_proj.weight"), {hidden, dim}});
-    t.push_back({layer_name(l, "mlp.down_proj.weight"), {dim, hidden}});
-  }
-  t.push_back({"model.norm.weight", {dim}});
-  if (!tied) t.push_back({"lm_head.weight", {vocab, dim}});
-  return t;
 }
 
 // The folder's safetensors files and which of them holds each tensor.
@@ -158,49 +118,20 @@ class TensorSource {
 
 ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf) {
   const ModelConfig& c = hf.config;
+  const std::vector<ModelTensor> tensors = model_tensors(c, hf.tie_word_embeddings);
   // Every tensor in the files must be one the model uses (or a harmless
   // extra); checked before anything is read.
   std::set<std::string> wanted;
-  for (const auto& [name, shape] : expected_tensors(c, hf.tie_word_embeddings)) wanted.insert(name);
+  for (const auto& t : tensors) wanted.insert(t.hf_name());
   for (const auto& [name, file] : src.tensors()) {
     if (wanted.count(name) || harmless_extra(name)) continue;
     if (name == "lm_head.weight" && hf.tie_word_embeddings) continue;  // tied: the embedding is the classifier
     throw std::runtime_error(file->path() + ": unexpected tensor '" + name + "': a " +
                              hf_architecture_name(hf.architecture) + " with this config.json has no such weight");
   }
-  const size_t dim = size_t(c.dim), hidden = size_t(c.hidden_dim), vocab = size_t(c.vocab_size);
-  const size_t q_dim = size_t(c.q_dim()), kv_dim = size_t(c.kv_dim()), head_dim = size_t(c.head_dim());
-  auto vec = [&](const std::string& name, size_t n) { return src.read<1>(name, {n}); };
-  auto mat = [&](const std::string& name, size_t rows, size_t cols) { return src.read<2>(name, {rows, cols}); };
-  ModelWeights w;
-  w.config = c;
-  w.token_embedding = mat("model.embed_tokens.weight", vocab, dim);
-  // One layer at a time: num_hidden_layers is a claim, and only layers whose
-  // tensors are really there may take memory.
-  for (int l = 0; l < c.n_layers; ++l) {
-    auto& L = w.layers.emplace_back();
-    L.attn_norm = vec(layer_name(l, "input_layernorm.weight"), dim);
-    L.wq = mat(layer_name(l, "self_attn.q_proj.weight"), q_dim, dim);
-    L.wk = mat(layer_name(l, "self_attn.k_proj.weight"), kv_dim, dim);
-    L.wv = mat(layer_name(l, "self_attn.v_proj.weight"), kv_dim, dim);
-    L.wo = mat(layer_name(l, "self_attn.o_proj.weight"), dim, q_dim);
-    if (c.qkv_bias) {
-      L.bq = vec(layer_name(l, "self_attn.q_proj.bias"), q_dim);
-      L.bk = vec(layer_name(l, "self_attn.k_proj.bias"), kv_dim);
-      L.bv = vec(layer_name(l, "self_attn.v_proj.bias"), kv_dim);
-    }
-    if (c.qk_norm) {
-      L.q_norm = vec(layer_name(l, "self_attn.q_norm.weight"), head_dim);
-      L.k_norm = vec(layer_name(l, "self_attn.k_norm.weight"), head_dim);
-    }
-    L.ffn_norm = vec(layer_name(l, "post_attention_layernorm.weight"), dim);
-    L.w_gate = mat(layer_name(l, "mlp.gate_proj.weight"), hidden, dim);
-    L.w_up = mat(layer_name(l, "mlp.up_proj.weight"), hidden, dim);
-    L.w_down = mat(layer_name(l, "mlp.down_proj.weight"), dim, hidden);
-  }
-  w.final_norm = vec("model.norm.weight", dim);
-  w.classifier = hf.tie_word_embeddings ? w.token_embedding : mat("lm_head.weight", vocab, dim);
-  return w;
+  return read_model_weights(c, hf.tie_word_embeddings, [&](const ModelTensor& t, const auto& shape) {
+    return src.read<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.hf_name(), shape);
+  });
 }
 
 std::string folder_name(const fs::path& dir) {
@@ -268,45 +199,20 @@ void write_hf_folder(const std::string& dir_string, const ModelWeights& w, const
   const std::string config_json = hf_config_json(c, arch, tied, hf_torch_dtype_name(options.dtype));
 
   // The tensors in file order, each with its data.
-  std::map<std::string, std::pair<std::vector<uint64_t>, std::span<const float>>> data;
-  auto put = [&](const std::string& name, const auto& t) {
-    data[name] = {std::vector<uint64_t>(t.shape().begin(), t.shape().end()), std::span<const float>(t.data(), t.size())};
-  };
-  put("model.embed_tokens.weight", w.token_embedding);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const auto& L = w.layers[size_t(l)];
-    put(layer_name(l, "input_layernorm.weight"), L.attn_norm);
-    put(layer_name(l, "self_attn.q_proj.weight"), L.wq);
-    put(layer_name(l, "self_attn.k_proj.weight"), L.wk);
-    put(layer_name(l, "self_attn.v_proj.weight"), L.wv);
-    put(layer_name(l, "self_attn.o_proj.weight"), L.wo);
-    if (c.qkv_bias) {
-      put(layer_name(l, "self_attn.q_proj.bias"), L.bq);
-      put(layer_name(l, "self_attn.k_proj.bias"), L.bk);
-      put(layer_name(l, "self_attn.v_proj.bias"), L.bv);
-    }
-    if (c.qk_norm) {
-      put(layer_name(l, "self_attn.q_norm.weight"), L.q_norm);
-      put(layer_name(l, "self_attn.k_norm.weight"), L.k_norm);
-    }
-    put(layer_name(l, "post_attention_layernorm.weight"), L.ffn_norm);
-    put(layer_name(l, "mlp.gate_proj.weight"), L.w_gate);
-    put(layer_name(l, "mlp.up_proj.weight"), L.w_up);
-    put(layer_name(l, "mlp.down_proj.weight"), L.w_down);
-  }
-  put("model.norm.weight", w.final_norm);
-  if (!tied) put("lm_head.weight", w.classifier);
+  std::vector<std::pair<ModelTensor, std::span<const float>>> data;
+  for (const auto& t : model_tensors(c, tied))
+    visit_weight(w, t, [&](const auto& field) { data.emplace_back(t, std::span<const float>(field.data(), field.size())); });
 
   // Shards: a new one when the next tensor would take the current one past max_shard_bytes.
   std::vector<SafetensorsWriter> shards(1);
   const uint64_t element_bytes = safetensors_dtype_bytes(options.dtype);
-  for (const auto& [name, shape] : expected_tensors(c, tied)) {
-    const auto& [dims, values] = data.at(name);
+  for (const auto& [t, values] : data) {
+    const std::vector<uint64_t> dims(t.shape.begin(), t.shape.end());
     const uint64_t bytes = values.size() * element_bytes;
     if (options.max_shard_bytes > 0 && shards.back().tensor_count() > 0 &&
         shards.back().data_bytes() + bytes > options.max_shard_bytes)
       shards.emplace_back();
-    shards.back().add_tensor(name, dims, values, options.dtype);
+    shards.back().add_tensor(t.hf_name(), dims, values, options.dtype);
   }
 
   const fs::path dir(dir_string);

@@ -36,19 +36,28 @@ LoadedModel load_hf_model(const std::string& dir, const std::string& tokenizer_p
   Tokenizer tokenizer = Tokenizer::load_hf(f.tokenizer_json, f.tokenizer_config_json, f.generation.eos_token_ids,
                                            f.weights.config.vocab_size);
   std::string chat_template = folder_chat_template(f, dir);
-  return LoadedModel{std::move(f.weights), std::move(tokenizer), f.name, "hf", std::move(chat_template),
+  return LoadedModel{std::move(f.weights), std::move(tokenizer), f.name, ModelFormat::HfFolder, std::move(chat_template),
                      std::move(f.generation)};
 }
 
 }  // namespace
 
-std::string detect_model_format(const std::string& model_path) {
-  if (is_hf_folder(model_path)) return "hf";
+std::string model_format_name(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::HfFolder: return "hf";
+    case ModelFormat::Gguf: return "gguf";
+    case ModelFormat::Llama2c: return "llama2c";
+  }
+  return "?";
+}
+
+ModelFormat detect_model_format(const std::string& model_path) {
+  if (is_hf_folder(model_path)) return ModelFormat::HfFolder;
   std::ifstream in(model_path, std::ios::binary);
   if (!in) throw std::runtime_error(model_path + ": cannot open model file");
   char magic[4] = {};
   in.read(magic, 4);
-  return (in.gcount() == 4 && std::string(magic, 4) == "GGUF") ? "gguf" : "llama2c";
+  return (in.gcount() == 4 && std::string(magic, 4) == "GGUF") ? ModelFormat::Gguf : ModelFormat::Llama2c;
 }
 
 std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size) {
@@ -62,25 +71,25 @@ std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size
 }
 
 LoadedModel load_model(const std::string& model_path, const std::string& tokenizer_path) {
-  const std::string format = detect_model_format(model_path);
-  if (format == "hf") return load_hf_model(model_path, tokenizer_path);
-  if (format == "gguf") {
+  const ModelFormat format = detect_model_format(model_path);
+  if (format == ModelFormat::HfFolder) return load_hf_model(model_path, tokenizer_path);
+  if (format == ModelFormat::Gguf) {
     GgufModel g = read_gguf_model(model_path);
     Tokenizer tokenizer = tokenizer_path.empty()
                               ? std::move(g.tokenizer)
                               : Tokenizer::load_llama2c(tokenizer_path, g.weights.config.vocab_size);
     const std::string name = g.name.empty() ? std::filesystem::path(model_path).stem().string() : g.name;
-    return LoadedModel{std::move(g.weights), std::move(tokenizer), name, "gguf", g.chat_template, std::nullopt};
+    return LoadedModel{std::move(g.weights), std::move(tokenizer), name, ModelFormat::Gguf, g.chat_template, std::nullopt};
   }
   ModelWeights weights = load_llama2c_checkpoint(model_path);
   Tokenizer tokenizer = load_llama2c_tokenizer(model_path, tokenizer_path, weights.config.vocab_size);
   const std::string name = std::filesystem::path(model_path).stem().string();
-  return LoadedModel{std::move(weights), std::move(tokenizer), name, "llama2c", "", std::nullopt};
+  return LoadedModel{std::move(weights), std::move(tokenizer), name, ModelFormat::Llama2c, "", std::nullopt};
 }
 
 void convert_to_gguf(const std::string& model_path, const std::string& tokenizer_path, const std::string& out_path,
                      GgufDType dtype) {
-  if (detect_model_format(model_path) == "gguf")
+  if (detect_model_format(model_path) == ModelFormat::Gguf)
     throw std::runtime_error(model_path + ": is already a GGUF file (convert takes a llama2.c checkpoint or a folder)");
   const LoadedModel m = load_model(model_path, tokenizer_path);
   write_gguf_model(out_path, m.weights, m.tokenizer, dtype, m.name, m.chat_template);

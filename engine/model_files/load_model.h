@@ -9,27 +9,31 @@
 
 #include "engine/model_files/gguf_model.h"           // write_gguf_model, GgufDType
 #include "engine/model_files/hf_config.h"            // HfGenerationConfig
-#include "engine/model_files/synthetic_tokenizer.h"  // make_synthetic_tokenizer
+#include "engine/tokenizer/synthetic_tokenizer.h"  // make_synthetic_tokenizer
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
 
 namespace astrai {
 
+// The three kinds of model the engine reads.
+enum class ModelFormat { HfFolder, Gguf, Llama2c };
+std::string model_format_name(ModelFormat format);  // "hf", "gguf", "llama2c"
+
 struct LoadedModel {
   ModelWeights weights;
   Tokenizer tokenizer;
   std::string name;           // general.name, else the file name without extension
-  std::string format;         // "hf", "gguf" or "llama2c"
+  ModelFormat format = ModelFormat::Gguf;
   std::string chat_template;  // Jinja: GGUF's tokenizer.chat_template or the folder's; may be empty
   // A folder's generation_config.json (sampling defaults; its EOS ids are
   // already in the tokenizer's end-of-generation set).
   std::optional<HfGenerationConfig> generation{};
 };
 
-// "hf" for a directory holding config.json, "gguf" when the file starts with
-// the GGUF magic, else "llama2c". Throws std::runtime_error when the file
+// HfFolder for a directory holding config.json, Gguf when the file starts
+// with the GGUF magic, else Llama2c. Throws std::runtime_error when the file
 // cannot be opened.
-std::string detect_model_format(const std::string& model_path);
+ModelFormat detect_model_format(const std::string& model_path);
 
 // The tokenizer a llama2.c checkpoint uses when none is given: tok<vocab>.bin
 // beside the model, else tokenizer.bin beside it. Throws std::runtime_error

@@ -12,7 +12,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "engine/request_decoder.h"
 
 namespace {

@@ -46,7 +46,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/prompt_encoder.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "server/api_key.h"
 #include "server/chat_request_parser.h"
 #include "server/json_text.h"

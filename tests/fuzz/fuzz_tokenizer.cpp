@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace astrai::fuzz {

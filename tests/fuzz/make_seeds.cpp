@@ -22,7 +22,7 @@
 #include "engine/model_files/gguf_model.h"
 #include "engine/model_files/hf_folder.h"
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 
 namespace {
 

@@ -90,7 +90,7 @@ TEST_CASE("stories260K converted to GGUF reproduces run.c's greedy tokens and te
   const auto gguf = (astrai::test::scratch_dir() / "stories260K.gguf").string();
   convert_to_gguf(model_path.string(), tok_path.string(), gguf, GgufDType::F32);
   const LoadedModel model = load_model(gguf);
-  CHECK(model.format == "gguf");
+  CHECK(model.format == ModelFormat::Gguf);
   check_reference_matches_golden(model, read_cases(golden));
 }
 

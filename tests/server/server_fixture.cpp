@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 
 namespace astrai::test {
 

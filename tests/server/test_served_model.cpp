@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "server/default_model.h"
 #include "server/served_model.h"
 #include "tests/engine/tokenizer/bpe_oracle_files.h"
@@ -19,7 +19,7 @@ namespace {
 
 LoadedModel tiny_loaded_model(const std::string& chat_template) {
   const ModelConfig config = tiny_config(64);
-  return LoadedModel{make_synthetic_weights(config, 3), make_synthetic_tokenizer(config.vocab_size), "tiny", "gguf",
+  return LoadedModel{make_synthetic_weights(config, 3), make_synthetic_tokenizer(config.vocab_size), "tiny", ModelFormat::Gguf,
                      chat_template, std::nullopt};
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("The default synthetic model is written once to the cache folder and l
   CHECK(ensure_default_model(cache) == path);  // reused, not rewritten
   CHECK(std::filesystem::last_write_time(path) == written);
   const LoadedModel model = load_model(path.string());
-  CHECK(model.format == "gguf");
+  CHECK(model.format == ModelFormat::Gguf);
   CHECK(model.weights.config.max_seq_len == 512);
   CHECK(model.tokenizer.vocab_size() == 512);
   CHECK(default_model_warning(path).find("MEANINGLESS") != std::string::npos);
@@ -162,6 +162,42 @@ TEST_CASE("No byte-level BPE token stands for more than longest_token_bytes byte
       CHECK(tokens * longest >= text.size());
     }
   }
+}
+
+}  // namespace astrai::test
+
+namespace astrai::test {
+
+TEST_CASE("A served model is assembled from a loaded one without copying its weights", "[served_model]") {
+  LoadedModel model = tiny_loaded_model("");
+  HfGenerationConfig generation;
+  generation.temperature = 0.25f;
+  generation.top_k = 7;
+  model.generation = generation;
+  // Where the float buffers live before: a move keeps them, a copy would not.
+  std::vector<const float*> buffers = {model.weights.token_embedding.data(), model.weights.classifier.data()};
+  for (const auto& L : model.weights.layers) buffers.push_back(L.wq.data());
+  std::vector<const float*> engine_buffers;
+  const EngineMaker maker = [&](std::shared_ptr<const ModelWeights> w, std::shared_ptr<const Tokenizer> t) {
+    engine_buffers = {w->token_embedding.data(), w->classifier.data()};
+    for (const auto& L : w->layers) engine_buffers.push_back(L.wq.data());
+    return std::make_shared<InferenceEngine>(std::move(w), std::move(t), EngineConfig{});
+  };
+  const auto served = make_served_model(std::move(model), maker, "auto");
+  CHECK(engine_buffers == buffers);
+  CHECK(served->name == "tiny");
+  CHECK(served->default_sampling.temperature == 0.25f);
+  CHECK(served->default_sampling.top_k == 7);
+}
+
+TEST_CASE("A bad chat template name fails before any engine is built", "[served_model]") {
+  bool built = false;
+  const EngineMaker maker = [&](std::shared_ptr<const ModelWeights> w, std::shared_ptr<const Tokenizer> t) {
+    built = true;
+    return std::make_shared<InferenceEngine>(std::move(w), std::move(t), EngineConfig{});
+  };
+  CHECK_THROWS(make_served_model(tiny_loaded_model(""), maker, "vicuna"));
+  CHECK_FALSE(built);
 }
 
 }  // namespace astrai::test

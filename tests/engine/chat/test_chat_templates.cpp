@@ -8,7 +8,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/prompt_encoder.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 
 namespace astrai {
 namespace {

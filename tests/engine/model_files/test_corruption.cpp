@@ -12,7 +12,7 @@
 #include "engine/model_files/gguf_reader.h"
 #include "engine/model_files/llama2c_checkpoint.h"
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 
 using namespace astrai;

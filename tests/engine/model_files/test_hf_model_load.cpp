@@ -89,7 +89,7 @@ TEST_CASE("Hugging Face folders of each architecture load with their tokenizer a
     write_hf_folder(dir.string(), weights, {.dtype = SafetensorsDType::F32});
 
     const LoadedModel folder = load_model(dir.string());
-    CHECK(folder.format == "hf");
+    CHECK(folder.format == ModelFormat::HfFolder);
     CHECK(folder.name == std::string("hf-") + c.name);
     // F32 safetensors copy the 4 bytes of each value out and back: bit for bit.
     CHECK(test::compare_weights(folder.weights, weights, GgufDType::F32).empty());
@@ -102,7 +102,7 @@ TEST_CASE("Hugging Face folders of each architecture load with their tokenizer a
     const std::string gguf = (test::scratch_dir() / (std::string("hf-") + c.name + ".gguf")).string();
     convert_to_gguf(dir.string(), "", gguf, GgufDType::F32);
     const LoadedModel converted = load_model(gguf);
-    CHECK(converted.format == "gguf");
+    CHECK(converted.format == ModelFormat::Gguf);
     CHECK(converted.chat_template == template_text);
     CHECK(converted.tokenizer.pieces() == folder.tokenizer.pieces());
     CHECK(converted.tokenizer.end_of_generation_ids() == folder.tokenizer.end_of_generation_ids());
@@ -131,7 +131,7 @@ TEST_CASE("a Hugging Face folder without its tokenizer files is a clear error") 
                      .max_seq_len = 16};
   config.rope_layout = RopeLayout::RotateHalf;
   write_hf_folder(dir.string(), make_synthetic_weights(config, 1), {});
-  CHECK(detect_model_format(dir.string()) == "hf");
+  CHECK(detect_model_format(dir.string()) == ModelFormat::HfFolder);
   CHECK_THROWS_WITH(load_model(dir.string()), Catch::Contains("needs tokenizer.json and tokenizer_config.json"));
   CHECK_THROWS_WITH(load_model(dir.string(), "tok.bin"), Catch::Contains("brings its own tokenizer"));
 }

@@ -42,7 +42,7 @@
 #include "engine/model_files/gguf_reader.h"
 #include "engine/model_files/hf_folder.h"
 #include "engine/model_files/load_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "reference/synthetic_model.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 #include "tests/engine/model_files/llama_cpp_agreement.h"

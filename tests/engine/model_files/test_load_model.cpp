@@ -21,10 +21,10 @@ using Catch::Matchers::Contains;
 TEST_CASE("load_model reads stories260K with the tokenizer beside it", "[load_model]") {
   ASTRAI_REQUIRE_SHARED(model, "models/stories260K/stories260K.bin");
   ASTRAI_REQUIRE_SHARED(tok, "models/stories260K/tok512.bin");
-  CHECK(detect_model_format(model.string()) == "llama2c");
+  CHECK(detect_model_format(model.string()) == ModelFormat::Llama2c);
   CHECK(find_llama2c_tokenizer(model.string(), 512) == tok.string());
   const LoadedModel m = load_model(model.string());
-  CHECK(m.format == "llama2c");
+  CHECK(m.format == ModelFormat::Llama2c);
   CHECK(m.name == "stories260K");
   CHECK(m.chat_template.empty());
   CHECK(m.weights.config.describe() == "dim=64 hidden=172 layers=5 heads=8 kv_heads=4 vocab=512 ctx=512");
@@ -34,9 +34,9 @@ TEST_CASE("load_model reads stories260K with the tokenizer beside it", "[load_mo
   // Converted to GGUF, the same model comes back through the same entry point.
   const auto gguf = astrai::test::scratch_file("stories").string();
   convert_to_gguf(model.string(), "", gguf, GgufDType::F32);
-  CHECK(detect_model_format(gguf) == "gguf");
+  CHECK(detect_model_format(gguf) == ModelFormat::Gguf);
   const LoadedModel g = load_model(gguf);
-  CHECK(g.format == "gguf");
+  CHECK(g.format == ModelFormat::Gguf);
   CHECK(g.name == "stories260K");
   CHECK(compare_weights(g.weights, m.weights, GgufDType::F32) == "");
   CHECK(same_tokenizer(g.tokenizer, m.tokenizer));

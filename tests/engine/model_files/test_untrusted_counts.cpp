@@ -17,7 +17,7 @@
 #include "engine/model_files/gguf_reader.h"
 #include "engine/model_files/gguf_writer.h"
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 
 using namespace astrai;

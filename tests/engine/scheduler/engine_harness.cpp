@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "reference/synthetic_model.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/scheduler/reference_oracle.h"
 
 namespace astrai::test {

@@ -13,7 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/executor/reference_executor.h"
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/scheduler/engine_harness.h"
 #include "tests/engine/scheduler/reference_oracle.h"
 

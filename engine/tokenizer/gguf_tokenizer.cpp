@@ -1,4 +1,4 @@
-#include "engine/model_files/gguf_tokenizer.h"
+#include "engine/tokenizer/gguf_tokenizer.h"
 
 #include <limits>
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // Deterministic synthetic vocabularies (see synthetic_tokenizer.h).
-#include "engine/model_files/synthetic_tokenizer.h"
+#include "engine/tokenizer/synthetic_tokenizer.h"
 
 #include <stdexcept>
 #include <string>

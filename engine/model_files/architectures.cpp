@@ -1,0 +1,54 @@
+// The architecture rows (see architectures.h). Names: transformers'
+// config classes and llama.cpp's LLM_ARCH names; layouts: llama.cpp's
+// llama_model_rope_type (LLAMA: NORM, QWEN2/QWEN3: NEOX).
+#include "engine/model_files/architectures.h"
+
+#include <stdexcept>
+
+namespace astrai {
+namespace {
+
+using enum RopeLayout;
+
+// clang-format off
+constexpr Architecture kArchitectures[] = {
+  // id                       hf_name               model_type  gguf_name  gguf_rope_layout  qkv_bias qk_norm
+  {HfArchitecture::Llama,   "LlamaForCausalLM",   "llama",    "llama",   AdjacentPairs,    false,   false},
+  {HfArchitecture::Mistral, "MistralForCausalLM", "mistral",  "llama",   AdjacentPairs,    false,   false},
+  {HfArchitecture::Qwen2,   "Qwen2ForCausalLM",   "qwen2",    "qwen2",   RotateHalf,       true,    false},
+  {HfArchitecture::Qwen3,   "Qwen3ForCausalLM",   "qwen3",    "qwen3",   RotateHalf,       false,   true},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const Architecture> architectures() { return kArchitectures; }
+
+const Architecture& architecture(HfArchitecture id) {
+  for (const auto& a : kArchitectures)
+    if (a.id == id) return a;
+  throw std::logic_error("unknown HfArchitecture");
+}
+
+const Architecture* architecture_with_options(const ModelConfig& c) {
+  for (const auto& a : kArchitectures)
+    if (a.qkv_bias == c.qkv_bias && a.qk_norm == c.qk_norm) return &a;
+  return nullptr;
+}
+
+const Architecture* gguf_architecture(const std::string& gguf_name) {
+  for (const auto& a : kArchitectures)
+    if (gguf_name == a.gguf_name) return &a;
+  return nullptr;
+}
+
+std::string gguf_architecture_names() {
+  std::string out;
+  for (const auto& a : kArchitectures) {
+    if (gguf_architecture(a.gguf_name) != &a) continue;  // named by an earlier row
+    out += (out.empty() ? "" : ", ") + std::string(a.gguf_name);
+  }
+  return out;
+}
+
+}  // namespace astrai

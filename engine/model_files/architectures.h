@@ -1,0 +1,36 @@
+// The architectures AstrAI reads and writes, one row each: the names
+// Hugging Face and llama.cpp give it, the RoPE layout llama.cpp runs it with,
+// and the options its layers have (which of the weight table's optional rows
+// it stores: weight_table.h). Adding an architecture starts with a row here
+// (docs/adding-an-architecture.md).
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "engine/model_files/hf_config.h"
+#include "reference/model_config.h"
+
+namespace astrai {
+
+struct Architecture {
+  HfArchitecture id;
+  const char* hf_name;          // config.json "architectures": "Qwen3ForCausalLM"
+  const char* model_type;       // config.json "model_type": "qwen3"
+  const char* gguf_name;        // GGUF general.architecture (llama.cpp's): "qwen3"
+  RopeLayout gguf_rope_layout;  // llama.cpp's "normal" RoPE is AdjacentPairs, "neox" RotateHalf
+  bool qkv_bias;                // ModelConfig::qkv_bias: q/k/v projection biases
+  bool qk_norm;                 // ModelConfig::qk_norm: per-head q/k RMSNorm
+};
+
+std::span<const Architecture> architectures();
+const Architecture& architecture(HfArchitecture id);
+// The first row whose options are the config's (Llama before Mistral, which
+// has the same layers); nullptr when none has them.
+const Architecture* architecture_with_options(const ModelConfig& config);
+// The first row llama.cpp knows by `gguf_name` (Llama for "llama"); nullptr when none.
+const Architecture* gguf_architecture(const std::string& gguf_name);
+// "llama, qwen2, qwen3": the GGUF names, each once, for error messages.
+std::string gguf_architecture_names();
+
+}  // namespace astrai

@@ -1,0 +1,122 @@
+// Every weight of the architectures AstrAI reads and writes (Llama, Mistral,
+// Qwen 2, Qwen 3), one row each: its name in GGUF (llama.cpp's), its name in
+// a Hugging Face folder (transformers' module path), its shape in terms of
+// ModelConfig, when it is present, and the ModelWeights field holding it.
+// The GGUF and safetensors readers and writers and the check that a folder
+// holds exactly the tensors its config needs all iterate this one table;
+// adding an architecture's weight is adding a row (docs/adding-an-architecture.md).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "reference/model_weights.h"
+
+namespace astrai {
+
+// A length in a weight's shape, in terms of the config.
+enum class Extent { Dim, Hidden, Vocab, QDim, KvDim, HeadDim };
+size_t extent_of(Extent extent, const ModelConfig& config);
+
+// When a weight is part of a model.
+enum class Presence {
+  Always,
+  QkvBias,  // config.qkv_bias (Qwen 2): q/k/v projection biases
+  QkNorm,   // config.qk_norm (Qwen 3): per-head RMSNorm weights of q and k
+  Untied,   // the classifier, stored only when it is not the embedding
+};
+
+using WeightVector = xt::xtensor<float, 1>;
+using WeightMatrix = xt::xtensor<float, 2>;
+// The field holding a weight: one of the whole model, or one of every layer.
+using WeightField = std::variant<WeightVector ModelWeights::*, WeightMatrix ModelWeights::*,
+                                 WeightVector LayerWeights::*, WeightMatrix LayerWeights::*>;
+
+struct WeightRow {
+  const char* gguf_name;  // per-layer rows: after "blk.N."
+  const char* hf_name;    // per-layer rows: after "model.layers.N."
+  std::array<Extent, 2> shape;  // row-major; vectors use shape[0] only
+  Presence presence;
+  WeightField field;
+
+  bool per_layer() const { return field.index() >= 2; }
+  size_t rank() const { return field.index() % 2 == 0 ? 1 : 2; }
+};
+
+// The rows, in file order: model-wide rows before and after the per-layer ones
+// as they stand in the table.
+std::span<const WeightRow> weight_table();
+
+// One tensor of one model: a row, at a layer (-1 for model-wide rows), with
+// its shape worked out from the config.
+struct ModelTensor {
+  const WeightRow* row = nullptr;
+  int layer = -1;
+  std::vector<size_t> shape;
+
+  std::string gguf_name() const;  // "blk.3.attn_q.weight", "token_embd.weight"
+  std::string hf_name() const;    // "model.layers.3.self_attn.q_proj.weight"
+};
+
+// Calls `f` with each tensor a model of `config` stores, in file order: the
+// rows present for it, per-layer rows once per layer; the classifier only
+// when !tied. One at a time, nothing gathered first: a reader that throws at
+// the first missing tensor never pays for the layers a file only claims.
+void for_each_model_tensor(const ModelConfig& config, bool tied, const std::function<void(const ModelTensor&)>& f);
+// The same tensors as a list (for checks that need them all).
+std::vector<ModelTensor> model_tensors(const ModelConfig& config, bool tied);
+
+// Calls f(xtensor&) with the field `t` names in `weights` (const or not).
+// Writing to a layer's field appends layers up to t.layer first, so that a
+// reader going through model_tensors() in order grows the model one layer at
+// a time (a file's layer count is a claim, and only layers whose tensors are
+// really there may take memory).
+template <class Field>
+struct FieldOwner;
+template <class Owner, class Member>
+struct FieldOwner<Member Owner::*> {
+  using type = Owner;
+};
+
+template <class Weights, class F>
+void visit_weight(Weights& weights, const ModelTensor& t, F&& f) {
+  std::visit(
+      [&](auto field) {
+        if constexpr (std::is_same_v<typename FieldOwner<decltype(field)>::type, ModelWeights>) {
+          f(weights.*field);
+        } else {
+          if constexpr (!std::is_const_v<Weights>)
+            while (weights.layers.size() <= size_t(t.layer)) weights.layers.emplace_back();
+          f(weights.layers.at(size_t(t.layer)).*field);
+        }
+      },
+      t.row->field);
+}
+
+// The weights of a model of `config`, each tensor of for_each_model_tensor
+// read in file order by `read(tensor, shape)` (shape a std::array<size_t, 1 or
+// 2>, read returns an xtensor of that rank); a tied classifier is a copy of
+// the embedding. The readers of every format go through this.
+template <class Read>
+ModelWeights read_model_weights(const ModelConfig& config, bool tied, Read&& read) {
+  ModelWeights w;
+  w.config = config;
+  for_each_model_tensor(config, tied, [&](const ModelTensor& t) {
+    visit_weight(w, t, [&](auto& field) {
+      constexpr size_t rank = std::remove_reference_t<decltype(field)>::rank;
+      std::array<size_t, rank> shape;
+      std::copy(t.shape.begin(), t.shape.end(), shape.begin());
+      field = read(t, shape);
+    });
+  });
+  if (tied) w.classifier = w.token_embedding;
+  return w;
+}
+
+}  // namespace astrai
