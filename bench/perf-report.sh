@@ -3,7 +3,9 @@
 # kernel's registers and spills for sm_90 (bench/kernel-resources.sh, needs
 # nvcc), then the two reference decode steps run on the emulated device with
 # their memory accesses traced and priced. Writes the tables to stdout and
-# JSON beside them. Usage: bench/perf-report.sh [build-dir] [out-dir]
+# out-dir, and the step estimates to bench/perf-predictions.json (committed:
+# bench_cuda prints them beside its measured decode steps on a GPU).
+# Usage: bench/perf-report.sh [build-dir] [out-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-emu}
@@ -21,3 +23,4 @@ else
   echo "(no nvcc: registers and spills unknown)"
 fi
 "$build/bench/perf_report" "${resources[@]}" --json "$out/perf-report.json" | tee "$out/perf-report.md"
+cp "$out/perf-report.json" bench/perf-predictions.json

@@ -13,7 +13,10 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <fstream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
@@ -26,6 +29,22 @@ namespace astrai::bench {
 namespace {
 
 using cuda::DType;
+
+// The performance report's estimate of this step (bench/perf-report.sh
+// writes bench/perf-predictions.json; docs/cuda-performance.md), so the
+// measured time prints beside the prediction; 0 when there is none.
+double predicted_ms(int batch, int context) {
+  std::ifstream in(std::string(ASTRAI_SOURCE_ROOT) + "/bench/perf-predictions.json");
+  if (!in) return 0.0;
+  try {
+    const auto json = nlohmann::json::parse(in);
+    const std::string name = "8b-b" + std::to_string(batch) + "-c" + std::to_string(context / 1024) + "k";
+    for (const auto& step : json.at("steps"))
+      if (step.at("shape") == name) return double(step.at("estimated_s")) * 1e3;
+  } catch (const std::exception&) {
+  }
+  return 0.0;
+}
 
 ModelConfig llama3_8b_config() {
   return ModelConfig{.dim = 4096, .hidden_dim = 14336, .n_layers = 32, .n_heads = 32, .n_kv_heads = 8,
@@ -210,10 +229,14 @@ void reference_decode_step(benchmark::State& state, int batch, int context) {
   state.counters["floor_ms"] = floor_ms;
   state.counters["floor_frac"] = floor_ms / ms;
   state.counters["tokens/s"] = batch / (ms / 1e3);
-  char line[256];
-  std::snprintf(line, sizeof line, "decode_step batch %-3d context %-5d %8.3f ms %7.2f GB %7.0f GB/s  floor %.3f ms (%.0f GB/s: %s)  %.2f of floor",
+  const double predicted = predicted_ms(batch, context);
+  state.counters["predicted_ms"] = predicted;  // the performance report's estimate, 0: none for this shape
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "decode_step batch %-3d context %-5d %8.3f ms %7.2f GB %7.0f GB/s  floor %.3f ms (%.0f GB/s: %s)  %.2f of "
+                "floor  predicted %.3f ms",
                 batch, context, ms, bytes / 1e9, bytes / 1e9 / (ms / 1e3), floor_ms, peak, peak_source.c_str(),
-                floor_ms / ms);
+                floor_ms / ms, predicted);
   g_table.push_back(line);
 }
 
