@@ -124,4 +124,26 @@ inline Agreement check_llama_cpp_agrees(const std::filesystem::path& path, const
   return a;
 }
 
+// The reference's logits after the whole prompt (the row that chooses the first new token).
+inline std::vector<float> prompt_logits(const ModelWeights& w, const std::vector<int>& prompt) {
+  std::vector<float> logits;
+  GenerateOptions o;
+  o.max_new_tokens = 1;
+  generate(w, prompt, o, [&](std::span<const float> row) {
+    logits.assign(row.begin(), row.end());
+    return 0;
+  });
+  return logits;
+}
+
+// ||got - want|| / ||want||; NaN when either holds NaN.
+inline double normwise_difference(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    den += double(want[i]) * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
 }  // namespace astrai::test

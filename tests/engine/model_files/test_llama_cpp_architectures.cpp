@@ -79,28 +79,6 @@ ModelConfig config_of(const FileCase& c) {
   return config;
 }
 
-// The logits after the whole prompt.
-std::vector<float> last_logits(const ModelWeights& w, const std::vector<int>& prompt) {
-  std::vector<float> logits;
-  GenerateOptions o;
-  o.max_new_tokens = 1;
-  generate(w, prompt, o, [&](std::span<const float> row) {
-    logits.assign(row.begin(), row.end());
-    return 0;
-  });
-  return logits;
-}
-
-// ||a - b|| / ||b||; NaN when either holds NaN.
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 // Ties the classifier to the embedding (the writer detects the tie) at the
 // classifier's scale: make_synthetic_weights' embedding has unit-scale rows,
 // which dominate the residual stream through these shallow models, so a tied
@@ -191,7 +169,8 @@ TEST_CASE("every architecture and option AstrAI writes runs in llama.cpp as in t
     // The file holds the model written: its logits against the original weights'.
     double logit_err = 0;
     for (const auto& p : prompts())
-      logit_err = std::max(logit_err, relative_difference(last_logits(model.weights, p), last_logits(weights, p)));
+      logit_err = std::max(logit_err, test::normwise_difference(test::prompt_logits(model.weights, p),
+                                                                test::prompt_logits(weights, p)));
     CHECK(logit_err <= c.logit_bound);
 
     const test::Agreement a = test::check_llama_cpp_agrees(path, model, prompts(), 32);

@@ -81,27 +81,6 @@ std::vector<std::pair<std::string, const xt::xtensor<float, 2>*>> matrices(const
   return m;
 }
 
-// The logits after the whole prompt.
-std::vector<float> prompt_logits(const ModelWeights& w, const std::vector<int>& prompt) {
-  std::vector<float> logits;
-  GenerateOptions o;
-  o.max_new_tokens = 1;
-  generate(w, prompt, o, [&](std::span<const float> row) {
-    logits.assign(row.begin(), row.end());
-    return 0;
-  });
-  return logits;
-}
-
-double normwise(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    den += double(want[i]) * want[i];
-  }
-  return std::sqrt(num / den);
-}
-
 // Logits on dequantized weights may differ from the float32 model's by at
 // most this multiple of the largest tensor error: each matrix's error
 // reaches the logits about in proportion (RMSNorm keeps the residual's scale),
@@ -172,7 +151,8 @@ void check_file(const ModelCase& mc, const LoadedModel& original, const Preset& 
   // Logits on the dequantized weights against the float32 model's.
   double logit_err = 0;
   for (const auto& p : mc.prompts)
-    logit_err = std::max(logit_err, normwise(prompt_logits(q.weights, p), prompt_logits(original.weights, p)));
+    logit_err = std::max(logit_err, test::normwise_difference(test::prompt_logits(q.weights, p),
+                                                              test::prompt_logits(original.weights, p)));
   CHECK(logit_err <= kLogitFactor * largest);
 
   // llama.cpp's run of the same file against AstrAI's (llama_cpp_agreement.h).
