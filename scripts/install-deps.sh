@@ -14,7 +14,8 @@ packages=(
   catch2 librapidcheck-dev libbenchmark-dev                       # tests and benchmarks
   python3-jinja2                                                  # chat template oracle (what transformers renders with)
   python3-prometheus-client                                       # an independent parser of GET /metrics (tests/reliability)
-  clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh)
+  clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh), the emulated kernels
+  libboost-context-dev                                            # the emulated device's fibers (cuda/emulation/block_runner.cpp)
 )
 # The official OpenAI/Anthropic clients in tests/clients run on Node.js; a
 # machine that has it already (from anywhere) needs no Debian nodejs/npm.

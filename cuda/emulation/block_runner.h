@@ -1,6 +1,6 @@
 // Runs one emulated kernel launch on the calling OS thread: its blocks one
 // after another (in a shuffled order with a seed, below), each block's CUDA
-// threads as fibers (ucontext) that switch only where CUDA threads wait for
+// threads as fibers (Boost.Context) that switch only where CUDA threads wait for
 // each other, __syncthreads() and warp collectives. Between two such points a thread runs alone, so the order in which
 // the threads of a block run is a free choice: an option shuffles it, and a
 // correct kernel gives the same bits either way.
