@@ -114,7 +114,7 @@ void check_file(const ModelCase& mc, const LoadedModel& original, const Preset& 
   for (const auto& [name, w] : matrices(q.weights)) {
     const auto* info = file.find_tensor(name);
     const GgmlType type = info ? info->type : file.tensor("token_embd.weight").type;  // tied output
-    const auto* want = [&] {
+    const auto* want = [&, &name = name] {  // named capture: clang 14 cannot capture a structured binding
       for (const auto& [n, m] : matrices(original.weights))
         if (n == name) return m;
       return (const xt::xtensor<float, 2>*)nullptr;

@@ -64,7 +64,8 @@ TEST_CASE("A Qwen 2 layer's tensors carry llama.cpp's and transformers' names fo
     REQUIRE(expected.count(t.hf_name()) == 1);
     const auto& [gguf, field] = expected.at(t.hf_name());
     CHECK(t.gguf_name() == gguf);
-    visit_weight(w, t, [&](const auto& f) { CHECK(static_cast<const void*>(&f) == field); });
+    const void* const want = field;  // a named copy: lambdas capture structured bindings only from C++20 compilers newer than clang 14
+    visit_weight(w, t, [&](const auto& f) { CHECK(static_cast<const void*>(&f) == want); });
   }
   // Shapes [out, in]: q 2 heads x 4 = 8, k/v 1 head x 4 = 4.
   for (const auto& t : tensors) {
