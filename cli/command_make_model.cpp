@@ -10,7 +10,7 @@
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "engine/chat/hf_chat_template.h"
-#include "engine/model_files/hf_folder.h"
+#include "engine/model_files/hf/hf_folder.h"
 #include "engine/model_files/load_model.h"
 #include "engine/model_files/rope_layout.h"
 #include "engine/tokenizer/hf_tokenizer.h"

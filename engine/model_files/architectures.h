@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "engine/model_files/hf_config.h"
+#include "engine/model_files/hf/hf_config.h"
 #include "reference/model_config.h"
 
 namespace astrai {

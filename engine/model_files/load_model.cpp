@@ -7,8 +7,8 @@
 
 
 #include "engine/chat/hf_chat_template.h"
-#include "engine/model_files/hf_folder.h"
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/hf/hf_folder.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "engine/text/read_file.h"
 
 namespace astrai {

@@ -1,5 +1,5 @@
 // safetensors parsing with every length, shape and range checked (see safetensors_file.h).
-#include "engine/model_files/safetensors_file.h"
+#include "engine/model_files/hf/safetensors_file.h"
 
 #include <algorithm>
 #include <set>

@@ -7,7 +7,7 @@
 //   padding to general.alignment | data section (tensor offsets are relative to its start)
 // where a string is uint64 length + bytes, and an array value is
 // uint32 element type | uint64 count | count x value.
-#include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_reader.h"
 
 #include <cmath>
 #include <limits>

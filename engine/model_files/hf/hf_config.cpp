@@ -1,5 +1,5 @@
 // config.json and generation_config.json of Hugging Face model folders (see hf_config.h).
-#include "engine/model_files/hf_config.h"
+#include "engine/model_files/hf/hf_config.h"
 
 #include "engine/model_files/architectures.h"
 

@@ -1,7 +1,7 @@
 // Hugging Face model folders <-> ModelWeights (see hf_folder.h).
 //
 // Tensor names and shapes: weight_table.h (the hf_name column).
-#include "engine/model_files/hf_folder.h"
+#include "engine/model_files/hf/hf_folder.h"
 
 #include <algorithm>
 #include <array>
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model_files/safetensors_writer.h"
+#include "engine/model_files/hf/safetensors_writer.h"
 #include "engine/model_files/weight_table.h"
 #include "engine/text/read_file.h"
 

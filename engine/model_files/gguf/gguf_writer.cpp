@@ -1,5 +1,5 @@
 // GGUF v3 writer (see gguf_writer.h; the layout is described in gguf_reader.cpp).
-#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/gguf/gguf_writer.h"
 
 #include <algorithm>
 #include <bit>

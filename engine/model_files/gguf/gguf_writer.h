@@ -13,7 +13,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 
 namespace astrai {
 

@@ -6,7 +6,7 @@
 // already use adjacent pairs; Hugging Face weights are rotate-half, so their
 // wq/wk rows are permuted for `llama` as llama.cpp's converter does
 // (rope_layout.h) and kept as they are for Qwen.
-#include "engine/model_files/gguf_model.h"
+#include "engine/model_files/gguf/gguf_model.h"
 
 #include <algorithm>
 #include <array>
@@ -16,12 +16,12 @@
 #include <stdexcept>
 
 #include "engine/model_files/architectures.h"
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/hf_config.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/hf/hf_config.h"
 #include "engine/model_files/rope_layout.h"
 #include "reference/rope.h"
 #include "engine/tokenizer/gguf_tokenizer.h"
-#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/gguf/gguf_writer.h"
 #include "engine/model_files/weight_table.h"
 
 namespace astrai {

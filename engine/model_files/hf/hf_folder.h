@@ -15,8 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "engine/model_files/hf_config.h"
-#include "engine/model_files/safetensors_file.h"
+#include "engine/model_files/hf/hf_config.h"
+#include "engine/model_files/hf/safetensors_file.h"
 #include "reference/model_weights.h"
 
 namespace astrai {
