@@ -10,8 +10,9 @@
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "engine/chat/hf_chat_template.h"
-#include "engine/model_files/hf_folder.h"
+#include "engine/model_files/hf/hf_folder.h"
 #include "engine/model_files/load_model.h"
+#include "engine/model_files/model_source.h"
 #include "engine/model_files/rope_layout.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "reference/synthetic_model.h"
@@ -84,8 +85,8 @@ int run_make_model(std::span<const std::string_view> argv) {
       tokenizer = make_synthetic_tokenizer(config.vocab_size);
     }
     config.validate();
-    ModelWeights weights = make_synthetic_weights(config, uint64_t(args.get_int("--seed")));
-    if (args.has("--tie-embeddings")) weights.classifier = weights.token_embedding;  // the writers detect the tie
+    const uint64_t seed = uint64_t(args.get_int("--seed"));
+    const bool tied = args.has("--tie-embeddings");
     const std::string out = args.get("-o");
     if (format == "hf") {
       if (tokenizer_json.empty()) throw std::invalid_argument("--format hf needs --tokenizer (a tokenizer.json)");
@@ -94,16 +95,21 @@ int run_make_model(std::span<const std::string_view> argv) {
                                   : dtype == "f16" ? SafetensorsDType::F16
                                   : dtype == "bf16" ? SafetensorsDType::BF16
                                                     : throw std::invalid_argument("unknown --dtype '" + dtype + "'");
+      // The whole model in memory: folders are written by tests of small shapes.
+      ModelWeights weights = make_synthetic_weights(config, seed);
+      if (tied) weights.classifier = weights.token_embedding;  // the writer detects the tie
       // Random weights are as good in either RoPE layout; Hugging Face's is rotate-half.
       HfWriteOptions options{.dtype = st};
       if (arch == "mistral") options.architecture = HfArchitecture::Mistral;
-      write_hf_folder(out, with_rope_layout(weights, RopeLayout::RotateHalf), options);
+      write_hf_folder(out, with_rope_layout(std::move(weights), RopeLayout::RotateHalf), options);
       const auto dir = std::filesystem::path(out);
       std::filesystem::copy_file(tokenizer_json, dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
       std::filesystem::copy_file(tokenizer_config, dir / "tokenizer_config.json",
                                  std::filesystem::copy_options::overwrite_existing);
     } else {
-      write_gguf_model(out, weights, *tokenizer, parse_gguf_dtype(args.get("--dtype")), args.get("--name"), chat_template);
+      // Tensor by tensor: made, written, freed (model_source.h).
+      write_gguf_model(out, synthetic_model_source(config, seed, tied), *tokenizer, parse_gguf_dtype(args.get("--dtype")),
+                       args.get("--name"), chat_template);
     }
     std::cout << "wrote " << args.get("-o") << " (" << config.describe() << ")\n";
     return 0;

@@ -49,7 +49,67 @@ ModelConfig shape(int dim, int hidden, int layers, int heads, int kv_heads, int 
   return c;
 }
 
+// synthetic_tensor's plan: the tensors in the order make_synthetic_weights
+// draws them, each with its law (the same as the helpers above).
+enum class Law { Matrix, Embedding, Norm, Bias };
+struct Piece {
+  SyntheticField field;
+  uint64_t rows, cols;  // cols 1 for a vector
+  Law law;
+};
+
+std::vector<Piece> layer_pieces(const ModelConfig& c) {
+  using L = LayerWeights;
+  const uint64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
+  std::vector<Piece> p = {{&L::attn_norm, dim, 1, Law::Norm}, {&L::wq, q, dim, Law::Matrix},
+                          {&L::wk, kv, dim, Law::Matrix},     {&L::wv, kv, dim, Law::Matrix},
+                          {&L::wo, dim, q, Law::Matrix},      {&L::ffn_norm, dim, 1, Law::Norm},
+                          {&L::w_gate, hidden, dim, Law::Matrix}, {&L::w_down, dim, hidden, Law::Matrix},
+                          {&L::w_up, hidden, dim, Law::Matrix}};
+  if (c.qkv_bias) p.insert(p.end(), {{&L::bq, q, 1, Law::Bias}, {&L::bk, kv, 1, Law::Bias}, {&L::bv, kv, 1, Law::Bias}});
+  if (c.qk_norm) p.insert(p.end(), {{&L::q_norm, head, 1, Law::Norm}, {&L::k_norm, head, 1, Law::Norm}});
+  return p;
+}
+
+std::vector<float> draw(const Piece& piece, SplitMix64 rng) {
+  std::vector<float> v(size_t(piece.rows * piece.cols));
+  const float a = std::sqrt(3.0f / float(piece.cols));
+  for (auto& x : v) {
+    switch (piece.law) {
+      case Law::Matrix: x = rng.uniform(-a, a); break;
+      case Law::Embedding: x = rng.uniform(-a, a) * std::sqrt(float(piece.cols)); break;
+      case Law::Norm: x = rng.uniform(0.5f, 1.5f); break;
+      case Law::Bias: x = rng.uniform(-1.0f, 1.0f); break;
+    }
+  }
+  return v;
+}
+
 }  // namespace
+
+std::vector<float> synthetic_tensor(const ModelConfig& c, uint64_t seed, const SyntheticField& field, int layer) {
+  c.validate();
+  using M = ModelWeights;
+  const uint64_t vocab = c.vocab_size, dim = c.dim;
+  const auto start = [&](uint64_t draws_before) { return SplitMix64(seed + draws_before * kSplitmix64Gamma); };
+  const Piece embedding{&M::token_embedding, vocab, dim, Law::Embedding};
+  const auto layer_plan = layer_pieces(c);
+  uint64_t per_layer = 0;
+  for (const auto& p : layer_plan) per_layer += p.rows * p.cols;
+  const uint64_t layers_end = vocab * dim + uint64_t(c.n_layers) * per_layer;
+  if (field == embedding.field) return draw(embedding, start(0));
+  if (field == SyntheticField(&M::final_norm)) return draw({&M::final_norm, dim, 1, Law::Norm}, start(layers_end));
+  if (field == SyntheticField(&M::classifier))
+    return draw({&M::classifier, vocab, dim, Law::Matrix}, start(layers_end + dim));
+  if (layer < 0 || layer >= c.n_layers)
+    throw std::invalid_argument("synthetic_tensor: layer " + std::to_string(layer) + " of " + std::to_string(c.n_layers));
+  uint64_t before = vocab * dim + uint64_t(layer) * per_layer;
+  for (const auto& p : layer_plan) {
+    if (p.field == field) return draw(p, start(before));
+    before += p.rows * p.cols;
+  }
+  throw std::invalid_argument("synthetic_tensor: this config (" + c.describe() + ") has no such tensor");
+}
 
 ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed) {
   config.validate();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "reference/model_weights.h"
@@ -20,6 +21,18 @@ namespace astrai {
 // [-1, 1] (large enough to move every logit: Qwen 2), qk_norm adds
 // q_norm/k_norm (Qwen 3), rope_scaling needs no weights (Llama 3.1).
 ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed);
+
+// One tensor of make_synthetic_weights(config, seed), bit for bit, made
+// without the others (so a writer can stream a model of any size): `field`
+// names it (a ModelWeights or LayerWeights member), `layer` its layer
+// (ignored for model-wide fields). The generator is counter-based (after k
+// draws splitmix64's state is seed + k * gamma), so the tensor's draws start
+// at the count of draws make_synthetic_weights makes before it. Row-major
+// values; throws std::invalid_argument for a field the config has no tensor
+// for (bq without qkv_bias, a layer out of range).
+using SyntheticField = std::variant<xt::xtensor<float, 1> ModelWeights::*, xt::xtensor<float, 2> ModelWeights::*,
+                                    xt::xtensor<float, 1> LayerWeights::*, xt::xtensor<float, 2> LayerWeights::*>;
+std::vector<float> synthetic_tensor(const ModelConfig& config, uint64_t seed, const SyntheticField& field, int layer);
 
 // Named shapes for `astrai make-model --preset NAME`.
 struct ModelPreset {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <unistd.h>
 
-#include "engine/model_files/gguf_model.h"
+#include "engine/model_files/gguf/gguf_model.h"
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 

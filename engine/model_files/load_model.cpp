@@ -7,8 +7,8 @@
 
 
 #include "engine/chat/hf_chat_template.h"
-#include "engine/model_files/hf_folder.h"
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/hf/hf_folder.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "engine/text/read_file.h"
 
 namespace astrai {
@@ -27,10 +27,14 @@ std::string folder_chat_template(const HfModelFolder& f, const std::string& dir)
   return read_chat_template(f.tokenizer_config_json);
 }
 
-LoadedModel load_hf_model(const std::string& dir, const std::string& tokenizer_path) {
+void refuse_tokenizer_for_folder(const std::string& dir, const std::string& tokenizer_path) {
   if (!tokenizer_path.empty())
     throw std::runtime_error(dir + ": a Hugging Face folder brings its own tokenizer (no --tokenizer)");
-  HfModelFolder f = load_hf_folder(dir);
+}
+
+// A folder's tokenizer, chat template, name and generation defaults: all of
+// LoadedModel but the weights (`f`'s, moved in as they are).
+LoadedModel hf_model(HfModelFolder f, const std::string& dir) {
   if (f.tokenizer_json.empty() || f.tokenizer_config_json.empty())
     throw std::runtime_error(dir + ": a model folder needs tokenizer.json and tokenizer_config.json");
   Tokenizer tokenizer = Tokenizer::load_hf(f.tokenizer_json, f.tokenizer_config_json, f.generation.eos_token_ids,
@@ -72,7 +76,10 @@ std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size
 
 LoadedModel load_model(const std::string& model_path, const std::string& tokenizer_path) {
   const ModelFormat format = detect_model_format(model_path);
-  if (format == ModelFormat::HfFolder) return load_hf_model(model_path, tokenizer_path);
+  if (format == ModelFormat::HfFolder) {
+    refuse_tokenizer_for_folder(model_path, tokenizer_path);
+    return hf_model(load_hf_folder(model_path), model_path);
+  }
   if (format == ModelFormat::Gguf) {
     GgufModel g = read_gguf_model(model_path);
     Tokenizer tokenizer = tokenizer_path.empty()
@@ -89,8 +96,19 @@ LoadedModel load_model(const std::string& model_path, const std::string& tokeniz
 
 void convert_to_gguf(const std::string& model_path, const std::string& tokenizer_path, const std::string& out_path,
                      GgufDType dtype) {
-  if (detect_model_format(model_path) == ModelFormat::Gguf)
+  const ModelFormat format = detect_model_format(model_path);
+  if (format == ModelFormat::Gguf)
     throw std::runtime_error(model_path + ": is already a GGUF file (convert takes a llama2.c checkpoint or a folder)");
+  if (format == ModelFormat::HfFolder) {
+    // Tensor by tensor from the safetensors files: the model is never whole
+    // in memory (docs/model-files.md, "Converting in bounded memory").
+    refuse_tokenizer_for_folder(model_path, tokenizer_path);
+    HfFolderSource f = open_hf_folder(model_path);
+    const LoadedModel m = hf_model(std::move(f.folder), model_path);
+    write_gguf_model(out_path, f.weights, m.tokenizer, dtype, m.name, m.chat_template);
+    return;
+  }
+  // llama2.c checkpoints (110M parameters at the largest) are read whole.
   const LoadedModel m = load_model(model_path, tokenizer_path);
   write_gguf_model(out_path, m.weights, m.tokenizer, dtype, m.name, m.chat_template);
 }

@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "engine/model_files/gguf_model.h"           // write_gguf_model, GgufDType
-#include "engine/model_files/hf_config.h"            // HfGenerationConfig
+#include "engine/model_files/gguf/gguf_model.h"           // write_gguf_model, GgufDType
+#include "engine/model_files/hf/hf_config.h"            // HfGenerationConfig
 #include "engine/tokenizer/synthetic_tokenizer.h"  // make_synthetic_tokenizer
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"

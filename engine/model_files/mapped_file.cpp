@@ -1,7 +1,9 @@
 // Memory-mapped files and the bounds-checked byte cursor (see mapped_file.h).
 #include "engine/model_files/mapped_file.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <stdexcept>
 #include <utility>
 
@@ -41,6 +43,21 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
 }
 
 MappedFile::~MappedFile() { unmap(); }
+
+void MappedFile::release(std::span<const std::byte> range) const {
+  if (range.empty() || data_ == nullptr) return;
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const auto round_up = [&](uintptr_t x) { return (x + page - 1) / page * page; };
+  // Whole pages around the range: a neighbour's page dropped too just comes
+  // back from the page cache when it is read. The map starts on a page and
+  // covers its last page in full, so the rounded range stays inside it.
+  const auto map_begin = reinterpret_cast<uintptr_t>(data_);
+  const auto begin = reinterpret_cast<uintptr_t>(range.data()) / page * page;
+  const auto end = std::min(round_up(reinterpret_cast<uintptr_t>(range.data() + range.size())),
+                            map_begin + round_up(uintptr_t(size_)));
+  if (begin < map_begin || begin >= end) return;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: a failure loses nothing
+}
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),

@@ -32,6 +32,14 @@ class MappedFile {
   std::span<const std::byte> bytes() const { return {data_, size_t(size_)}; }
   const std::string& path() const { return path_; }
 
+  // Drops the pages holding `range` (a part of bytes()) from the process's
+  // resident set. The map is private and never written, so the pages stay in
+  // the page cache and come back unchanged when touched again; only the
+  // process stops counting them. Readers call it once a tensor is converted,
+  // so that reading a model through the map never keeps the whole file
+  // resident (docs/model-files.md, "Converting in bounded memory").
+  void release(std::span<const std::byte> range) const;
+
  private:
   void unmap() noexcept;
   std::string path_;

@@ -1,6 +1,8 @@
+// RoPE layouts of weights (see rope_layout.h).
 #include "engine/model_files/rope_layout.h"
 
-#include <xtensor/xview.hpp>
+#include <algorithm>
+#include <vector>
 
 namespace astrai {
 
@@ -13,43 +15,38 @@ size_t adjacent_index(size_t d, size_t head_dim) {
   return d < half ? 2 * d : 2 * (d - half) + 1;
 }
 
-// Reorders the head-dimension axis (rows of a matrix, entries of a vector)
-// of every head: out[h, adjacent_index(d)] = in[h, d] when to_adjacent, the
-// inverse otherwise.
-template <class Tensor>
-Tensor permute_heads(const Tensor& in, size_t head_dim, bool to_adjacent) {
-  Tensor out = in;
-  const size_t n = in.shape()[0];
-  for (size_t head = 0; head < n / head_dim; ++head)
+// Reorders the head-dimension axis (rows of `rows` x cols values) of every
+// head in place: out[h, adjacent_index(d)] = in[h, d] when to_adjacent, the
+// inverse otherwise. One head is copied aside at a time.
+void permute_heads(std::span<float> values, size_t rows, size_t head_dim, bool to_adjacent) {
+  const size_t cols = values.size() / rows;
+  std::vector<float> head(head_dim * cols);
+  for (size_t h = 0; h < rows / head_dim; ++h) {
+    float* base = values.data() + h * head_dim * cols;
+    std::copy_n(base, head.size(), head.begin());
     for (size_t d = 0; d < head_dim; ++d) {
-      const size_t a = head * head_dim + adjacent_index(d, head_dim), r = head * head_dim + d;
-      if constexpr (Tensor::rank == 1) {
-        (to_adjacent ? out(a) : out(r)) = to_adjacent ? in(r) : in(a);
-      } else {
-        xt::row(out, to_adjacent ? a : r) = xt::row(in, to_adjacent ? r : a);
-      }
+      const size_t a = adjacent_index(d, head_dim);
+      const size_t to = to_adjacent ? a : d, from = to_adjacent ? d : a;
+      std::copy_n(head.data() + from * cols, cols, base + to * cols);
     }
-  return out;
+  }
 }
 
 }  // namespace
 
+void to_rope_layout(std::span<float> values, const ModelTensor& t, const ModelConfig& config, RopeLayout target) {
+  if (config.rope_layout == target || !t.row->head_rows) return;
+  permute_heads(values, t.shape[0], size_t(config.head_dim()), target == RopeLayout::AdjacentPairs);
+}
+
 ModelWeights with_rope_layout(ModelWeights w, RopeLayout target) {
   if (w.config.rope_layout == target) return w;
-  const bool to_adjacent = target == RopeLayout::AdjacentPairs;
-  const auto head_dim = size_t(w.config.head_dim());
-  for (auto& L : w.layers) {
-    L.wq = permute_heads(L.wq, head_dim, to_adjacent);
-    L.wk = permute_heads(L.wk, head_dim, to_adjacent);
-    if (w.config.qkv_bias) {
-      L.bq = permute_heads(L.bq, head_dim, to_adjacent);
-      L.bk = permute_heads(L.bk, head_dim, to_adjacent);
-    }
-    if (w.config.qk_norm) {  // one head's worth: the same reordering
-      L.q_norm = permute_heads(L.q_norm, head_dim, to_adjacent);
-      L.k_norm = permute_heads(L.k_norm, head_dim, to_adjacent);
-    }
-  }
+  // tied: the classifier has no head rows, and may be empty here.
+  for_each_model_tensor(w.config, /*tied=*/true, [&](const ModelTensor& t) {
+    visit_weight(w, t, [&](auto& field) {
+      to_rope_layout(std::span<float>(field.data(), field.size()), t, w.config, target);
+    });
+  });
   w.config.rope_layout = target;
   return w;
 }

@@ -14,18 +14,18 @@ using M = ModelWeights;
 // Vectors name one extent.
 // clang-format off
 const WeightRow kRows[] = {
-  // gguf_name             hf_name                               shape              presence            field
+  // gguf_name             hf_name                               shape              presence            field   head_rows
   {"token_embd.weight",    "model.embed_tokens.weight",          {Vocab, Dim},      Presence::Always,  &M::token_embedding},
   {"attn_norm.weight",     "input_layernorm.weight",             {Dim},        Presence::Always,  &L::attn_norm},
-  {"attn_q.weight",        "self_attn.q_proj.weight",            {QDim, Dim},       Presence::Always,  &L::wq},
-  {"attn_k.weight",        "self_attn.k_proj.weight",            {KvDim, Dim},      Presence::Always,  &L::wk},
+  {"attn_q.weight",        "self_attn.q_proj.weight",            {QDim, Dim},       Presence::Always,  &L::wq, true},
+  {"attn_k.weight",        "self_attn.k_proj.weight",            {KvDim, Dim},      Presence::Always,  &L::wk, true},
   {"attn_v.weight",        "self_attn.v_proj.weight",            {KvDim, Dim},      Presence::Always,  &L::wv},
-  {"attn_q.bias",          "self_attn.q_proj.bias",              {QDim},      Presence::QkvBias, &L::bq},
-  {"attn_k.bias",          "self_attn.k_proj.bias",              {KvDim},    Presence::QkvBias, &L::bk},
+  {"attn_q.bias",          "self_attn.q_proj.bias",              {QDim},      Presence::QkvBias, &L::bq, true},
+  {"attn_k.bias",          "self_attn.k_proj.bias",              {KvDim},    Presence::QkvBias, &L::bk, true},
   {"attn_v.bias",          "self_attn.v_proj.bias",              {KvDim},    Presence::QkvBias, &L::bv},
   {"attn_output.weight",   "self_attn.o_proj.weight",            {Dim, QDim},       Presence::Always,  &L::wo},
-  {"attn_q_norm.weight",   "self_attn.q_norm.weight",            {HeadDim}, Presence::QkNorm, &L::q_norm},
-  {"attn_k_norm.weight",   "self_attn.k_norm.weight",            {HeadDim}, Presence::QkNorm, &L::k_norm},
+  {"attn_q_norm.weight",   "self_attn.q_norm.weight",            {HeadDim}, Presence::QkNorm, &L::q_norm, true},
+  {"attn_k_norm.weight",   "self_attn.k_norm.weight",            {HeadDim}, Presence::QkNorm, &L::k_norm, true},
   {"ffn_norm.weight",      "post_attention_layernorm.weight",    {Dim},        Presence::Always,  &L::ffn_norm},
   {"ffn_gate.weight",      "mlp.gate_proj.weight",               {Hidden, Dim},     Presence::Always,  &L::w_gate},
   {"ffn_up.weight",        "mlp.up_proj.weight",                 {Hidden, Dim},     Presence::Always,  &L::w_up},

@@ -44,6 +44,10 @@ struct WeightRow {
   std::array<Extent, 2> shape;  // row-major; vectors use shape[0] only
   Presence presence;
   WeightField field;
+  // Axis 0 runs over attention heads' dimensions, whose order is the RoPE
+  // layout's (wq, wk, their biases, the q/k norms): rope_layout.h reorders
+  // these rows between layouts and no others.
+  bool head_rows = false;
 
   bool per_layer() const { return field.index() >= 2; }
   size_t rank() const { return field.index() % 2 == 0 ? 1 : 2; }

@@ -7,8 +7,8 @@
 //    encoding puts BOS first.
 #pragma once
 
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_writer.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace astrai {

@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "engine/model_files/gguf_model.h"
-#include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_model.h"
+#include "engine/model_files/gguf/gguf_reader.h"
 #include "tests/fuzz/expected_errors.h"
 #include "tests/fuzz/fuzz_support.h"
 

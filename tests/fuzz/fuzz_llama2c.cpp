@@ -2,7 +2,7 @@
 // it with a clean error or gives weights of the header's shape, from a file of
 // exactly the size the header implies; never a crash, a hang, or an
 // allocation before the size was checked against the file.
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "tests/fuzz/expected_errors.h"
 #include "tests/fuzz/fuzz_support.h"
 

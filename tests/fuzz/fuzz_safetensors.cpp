@@ -11,9 +11,9 @@
 #include <fstream>
 #include <vector>
 
-#include "engine/model_files/hf_folder.h"
-#include "engine/model_files/safetensors_file.h"
-#include "engine/model_files/safetensors_writer.h"
+#include "engine/model_files/hf/hf_folder.h"
+#include "engine/model_files/hf/safetensors_file.h"
+#include "engine/model_files/hf/safetensors_writer.h"
 #include "tests/fuzz/expected_errors.h"
 #include "tests/fuzz/fuzz_support.h"
 

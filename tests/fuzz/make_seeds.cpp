@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_files/gguf_model.h"
-#include "engine/model_files/hf_folder.h"
+#include "engine/model_files/gguf/gguf_model.h"
+#include "engine/model_files/hf/hf_folder.h"
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 
@@ -119,7 +119,7 @@ void write_safetensors_seeds(const fs::path& dir) {
   write(dir / "hand-spelled", file);
 }
 
-// llama2.c's checkpoint layout (engine/model_files/llama2c_checkpoint.h).
+// llama2.c's checkpoint layout (engine/model_files/llama2c/llama2c_checkpoint.h).
 std::string llama2c_checkpoint(const ModelConfig& c, bool shared) {
   std::string out;
   for (const int v : {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, shared ? c.vocab_size : -c.vocab_size,

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <span>
 
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 
 namespace astrai::quant {
 

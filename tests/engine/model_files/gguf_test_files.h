@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_reader.h"
 #include "tests/engine/model_files/byte_builder.h"
 #include "tests/support/shared_data.h"
 

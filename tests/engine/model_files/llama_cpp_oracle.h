@@ -22,7 +22,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 
 #include "tests/support/shared_data.h"
 

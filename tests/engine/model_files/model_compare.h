@@ -11,7 +11,7 @@
 #include <string>
 
 #include "engine/model_files/float_formats.h"
-#include "engine/model_files/gguf_model.h"
+#include "engine/model_files/gguf/gguf_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
 

@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 
 namespace astrai::test {
 

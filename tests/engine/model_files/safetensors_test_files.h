@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/model_files/safetensors_file.h"
+#include "engine/model_files/hf/safetensors_file.h"
 #include "tests/engine/model_files/byte_builder.h"
 
 namespace astrai::test {

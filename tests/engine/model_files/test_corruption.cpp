@@ -8,9 +8,9 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "engine/model_files/gguf_model.h"
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/gguf/gguf_model.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/model_files/gguf_test_files.h"

@@ -8,8 +8,8 @@
 #include <bit>
 #include <cmath>
 
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_writer.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 
 using namespace astrai;

@@ -8,10 +8,10 @@
 
 #include <functional>
 
-#include "engine/model_files/gguf_model.h"
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/gguf_writer.h"
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/gguf/gguf_model.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_writer.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "engine/model_files/load_model.h"
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model_files/hf_config.h"
+#include "engine/model_files/hf/hf_config.h"
 
 using namespace astrai;
 using Catch::Matchers::Contains;

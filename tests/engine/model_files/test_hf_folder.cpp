@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model_files/hf_folder.h"
-#include "engine/model_files/safetensors_writer.h"
+#include "engine/model_files/hf/hf_folder.h"
+#include "engine/model_files/hf/safetensors_writer.h"
 #include "reference/splitmix64.h"
 #include "reference/synthetic_model.h"
 #include "tests/engine/model_files/gguf_test_files.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/model_files/hf_folder.h"
+#include "engine/model_files/hf/hf_folder.h"
 #include "engine/model_files/load_model.h"
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"

@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 
 using namespace astrai;

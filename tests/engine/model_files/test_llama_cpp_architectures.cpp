@@ -39,8 +39,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/hf_folder.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/hf/hf_folder.h"
 #include "engine/model_files/load_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "reference/synthetic_model.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_reader.h"
 #include "engine/model_files/load_model.h"
 #include "engine/model_files/quant/dequantize.h"
 #include "reference/generate.h"

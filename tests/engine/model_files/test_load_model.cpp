@@ -7,7 +7,7 @@
 
 #include <set>
 
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "engine/model_files/load_model.h"
 #include "reference/synthetic_model.h"
 #include "tests/engine/model_files/gguf_test_files.h"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 #include "engine/model_files/quant/dequantize.h"
 #include "quant_oracle.h"
 

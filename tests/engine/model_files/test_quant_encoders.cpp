@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_reader.h"
 #include "engine/model_files/load_model.h"
 #include "engine/model_files/quant/dequantize.h"
 #include "engine/model_files/quant/quantize.h"

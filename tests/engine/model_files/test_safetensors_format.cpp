@@ -12,8 +12,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/model_files/safetensors_file.h"
-#include "engine/model_files/safetensors_writer.h"
+#include "engine/model_files/hf/safetensors_file.h"
+#include "engine/model_files/hf/safetensors_writer.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 #include "tests/engine/model_files/safetensors_test_files.h"
 

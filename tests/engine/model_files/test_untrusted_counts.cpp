@@ -13,9 +13,9 @@
 
 #include <sys/resource.h>
 
-#include "engine/model_files/gguf_model.h"
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/gguf/gguf_model.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_writer.h"
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/model_files/gguf_test_files.h"

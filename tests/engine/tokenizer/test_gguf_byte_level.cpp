@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "engine/model_files/gguf_model.h"
+#include "engine/model_files/gguf/gguf_model.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "reference/synthetic_model.h"
 #include "tests/engine/tokenizer/bpe_oracle_files.h"

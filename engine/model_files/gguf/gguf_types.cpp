@@ -1,5 +1,5 @@
 // Names and storage sizes of GGUF value types and ggml tensor types (see gguf_types.h).
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 
 #include <array>
 #include <bit>

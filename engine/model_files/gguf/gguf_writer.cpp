@@ -1,5 +1,5 @@
 // GGUF v3 writer (see gguf_writer.h; the layout is described in gguf_reader.cpp).
-#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/gguf/gguf_writer.h"
 
 #include <algorithm>
 #include <bit>
@@ -61,33 +61,42 @@ void check_array_types(const GgufValue& v, const std::string& key) {
   }
 }
 
-std::vector<std::byte> encode_floats(std::span<const float> data, GgmlType type) {
-  std::string bytes;
-  switch (type) {
-    case GgmlType::F32:
-      bytes.reserve(data.size() * 4);
-      for (float x : data) append_le<float>(bytes, x);
-      break;
-    case GgmlType::F16:
-      bytes.reserve(data.size() * 2);
-      for (float x : data) append_le<uint16_t>(bytes, float_to_half(x));
-      break;
-    case GgmlType::BF16:
-      bytes.reserve(data.size() * 2);
-      for (float x : data) append_le<uint16_t>(bytes, float_to_bf16(x));
-      break;
-    default: {
-      if (!quant::can_quantize(type))
-        throw std::invalid_argument("GGUF writer stores float tensors as F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K, not " +
-                                    ggml_type_name(type));
-      const auto traits = *ggml_type_traits(uint32_t(type));
-      std::vector<std::byte> blocks(data.size() / traits.block_size * traits.block_bytes);
-      quant::quantize(type, data, blocks);
-      return blocks;
-    }
+// Whether the writer can store float32 values as `type`.
+bool writable(GgmlType type) {
+  return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16 || quant::can_quantize(type);
+}
+
+template <class T, class Convert>
+void store_le(std::span<const float> data, std::vector<std::byte>& out, Convert convert) {
+  out.resize(data.size() * sizeof(T));
+  unsigned char b[sizeof(T)];
+  for (size_t i = 0; i < data.size(); ++i) {
+    const T v = convert(data[i]);
+    std::memcpy(b, &v, sizeof(T));
+    if constexpr (std::endian::native == std::endian::big) std::reverse(b, b + sizeof(T));
+    std::memcpy(out.data() + i * sizeof(T), b, sizeof(T));
   }
-  const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
-  return std::vector<std::byte>(p, p + bytes.size());
+}
+
+// `data` as `n_bytes` bytes of `type` (writable(type); n_bytes from ne and type).
+std::vector<std::byte> encode_floats(std::span<const float> data, GgmlType type, uint64_t n_bytes) {
+  std::vector<std::byte> bytes;
+  switch (type) {
+    case GgmlType::F32: store_le<float>(data, bytes, [](float x) { return x; }); break;
+    case GgmlType::F16: store_le<uint16_t>(data, bytes, float_to_half); break;
+    case GgmlType::BF16: store_le<uint16_t>(data, bytes, float_to_bf16); break;
+    default:
+      bytes.resize(size_t(n_bytes));
+      quant::quantize(type, data, bytes);
+  }
+  return bytes;
+}
+
+// Elements of dimensions check_tensor accepted (their product does not overflow).
+uint64_t element_count(const std::vector<uint64_t>& ne) {
+  uint64_t n = 1;
+  for (auto d : ne) n *= d;
+  return n;
 }
 
 uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
@@ -106,24 +115,41 @@ void GgufWriter::add_metadata(const std::string& key, GgufValue value) {
   metadata_.emplace_back(key, std::move(value));
 }
 
-void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, std::span<const float> data,
-                            GgmlType type) {
+uint64_t GgufWriter::check_tensor(const std::string& name, const std::vector<uint64_t>& ne, GgmlType type) const {
   if (name.size() > kMaxTensorName)
     throw std::invalid_argument("GGUF tensor name '" + name + "' is longer than 63 bytes (ggml's limit)");
   if (ne.empty() || ne.size() > 4)
     throw std::invalid_argument("GGUF tensor '" + name + "' needs 1 to 4 dimensions, got " + std::to_string(ne.size()));
-  std::optional<uint64_t> n = 1;
-  for (auto d : ne) n = n ? checked_mul(*n, d) : n;
-  if (!n || *n != data.size())
-    throw std::invalid_argument("GGUF tensor '" + name + "': dimensions hold " + (n ? std::to_string(*n) : "too many") +
-                                " elements, data has " + std::to_string(data.size()));
   if (tensor_names_.count(name)) throw std::invalid_argument("GGUF tensor '" + name + "' added twice");
-  if (ne[0] % ggml_type_traits(uint32_t(type)).value_or(GgmlTypeTraits{"", 1, 1}).block_size != 0)
+  if (!writable(type))
+    throw std::invalid_argument("GGUF writer stores float tensors as F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K, not " +
+                                ggml_type_name(type));
+  const auto traits = *ggml_type_traits(uint32_t(type));
+  if (ne[0] % traits.block_size != 0)
     throw std::invalid_argument("GGUF tensor '" + name + "': rows of " + std::to_string(ne[0]) +
                                 " are not a multiple of the " + ggml_type_name(type) + " block");
-  auto bytes = encode_floats(data, type);  // validates type before anything is recorded
+  std::optional<uint64_t> n = 1;
+  for (auto d : ne) n = n ? checked_mul(*n, d) : n;
+  const auto bytes = n ? checked_mul(*n / traits.block_size, traits.block_bytes) : std::nullopt;
+  if (!bytes) throw std::invalid_argument("GGUF tensor '" + name + "': its dimensions overflow 64 bits");
+  return *bytes;
+}
+
+void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, std::span<const float> data,
+                            GgmlType type) {
+  const uint64_t n_bytes = check_tensor(name, ne, type);
+  const uint64_t n = element_count(ne);
+  if (n != data.size())
+    throw std::invalid_argument("GGUF tensor '" + name + "': dimensions hold " + std::to_string(n) +
+                                " elements, data has " + std::to_string(data.size()));
   tensor_names_.insert(name);
-  tensors_.push_back({name, std::move(ne), type, std::move(bytes)});
+  tensors_.push_back({name, std::move(ne), type, n_bytes, encode_floats(data, type, n_bytes), nullptr});
+}
+
+void GgufWriter::add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type, Producer produce) {
+  const uint64_t n_bytes = check_tensor(name, ne, type);
+  tensor_names_.insert(name);
+  tensors_.push_back({name, std::move(ne), type, n_bytes, {}, std::move(produce)});
 }
 
 void GgufWriter::write(const std::string& path) const {
@@ -144,7 +170,7 @@ void GgufWriter::write(const std::string& path) const {
     for (auto d : t.ne) append_le<uint64_t>(head, d);
     append_le<uint32_t>(head, uint32_t(t.type));
     append_le<uint64_t>(head, offset);
-    offset = align_up(offset + t.bytes.size(), alignment_);
+    offset = align_up(offset + t.n_bytes, alignment_);
   }
   head.resize(size_t(align_up(head.size(), alignment_)), '\0');
 
@@ -154,10 +180,26 @@ void GgufWriter::write(const std::string& path) const {
     if (!out) throw std::runtime_error(path + ": cannot open " + tmp + " for writing");
     out.write(head.data(), std::streamsize(head.size()));
     const std::string zeros(alignment_, '\0');
-    for (const auto& t : tensors_) {
-      out.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
-      const uint64_t pad = align_up(t.bytes.size(), alignment_) - t.bytes.size();
-      out.write(zeros.data(), std::streamsize(pad));
+    try {
+      for (const auto& t : tensors_) {
+        std::vector<std::byte> made;  // a produced tensor's bytes, freed after it is written
+        if (t.produce) {
+          const std::vector<float> values = t.produce();
+          if (values.size() != element_count(t.ne))
+            throw std::invalid_argument("GGUF tensor '" + t.name + "': dimensions hold " +
+                                        std::to_string(element_count(t.ne)) + " elements, its producer made " +
+                                        std::to_string(values.size()));
+          made = encode_floats(values, t.type, t.n_bytes);
+        }
+        const auto& bytes = t.produce ? made : t.bytes;
+        out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+        const uint64_t pad = align_up(bytes.size(), alignment_) - bytes.size();
+        out.write(zeros.data(), std::streamsize(pad));
+      }
+    } catch (...) {  // a producer failed: no half-written file is left
+      out.close();
+      std::remove(tmp.c_str());
+      throw;
     }
     out.close();
     if (!out) {

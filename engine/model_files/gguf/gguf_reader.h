@@ -21,7 +21,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 #include "engine/model_files/mapped_file.h"
 
 namespace astrai {

@@ -7,7 +7,7 @@
 //   padding to general.alignment | data section (tensor offsets are relative to its start)
 // where a string is uint64 length + bytes, and an array value is
 // uint32 element type | uint64 count | count x value.
-#include "engine/model_files/gguf_reader.h"
+#include "engine/model_files/gguf/gguf_reader.h"
 
 #include <cmath>
 #include <limits>
@@ -353,18 +353,20 @@ void GgufReader::read_tensor_floats(const GgufTensorInfo& info, std::span<float>
     return uint16_t(std::to_integer<uint16_t>(bytes[2 * i]) | (std::to_integer<uint16_t>(bytes[2 * i + 1]) << 8));
   };
   switch (info.type) {
-    case GgmlType::F32: copy_le_floats(bytes, out); return;
+    case GgmlType::F32: copy_le_floats(bytes, out); break;
     case GgmlType::F16:
       for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(half_bits(i));
-      return;
+      break;
     case GgmlType::BF16:
       for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(half_bits(i));
-      return;
+      break;
     default:
-      if (quant::can_dequantize(info.type)) return quant::dequantize(info.type, bytes, out);
-      throw std::runtime_error(path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
-                               "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K");
+      if (!quant::can_dequantize(info.type))
+        throw std::runtime_error(path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
+                                 "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K");
+      quant::dequantize(info.type, bytes, out);
   }
+  file_.release(bytes);  // converted: the float32 copy is what the caller keeps
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // safetensors writer (see safetensors_writer.h).
-#include "engine/model_files/safetensors_writer.h"
+#include "engine/model_files/hf/safetensors_writer.h"
 
 #include <cstdio>
 #include <cstring>

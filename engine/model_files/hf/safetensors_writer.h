@@ -17,7 +17,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "engine/model_files/safetensors_file.h"
+#include "engine/model_files/hf/safetensors_file.h"
 
 namespace astrai {
 

@@ -1,5 +1,5 @@
 // llama2.c legacy checkpoint reader (layout in llama2c_checkpoint.h).
-#include "engine/model_files/llama2c_checkpoint.h"
+#include "engine/model_files/llama2c/llama2c_checkpoint.h"
 
 #include <array>
 #include <span>

@@ -15,8 +15,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/model_files/hf_config.h"
-#include "engine/model_files/safetensors_file.h"
+#include "engine/model_files/hf/hf_config.h"
+#include "engine/model_files/model_source.h"
+#include "engine/model_files/hf/safetensors_file.h"
 #include "reference/model_weights.h"
 
 namespace astrai {
@@ -43,6 +44,19 @@ bool is_hf_folder(const std::string& path);
 // then a copy of the embedding). Throws std::runtime_error naming the file and
 // the field or tensor.
 HfModelFolder load_hf_folder(const std::string& dir);
+
+// The folder with its weights left in the files: `folder` is what
+// load_hf_folder gives but for weights (only weights.config is set), and
+// `weights` reads them one tensor at a time from the memory-mapped
+// safetensors files (rotate-half layout; tied as config.json says), each
+// tensor's pages dropped from the process once converted. The same checks as
+// load_hf_folder, all made here before anything is read, except a tensor's
+// dtype, made when it is read. What `astrai convert` streams from.
+struct HfFolderSource {
+  HfModelFolder folder;
+  ModelSource weights;
+};
+HfFolderSource open_hf_folder(const std::string& dir);
 
 // How write_hf_folder stores the weights.
 struct HfWriteOptions {

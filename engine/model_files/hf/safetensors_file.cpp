@@ -1,5 +1,5 @@
 // safetensors parsing with every length, shape and range checked (see safetensors_file.h).
-#include "engine/model_files/safetensors_file.h"
+#include "engine/model_files/hf/safetensors_file.h"
 
 #include <algorithm>
 #include <set>
@@ -238,17 +238,18 @@ void SafetensorsFile::read_tensor_floats(const SafetensorsTensorInfo& info, std:
     return uint16_t(std::to_integer<uint16_t>(bytes[2 * i]) | (std::to_integer<uint16_t>(bytes[2 * i + 1]) << 8));
   };
   switch (info.dtype) {
-    case SafetensorsDType::F32: copy_le_floats(bytes, out); return;
+    case SafetensorsDType::F32: copy_le_floats(bytes, out); break;
     case SafetensorsDType::F16:
       for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(bits16(i));
-      return;
+      break;
     case SafetensorsDType::BF16:
       for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(bits16(i));
-      return;
+      break;
     default:
       throw std::runtime_error(path() + ": tensor '" + info.name + "' has dtype " + safetensors_dtype_name(info.dtype) +
                                "; only F32, F16 and BF16 tensors can be read");
   }
+  file_.release(bytes);  // converted: the float32 copy is what the caller keeps
 }
 
 void SafetensorsFile::check_shape(const SafetensorsTensorInfo& info, std::span<const size_t> want,

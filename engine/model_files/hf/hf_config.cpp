@@ -1,5 +1,5 @@
 // config.json and generation_config.json of Hugging Face model folders (see hf_config.h).
-#include "engine/model_files/hf_config.h"
+#include "engine/model_files/hf/hf_config.h"
 
 #include "engine/model_files/architectures.h"
 
@@ -117,9 +117,7 @@ HfArchitecture read_architecture(const Fields& f) {
   const std::string name = list[0].get<std::string>();
   for (const auto& a : architectures())
     if (name == a.hf_name) return a.id;
-  f.fail("architectures", "names '" + name +
-                              "', which is not supported (supported: LlamaForCausalLM, MistralForCausalLM, "
-                              "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  f.fail("architectures", "names '" + name + "', which is not supported (supported: " + hf_architecture_names() + ")");
 }
 
 // rope_theta and rope_scaling: transformers 4.x writes "rope_theta" and
@@ -166,7 +164,7 @@ void refuse_unsupported(const Fields& f, HfArchitecture arch) {
       f.fail(key, "is '" + *act + "'; only 'silu' (SwiGLU) is supported");
   // Qwen 2's q/k/v biases are implied by its architecture; elsewhere
   // attention_bias would add biases to q, k, v and o.
-  if (arch != HfArchitecture::Qwen2 && f.optional_bool("attention_bias").value_or(false))
+  if (!architecture(arch).qkv_bias && f.optional_bool("attention_bias").value_or(false))
     f.fail("attention_bias", "is true: attention projection biases are only supported as Qwen 2's q/k/v biases");
   if (f.optional_bool("mlp_bias").value_or(false)) f.fail("mlp_bias", "is true: MLP biases are not supported");
 }
@@ -200,21 +198,21 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   read_rope(f, origin, c);
   c.rope_layout = RopeLayout::RotateHalf;  // Hugging Face's q/k rows pair x[i] with x[i + head_dim/2]
   if (const auto head_dim = f.optional_positive("head_dim")) c.explicit_head_dim = *head_dim;
-  if (out.architecture == HfArchitecture::Qwen3 && c.explicit_head_dim == 0)
+  const Architecture& row = architecture(out.architecture);
+  if (row.head_dim_required && c.explicit_head_dim == 0)
     f.require("head_dim");  // Qwen3Config's default (128) is not hidden_size / heads: make it explicit
-  c.qkv_bias = architecture(out.architecture).qkv_bias;
-  c.qk_norm = architecture(out.architecture).qk_norm;
+  c.qkv_bias = row.qkv_bias;
+  c.qk_norm = row.qk_norm;
   out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(false);
 
   // Sliding-window attention: a token attends to at most the last `window`
   // positions. While the sequence is no longer than the window that is exactly
   // full causal attention, so capping the context at the window makes the
   // full-attention forward pass exact (and longer contexts are refused, not
-  // computed wrongly). Mistral applies sliding_window when it is not null;
-  // Qwen 2 / 3 only when use_sliding_window is true.
-  const bool window_applies = out.architecture == HfArchitecture::Mistral ||
-                              ((out.architecture == HfArchitecture::Qwen2 || out.architecture == HfArchitecture::Qwen3) &&
-                               f.optional_bool("use_sliding_window").value_or(false));
+  // computed wrongly). When the window applies is the row's rule.
+  const bool window_applies =
+      row.sliding_window == SlidingWindowRule::WhenSet ||
+      (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow && f.optional_bool("use_sliding_window").value_or(false));
   if (window_applies) {
     if (const auto window = f.optional_positive("sliding_window"); window && *window < c.max_seq_len) {
       out.sliding_window = *window;
@@ -282,14 +280,15 @@ double json_float(float x) {
 std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_word_embeddings,
                            const std::string& torch_dtype) {
   c.validate();
-  if (hf_architecture_for(c) != arch && !(arch == HfArchitecture::Mistral && hf_architecture_for(c) == HfArchitecture::Llama))
+  const Architecture& names = architecture(arch);
+  // Options, not ids: Mistral's row has Llama's (hf_architecture_for gives Llama).
+  if (names.qkv_bias != c.qkv_bias || names.qk_norm != c.qk_norm)
     throw std::invalid_argument("hf_config_json: a model with" + std::string(c.qkv_bias ? " qkv_bias" : "") +
                                 (c.qk_norm ? " qk_norm" : "") + (!c.qkv_bias && !c.qk_norm ? "out qkv_bias or qk_norm" : "") +
                                 " is not a " + hf_architecture_name(arch));
   if (c.rope_layout != RopeLayout::RotateHalf)
     throw std::invalid_argument("hf_config_json: Hugging Face checkpoints use rotate-half RoPE; this model's q/k rows "
                                 "pair adjacent dimensions");
-  const Architecture& names = architecture(arch);
   Json j = Json::object();
   j["architectures"] = {names.hf_name};
   j["model_type"] = names.model_type;
@@ -305,7 +304,7 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   j["hidden_act"] = "silu";
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (!torch_dtype.empty()) j["torch_dtype"] = torch_dtype;
-  if (c.explicit_head_dim > 0 || arch == HfArchitecture::Qwen3) j["head_dim"] = c.head_dim();
+  if (c.explicit_head_dim > 0 || names.head_dim_required) j["head_dim"] = c.head_dim();
   if (c.rope_scaling.enabled()) {
     j["rope_scaling"] = {{"rope_type", "llama3"},
                          {"factor", json_float(c.rope_scaling.factor)},
@@ -315,12 +314,7 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   } else {
     j["rope_scaling"] = nullptr;
   }
-  switch (arch) {
-    case HfArchitecture::Llama: j["attention_bias"] = false; j["mlp_bias"] = false; break;
-    case HfArchitecture::Mistral: j["sliding_window"] = nullptr; break;
-    case HfArchitecture::Qwen2: j["use_sliding_window"] = false; break;
-    case HfArchitecture::Qwen3: j["attention_bias"] = false; j["use_sliding_window"] = false; break;
-  }
+  j.update(Json::parse(names.config_json_extras));
   return j.dump(2) + "\n";
 }
 

@@ -6,22 +6,21 @@
 // already use adjacent pairs; Hugging Face weights are rotate-half, so their
 // wq/wk rows are permuted for `llama` as llama.cpp's converter does
 // (rope_layout.h) and kept as they are for Qwen.
-#include "engine/model_files/gguf_model.h"
+#include "engine/model_files/gguf/gguf_model.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include "engine/model_files/architectures.h"
-#include "engine/model_files/gguf_reader.h"
-#include "engine/model_files/hf_config.h"
+#include "engine/model_files/gguf/gguf_reader.h"
+#include "engine/model_files/hf/hf_config.h"
 #include "engine/model_files/rope_layout.h"
 #include "reference/rope.h"
 #include "engine/tokenizer/gguf_tokenizer.h"
-#include "engine/model_files/gguf_writer.h"
+#include "engine/model_files/gguf/gguf_writer.h"
 #include "engine/model_files/weight_table.h"
 
 namespace astrai {
@@ -77,10 +76,6 @@ GgmlType ggml_type_of(GgufDType dtype) {
 GgmlType matrix_type_for(GgmlType wanted, size_t row) {
   if (row % ggml_type_traits(uint32_t(wanted))->block_size == 0) return wanted;
   return row % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
-}
-
-bool same_bits(const xt::xtensor<float, 2>& a, const xt::xtensor<float, 2>& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // ---- reading ----
@@ -255,18 +250,24 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   }
 }
 
-void add_weights(GgufWriter& out, const ModelWeights& w, GgmlType wanted) {
-  // 1-D weights (norms, biases) stay F32, as llama.cpp's converter keeps
-  // them; a matrix's rows hold dim, q_dim or hidden weights.
-  const auto type_for = [&](const auto& t) {
-    return t.dimension() == 1 ? GgmlType::F32 : matrix_type_for(wanted, t.shape(1));
-  };
-  const bool tied = same_bits(w.classifier, w.token_embedding);
-  for_each_model_tensor(w.config, tied, [&](const ModelTensor& t) {
-    visit_weight(w, t, [&](const auto& field) { out.add_tensor(t.gguf_name(), field, type_for(field)); });
+// The tensors, each made only when the writer reaches it (gguf_writer.h):
+// read from the source, moved to the layout llama.cpp runs the architecture
+// with, encoded, written, freed.
+void add_weights(GgufWriter& out, const ModelSource& source, RopeLayout layout, GgmlType wanted) {
+  const ModelConfig& c = source.config;
+  for_each_model_tensor(c, source.tied, [&](const ModelTensor& t) {
+    // 1-D weights (norms, biases) stay F32, as llama.cpp's converter keeps
+    // them; a matrix's rows hold dim, q_dim or hidden weights.
+    const GgmlType type = t.shape.size() == 1 ? GgmlType::F32 : matrix_type_for(wanted, t.shape[1]);
+    out.add_tensor(t.gguf_name(), std::vector<uint64_t>(t.shape.rbegin(), t.shape.rend()), type,
+                   [&source, &c, t, layout] {
+                     std::vector<float> values = source.read(t);
+                     to_rope_layout(values, t, c, layout);
+                     return values;
+                   });
   });
-  if (w.config.rope_scaling.enabled()) {
-    const auto factors = rope_freq_factors(w.config);
+  if (c.rope_scaling.enabled()) {
+    const auto factors = rope_freq_factors(c);
     out.add_tensor("rope_freqs.weight", {factors.size()}, factors, GgmlType::F32);
   }
 }
@@ -307,20 +308,28 @@ GgufModel read_gguf_model(const std::string& path) {
   return GgufModel{std::move(weights), std::move(tokenizer), name, chat_template};
 }
 
+void write_gguf_model(const std::string& path, const ModelSource& source, const Tokenizer& tokenizer, GgufDType dtype,
+                      const std::string& name, const std::string& chat_template) {
+  source.config.validate();
+  if (tokenizer.vocab_size() != source.config.vocab_size)
+    throw std::invalid_argument("write_gguf_model: tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                                " pieces, the model's vocabulary " + std::to_string(source.config.vocab_size));
+  // The layout llama.cpp runs the architecture with (see the top of this file).
+  const RopeLayout layout = rope_layout_of(architecture_of(source.config));
+  ModelConfig stored = source.config;
+  stored.rope_layout = layout;
+  GgufWriter out;
+  add_config(out, stored, dtype, name);
+  add_gguf_tokenizer(out, tokenizer);
+  if (!chat_template.empty()) out.add_metadata("tokenizer.chat_template", chat_template);
+  add_weights(out, source, layout, ggml_type_of(dtype));
+  out.write(path);
+}
+
 void write_gguf_model(const std::string& path, const ModelWeights& weights, const Tokenizer& tokenizer,
                       GgufDType dtype, const std::string& name, const std::string& chat_template) {
   weights.validate_shapes();
-  if (tokenizer.vocab_size() != weights.config.vocab_size)
-    throw std::invalid_argument("write_gguf_model: tokenizer has " + std::to_string(tokenizer.vocab_size()) +
-                                " pieces, the model's vocabulary " + std::to_string(weights.config.vocab_size));
-  // The layout llama.cpp runs the architecture with (see the top of this file).
-  const ModelWeights stored = with_rope_layout(weights, rope_layout_of(architecture_of(weights.config)));
-  GgufWriter out;
-  add_config(out, stored.config, dtype, name);
-  add_gguf_tokenizer(out, tokenizer);
-  if (!chat_template.empty()) out.add_metadata("tokenizer.chat_template", chat_template);
-  add_weights(out, stored, ggml_type_of(dtype));
-  out.write(path);
+  write_gguf_model(path, model_source(weights), tokenizer, dtype, name, chat_template);
 }
 
 }  // namespace astrai

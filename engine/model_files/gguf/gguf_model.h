@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "engine/model_files/model_source.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
 
@@ -47,5 +48,12 @@ GgufModel read_gguf_model(const std::string& path);
 // std::runtime_error when the file cannot be written.
 void write_gguf_model(const std::string& path, const ModelWeights& weights, const Tokenizer& tokenizer,
                       GgufDType dtype, const std::string& name, const std::string& chat_template = "");
+// The same from a source read tensor by tensor: the file is written as each
+// tensor is read and converted, so the model is never whole in memory (one
+// tensor's float32 values and bytes at a time). The file is the one the
+// overload above writes for the same weights, byte for byte, given the same
+// tie (output.weight is left out when source.tied).
+void write_gguf_model(const std::string& path, const ModelSource& source, const Tokenizer& tokenizer, GgufDType dtype,
+                      const std::string& name, const std::string& chat_template = "");
 
 }  // namespace astrai

@@ -89,6 +89,15 @@ class SafetensorsFile {
     read_tensor_floats(info, std::span<float>(out.data(), out.size()));
     return out;
   }
+  // The same as a vector of any rank's values.
+  std::vector<float> read_tensor_values(const std::string& name, std::span<const size_t> shape,
+                                        const std::string& expected_from = "the caller") const {
+    const auto& info = require_tensor(name);
+    check_shape(info, shape, expected_from);
+    std::vector<float> out(size_t(info.n_elements));
+    read_tensor_floats(info, out);
+    return out;
+  }
 
  private:
   void parse();

@@ -1,7 +1,7 @@
 // Hugging Face model folders <-> ModelWeights (see hf_folder.h).
 //
 // Tensor names and shapes: weight_table.h (the hf_name column).
-#include "engine/model_files/hf_folder.h"
+#include "engine/model_files/hf/hf_folder.h"
 
 #include <algorithm>
 #include <array>
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model_files/safetensors_writer.h"
+#include "engine/model_files/hf/safetensors_writer.h"
 #include "engine/model_files/weight_table.h"
 #include "engine/text/read_file.h"
 
@@ -59,13 +59,22 @@ class TensorSource {
 
   template <size_t N>
   xt::xtensor<float, N> read(const std::string& name, const std::array<size_t, N>& shape) const {
-    const auto it = where_.find(name);
-    if (it == where_.end())
-      throw std::runtime_error(dir_.string() + ": tensor '" + name + "' is missing (config.json's model needs it)");
-    return it->second->read_tensor<N>(name, shape, "config.json");
+    return file_of(name).read_tensor<N>(name, shape, "config.json");
+  }
+  // The same as a vector of float32 values.
+  std::vector<float> read_values(const ModelTensor& t) const {
+    const std::string name = t.hf_name();
+    return file_of(name).read_tensor_values(name, t.shape, "config.json");
   }
 
  private:
+  const SafetensorsFile& file_of(const std::string& name) const {
+    const auto it = where_.find(name);
+    if (it == where_.end())
+      throw std::runtime_error(dir_.string() + ": tensor '" + name + "' is missing (config.json's model needs it)");
+    return *it->second;
+  }
+
   // The index: {"metadata": {...}, "weight_map": {"tensor": "shard file", ...}}.
   void open_sharded(const fs::path& index_path) {
     const std::string where = index_path.string();
@@ -116,20 +125,21 @@ class TensorSource {
   std::map<std::string, const SafetensorsFile*> where_;
 };
 
-ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf) {
-  const ModelConfig& c = hf.config;
-  const std::vector<ModelTensor> tensors = model_tensors(c, hf.tie_word_embeddings);
-  // Every tensor in the files must be one the model uses (or a harmless
-  // extra); checked before anything is read.
+// Every tensor in the files must be one the model uses (or a harmless
+// extra); checked before anything is read.
+void check_tensor_names(const TensorSource& src, const HfModelConfig& hf) {
   std::set<std::string> wanted;
-  for (const auto& t : tensors) wanted.insert(t.hf_name());
+  for (const auto& t : model_tensors(hf.config, hf.tie_word_embeddings)) wanted.insert(t.hf_name());
   for (const auto& [name, file] : src.tensors()) {
     if (wanted.count(name) || harmless_extra(name)) continue;
     if (name == "lm_head.weight" && hf.tie_word_embeddings) continue;  // tied: the embedding is the classifier
     throw std::runtime_error(file->path() + ": unexpected tensor '" + name + "': a " +
                              hf_architecture_name(hf.architecture) + " with this config.json has no such weight");
   }
-  return read_model_weights(c, hf.tie_word_embeddings, [&](const ModelTensor& t, const auto& shape) {
+}
+
+ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf) {
+  return read_model_weights(hf.config, hf.tie_word_embeddings, [&](const ModelTensor& t, const auto& shape) {
     return src.read<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.hf_name(), shape);
   });
 }
@@ -160,25 +170,51 @@ bool is_hf_folder(const std::string& path) {
   return fs::is_directory(path, ec) && fs::is_regular_file(fs::path(path) / kConfig, ec);
 }
 
-HfModelFolder load_hf_folder(const std::string& dir_string) {
+namespace {
+
+// The folder's config and files, its tensors listed and checked, nothing read.
+struct OpenFolder {
+  HfModelConfig hf;
+  std::shared_ptr<const TensorSource> tensors;
+  HfModelFolder folder;  // weights empty but for weights.config
+};
+
+OpenFolder open_folder(const std::string& dir_string) {
   const fs::path dir(dir_string);
   if (!fs::is_directory(dir)) throw std::runtime_error(dir_string + ": not a directory");
   if (!fs::exists(dir / kConfig))
     throw std::runtime_error(dir_string + ": no config.json (not a Hugging Face model folder)");
-  const HfModelConfig hf = parse_hf_config(read_text(dir / kConfig), (dir / kConfig).string());
-  const TensorSource src(dir);
-  HfModelFolder out;
-  out.weights = read_weights(src, hf);
-  out.architecture = hf.architecture;
+  OpenFolder open{parse_hf_config(read_text(dir / kConfig), (dir / kConfig).string()),
+                  std::make_shared<const TensorSource>(dir), {}};
+  check_tensor_names(*open.tensors, open.hf);
+  HfModelFolder& out = open.folder;
+  out.weights.config = open.hf.config;
+  out.architecture = open.hf.architecture;
   if (fs::exists(dir / kGenerationConfig))
     out.generation = parse_hf_generation_config(read_text(dir / kGenerationConfig), (dir / kGenerationConfig).string(),
-                                                hf.config.vocab_size);
-  if (out.generation.eos_token_ids.empty()) out.generation.eos_token_ids = hf.eos_token_ids;
-  if (!out.generation.bos_token_id) out.generation.bos_token_id = hf.bos_token_id;
+                                                open.hf.config.vocab_size);
+  if (out.generation.eos_token_ids.empty()) out.generation.eos_token_ids = open.hf.eos_token_ids;
+  if (!out.generation.bos_token_id) out.generation.bos_token_id = open.hf.bos_token_id;
   if (fs::exists(dir / "tokenizer.json")) out.tokenizer_json = (dir / "tokenizer.json").string();
   if (fs::exists(dir / "tokenizer_config.json")) out.tokenizer_config_json = (dir / "tokenizer_config.json").string();
   out.name = folder_name(dir);
-  return out;
+  return open;
+}
+
+}  // namespace
+
+HfModelFolder load_hf_folder(const std::string& dir) {
+  OpenFolder open = open_folder(dir);
+  open.folder.weights = read_weights(*open.tensors, open.hf);
+  return std::move(open.folder);
+}
+
+HfFolderSource open_hf_folder(const std::string& dir) {
+  OpenFolder open = open_folder(dir);
+  auto tensors = open.tensors;
+  return HfFolderSource{std::move(open.folder),
+                        ModelSource{open.hf.config, open.hf.tie_word_embeddings,
+                                    [tensors](const ModelTensor& t) { return tensors->read_values(t); }}};
 }
 
 std::string hf_torch_dtype_name(SafetensorsDType dtype) {

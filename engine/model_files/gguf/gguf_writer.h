@@ -1,10 +1,15 @@
 // Writes GGUF version 3 files: metadata of any value type and float32 tensors
-// stored as F32, F16 or BF16, with every tensor's data aligned to the file's
-// alignment (general.alignment, 32 by default).
+// stored as F32, F16 or BF16 or quantized, with every tensor's data aligned to
+// the file's alignment (general.alignment, 32 by default). A tensor's bytes
+// are known in size before its values are (ne and type fix it), so write()
+// lays out the header with every offset first and then streams the data: a
+// tensor added with a producer is made, encoded, written and freed one at a
+// time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -13,7 +18,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "engine/model_files/gguf_types.h"
+#include "engine/model_files/gguf/gguf_types.h"
 
 namespace astrai {
 
@@ -35,6 +40,13 @@ class GgufWriter {
   // duplicate name or bad arguments.
   void add_tensor(const std::string& name, std::vector<uint64_t> ne, std::span<const float> data, GgmlType type);
 
+  // The same, with the values made only when write() reaches the tensor:
+  // `produce` returns product(ne) float32 values (checked then; a wrong count
+  // throws std::invalid_argument and no file is left). Arguments are checked
+  // now, as above.
+  using Producer = std::function<std::vector<float>()>;
+  void add_tensor(const std::string& name, std::vector<uint64_t> ne, GgmlType type, Producer produce);
+
   // A row-major xtensor: shape [out][in] is stored with ne = [in, out].
   template <size_t N>
   void add_tensor(const std::string& name, const xt::xtensor<float, N>& t, GgmlType type) {
@@ -51,8 +63,12 @@ class GgufWriter {
     std::string name;
     std::vector<uint64_t> ne;
     GgmlType type;
-    std::vector<std::byte> bytes;  // already converted to `type`
+    uint64_t n_bytes;              // the size of its data in the file
+    std::vector<std::byte> bytes;  // already converted to `type`, or
+    Producer produce;              // its values, made when written
   };
+  // Checks a new tensor's arguments; returns its data's size in bytes.
+  uint64_t check_tensor(const std::string& name, const std::vector<uint64_t>& ne, GgmlType type) const;
   uint32_t alignment_;
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::unordered_set<std::string> keys_;
