@@ -30,6 +30,9 @@ bool needs_escape(uint8_t b) { return b < 0x20 || b == '"' || b == '\\'; }
 
 // Canonical decimal strings of [a, b], both with the same number of digits.
 Expr same_length_range(const std::string& a, const std::string& b) {
+  // Every string of this length: without this the recursion below is exponential.
+  if (a.find_first_not_of('0') == std::string::npos && b.find_first_not_of('9') == std::string::npos)
+    return repeat(digit(), int(a.size()), int(a.size()));
   if (a.size() == 1) return bytes({{uint8_t(a[0]), uint8_t(b[0])}});
   const std::string ra = a.substr(1), rb = b.substr(1);
   if (a[0] == b[0]) return seq({byte_char(uint8_t(a[0])), same_length_range(ra, rb)});

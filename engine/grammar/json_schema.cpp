@@ -374,8 +374,11 @@ class SchemaCompiler {
           names.push_back(name.get<std::string>());
           members.push_back({member(name.get<std::string>(), json_.value()), true});
         }
-    // Absent additionalProperties means none (as xgrammar's strict mode): still valid.
+    // Absent additionalProperties: none when properties are listed (as
+    // xgrammar's strict mode; the output is still valid), any when none are
+    // ({"type": "object"} is any object).
     std::optional<Expr> extra;
+    if (!s.contains("additionalProperties") && !s.contains("properties")) extra = json_.value();
     if (s.contains("additionalProperties")) {
       const Json& a = s["additionalProperties"];
       if (a.is_boolean()) {
