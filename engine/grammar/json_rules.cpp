@@ -111,8 +111,9 @@ Expr integer_range(int64_t lo, int64_t hi) {
   return alts.size() == 1 ? std::move(alts[0]) : alt(std::move(alts));
 }
 
+Expr JsonRules::ws() const { return repeat(bytes({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}}), 0, kMaxWhitespace); }
+
 JsonRules::JsonRules(GrammarBuilder& b) {
-  ws_ = b.add("whitespace", repeat(bytes({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}}), 0, kMaxWhitespace));
   string_ = b.add("string", seq({byte_char('"'), star(json_string_char()), byte_char('"')}));
   const Expr natural = alt({byte_char('0'), seq({bytes({{'1', '9'}}), repeat(digit(), 0, 17)})});
   integer_ = b.add("integer", seq({optional(byte_char('-')), natural}));
