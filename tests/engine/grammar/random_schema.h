@@ -107,6 +107,9 @@ class SchemaGenerator {
         const int lo = int(rng_() % 3);
         if (coin(2)) s["minItems"] = lo;
         if (coin(2)) s["maxItems"] = lo + int(rng_() % 4);
+        // items: false allows no more than the prefix (more would be unsatisfiable).
+        if (s.contains("items") && s["items"] == false && s.contains("minItems"))
+          s["minItems"] = std::min(s["minItems"].get<size_t>(), s["prefixItems"].size());
         return s;
       }
       default: {
