@@ -6,6 +6,8 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
+#include <thread>
+
 #include "engine/grammar/compile_constraint.h"
 #include "tests/engine/grammar/random_schema.h"
 #include "tests/engine/grammar/token_helpers.h"
@@ -124,4 +126,30 @@ TEST_CASE("token constraint: refusals leave the state unchanged; forks are indep
   CHECK(astrai::test::mask_ids(*c, pieces.size()) == std::vector<int>{eos});
   CHECK(c->accept_token(eos));
   CHECK(astrai::test::mask_ids(*c, pieces.size()).empty());
+}
+
+TEST_CASE("one compiled constraint shared by threads fills its token cache once, consistently", "[grammar][mask]") {
+  const SmallVocabulary v = small_vocabulary(7);
+  const char* schema =
+      R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"string","maxLength":4}},"b":{"enum":["x","y"]}},"required":["a"]})";
+  const std::string text = R"({"a": ["é\n", "", "q\"r"], "b": "y"})";
+  std::mt19937_64 rng(3);
+  const auto ids = random_tokenization(text, v.pieces, rng);
+  auto masks_along = [&](const CompiledConstraint& compiled) {
+    std::vector<std::vector<int>> masks;
+    auto c = compiled.start();
+    for (const int id : ids) {
+      masks.push_back(astrai::test::mask_ids(*c, v.pieces.size()));
+      if (!c->accept_token(id)) break;
+    }
+    return masks;
+  };
+  const auto reference = masks_along(*compile_constraint({ConstraintSpec::Kind::JsonSchema, schema, {}}, v.vocab));
+  REQUIRE(reference.size() == ids.size());
+  const auto shared = compile_constraint({ConstraintSpec::Kind::JsonSchema, schema, {}}, v.vocab);
+  std::vector<std::vector<std::vector<int>>> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t) threads.emplace_back([&, t] { results[t] = masks_along(*shared); });
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) CHECK(r == reference);
 }

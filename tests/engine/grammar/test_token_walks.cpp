@@ -15,6 +15,7 @@
 #include "tests/engine/grammar/random_schema.h"
 #include "tests/engine/grammar/token_helpers.h"
 #include "tests/engine/tokenizer/bpe_oracle_files.h"
+#include "tests/support/sanitized_build.h"
 
 using namespace astrai::grammar;
 using astrai::test::OrderedJson;
@@ -115,7 +116,10 @@ void run_vocabulary(const std::string& name, uint64_t seed) {
     };
     return word() + "@" + word() + ".com";
   });
-  for (int i = 0; i < 12; ++i) schemas.push_back(gen.make_root());
+  // The sanitizer stage looks for memory errors along each path: a few schemas
+  // do (each new grammar position walks the whole vocabulary trie, slow at -O0).
+  const int random_schemas = astrai::test::kSanitizedBuild ? 2 : 12;
+  for (int i = 0; i < random_schemas; ++i) schemas.push_back(gen.make_root());
   int finished = 0;
   for (const auto& schema : schemas) {
     INFO("schema " << schema.dump());
@@ -138,7 +142,7 @@ void run_vocabulary(const std::string& name, uint64_t seed) {
       }
   }
   // The step bound cuts long strings short; most walks still finish.
-  CHECK(finished >= 5);
+  if (!astrai::test::kSanitizedBuild) CHECK(finished >= 5);
 }
 
 }  // namespace
