@@ -50,10 +50,11 @@ Expr natural_range(int64_t a, int64_t b) {
   const size_t la = std::to_string(a).size(), lb = std::to_string(b).size();
   int64_t low = 1;  // 10^(L-1)
   for (size_t l = 1; l < la; ++l) low *= 10;
-  for (size_t l = la; l <= lb; ++l, low *= 10) {
+  for (size_t l = la; l <= lb; ++l) {
     const int64_t lo = std::max(a, l == 1 ? int64_t(0) : low);
-    const int64_t hi = l == 19 ? b : std::min(b, low * 10 - 1);
+    const int64_t hi = l == lb ? b : low * 10 - 1;  // l < lb <= 19 digits: low * 10 fits
     if (lo <= hi) alts.push_back(same_length_range(std::to_string(lo), std::to_string(hi)));
+    if (l < lb) low *= 10;
   }
   return alts.size() == 1 ? std::move(alts[0]) : alt(std::move(alts));
 }
@@ -111,8 +112,9 @@ Expr integer_range(int64_t lo, int64_t hi) {
   return alts.size() == 1 ? std::move(alts[0]) : alt(std::move(alts));
 }
 
+Expr JsonRules::ws() const { return repeat(bytes({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}}), 0, kMaxWhitespace); }
+
 JsonRules::JsonRules(GrammarBuilder& b) {
-  ws_ = b.add("whitespace", repeat(bytes({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}}), 0, kMaxWhitespace));
   string_ = b.add("string", seq({byte_char('"'), star(json_string_char()), byte_char('"')}));
   const Expr natural = alt({byte_char('0'), seq({bytes({{'1', '9'}}), repeat(digit(), 0, 17)})});
   integer_ = b.add("integer", seq({optional(byte_char('-')), natural}));

@@ -28,7 +28,11 @@ inline constexpr int64_t kMaxJsonInteger = 999'999'999'999'999'999;
 class JsonRules {
  public:
   explicit JsonRules(GrammarBuilder& b);
-  Expr ws() const { return call(ws_); }
+  // Inline, not a rule of its own: a token such as ` "name` then stays inside
+  // the enclosing rule, where the token cache decides it; as a called rule,
+  // every token that starts with a space would be uncertain (half of a BPE
+  // vocabulary, checked again at every step).
+  Expr ws() const;
   Expr sep() const { return seq({ws(), byte_char(','), ws()}); }  // between members/elements
   Expr string() const { return call(string_); }
   Expr number() const { return call(number_); }
@@ -37,7 +41,7 @@ class JsonRules {
   Expr any_object() const { return call(object_); }
 
  private:
-  int ws_, string_, number_, integer_, value_, object_, array_;
+  int string_, number_, integer_, value_, object_, array_;
 };
 
 }  // namespace astrai::grammar

@@ -251,11 +251,16 @@ class SchemaCompiler {
       if (k == "exclusiveMaximum" && std::ceil(x) - 1 < hi) hi = std::ceil(x) - 1, hi_key = k;
     }
     if (!bounded) return json_.integer();
-    lo = std::max(lo, -double(kMaxJsonInteger));
-    hi = std::min(hi, double(kMaxJsonInteger));
-    if (lo > hi) refuse(s.contains(hi_key) ? hi_key : lo_key, ptr + "/" + (s.contains(hi_key) ? hi_key : lo_key),
-                        "no integer within the bounds (|n| <= " + std::to_string(kMaxJsonInteger) + ")");
-    return integer_range(int64_t(lo), int64_t(hi));
+    // Clamped as integers: the double nearest kMaxJsonInteger is 1e18, one digit more.
+    auto clamp = [](double x) {
+      if (x >= double(kMaxJsonInteger)) return kMaxJsonInteger;
+      if (x <= -double(kMaxJsonInteger)) return -kMaxJsonInteger;
+      return int64_t(x);
+    };
+    const int64_t ilo = clamp(lo), ihi = clamp(hi);
+    if (ilo > ihi) refuse(s.contains(hi_key) ? hi_key : lo_key, ptr + "/" + (s.contains(hi_key) ? hi_key : lo_key),
+                          "no integer within the bounds (|n| <= " + std::to_string(kMaxJsonInteger) + ")");
+    return integer_range(ilo, ihi);
   }
 
   Expr string(const Json& s, const std::string& ptr) {

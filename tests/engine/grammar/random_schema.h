@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -105,6 +107,9 @@ class SchemaGenerator {
         const int lo = int(rng_() % 3);
         if (coin(2)) s["minItems"] = lo;
         if (coin(2)) s["maxItems"] = lo + int(rng_() % 4);
+        // items: false allows no more than the prefix (more would be unsatisfiable).
+        if (s.contains("items") && s["items"] == false && s.contains("minItems"))
+          s["minItems"] = std::min(s["minItems"].get<size_t>(), s["prefixItems"].size());
         return s;
       }
       default: {
@@ -140,6 +145,11 @@ class SchemaGenerator {
     return object(schema, root, indent);
   }
 
+  // Instances of a pattern the generator did not make (hand-written schemas).
+  void add_pattern_sampler(const std::string& pattern, std::function<std::string(std::mt19937_64&)> sampler) {
+    samplers_[pattern] = std::move(sampler);
+  }
+
   bool coin(int one_in) { return rng_() % uint64_t(one_in) == 0; }
   std::mt19937_64& rng() { return rng_; }
 
@@ -147,6 +157,7 @@ class SchemaGenerator {
   std::mt19937_64 rng_;
   RegexGenerator regex_;
   std::map<std::string, RandomRegex> patterns_;
+  std::map<std::string, std::function<std::string(std::mt19937_64&)>> samplers_;
 
   std::string key_name(int i) {
     static const std::vector<std::string> names = {"id", "name", "a/b", "tags", "x y", "é", "quote\"d", "n_1"};
@@ -206,6 +217,7 @@ class SchemaGenerator {
   std::string string(const OrderedJson& s) {
     if (s.contains("pattern")) {
       const std::string p = s["pattern"].get<std::string>();
+      if (samplers_.contains(p)) return OrderedJson(samplers_.at(p)(rng_)).dump();
       auto& re = patterns_.at(p);
       std::string text = regex_.sample(re);
       if (p.front() != '^') text = random_text(int(rng_() % 3)) + text + random_text(int(rng_() % 3));

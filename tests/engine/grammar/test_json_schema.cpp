@@ -46,6 +46,10 @@ TEST_CASE("json schema: boundaries of the subset", "[grammar][json_schema]") {
       {R"({"type":"integer","minimum":-12,"exclusiveMaximum":120})", {"-12", "0", "9", "119", "-1"},
        {"-13", "120", "-0", "007", "1.0"}},
       {R"({"type":"integer","exclusiveMinimum":99,"maximum":1000})", {"100", "999", "1000"}, {"99", "1001", "0"}},
+      // One-sided bounds reach the 18-digit limit (the fuzzer found 1e18 * 10 overflowing here).
+      {R"({"type":"integer","exclusiveMinimum":-5})", {"-4", "999999999999999999", "123456789012345678"},
+       {"-5", "1000000000000000000"}},
+      {R"({"type":"integer","maximum":7})", {"7", "-999999999999999999"}, {"8", "-1000000000000000000"}},
       {R"({"type":"number"})", {"0", "-0.5", "1e5", "2.50E-07", "123456789"}, {"01", ".5", "1.", "1e", "+1", "1e100"}},
       {R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["b"]})",
        {R"({"b":""})", R"({"a":1,"b":"x"})", "{\n  \"a\": 1,\n  \"b\": \"x\"\n}"},
