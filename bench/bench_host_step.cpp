@@ -115,6 +115,7 @@ class StandInExecutor final : public Executor {
   }
   std::vector<SampledToken> forward_and_sample(std::span<const BatchToken>, KVCacheView&,
                                                std::span<const RowSampling> rows) override {
+    while (!open_.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
     ++steps_;
     if (!device_) return sample_rows(std::span<const float>(logits_).first(rows.size() * size_t(config_.vocab_size)),
                                      size_t(config_.vocab_size), rows);
@@ -126,6 +127,9 @@ class StandInExecutor final : public Executor {
     return tokens;
   }
   long steps() const { return steps_.load(); }
+  // No step runs before this: every request is submitted before the first
+  // one decodes, so none reaches the context while the others are queued.
+  void open() { open_.store(true); }
 
   // The first allowed token at or after `wanted` (wrapping), never one of
   // the control ids 0..2 (<unk>, <s>, </s>: an end-of-sequence would end the
@@ -149,6 +153,7 @@ class StandInExecutor final : public Executor {
   std::vector<float> logits_;
   std::vector<std::uint32_t> staged_;
   std::atomic<long> steps_{0};
+  std::atomic<bool> open_{false};
 };
 
 // The constraint of the constrained variants: a list of quoted lower-case
@@ -192,6 +197,7 @@ void bm_host_step(benchmark::State& state, int batch, int vocab, Sampling sampli
     if (r % 2 == 1) request.constraint = constraint;  // every other request
     results.push_back(engine.generate_with_request(std::move(request)));
   }
+  stand_in.open();
   // Steady state: every request admitted and prefilled.
   while (engine.get_stats().active_tasks < batch || engine.get_stats().total_tokens < uint64_t(batch) * 4) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
