@@ -139,8 +139,15 @@ struct EpsilonNfa {
   }
 };
 
+// Bounds on epsilon removal: a state's closure can span most of a rule (a
+// long chain of optional parts: (?:(?:a?){400}){100}), and then its edges are
+// copied into each state of the chain. Past these it is a schema too large.
+constexpr size_t kMaxClosureWork = 20'000'000;  // closure nodes visited, all states together
+constexpr size_t kMaxEdges = 2'000'000;         // edges of the epsilon-free automaton
+
 // The epsilon-free automaton of `nfa` from node 0 ending at `end`; only reachable states kept.
 std::vector<State> remove_epsilons(const EpsilonNfa& nfa, int end) {
+  size_t work = 0, edges = 0;
   const size_t n = nfa.nodes.size();
   std::vector<int> index(n, -1), order;
   std::vector<State> states;
@@ -161,6 +168,9 @@ std::vector<State> remove_epsilons(const EpsilonNfa& nfa, int end) {
       const int v = stack.back();
       stack.pop_back();
       const auto& node = nfa.nodes[size_t(v)];
+      edges += node.bytes.size() + node.calls.size();
+      if (++work > kMaxClosureWork || edges > kMaxEdges)
+        throw GrammarTooLarge("the grammar's automaton exceeds " + std::to_string(kMaxEdges) + " edges");
       if (v == end) st.final = true;
       for (const auto& e : node.bytes) {
         visit(e.target);

@@ -357,6 +357,8 @@ class SchemaCompiler {
       if (!r.is_array()) refuse("required", ptr + "/required", "must be an array of strings");
       for (const auto& name : r) {
         if (!name.is_string()) refuse("required", ptr + "/required", "must be an array of strings");
+        if (name.get<std::string>().size() > kMaxPropertyName)
+          refuse("required", ptr + "/required", "a property name over " + std::to_string(kMaxPropertyName) + " bytes");
         required.insert(name.get<std::string>());
       }
     }
@@ -367,6 +369,8 @@ class SchemaCompiler {
       const Json& props = s["properties"];
       if (!props.is_object()) refuse("properties", ptr + "/properties", "must be an object of schemas");
       for (const auto& [name, schema] : props.items()) {
+        if (name.size() > kMaxPropertyName)
+          refuse("properties", ptr + "/properties", "a property name over " + std::to_string(kMaxPropertyName) + " bytes");
         names.push_back(name);
         members.push_back({member(name, sub(schema, ptr + "/properties/" + pointer_token(name), depth)),
                            required.contains(name)});
@@ -433,6 +437,16 @@ Grammar json_schema_grammar(std::string_view schema_text) {
     root = Json::parse(schema_text);
   } catch (const std::exception& e) {
     refuse("", "", std::string("not valid JSON: ") + e.what());
+  }
+  // Iteratively (dump() and the compiler recurse): a deep enum value or schema is refused first.
+  std::vector<std::pair<const Json*, int>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    const auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (depth > kMaxJsonDepth)
+      refuse("", "", "the schema's JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (the bound of this server)");
+    if (v->is_structured())
+      for (const auto& child : *v) stack.emplace_back(&child, depth + 1);
   }
   SchemaCompiler compiler(root);
   try {

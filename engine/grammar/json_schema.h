@@ -12,6 +12,11 @@ namespace astrai::grammar {
 inline constexpr size_t kMaxSchemaBytes = 1 << 20;
 inline constexpr int kMaxSchemaDepth = 64;
 inline constexpr size_t kMaxGrammarStates = 200000;
+// Nesting of the schema's JSON text itself (enum and const values included).
+inline constexpr int kMaxJsonDepth = 256;
+// A property name's length (the grammar of extra names excluding the listed
+// ones nests one level per byte).
+inline constexpr size_t kMaxPropertyName = 1000;
 // Whitespace between JSON tokens: at most this many of ' ', '\n', '\t', '\r'.
 inline constexpr int kMaxWhitespace = 20;
 

@@ -137,6 +137,14 @@ TEST_CASE("json schema: what is refused names the keyword and its pointer", "[gr
   }
   for (const char* bad : {"", "{", "[1,", "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"a\":false},\"required\":[\"a\"]},\"minItems\":1}"})
     CHECK_THROWS_AS(schema_grammar(bad), ConstraintError);
+  // A deep enum value (dump() would recurse) and a long property name (the
+  // grammar of extra names nests per byte) are refused, not a stack overflow.
+  CHECK_THROWS_AS(schema_grammar(R"({"enum":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}"), ConstraintError);
+  CHECK_THROWS_AS(schema_grammar(R"({"properties":{")" + std::string(200000, 'a') + R"(":{}},"additionalProperties":true})"),
+                  ConstraintError);
+  CHECK(grammar_matches(schema_grammar(R"({"properties":{")" + std::string(kMaxPropertyName, 'a') +
+                                       R"(":{}},"additionalProperties":true})"),
+                        R"({"a":1})"));
   // Nesting beyond the bound.
   std::string deep = "{}";
   for (int i = 0; i < kMaxSchemaDepth + 5; ++i) deep = R"({"type":"array","items":)" + deep + "}";
