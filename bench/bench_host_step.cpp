@@ -15,6 +15,17 @@
 //                        holds: what every step costs when sampling is not on
 //                        the device. top_p = temperature 0.7, top-k 50, top-p 0.9.
 //
+//   bm_host_step/batch:64/vocab:V/sampling:S/constrained:half
+//                        the same with every other request constrained by a
+//                        grammar (engine/grammar/, compile_constraint): the
+//                        regex ("[a-z ]*", )* over the synthetic vocabulary,
+//                        which a random walk of allowed tokens never ends. The
+//                        scheduler fills each constrained request's mask once
+//                        per step; in device mode the stand-in then reads
+//                        the mask as DeviceSampler::stage copies it (one pass
+//                        over its words) and answers an allowed token, since a
+//                        disallowed one would end the request.
+//
 // Counter host_us_per_step: wall time per scheduler step (a step = one
 // forward_and_sample call with every request decoding), measured over steps
 // in steady state after every request is admitted and prefilled.
@@ -34,6 +45,8 @@
 #include <vector>
 
 #include "engine/executor/executor.h"
+#include "engine/grammar/compile_constraint.h"
+#include "engine/grammar/token_vocabulary.h"
 #include "engine/inference_engine.h"
 #include "engine/kv_cache/contiguous_cache.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
@@ -102,14 +115,35 @@ class StandInExecutor final : public Executor {
   }
   std::vector<SampledToken> forward_and_sample(std::span<const BatchToken>, KVCacheView&,
                                                std::span<const RowSampling> rows) override {
+    while (!open_.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
     ++steps_;
     if (!device_) return sample_rows(std::span<const float>(logits_).first(rows.size() * size_t(config_.vocab_size)),
                                      size_t(config_.vocab_size), rows);
     std::vector<SampledToken> tokens(rows.size());
-    for (SampledToken& t : tokens) t.token = ids_[next_++ % ids_.size()];
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int wanted = ids_[next_++ % ids_.size()];
+      tokens[r].token = rows[r].mask.empty() ? wanted : allowed_near(rows[r].mask, wanted);
+    }
     return tokens;
   }
   long steps() const { return steps_.load(); }
+  // No step runs before this: every request is submitted before the first
+  // one decodes, so none reaches the context while the others are queued.
+  void open() { open_.store(true); }
+
+  // The first allowed token at or after `wanted` (wrapping), never one of
+  // the control ids 0..2 (<unk>, <s>, </s>: an end-of-sequence would end the
+  // constraint): what a sampler restricted to the mask might answer. The staging copy DeviceSampler::stage makes of each mask is
+  // taken here too, so the host's mask traffic is in the figure.
+  int allowed_near(std::span<const std::uint32_t> mask, int wanted) {
+    staged_.assign(mask.begin(), mask.end());
+    const int vocab = config_.vocab_size;
+    for (int k = 0; k < vocab; ++k) {
+      const int id = (wanted + k) % vocab;
+      if (id >= 3 && (staged_[size_t(id) / 32] >> (id % 32)) & 1u) return id;
+    }
+    return wanted;  // nothing allowed: the scheduler ends such a request before it gets here
+  }
 
  private:
   ModelConfig config_;
@@ -117,10 +151,29 @@ class StandInExecutor final : public Executor {
   std::vector<int> ids_;
   size_t next_ = 0;
   std::vector<float> logits_;
+  std::vector<std::uint32_t> staged_;
   std::atomic<long> steps_{0};
+  std::atomic<bool> open_{false};
 };
 
-void bm_host_step(benchmark::State& state, int batch, int vocab, Sampling sampling) {
+// The constraint of the constrained variants: a list of quoted lower-case
+// words that never has to end, compiled once for the synthetic vocabulary.
+// The vocabulary has no end-of-sequence ids: the list can end after any
+// item, and a sampler that drew the EOS there would end the request, which
+// the measurement needs running.
+std::shared_ptr<const grammar::CompiledConstraint> bench_constraint(const Tokenizer& tokenizer) {
+  const grammar::ConstraintSpec spec{grammar::ConstraintSpec::Kind::Regex, R"(("[a-z ]*", )*)", {}};
+  const grammar::TokenVocabulary vocabulary = grammar::TokenVocabulary::from_tokenizer(tokenizer);
+  auto compiled = grammar::compile_constraint(spec, grammar::TokenVocabulary(vocabulary.body().token_bytes, {}));
+  // The first mask of a fresh compiled constraint fills its token cache for
+  // the start (milliseconds): done here, so that submitting the requests is
+  // quick and none runs far ahead of the others.
+  std::vector<std::uint32_t> mask(grammar::bitmask_words(vocabulary.size()));
+  compiled->start()->fill_next_token_mask(mask);
+  return compiled;
+}
+
+void bm_host_step(benchmark::State& state, int batch, int vocab, Sampling sampling, bool constrained = false) {
   auto tokenizer = std::make_shared<const Tokenizer>(make_synthetic_tokenizer(vocab));
   auto executor = std::make_unique<StandInExecutor>(vocab, batch, sampling);
   StandInExecutor& stand_in = *executor;
@@ -130,6 +183,7 @@ void bm_host_step(benchmark::State& state, int batch, int vocab, Sampling sampli
   auto cache = std::make_unique<ContiguousCache>(stand_in.config(), batch);
   InferenceEngine engine(std::move(executor), std::move(cache), tokenizer, config);
 
+  const auto constraint = constrained ? bench_constraint(*tokenizer) : nullptr;
   std::vector<std::shared_ptr<GenerateResult>> results;
   for (int r = 0; r < batch; ++r) {
     GenerationRequest request;
@@ -140,11 +194,25 @@ void bm_host_step(benchmark::State& state, int batch, int vocab, Sampling sampli
     // piece is checked, and a '<' is held back until the next one.
     request.stop = {"\x01\x02", "<<"};
     request.ignore_eos = true;
+    if (r % 2 == 1) request.constraint = constraint;  // every other request
     results.push_back(engine.generate_with_request(std::move(request)));
   }
+  stand_in.open();
   // Steady state: every request admitted and prefilled.
-  while (engine.get_stats().active_tasks < batch || engine.get_stats().total_tokens < uint64_t(batch) * 4)
+  while (engine.get_stats().active_tasks < batch || engine.get_stats().total_tokens < uint64_t(batch) * 4) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
+    for (const auto& result : results)
+      if (result->done()) {  // a request that ended cannot be part of the batch measured
+        const TaskOutput out = result->wait();
+        const SchedulerStats stats = engine.get_stats();
+        state.SkipWithError(("a request ended before the measurement: " + std::string(to_string(out.reason)) + " " +
+                             out.error + " after " + std::to_string(out.tokens.size()) + " tokens; active " +
+                             std::to_string(stats.active_tasks) + ", tokens " + std::to_string(stats.total_tokens))
+                                .c_str());
+        engine.shutdown();
+        return;
+      }
+  }
 
   // Host sampling at batch 256 and a 128K vocabulary takes a good part of a
   // second per step: fewer steps per iteration there keep the run short.
@@ -190,6 +258,17 @@ void register_all() {
             ->Iterations(10)
             ->Unit(benchmark::kMicrosecond);
       }
+  // Batch 64, half the requests constrained, beside the unconstrained runs above.
+  for (const int vocab : {32000, 128256})
+    for (const auto& [name, mode] : modes) {
+      const std::string full = "bm_host_step/batch:64/vocab:" + std::to_string(vocab) + "/sampling:" + name +
+                               "/constrained:half";
+      benchmark::RegisterBenchmark(full.c_str(),
+                                   [=](benchmark::State& state) { bm_host_step(state, 64, vocab, mode, true); })
+          ->UseManualTime()
+          ->Iterations(10)
+          ->Unit(benchmark::kMicrosecond);
+    }
 }
 
 }  // namespace

@@ -72,10 +72,10 @@ struct CudaExecutor::Impl {
     std::vector<int> chunks;  // per prefill chunk: tiles, rows
     uintptr_t keys = 0, values = 0;
     int page_size = 0, n_pages = 0;
-    int sampling = 0;  // kForwardOnly, or kSampled | kWithLogprobs | kWithAdjustments
+    int sampling = 0;  // kForwardOnly, or kSampled | kWithLogprobs | kWithAdjustments | kWithMasks
     auto operator<=>(const GraphKey&) const = default;
   };
-  enum GraphSampling { kForwardOnly = 0, kSampled = 1, kWithLogprobs = 2, kWithAdjustments = 4 };  // flags
+  enum GraphSampling { kForwardOnly = 0, kSampled = 1, kWithLogprobs = 2, kWithAdjustments = 4, kWithMasks = 8 };  // flags
   // Steps of a shape no padding covers (mixed prefill + decode, or above
   // kMaxGraphBatchRows) are captured too, up to this many graphs: prefill
   // lengths vary, and each graph holds device memory for its nodes.
@@ -322,7 +322,8 @@ struct CudaExecutor::Impl {
     if (options.cuda_graphs) {
       const int kind = !sample_in_graph ? kForwardOnly
                                         : kSampled + (sampler.staged_logprobs() ? kWithLogprobs : 0) +
-                                              (sampler.staged_adjustments() ? kWithAdjustments : 0);
+                                              (sampler.staged_adjustments() ? kWithAdjustments : 0) +
+                                              (sampler.staged_masks() ? kWithMasks : 0);
       run_graph_step(graph_key(plan, kv, kind), padded, body);
     } else {
       body();

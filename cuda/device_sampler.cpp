@@ -9,6 +9,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "cuda/cuda_check.h"
+#include "reference/sampling/token_mask.h"
 
 namespace astrai::cuda {
 
@@ -51,6 +52,24 @@ TokenLogprobs from_device(const DeviceTokenLogprobs& d) {
 
 }  // namespace
 
+// Row r's mask at word r * words of the pinned staging, which goes up whole
+// in enqueue(); the buffers grow (never shrink) to padded_rows rows of this
+// vocabulary's words, and growing drops the graphs that copy from them.
+void DeviceSampler::stage_masks(std::span<const RowSampling> rows, int words, int padded_rows, cudaStream_t stream) {
+  const size_t bytes = size_t(padded_rows) * size_t(words) * sizeof(std::uint32_t);
+  if (bytes > masks_bytes_) {
+    ensure(masks_, masks_bytes_, bytes, "token masks", stream);
+    masks_staging_ = PinnedBuffer(masks_bytes_);
+    ++generation_;
+  }
+  mask_words_ = words;
+  std::uint32_t* staging = masks_staging_.as<std::uint32_t>();
+  const DeviceSamplingRow* params = params_host_.as<DeviceSamplingRow>();
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (params[r].mask_row >= 0)
+      std::copy(rows[r].mask.begin(), rows[r].mask.end(), staging + r * size_t(words));
+}
+
 std::vector<SampledToken> DeviceSampler::sample(const float* logits, int vocab, std::span<const RowSampling> rows,
                                                 cudaStream_t stream) {
   stage(vocab, rows, int(rows.size()), stream);
@@ -83,6 +102,8 @@ bool DeviceSampler::stage(int vocab, std::span<const RowSampling> rows, int padd
   DeviceSampledToken* results = results_host_.as<DeviceSampledToken>();
   adjustments_host_.clear();
   any_logprobs_ = false;
+  any_masks_ = false;
+  const int words = int(token_mask_words(size_t(vocab)));
   for (int r = 0; r < n; ++r) {
     const RowSampling& row = rows[size_t(r)];
     results[r] = DeviceSampledToken{};
@@ -100,10 +121,19 @@ bool DeviceSampler::stage(int vocab, std::span<const RowSampling> rows, int padd
       adjustments_host_.push_back({a.token, (a.banned ? kAdjustBanned : 0) | (a.repetition ? kAdjustRepetition : 0),
                                    a.offset});
     any_logprobs_ = any_logprobs_ || d.logprobs >= 0;
+    if (!row.mask.empty()) {
+      if (row.mask.size() != size_t(words)) {  // the reference's error text, from the host
+        d.top_k = -1;
+        continue;
+      }
+      d.mask_row = r;
+      any_masks_ = true;
+    }
   }
   DeviceSamplingRow greedy;
   greedy.temperature = 0.0f;  // the cheapest rule: padded rows' tokens are discarded
   for (int r = n; r < padded_rows; ++r) params[r] = greedy;
+  if (any_masks_) stage_masks(rows, words, padded_rows, stream);
   any_adjustments_ = !adjustments_host_.empty();
   if (any_adjustments_) {
     // The list goes up from pinned staging whole (adjustments_bytes_, a size
@@ -138,8 +168,16 @@ void DeviceSampler::enqueue(const float* logits, int vocab, cudaStream_t stream)
                        adjustments_.as<DeviceLogitAdjustment>(), stream);
     sampled_logits = adjusted_.as<float>();
   }
+  // Token masks: every staged row's words in one copy (a row without a mask
+  // has mask_row -1 and its words are not read).
+  const unsigned* masks = nullptr;
+  if (any_masks_) {
+    const size_t bytes = size_t(n) * size_t(mask_words_) * sizeof(std::uint32_t);
+    ASTRAI_CUDA_CHECK(cudaMemcpyAsync(masks_.get(), masks_staging_.get(), bytes, cudaMemcpyHostToDevice, stream));
+    masks = masks_.as<unsigned>();
+  }
   launch_sample_rows(sampled_logits, n, vocab, params_.as<DeviceSamplingRow>(), results_.as<DeviceSampledToken>(),
-                     stream);
+                     stream, masks, mask_words_);
   if (any_logprobs_) {
     launch_row_logprobs(logits, n, vocab, params_.as<DeviceSamplingRow>(), results_.as<DeviceSampledToken>(),
                         logprobs_.as<DeviceTokenLogprobs>(), stream);

@@ -62,6 +62,9 @@ class DeviceSampler {
   // and whether it adjusts logits (a copy of the list and a kernel).
   bool staged_logprobs() const { return any_logprobs_; }
   bool staged_adjustments() const { return any_adjustments_; }
+  // Whether the staged step has token masks (one upload of every staged
+  // row's mask words, pinned staging to device, per step).
+  bool staged_masks() const { return any_masks_; }
   int staged_rows() const { return staged_rows_; }
   // Rows the buffers hold.
   int capacity() const { return capacity_; }
@@ -77,9 +80,11 @@ class DeviceSampler {
   int last_host_rows() const { return host_rows_; }
 
  private:
+  void stage_masks(std::span<const RowSampling> rows, int words, int padded_rows, cudaStream_t stream);
+
   int capacity_ = 0;                // rows the buffers below hold
   int staged_rows_ = 0, real_rows_ = 0;
-  bool any_logprobs_ = false, any_adjustments_ = false;
+  bool any_logprobs_ = false, any_adjustments_ = false, any_masks_ = false;
   long generation_ = 0;
   DeviceBuffer params_, results_;
   PinnedBuffer params_host_, results_host_;  // fixed addresses: graphs copy from and to them
@@ -88,6 +93,13 @@ class DeviceSampler {
   size_t adjustments_bytes_ = 0, adjusted_bytes_ = 0;
   std::vector<DeviceLogitAdjustment> adjustments_host_;
   PinnedBuffer adjustments_staging_;  // adjustments_bytes_, copied up whole
+  // Token masks: row r's at masks_[r * mask_words_], for every staged row
+  // (rows without one are not read); copied up whole, staged_rows_ *
+  // mask_words_ words, a size fixed for a given padded batch and vocabulary.
+  DeviceBuffer masks_;
+  PinnedBuffer masks_staging_;
+  size_t masks_bytes_ = 0;
+  int mask_words_ = 0;
   // Logprobs of the rows that ask for them.
   DeviceBuffer logprobs_;
   PinnedBuffer logprobs_host_;

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/grammar/token_constraint.h"
 #include "engine/scheduler/finish_reason.h"
 #include "engine/scheduler/token_request.h"
 #include "reference/sampling/sampling_params.h"
@@ -46,6 +48,12 @@ struct GenerationRequest {
   // request of n = 1 with that seed), else with its own random seed. The
   // callbacks are shared: each event and output carries its choice's index.
   int n = 1;
+  // What the output must match (a JSON schema, a regex, a list of choices;
+  // engine/grammar/), compiled for this model's vocabulary; null: anything.
+  // Each choice starts from it (choice 0's start() state, forked for the
+  // others); see engine/scheduler/task_constraint.h for what ends a
+  // constrained request.
+  std::shared_ptr<const grammar::CompiledConstraint> constraint;
   // Called on the scheduler thread for every generated token: keep it short
   // (hand the text to another thread); it must not call back into the engine.
   // A final call with token -1 carries text held back until the end. If it

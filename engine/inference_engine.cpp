@@ -70,6 +70,7 @@ std::pair<TokenRequest, std::shared_ptr<GenerateResult>> InferenceEngine::prepar
   if (!request.ignore_eos) tokens.stop_tokens = tokenizer_->end_of_generation_ids();
   tokens.stop_tokens.insert(tokens.stop_tokens.end(), request.stop_token_ids.begin(), request.stop_token_ids.end());
   tokens.logprobs = request.logprobs;
+  if (request.constraint) tokens.constraint = request.constraint->start();
   auto decoder = std::make_shared<RequestDecoder>(tokens.task_id, tokenizer_, tokens.prompt, tokens.stop_tokens,
                                                   std::move(request), index);
   tokens.on_token = [decoder](int token, const TokenLogprobs* logprobs) { return decoder->on_token(token, logprobs); };
@@ -101,6 +102,8 @@ ChoicesResult InferenceEngine::generate_choices(GenerationRequest request) {
     // each choice's SamplerState seeds itself from std::random_device.
     if (request.sampling.seed) choice.sampling.seed = *request.sampling.seed + uint64_t(i);
     auto [tokens, handle] = prepare(std::move(choice), prompt, i);
+    // n > 1 choices fork choice 0's constraint state (all start at the prompt's end).
+    if (i > 0 && choices.front().constraint) tokens.constraint = choices.front().constraint->fork();
     choices.push_back(std::move(tokens));
     result.choices.push_back(std::move(handle));
   }

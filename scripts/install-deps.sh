@@ -14,6 +14,7 @@ packages=(
   catch2 librapidcheck-dev libbenchmark-dev                       # tests and benchmarks
   python3-jinja2                                                  # chat template oracle (what transformers renders with)
   python3-prometheus-client                                       # an independent parser of GET /metrics (tests/reliability)
+  python3-jsonschema                                              # an independent JSON Schema validator (tests/engine/grammar)
   clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh), the emulated kernels
   libboost-context-dev                                            # the emulated device's fibers (cuda/emulation/block_runner.cpp)
 )

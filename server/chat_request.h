@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/chat/chat_message.h"
+#include "engine/grammar/token_constraint.h"
 #include "engine/generation_request.h"
 #include "reference/sampling/sampling_params.h"
 
@@ -28,6 +29,9 @@ struct ChatRequest {
   std::vector<int> stop_token_ids;    // extension (vLLM): more ids that end generation
   int logprobs = -1;                  // -1: none; else how many top tokens (OpenAI logprobs / top_logprobs)
   int n = 1;                          // choices of the prompt (OpenAI's n; the engine bounds it by --max-running)
+  // What the output must match (response_format, structured_outputs, guided_*:
+  // server/structured_output_fields.h); nullopt: anything.
+  std::optional<grammar::ConstraintSpec> constraint;
 };
 
 // One choice's outcome (a request for n choices has n of them).

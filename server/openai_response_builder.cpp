@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "server/openai_sampling_fields.h"
+#include "server/structured_output_fields.h"
 #include "server/request_id.h"
 #include "server/sse.h"
 #include "server/validation.h"
@@ -103,6 +104,7 @@ ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
   if (const json* v = check.field(body, loc, "stop"))
     read_stop_sequences(check, *v, loc_append(loc, "stop"), true, request.stop);
   read_openai_sampling_fields(check, body, request);
+  read_structured_output_fields(check, body, request);
   // The upper bound is the server's --max-running (the n choices run
   // together), which the engine checks when the request is submitted.
   if (const json* v = check.field(body, loc, "n"))

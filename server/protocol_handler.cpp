@@ -33,6 +33,16 @@ CompletionResult completion_of(const TaskOutput& out) {
   return r;
 }
 
+// A refused constraint, as the 400's message: what is wrong, the keyword and
+// its JSON pointer in the schema ("" for a regex).
+std::string constraint_error_message(const grammar::ConstraintError& e) {
+  std::string message = std::string("invalid output constraint: ") + e.what();
+  if (!e.keyword.empty()) message += " (keyword \"" + e.keyword + "\"";
+  if (!e.keyword.empty()) message += e.pointer.empty() ? ")" : " at \"" + e.pointer + "\")";
+  else if (!e.pointer.empty()) message += " (at \"" + e.pointer + "\")";
+  return message;
+}
+
 // A request that ended without a normal finish, as an error to report.
 std::optional<std::pair<ErrorKind, std::string>> failure_of(const TaskOutput& out) {
   if (out.reason == FinishReason::Error) return std::pair{ErrorKind::Internal, "generation failed: " + out.error};
@@ -151,6 +161,14 @@ void ProtocolHandler::handle(httplib::Response& response) {
     response.set_content(json_text(e.body()), "application/json");
     return;
   }
+  std::shared_ptr<const grammar::CompiledConstraint> constraint;
+  if (chat.constraint) {
+    try {
+      constraint = model_->constraints->get(*chat.constraint, engine.tokenizer());
+    } catch (const grammar::ConstraintError& e) {  // a schema or regex outside the subset: 400 naming where
+      return send_error(response, ErrorKind::InvalidRequest, constraint_error_message(e));
+    }
+  }
   const int context = engine.model_config().max_seq_len;
   Prompt rendered;
   try {
@@ -184,6 +202,7 @@ void ProtocolHandler::handle(httplib::Response& response) {
   request.stop_token_ids = chat.stop_token_ids;
   request.logprobs = chat.logprobs;
   request.n = chat.n;
+  request.constraint = std::move(constraint);
   const int last_prompt_token = request.prompt_ids->back();
   std::shared_ptr<PieceQueue> queue;
   if (chat.stream) {

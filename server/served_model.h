@@ -13,6 +13,7 @@
 #include "engine/inference_engine.h"
 #include "engine/model_files/load_model.h"
 #include "reference/sampling/sampling_params.h"
+#include "server/constraint_cache.h"
 
 namespace astrai {
 
@@ -28,6 +29,9 @@ struct ServedModel {
   // What a request gets for the sampling fields it leaves out: the model's
   // own defaults (sampling_defaults), overridden field by field.
   SamplingParams default_sampling{};
+  // Output constraints (response_format, ...) compiled for this model's
+  // vocabulary, shared by the requests that send the same spec.
+  std::shared_ptr<ConstraintCache> constraints = std::make_shared<ConstraintCache>();
 
   // The prompt's token ids for a conversation (BOS first).
   std::vector<int> encode(const std::vector<ChatMessage>& messages) const;

@@ -23,7 +23,8 @@ constexpr std::array<std::string_view, 4> kReasonNames = {"stop", "length", "abo
 size_t reason_index(FinishReason reason) {
   switch (reason) {
     case FinishReason::Eos:
-    case FinishReason::StopSequence: return 0;
+    case FinishReason::StopSequence:
+    case FinishReason::ConstraintComplete: return 0;
     case FinishReason::Length:
     case FinishReason::ContextLimit: return 1;
     case FinishReason::Cancelled: return 2;

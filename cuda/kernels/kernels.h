@@ -164,6 +164,9 @@ struct DeviceSamplingRow {
   int adjust_begin = 0, adjust_count = 0;
   float repetition_penalty = 1.0f;
   int logprobs = -1;         // -1: none; else the top tokens launch_row_logprobs lists
+  // The row's token mask (reference/sampling/token_mask.h): masks[mask_row *
+  // mask_words ..] of launch_sample_rows; -1: no mask (every token allowed).
+  int mask_row = -1;
 };
 
 // One token's logit change (reference/sampling/penalties.h, LogitAdjustment).
@@ -201,9 +204,15 @@ struct DeviceSampledToken {
 // top-k -> top-p -> min-p -> softmax -> inverse CDF with params[r].uniform, in float64
 // in the reference's order; bad logits reported as the reference would
 // throw them (first NaN/+inf index, or every logit -inf). One block per row.
-// (reference: sample_with_uniform() in reference/sampling/sampler.cpp)
+// A row with params[r].mask_row >= 0 reads every logit its mask (one bit per
+// token, bit t % 32 of word t / 32 of masks + mask_row * mask_words) does not
+// allow as -inf, before anything else looks at it: masked tokens are never
+// candidates, and a masked NaN is no error (as apply_token_mask then the
+// reference sampler). masks may be null when no row has one.
+// (reference: sample_with_uniform(logits, params, u, mask) in reference/sampling/sampler.cpp)
 void launch_sample_rows(const float* logits, int rows, int vocab, const DeviceSamplingRow* params,
-                        DeviceSampledToken* out, cudaStream_t stream);
+                        DeviceSampledToken* out, cudaStream_t stream, const unsigned* masks = nullptr,
+                        int mask_words = 0);
 
 // The most likely tokens one row's logprobs may list (kMaxTopLogprobs of reference/sampling/logprobs.h).
 inline constexpr int kDeviceMaxTopLogprobs = 20;

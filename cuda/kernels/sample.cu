@@ -2,6 +2,9 @@
 // sample_with_uniform() in reference/sampling/sampler.cpp, followed step by
 // step so that the token has the reference's bits:
 //
+//   mask         a row with a token mask (mask_row >= 0) reads each token its
+//                mask does not allow as -inf, in every phase below, as the
+//                reference's apply_token_mask does to its copy of the row.
 //   bad logits   the first NaN or +inf index, or "every logit is -inf"
 //                (candidates_from_logits / greedy_candidate), reported as a
 //                status; the host re-runs the reference on such a row for
@@ -116,7 +119,7 @@ __device__ __forceinline__ void write_result(DeviceSampledToken* out, int token,
 template <int Threads>
 __global__ void __launch_bounds__(Threads, 1)
     sample_rows_kernel(const float* __restrict__ logits, int vocab, const DeviceSamplingRow* __restrict__ params,
-                       DeviceSampledToken* __restrict__ out) {
+                       DeviceSampledToken* __restrict__ out, const unsigned* __restrict__ masks, int mask_words) {
   using L = Layout<Threads>;
   ASTRAI_DYNAMIC_SHARED(double, smem);
   char* const base = reinterpret_cast<char*>(smem);
@@ -146,6 +149,12 @@ __global__ void __launch_bounds__(Threads, 1)
   const DeviceSamplingRow p = params[row];
   DeviceSampledToken* const result = out + row;
   const float inf = __int_as_float(0x7f800000);
+  // Every read of the row goes through logit(): a token the row's mask does
+  // not allow reads as -inf (apply_token_mask), so no phase below sees it.
+  const unsigned* const allowed = p.mask_row >= 0 ? masks + size_t(p.mask_row) * size_t(mask_words) : nullptr;
+  const auto logit = [x, allowed, inf](int j) {
+    return allowed && !((allowed[j >> 5] >> (j & 31)) & 1u) ? -inf : x[j];
+  };
   if (p.top_k < 0) {  // the host keeps this row
     if (t == 0) write_result(result, -1, kSampleOnHost, -1);
     return;
@@ -155,7 +164,7 @@ __global__ void __launch_bounds__(Threads, 1)
   float best = -inf;
   int best_i = kNoIndex, first_bad = kNoIndex, finite = 0;
   for (int j = t; j < vocab; j += Threads) {
-    const float v = x[j];
+    const float v = logit(j);
     if (!(v < inf)) {  // NaN or +inf
       if (first_bad == kNoIndex) first_bad = j;
     } else if (v > -inf) {
@@ -196,7 +205,7 @@ __global__ void __launch_bounds__(Threads, 1)
   __syncthreads();
   if (s.first_bad != kNoIndex) {
     if (t == 0) {
-      const float bad = x[s.first_bad];
+      const float bad = logit(s.first_bad);
       write_result(result, -1, bad != bad ? kSampleNaN : kSamplePosInf, s.first_bad);
     }
     return;
@@ -234,7 +243,7 @@ __global__ void __launch_bounds__(Threads, 1)
 #pragma unroll
       for (int d = 0; d < kDigits; ++d) ge[d] = 0;
       for (int j = t; j < vocab; j += Threads) {
-        const float v = x[j];
+        const float v = logit(j);
         if (v == -inf) continue;
         const unsigned key = order_key(v);
         if ((key & mask) != prefix) continue;
@@ -274,7 +283,7 @@ __global__ void __launch_bounds__(Threads, 1)
   const int begin = min(vocab, t * chunk), end = min(vocab, begin + chunk);
   int gt = 0, eq = 0;
   for (int j = begin; j < end; ++j) {
-    const float v = x[j];
+    const float v = logit(j);
     if (v == -inf) continue;
     const unsigned key = order_key(v) & mask;
     gt += key > prefix ? 1 : 0;
@@ -309,7 +318,7 @@ __global__ void __launch_bounds__(Threads, 1)
   __syncthreads();
   int gt_rank = group_gt[t / kGroup] + scan_gt[t], eq_rank = group_eq[t / kGroup] + scan_eq[t];
   for (int j = begin; j < end; ++j) {
-    const float v = x[j];
+    const float v = logit(j);
     if (v == -inf) continue;
     const unsigned key = order_key(v) & mask;
     int at = -1;
@@ -434,26 +443,26 @@ __global__ void __launch_bounds__(Threads, 1)
 
 template <int Threads>
 void launch_with(const float* logits, int rows, int vocab, const DeviceSamplingRow* params, DeviceSampledToken* out,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const unsigned* masks, int mask_words) {
   ASTRAI_LAUNCH(sample_rows_kernel<Threads>, rows, Threads, Layout<Threads>::kBytes, stream)(logits, vocab, params,
-                                                                                             out);
+                                                                                             out, masks, mask_words);
 }
 
 }  // namespace
 
 void launch_sample_rows(const float* logits, int rows, int vocab, const DeviceSamplingRow* params,
-                        DeviceSampledToken* out, cudaStream_t stream) {
+                        DeviceSampledToken* out, cudaStream_t stream, const unsigned* masks, int mask_words) {
   if (rows == 0) return;
   if (vocab <= 0) throw std::invalid_argument("launch_sample_rows: vocabulary of " + std::to_string(vocab));
   // About 32 or more logits per thread: small vocabularies take small blocks.
   if (vocab <= 2048)
-    launch_with<64>(logits, rows, vocab, params, out, stream);
+    launch_with<64>(logits, rows, vocab, params, out, stream, masks, mask_words);
   else if (vocab <= 8192)
-    launch_with<128>(logits, rows, vocab, params, out, stream);
+    launch_with<128>(logits, rows, vocab, params, out, stream, masks, mask_words);
   else if (vocab <= 32768)
-    launch_with<256>(logits, rows, vocab, params, out, stream);
+    launch_with<256>(logits, rows, vocab, params, out, stream, masks, mask_words);
   else
-    launch_with<512>(logits, rows, vocab, params, out, stream);
+    launch_with<512>(logits, rows, vocab, params, out, stream, masks, mask_words);
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

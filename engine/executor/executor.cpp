@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "reference/sampling/sampler.h"
+#include "reference/sampling/token_mask.h"
 
 namespace astrai {
 
@@ -24,10 +25,11 @@ std::vector<SampledToken> sample_rows(std::span<const float> logits, size_t voca
   for (size_t r = 0; r < rows.size(); ++r) {
     const std::span<const float> row = logits.subspan(r * vocab, vocab);
     try {
-      std::vector<float> adjusted;  // a copy only for a row with penalties or bias
-      if (!rows[r].adjustments.empty()) {
+      std::vector<float> adjusted;  // a copy only for a row with penalties, bias or a mask
+      if (!rows[r].adjustments.empty() || !rows[r].mask.empty()) {
         adjusted.assign(row.begin(), row.end());
         apply_adjustments(adjusted, rows[r].adjustments, rows[r].params.repetition_penalty);
+        if (!rows[r].mask.empty()) apply_token_mask(adjusted, rows[r].mask);
       }
       const int token =
           sample_with_uniform(adjusted.empty() ? row : std::span<const float>(adjusted), rows[r].params, rows[r].uniform);

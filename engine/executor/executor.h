@@ -29,7 +29,7 @@ class Executor {
   // forward(), then each wanted row's next token, in batch order (rows[i] is
   // the i-th row with want_logits). Each token is what
   // sample_with_uniform(row with rows[i].adjustments applied, rows[i].params,
-  // rows[i].uniform) of reference/sampling gives, and its logprobs what
+  // rows[i].uniform, rows[i].mask) of reference/sampling gives, and its logprobs what
   // token_logprobs(the raw row, token, rows[i].logprobs) gives. This default samples on the host with the
   // reference sampler; an executor whose logits live on a device samples
   // there and copies back only the ids (the scheduler reaches it through

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,6 +27,12 @@ struct RowSampling {
   // -1: no log-probabilities; n >= 0: the token's and the n most likely ones
   // (token_logprobs of the raw row, before the adjustments).
   int logprobs = -1;
+  // The tokens the request's constraint allows next (reference/sampling/token_mask.h:
+  // token_mask_words(vocab) words), owned by the request's task until the
+  // step's tokens come back; empty for a request without a constraint, which
+  // then costs nothing. Applied after the adjustments, before sampling; never
+  // to the logprobs.
+  std::span<const std::uint32_t> mask = {};
 };
 
 // A further draw from the logits of a row that is already wanted: the n

@@ -11,9 +11,14 @@ enum class FinishReason {
   ContextLimit,  // the next token would not fit the model's context
   Cancelled,     // cancel() or shutdown()
   Error,         // the request could not be served (see the output's error)
+  // The output matched the request's constraint (response_format, a regex, a
+  // choice) completely and nothing but end-of-sequence could follow
+  // (engine/scheduler/task_constraint.h). The API reports "stop".
+  ConstraintComplete,
 };
 
-// The lower-case name: "eos", "length", "stop_sequence", "context_limit", "cancelled", "error".
+// The lower-case name: "eos", "length", "stop_sequence", "context_limit", "cancelled", "error",
+// "constraint_complete".
 inline const char* to_string(FinishReason reason) {
   switch (reason) {
     case FinishReason::Eos: return "eos";
@@ -22,6 +27,7 @@ inline const char* to_string(FinishReason reason) {
     case FinishReason::ContextLimit: return "context_limit";
     case FinishReason::Cancelled: return "cancelled";
     case FinishReason::Error: return "error";
+    case FinishReason::ConstraintComplete: return "constraint_complete";
   }
   return "unknown";
 }

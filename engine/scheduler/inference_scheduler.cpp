@@ -56,7 +56,15 @@ void InferenceScheduler::validate(const TokenRequest& request) const {
 
 void InferenceScheduler::submit(TokenRequest request) {
   validate(request);
-  enqueue(std::make_unique<Task>(std::move(request)), 1);
+  enqueue(started(std::move(request)), 1);
+}
+
+// The request's task, its constraint's first mask filled (which throws
+// std::invalid_argument when the constraint allows no first token).
+std::unique_ptr<Task> InferenceScheduler::started(TokenRequest request) const {
+  auto task = std::make_unique<Task>(std::move(request));
+  task->constraint.start(executor_->config().vocab_size);
+  return task;
 }
 
 void InferenceScheduler::submit_choices(std::vector<TokenRequest> choices) {
@@ -70,8 +78,8 @@ void InferenceScheduler::submit_choices(std::vector<TokenRequest> choices) {
     if (choice.prompt != choices.front().prompt)
       throw std::invalid_argument("the choices of one request must have the same prompt");
   }
-  auto first = std::make_unique<Task>(std::move(choices.front()));
-  for (size_t i = 1; i < choices.size(); ++i) first->forks.push_back(std::make_unique<Task>(std::move(choices[i])));
+  auto first = started(std::move(choices.front()));
+  for (size_t i = 1; i < choices.size(); ++i) first->forks.push_back(started(std::move(choices[i])));
   enqueue(std::move(first), int(choices.size()));
 }
 

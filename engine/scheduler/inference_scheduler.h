@@ -101,6 +101,7 @@ class InferenceScheduler {
 
  private:
   void validate(const TokenRequest& request) const;
+  std::unique_ptr<Task> started(TokenRequest request) const;
   void enqueue(std::unique_ptr<Task> task, int n_tasks);
   void run();
   bool wait_for_work(std::unordered_set<int>& cancelled);

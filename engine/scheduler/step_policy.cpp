@@ -163,7 +163,8 @@ StepPlan StepPolicy::plan_step() {
     for (int pos = p.start; pos < p.start + p.count; ++pos)
       plan.batch.push_back({t.tokens[size_t(pos)], t.id, pos, pos + 1 == int(t.tokens.size())});
     if (wants_token)
-      plan.sampling.push_back({t.sampler.params(), t.sampler.next_uniform(), t.sampler.adjustments(), t.logprobs});
+      plan.sampling.push_back(
+          {t.sampler.params(), t.sampler.next_uniform(), t.sampler.adjustments(), t.logprobs, t.constraint.mask()});
   }
   plan_forks(plan);
   return plan;
@@ -181,7 +182,8 @@ void StepPolicy::plan_forks(StepPlan& plan) {
     for (auto& fork : p.task->forks) {
       Task& f = *fork;
       plan.forks.push_back({&f, f.sampler});
-      plan.fork_draws.push_back({row, {f.sampler.params(), f.sampler.next_uniform(), f.sampler.adjustments(), f.logprobs}});
+      plan.fork_draws.push_back(
+          {row, {f.sampler.params(), f.sampler.next_uniform(), f.sampler.adjustments(), f.logprobs, f.constraint.mask()}});
     }
     ++row;
   }
@@ -261,12 +263,24 @@ void StepPolicy::accept_token(Task& t, const SampledToken& sampled) {
     }
   }
   const bool stop_token = std::find(t.stop_tokens.begin(), t.stop_tokens.end(), token) != t.stop_tokens.end();
+  // The constraint follows every token it may still matter for, and has the
+  // next token's mask ready before the next plan (task_constraint.h).
+  using Step = TaskConstraint::Step;
+  const Step constrained = error.empty() && !stop_token && !stop_string ? t.constraint.advance(token, t.stop_tokens)
+                                                                         : Step::Continue;
   if (!error.empty())
     finish(t, FinishReason::Error, error);
   else if (stop_token)
     finish(t, FinishReason::Eos);
   else if (stop_string)
     finish(t, FinishReason::StopSequence);
+  else if (constrained == Step::Complete)
+    finish(t, FinishReason::ConstraintComplete);
+  else if (constrained == Step::DeadEnd)
+    finish(t, FinishReason::Error,
+           "the output constraint allows no next token after " + std::to_string(t.generated()) + " tokens");
+  else if (constrained == Step::Rejected)
+    finish(t, FinishReason::Error, "the output constraint refused the sampled token " + std::to_string(token));
   else if (t.generated() >= t.max_new_tokens)
     finish(t, FinishReason::Length);
   else if (int(t.tokens.size()) - 1 >= context_)  // the new token's position is past the context

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/scheduler/task_constraint.h"
 #include "engine/scheduler/token_request.h"
 #include "reference/sampling/sampler.h"
 
@@ -28,6 +29,7 @@ struct Task {
         stop_tokens(std::move(request.stop_tokens)),
         sampler(request.sampling, tokens),  // tokens is the prompt here (declared, so built, before sampler)
         logprobs(request.logprobs),
+        constraint(std::move(request.constraint)),
         on_token(std::move(request.on_token)),
         on_finish(std::move(request.on_finish)) {}
 
@@ -43,6 +45,7 @@ struct Task {
   SamplerState sampler;          // this request's own RNG and token counts: batching never changes its draws
   int logprobs;                  // -1: none wanted; else how many top tokens
   std::vector<TokenLogprobs> token_logprobs;  // one per generated token, when wanted
+  TaskConstraint constraint;     // its state and next-token mask; inactive (free) without one
   std::function<bool(int, const TokenLogprobs*)> on_token;
   std::function<void(const TokenOutput&)> on_finish;
   // The other choices of an n-choice request (InferenceScheduler::submit_choices),

@@ -5,9 +5,11 @@
 
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/grammar/token_constraint.h"
 #include "engine/scheduler/finish_reason.h"
 #include "reference/sampling/logprobs.h"
 #include "reference/sampling/sampling_params.h"
@@ -28,6 +30,11 @@ struct TokenRequest {
   // n most likely tokens (reference/sampling/logprobs.h), in TokenOutput::logprobs
   // and handed to on_token.
   int logprobs = -1;
+  // The request's constraint on what it may generate (a grammar's state at the
+  // start of the output; engine/scheduler/task_constraint.h says how it is
+  // applied and what ends the request); null: none. For n choices, each
+  // choice has its own (a fork() of one state).
+  std::unique_ptr<grammar::TokenConstraint> constraint;
   // Both hooks run on the scheduler thread. on_token sees every generated
   // token (with its log-probabilities when asked for, else nullptr) and returns true to end the request now with
   // FinishReason::StopSequence. If it throws, the request ends with

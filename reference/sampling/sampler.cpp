@@ -1,5 +1,6 @@
 // The sampler's steps (see sampler.h for the rules).
 #include "reference/sampling/sampler.h"
+#include "reference/sampling/token_mask.h"
 
 #include <algorithm>
 #include <cassert>
@@ -459,6 +460,14 @@ int sample_with_uniform(std::span<const float> logits, const SamplingParams& par
   const Candidates kept = kept_candidates(logits, params);
   const std::vector<double> kept_probabilities = softmax(kept);
   return kept[inverse_cdf(kept_probabilities, u)].id;
+}
+
+int sample_with_uniform(std::span<const float> logits, const SamplingParams& params, double u,
+                        std::span<const std::uint32_t> mask) {
+  if (mask.empty()) return sample_with_uniform(logits, params, u);
+  std::vector<float> row(logits.begin(), logits.end());
+  apply_token_mask(row, mask);
+  return sample_with_uniform(row, params, u);
 }
 
 int sample(std::span<const float> logits, const SamplingParams& params, Rng& rng) {

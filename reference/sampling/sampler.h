@@ -102,6 +102,11 @@ std::vector<double> probabilities(std::span<const float> logits, const SamplingP
 // One token: softmax over the kept candidates in ascending id order, then
 // inverse_cdf with the uniform u in [0, 1) (greedy ignores its value).
 int sample_with_uniform(std::span<const float> logits, const SamplingParams& params, double u);
+// The same after a token mask (token_mask.h): every token the mask does not
+// allow gets logit -inf first, so it is never a candidate of top-k, top-p or
+// min-p and never drawn. An empty mask masks nothing (no copy of the row).
+int sample_with_uniform(std::span<const float> logits, const SamplingParams& params, double u,
+                        std::span<const std::uint32_t> mask);
 // The same with u = rng.next_uniform(): every token consumes one uniform.
 int sample(std::span<const float> logits, const SamplingParams& params, Rng& rng);
 // The first token a fresh request with these params would get (validates

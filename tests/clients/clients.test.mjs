@@ -240,6 +240,49 @@ describe('OpenAI SDK', () => {
     }
   });
 
+  // Structured outputs (docs/structured-outputs.md): the reply parses as JSON
+  // and meets the schema's rules (checked here by hand), whole and streamed.
+  test('response_format json_schema and json_object, whole and streamed', async () => {
+    const schema = {
+      type: 'object',
+      properties: { color: { enum: ['red', 'green', 'blue'] }, ok: { type: 'boolean' } },
+      required: ['color', 'ok'],
+      additionalProperties: false,
+    };
+    for (const strict of [true, false]) {
+      const request = {
+        model: 'astrai', messages, max_tokens: 120, temperature: 1, seed: 11,
+        response_format: { type: 'json_schema', json_schema: { name: 'reply', schema, strict } },
+      };
+      const whole = await openai.chat.completions.create(request);
+      const content = whole.choices[0].message.content;
+      const reply = JSON.parse(content);
+      assert.deepEqual(Object.keys(reply).sort(), ['color', 'ok']);
+      assert.ok(['red', 'green', 'blue'].includes(reply.color));
+      assert.equal(typeof reply.ok, 'boolean');
+      assert.equal(whole.choices[0].finish_reason, 'stop');
+      const stream = await openai.chat.completions.create({ ...request, stream: true });
+      let text = '';
+      for await (const chunk of stream) for (const choice of chunk.choices) text += choice.delta.content ?? '';
+      assert.equal(text, content);
+    }
+    const object = await openai.chat.completions.create({
+      model: 'astrai', messages, max_tokens: 300, temperature: 0, response_format: { type: 'json_object' },
+    });
+    if (object.choices[0].finish_reason === 'stop') {
+      const value = JSON.parse(object.choices[0].message.content);
+      assert.equal(typeof value, 'object');
+      assert.ok(value !== null && !Array.isArray(value));
+    }
+    await assert.rejects(
+      openai.chat.completions.create({
+        model: 'astrai', messages, max_tokens: 8,
+        response_format: { type: 'json_schema', json_schema: { name: 'bad', schema: { not: {} } } },
+      }),
+      (e) => e instanceof OpenAI.BadRequestError && /"not"/.test(e.message),
+    );
+  });
+
   test('a wrong key is an AuthenticationError', async () => {
     const wrong = new OpenAI({ baseURL: `${serverUrl}/v1`, apiKey: `${apiKey}-wrong`, maxRetries: 0 });
     await assert.rejects(wrong.chat.completions.create({ model: 'astrai', messages }),

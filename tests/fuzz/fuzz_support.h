@@ -34,6 +34,7 @@ int fuzz_text_stream(const uint8_t* data, size_t size);
 int fuzz_request(const uint8_t* data, size_t size);
 int fuzz_safetensors(const uint8_t* data, size_t size);
 int fuzz_jinja(const uint8_t* data, size_t size);
+int fuzz_schema(const uint8_t* data, size_t size);
 
 // Aborts with a message when a property the target asserts does not hold.
 inline void check(bool ok, const char* property) {

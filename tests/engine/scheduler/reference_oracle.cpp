@@ -2,6 +2,7 @@
 #include "tests/engine/scheduler/reference_oracle.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "reference/generate.h"
 #include "reference/sampling/sampler.h"
@@ -20,6 +21,29 @@ std::vector<int> reference_tokens(const ModelWeights& weights, const Tokenizer& 
   return generate(weights, prompt, options, [&](std::span<const float> logits) {
     const int token = sampler.next(logits);
     if (logprobs >= 0 && logprobs_out) logprobs_out->push_back(token_logprobs(logits, token, logprobs));
+    return token;
+  });
+}
+
+std::vector<int> compacted_reference_tokens(const ModelWeights& weights, const Tokenizer& tokenizer,
+                                            std::span<const int> prompt, int max_tokens,
+                                            const SamplingParams& sampling,
+                                            const std::function<std::vector<int>(const std::vector<int>&)>& allowed,
+                                            bool ignore_eos, int logprobs, std::vector<TokenLogprobs>* logprobs_out) {
+  if (!sampling.seed || sampling.adjusts_logits())
+    throw std::invalid_argument("compacted_reference_tokens: a seeded request without penalties or bias");
+  GenerateOptions options;
+  options.max_new_tokens = max_tokens;
+  if (!ignore_eos) options.stop_tokens = {tokenizer.eos_id(), tokenizer.bos_id()};
+  Rng rng(*sampling.seed);
+  std::vector<int> generated;
+  return generate(weights, prompt, options, [&](std::span<const float> logits) {
+    const std::vector<int> ids = allowed(generated);
+    std::vector<float> compact;
+    for (int id : ids) compact.push_back(logits[size_t(id)]);
+    const int token = ids.at(size_t(sample_with_uniform(compact, sampling, rng.next_uniform())));
+    if (logprobs >= 0 && logprobs_out) logprobs_out->push_back(token_logprobs(logits, token, logprobs));
+    generated.push_back(token);
     return token;
   });
 }

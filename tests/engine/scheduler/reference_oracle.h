@@ -4,6 +4,7 @@
 // that engine tests never see the reference loop's option struct.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +25,19 @@ std::vector<int> reference_tokens(const ModelWeights& weights, const Tokenizer& 
                                   std::span<const int> prompt, int max_tokens, const SamplingParams& sampling,
                                   bool ignore_eos = false, const std::vector<int>& stop_token_ids = {},
                                   int logprobs = -1, std::vector<TokenLogprobs>* logprobs_out = nullptr);
+
+// The reference loop under a constraint, stated without a mask: at each step
+// the logits of the tokens allowed(generated so far) alone, compacted in id
+// order, are sampled with the request's next uniform (Rng(*sampling.seed)),
+// and the drawn index mapped back to its id. sampling must be seeded and have
+// no penalties or bias. Stops as reference_tokens does (stop tokens, max_tokens,
+// the context). Logprobs, as there, of the raw row.
+std::vector<int> compacted_reference_tokens(const ModelWeights& weights, const Tokenizer& tokenizer,
+                                            std::span<const int> prompt, int max_tokens,
+                                            const SamplingParams& sampling,
+                                            const std::function<std::vector<int>(const std::vector<int>&)>& allowed,
+                                            bool ignore_eos = false, int logprobs = -1,
+                                            std::vector<TokenLogprobs>* logprobs_out = nullptr);
 
 // Why the reference stopped after `tokens`: EOS/BOS (or one of
 // stop_token_ids) last, else max_tokens reached, else the context.

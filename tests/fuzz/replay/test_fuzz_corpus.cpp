@@ -69,3 +69,4 @@ TEST_CASE("fuzz corpus: safetensors files and Hugging Face folders", "[fuzz]") {
   replay("safetensors", astrai::fuzz::fuzz_safetensors);
 }
 TEST_CASE("fuzz corpus: chat templates (Jinja)", "[fuzz]") { replay("jinja", astrai::fuzz::fuzz_jinja); }
+TEST_CASE("fuzz corpus: JSON Schemas (structured outputs)", "[fuzz]") { replay("schema", astrai::fuzz::fuzz_schema); }

@@ -1,0 +1,58 @@
+// A per-request constraint on the next token: the state of a grammar matched
+// against the tokens generated so far. Not thread-safe; one per request (fork
+// for each of n choices).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+#include <stdexcept>
+
+namespace astrai::grammar {
+
+// One bit per token id (bit t % 32 of word t / 32), the layout xgrammar and the
+// device sampler use: (vocab_size + 31) / 32 words.
+inline size_t bitmask_words(size_t vocab_size) { return (vocab_size + 31) / 32; }
+
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets exactly the bits of the tokens that may come next (all other bits
+  // cleared); the end-of-sequence ids are allowed exactly when can_end().
+  virtual void fill_next_token_mask(std::span<uint32_t> mask) = 0;
+  // Advances over one generated token; returns false (state unchanged) when
+  // the token is not allowed here. An end-of-sequence id is accepted when can_end().
+  virtual bool accept_token(int token) = 0;
+  // The text so far is a complete match (an end-of-sequence id may follow).
+  virtual bool can_end() const = 0;
+  // Complete, and no further token can extend it: the request is done.
+  virtual bool is_terminated() const = 0;
+  // An independent copy of this state (n > 1 choices fork after the prompt).
+  virtual std::unique_ptr<TokenConstraint> fork() const = 0;
+};
+
+// What a request asks for (OpenAI response_format / vLLM's structured_outputs).
+struct ConstraintSpec {
+  enum class Kind { JsonSchema, JsonObject, Regex, Choice };
+  Kind kind = Kind::JsonObject;
+  std::string text;                  // the schema's JSON text, or the regex
+  std::vector<std::string> choices;  // Kind::Choice
+};
+
+// A bad schema/regex: a 400 for the API, naming the keyword and its JSON pointer.
+struct ConstraintError : std::invalid_argument {
+  ConstraintError(std::string keyword, std::string pointer, const std::string& message)
+      : std::invalid_argument(message), keyword(std::move(keyword)), pointer(std::move(pointer)) {}
+  std::string keyword;  // e.g. "not", "$ref", "type" ("" for a regex)
+  std::string pointer;  // e.g. "/properties/a/not"
+};
+
+// Compiled once per (spec, vocabulary), shared by every request that uses it; immutable, thread-safe.
+class CompiledConstraint {
+ public:
+  virtual ~CompiledConstraint() = default;
+  virtual std::unique_ptr<TokenConstraint> start() const = 0;
+};
+
+}  // namespace astrai::grammar

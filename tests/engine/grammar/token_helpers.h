@@ -1,0 +1,73 @@
+// Helpers of the token-level tests: masks as id sets, the brute-force oracle
+// (a token is allowed when a fork accepts it), random tokenizations, and the
+// python3-jsonschema batch validator.
+#pragma once
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/grammar/compile_constraint.h"
+#include "tests/support/shared_data.h"
+
+namespace astrai::test {
+
+inline std::vector<int> mask_ids(astrai::grammar::TokenConstraint& c, size_t vocab_size) {
+  std::vector<uint32_t> mask(astrai::grammar::bitmask_words(vocab_size), 0xDEADBEEFu);  // poisoned: every word must be written
+  c.fill_next_token_mask(mask);
+  std::vector<int> ids;
+  for (size_t t = 0; t < mask.size() * 32; ++t)
+    if (mask[t / 32] & (1u << (t % 32))) ids.push_back(int(t));
+  return ids;
+}
+
+// The oracle: every id that accept_token takes on a fork of `c` (no cache, no trie).
+inline std::vector<int> brute_force_ids(const astrai::grammar::TokenConstraint& c, size_t vocab_size) {
+  std::vector<int> ids;
+  for (size_t t = 0; t < vocab_size; ++t)
+    if (c.fork()->accept_token(int(t))) ids.push_back(int(t));
+  return ids;
+}
+
+// Splits text into pieces at code point boundaries, randomly.
+inline std::vector<std::string> random_chunks(const std::string& text, std::mt19937_64& rng) {
+  std::vector<std::string> chunks;
+  std::string cur;
+  for (size_t i = 0; i < text.size(); ++i) {
+    cur += text[i];
+    const bool boundary = i + 1 == text.size() || (uint8_t(text[i + 1]) & 0xC0) != 0x80;
+    if (boundary && rng() % 3 == 0) {
+      chunks.push_back(cur);
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) chunks.push_back(cur);
+  return chunks;
+}
+
+// Validates (schema, JSON text) pairs with python3-jsonschema in one process;
+// returns one verdict per pair ("ok" or "invalid: ..."), or an empty vector
+// when python3-jsonschema is missing.
+inline std::vector<std::string> validate_with_python(const std::vector<std::pair<nlohmann::ordered_json, std::string>>& cases) {
+  const auto dir = scratch_dir();
+  const auto input = dir / "grammar_instances.jsonl", output = dir / "grammar_verdicts.txt";
+  {
+    std::ofstream f(input);
+    for (const auto& [schema, text] : cases) f << nlohmann::ordered_json{{"schema", schema}, {"text", text}}.dump() << "\n";
+  }
+  if (std::system("python3 -c 'import jsonschema' 2>/dev/null") != 0) return {};
+  const std::string script = (source_root() / "tests/engine/grammar/validate_instances.py").string();
+  const std::string cmd = "python3 '" + script + "' '" + input.string() + "' > '" + output.string() + "'";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("the validator failed: " + cmd);
+  std::vector<std::string> verdicts;
+  std::ifstream f(output);
+  for (std::string line; std::getline(f, line);) verdicts.push_back(line);
+  return verdicts;
+}
+
+}  // namespace astrai::test
