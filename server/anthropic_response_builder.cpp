@@ -3,7 +3,9 @@
 //             system (string or [{type: text, text}]), max_tokens, temperature, top_p, top_k,
 //             stop_sequences, stream, seed (extension)
 //   response: {id: msg_…, type: message, role: assistant, model, content: [{type: text, text}],
-//              stop_reason: end_turn|max_tokens|stop_sequence, stop_sequence, usage: {input_tokens, output_tokens}}
+//              stop_reason: end_turn|max_tokens|stop_sequence, stop_sequence, usage: {input_tokens, output_tokens,
+//              cache_creation_input_tokens: 0, cache_read_input_tokens}} (input_tokens excludes the cache reads,
+//              as Anthropic counts them; message_start's input_tokens is the whole prompt, known before the hit)
 //   stream:   event/data pairs message_start, content_block_start, content_block_delta (text_delta)…,
 //             content_block_stop, message_delta (stop_reason, stop_sequence, usage), message_stop.
 #include "server/anthropic_response_builder.h"
@@ -25,6 +27,15 @@ const char* anthropic_stop_reason(FinishReason reason) {
     case FinishReason::ContextLimit: return "max_tokens";
     default: return "end_turn";
   }
+}
+
+// Anthropic counts cache reads apart: input_tokens + cache_read_input_tokens
+// is the whole prompt (no cache writes are billed here: 0).
+json usage_of(const CompletionResult& r) {
+  return {{"input_tokens", r.prompt_tokens - r.cached_prompt_tokens},
+          {"output_tokens", r.completion_tokens},
+          {"cache_creation_input_tokens", 0},
+          {"cache_read_input_tokens", r.cached_prompt_tokens}};
 }
 
 json stop_sequence_of(const CompletionResult& r) {
@@ -113,8 +124,7 @@ std::string AnthropicResponseBuilder::format_stream_end(const std::vector<Comple
   return sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}}) +
          sse_event("message_delta", {{"type", "message_delta"},
                                      {"delta", delta},
-                                     {"usage", {{"input_tokens", result.prompt_tokens},
-                                                {"output_tokens", result.completion_tokens}}}}) +
+                                     {"usage", usage_of(result)}}) +
          sse_event("message_stop", {{"type", "message_stop"}});
 }
 
@@ -127,7 +137,7 @@ json AnthropicResponseBuilder::format_response(const std::vector<CompletionResul
           {"content", json::array({{{"type", "text"}, {"text", result.text}}})},
           {"stop_reason", anthropic_stop_reason(result.reason)},
           {"stop_sequence", stop_sequence_of(result)},
-          {"usage", {{"input_tokens", result.prompt_tokens}, {"output_tokens", result.completion_tokens}}}};
+          {"usage", usage_of(result)}};
 }
 
 json AnthropicResponseBuilder::format_error(ErrorKind kind, const std::string& message) const {

@@ -15,8 +15,19 @@
 
 namespace astrai {
 
+// One prompt of a /v1/completions request: text (tokenized with BOS first,
+// as `astrai generate` does) or the token ids themselves.
+struct RawPrompt {
+  std::string text;
+  std::optional<std::vector<int>> ids;  // set: the prompt is these ids (never empty)
+};
+
 struct ChatRequest {
-  std::vector<ChatMessage> messages;  // in order; never empty
+  std::vector<ChatMessage> messages;  // in order; never empty (chat protocols); empty when `prompts` is set
+  // /v1/completions: the prompts, each run as its own n choices, with no chat
+  // template. Choice index = prompt index * n + choice of that prompt.
+  std::vector<RawPrompt> prompts;
+  bool echo = false;  // completions: each choice's text starts with its prompt's
   // nullopt: what the context leaves after the prompt (OpenAI's and vLLM's
   // default; ProtocolHandler fills it in once the prompt is encoded).
   // Anthropic's protocol requires the field.
@@ -37,6 +48,7 @@ struct CompletionResult {
   FinishReason reason = FinishReason::Eos;
   std::string stop_sequence;  // when reason == StopSequence
   int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // of prompt_tokens, those served from prefix-shared cache pages
   int completion_tokens = 0;
   // OpenAI's choices[].logprobs.content entries, one per token (null when
   // not asked for); ProtocolHandler makes them (it has the tokenizer).

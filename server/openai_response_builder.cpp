@@ -12,7 +12,8 @@
 //             per choice (its index): delta {role: assistant} (all n first), then {content}s, then {} with
 //             the finish_reason, choices interleaved as their tokens come; then (only with
 //             stream_options.include_usage true) a chunk with choices [] and the usage, then [DONE].
-//   usage:    the prompt once, the choices' completion tokens summed (as OpenAI and vLLM count n).
+//   usage:    the prompt once, the choices' completion tokens summed (as OpenAI and vLLM count n);
+//             prompt_tokens_details.cached_tokens: prompt tokens a prefix-cache hit served.
 #include "server/openai_response_builder.h"
 
 #include <algorithm>
@@ -40,10 +41,17 @@ const char* openai_finish_reason(FinishReason reason) {
 
 json usage_of(const std::vector<CompletionResult>& choices) {
   // Every choice reports the whole prompt, which was computed once.
+  // The prefix-cache hit is counted on the choice that computed the prompt.
   const int64_t prompt = choices.at(0).prompt_tokens;
-  int64_t completion = 0;
-  for (const CompletionResult& c : choices) completion += c.completion_tokens;
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  int64_t completion = 0, cached = 0;
+  for (const CompletionResult& c : choices) {
+    completion += c.completion_tokens;
+    cached = std::max<int64_t>(cached, c.cached_prompt_tokens);
+  }
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", openai_prompt_details(cached)}};
 }
 
 std::optional<ChatRole> openai_role(const std::string& role) {
@@ -179,6 +187,12 @@ json OpenAIResponseBuilder::format_response(const std::vector<CompletionResult>&
 }
 
 json OpenAIResponseBuilder::format_error(ErrorKind kind, const std::string& message) const {
+  return openai_error_body(kind, message);
+}
+
+json openai_prompt_details(int64_t cached_tokens) { return {{"cached_tokens", cached_tokens}}; }
+
+json openai_error_body(ErrorKind kind, const std::string& message) {
   const char* type = "invalid_request_error";
   json code = nullptr;
   switch (kind) {

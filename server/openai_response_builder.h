@@ -9,6 +9,12 @@
 
 namespace astrai {
 
+// OpenAI's error body {"error": {message, type, param, code}} (also /v1/completions').
+nlohmann::ordered_json openai_error_body(ErrorKind kind, const std::string& message);
+// OpenAI's usage.prompt_tokens_details: the prompt tokens served from
+// prefix-shared cache pages (cached_tokens).
+nlohmann::ordered_json openai_prompt_details(int64_t cached_tokens);
+
 class OpenAIResponseBuilder : public ResponseBuilder {
  public:
   // defaults: the sampling a request gets for the fields it leaves out.

@@ -29,6 +29,7 @@ CompletionResult completion_of(const TaskOutput& out) {
   r.reason = out.reason;
   r.stop_sequence = out.stop_sequence;
   r.prompt_tokens = out.prompt_tokens;
+  r.cached_prompt_tokens = out.cached_prompt_tokens;
   r.completion_tokens = int(out.tokens.size());
   return r;
 }
@@ -152,11 +153,93 @@ void ProtocolHandler::handle(httplib::Response& response) {
     return;
   }
   const int context = engine.model_config().max_seq_len;
+  std::vector<std::vector<int>> prompts;  // one (chat), or each of a completions request's
+  std::vector<std::string> echoes;        // completions with echo: each prompt's text
+  if (chat.prompts.empty()) {
+    std::vector<int> prompt;
+    if (const auto error = encode_chat(chat, prompt)) return send_error(response, error->first, error->second);
+    prompts.push_back(std::move(prompt));
+  } else {
+    for (RawPrompt& raw : chat.prompts) {
+      if (!raw.ids && prompt_surely_too_long(raw.text.size(), model_->max_token_bytes, context))
+        return send_error(response, ErrorKind::ContextLength, *prompt_surely_too_long(raw.text.size(), model_->max_token_bytes, context));
+      prompts.push_back(raw.ids ? *raw.ids : engine.tokenize(raw.text));  // BOS first, as `astrai generate`
+      if (chat.echo) echoes.push_back(raw.ids ? engine.tokenizer().decode(*raw.ids) : raw.text);
+    }
+  }
+  for (const std::vector<int>& prompt : prompts)
+    if (const auto too_long = prompt_too_long(prompt.size(), context))
+      return send_error(response, ErrorKind::ContextLength, *too_long);
+  const int prompt_tokens = int(prompts.front().size());
+
+  const size_t choices = prompts.size() * size_t(chat.n);
+  std::shared_ptr<PieceQueue> queue;
+  if (chat.stream) queue = std::make_shared<PieceQueue>(int(choices));
+  // Echoed prompts are each choice's first text, streamed or not.
+  for (size_t i = 0; queue && i < echoes.size(); ++i)
+    for (int c = 0; c < chat.n; ++c) queue->push(int(i) * chat.n + c, echoes[i]);
+  ChoicesResult result;
+  std::vector<LogprobsContent> logprobs;  // each choice's entries start after its prompt's last token
+  std::vector<int> last_prompt_tokens;    // per choice
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int offset = int(i) * chat.n;  // this prompt's choices' first index
+    GenerationRequest request;
+    const int tokens = int(prompts[i].size());
+    // Omitted (OpenAI): what the context leaves. The engine ends a request when
+    // the context is full (finish reason ContextLimit), which for a prompt of
+    // P tokens is after context - P + 1 tokens (prompt_limit.h), so this bound
+    // never ends a request before the context does.
+    request.max_tokens = chat.max_tokens.value_or(context - tokens + 1);
+    request.sampling = chat.sampling;
+    request.stop = chat.stop;
+    request.ignore_eos = chat.ignore_eos;
+    request.stop_token_ids = chat.stop_token_ids;
+    request.logprobs = chat.logprobs;
+    request.n = chat.n;
+    for (int c = 0; c < chat.n; ++c) last_prompt_tokens.push_back(prompts[i].back());
+    request.prompt_ids = std::move(prompts[i]);
+    if (queue) {
+      request.on_token = [queue, offset](const TokenEvent& event) {
+        queue->push(offset + event.index, event.text, event.token, event.logprobs);
+      };
+      request.on_finish = [queue, offset](const TaskOutput& output) {
+        TaskOutput renumbered = output;
+        renumbered.index += offset;
+        queue->finish(renumbered);
+      };
+    }
+    if (timing && i == 0) timing->attach(request, tokens);
+    try {
+      // n = 1 too: one choice is exactly one request (seed + 0, no fork).
+      ChoicesResult part = engine.generate_choices(std::move(request));
+      result.choices.insert(result.choices.end(), part.choices.begin(), part.choices.end());
+    } catch (const QueueFullError& e) {
+      engine.cancel(result);  // the prompts already submitted are for nobody
+      response.set_header("Retry-After", "1");
+      return send_error(response, ErrorKind::Overloaded, std::string(e.what()) + "; retry later");
+    } catch (const std::invalid_argument& e) {  // n above --max-running, among others: 400 with the engine's words
+      engine.cancel(result);
+      return send_error(response, ErrorKind::InvalidRequest, e.what());
+    } catch (const std::runtime_error& e) {
+      engine.cancel(result);
+      return send_error(response, ErrorKind::Unavailable, e.what());
+    }
+  }
+  for (size_t i = 0; chat.logprobs >= 0 && i < choices; ++i) logprobs.emplace_back(engine.tokenizer(), last_prompt_tokens[i]);
+  if (chat.stream)
+    respond_stream(response, std::move(result), prompt_tokens, std::move(queue), std::move(logprobs));
+  else
+    respond_whole(response, result, chat.logprobs >= 0 ? last_prompt_tokens : std::vector<int>{}, echoes, chat.n);
+}
+
+std::optional<std::pair<ErrorKind, std::string>> ProtocolHandler::encode_chat(const ChatRequest& chat,
+                                                                              std::vector<int>& prompt) const {
+  const int context = model_->engine->model_config().max_seq_len;
   Prompt rendered;
   try {
     rendered = model_->chat_template->render(chat.messages);
   } catch (const std::exception& e) {  // the model's own template refused the conversation
-    return send_error(response, ErrorKind::InvalidRequest, std::string("chat template: ") + e.what());
+    return std::pair{ErrorKind::InvalidRequest, std::string("chat template: ") + e.what()};
   }
   // Bytes first: a prompt that cannot fit whatever its tokens is refused
   // without tokenizing it (which costs time, and memory that a stream of
@@ -165,57 +248,14 @@ void ProtocolHandler::handle(httplib::Response& response) {
   for (const PromptPart& part : rendered)
     if (part.kind == PromptPart::Kind::Text || part.kind == PromptPart::Kind::Rendered) text_bytes += part.text.size();
   if (const auto too_long = prompt_surely_too_long(text_bytes, model_->max_token_bytes, context))
-    return send_error(response, ErrorKind::ContextLength, *too_long);
-  std::vector<int> prompt = model_->encode(rendered);
-  if (const auto too_long = prompt_too_long(prompt.size(), context))
-    return send_error(response, ErrorKind::ContextLength, *too_long);
-  const int prompt_tokens = int(prompt.size());
-
-  GenerationRequest request;
-  request.prompt_ids = std::move(prompt);
-  // Omitted (OpenAI): what the context leaves. The engine ends a request when
-  // the context is full (finish reason ContextLimit), which for a prompt of
-  // P tokens is after context - P + 1 tokens (prompt_limit.h), so this bound
-  // never ends a request before the context does.
-  request.max_tokens = chat.max_tokens.value_or(context - prompt_tokens + 1);
-  request.sampling = chat.sampling;
-  request.stop = chat.stop;
-  request.ignore_eos = chat.ignore_eos;
-  request.stop_token_ids = chat.stop_token_ids;
-  request.logprobs = chat.logprobs;
-  request.n = chat.n;
-  const int last_prompt_token = request.prompt_ids->back();
-  std::shared_ptr<PieceQueue> queue;
-  if (chat.stream) {
-    queue = std::make_shared<PieceQueue>(chat.n);
-    request.on_token = [queue](const TokenEvent& event) {
-      queue->push(event.index, event.text, event.token, event.logprobs);
-    };
-    request.on_finish = [queue](const TaskOutput& output) { queue->finish(output); };
-  }
-  if (timing) timing->attach(request, prompt_tokens);
-  ChoicesResult result;
-  try {
-    // n = 1 too: one choice is exactly one request (seed + 0, no fork).
-    result = engine.generate_choices(std::move(request));
-  } catch (const QueueFullError& e) {
-    response.set_header("Retry-After", "1");
-    return send_error(response, ErrorKind::Overloaded, std::string(e.what()) + "; retry later");
-  } catch (const std::invalid_argument& e) {  // n above --max-running, among others: 400 with the engine's words
-    return send_error(response, ErrorKind::InvalidRequest, e.what());
-  } catch (const std::runtime_error& e) {
-    return send_error(response, ErrorKind::Unavailable, e.what());
-  }
-  std::vector<LogprobsContent> logprobs;  // each choice's entries start after the prompt's last token
-  for (int i = 0; chat.logprobs >= 0 && i < chat.n; ++i) logprobs.emplace_back(engine.tokenizer(), last_prompt_token);
-  if (chat.stream)
-    respond_stream(response, std::move(result), prompt_tokens, std::move(queue), std::move(logprobs));
-  else
-    respond_whole(response, result, chat.logprobs >= 0 ? std::optional<int>(last_prompt_token) : std::nullopt);
+    return std::pair{ErrorKind::ContextLength, *too_long};
+  prompt = model_->encode(rendered);
+  return std::nullopt;
 }
 
 void ProtocolHandler::respond_whole(httplib::Response& response, const ChoicesResult& result,
-                                    std::optional<int> logprobs_after) const {
+                                    const std::vector<int>& logprobs_after, const std::vector<std::string>& echoes,
+                                    int n) const {
   // Waits in slices, looking between them whether the client is still there:
   // a client that left must not keep its task generating (and holding cache)
   // for nobody. A cancelled task ends at once with FinishReason::Cancelled.
@@ -225,10 +265,13 @@ void ProtocolHandler::respond_whole(httplib::Response& response, const ChoicesRe
     if (client && client->closed_by_peer()) model_->engine->cancel(result);
   }
   std::vector<CompletionResult> choices;
-  for (const TaskOutput& out : *waited) {  // in choice order
+  for (size_t i = 0; i < waited->size(); ++i) {  // in choice order
+    const TaskOutput& out = (*waited)[i];
     if (const auto failure = failure_of(out)) return send_error(response, failure->first, failure->second);
     choices.push_back(completion_of(out));
-    if (logprobs_after) choices.back().logprobs_content = logprobs_content_of(*model_, *logprobs_after, out);
+    choices.back().index = int(i);  // the engine numbers each prompt's choices from 0
+    if (!echoes.empty()) choices.back().text = echoes[i / size_t(n)] + choices.back().text;
+    if (!logprobs_after.empty()) choices.back().logprobs_content = logprobs_content_of(*model_, logprobs_after[i], out);
   }
   response.status = 200;
   response.set_content(json_text(builder_->format_response(choices)), "application/json");

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,9 +49,14 @@ class ProtocolHandler {
 
  private:
   void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
-  // logprobs_after: the prompt's last token when the request asked for logprobs.
-  void respond_whole(httplib::Response& response, const ChoicesResult& result,
-                     std::optional<int> logprobs_after) const;
+  // A chat request's prompt (its messages through the chat template), or
+  // the error to answer with.
+  std::optional<std::pair<ErrorKind, std::string>> encode_chat(const ChatRequest& chat, std::vector<int>& prompt) const;
+  // logprobs_after: each choice's prompt's last token when the request asked
+  // for logprobs (else empty); echoes: each prompt's text when a completions
+  // request asked for echo (else empty); n: choices per prompt.
+  void respond_whole(httplib::Response& response, const ChoicesResult& result, const std::vector<int>& logprobs_after,
+                     const std::vector<std::string>& echoes, int n) const;
   // logprobs: one per choice, or none when the request did not ask.
   void respond_stream(httplib::Response& response, ChoicesResult result, int prompt_tokens,
                       std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs) const;

@@ -330,3 +330,63 @@ describe('Anthropic SDK', () => {
       (error) => error instanceof Anthropic.AuthenticationError && error.status === 401);
   });
 });
+
+describe('OpenAI SDK: completions (legacy, no chat template)', () => {
+  const prompt = 'Once upon a time';
+
+  test('completions.create equals the chat completion of the same text (the plain template adds nothing)', async () => {
+    const chat = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 16, temperature: 0 });
+    const whole = await openai.completions.create({ model: 'astrai', prompt, max_tokens: 16, temperature: 0 });
+    assert.match(whole.id, /^cmpl-/);
+    assert.equal(whole.object, 'text_completion');
+    assert.equal(whole.choices.length, 1);
+    assert.equal(whole.choices[0].text, chat.choices[0].message.content);
+    assert.equal(whole.choices[0].finish_reason, chat.choices[0].finish_reason);
+    assert.equal(whole.usage.prompt_tokens, promptTokens);
+    assert.equal(whole.usage.prompt_tokens_details.cached_tokens, 0);
+
+    let text = '';
+    let finish = null;
+    let usage = null;
+    const stream = await openai.completions.create({
+      model: 'astrai', prompt, max_tokens: 16, temperature: 0, stream: true, stream_options: { include_usage: true },
+    });
+    for await (const chunk of stream) {
+      assert.equal(chunk.object, 'text_completion');
+      if (chunk.usage) usage = chunk.usage;
+      for (const choice of chunk.choices) {
+        text += choice.text;
+        finish = choice.finish_reason ?? finish;
+      }
+    }
+    assert.equal(text, whole.choices[0].text);
+    assert.equal(finish, whole.choices[0].finish_reason);
+    assert.deepEqual(usage, whole.usage);
+  });
+
+  test('a list of prompts, token ids, echo and legacy logprobs', async () => {
+    const alone = await openai.completions.create({ model: 'astrai', prompt, max_tokens: 8, temperature: 0 });
+    const listed = await openai.completions.create({ model: 'astrai', prompt: [prompt, prompt], max_tokens: 8, temperature: 0 });
+    assert.deepEqual(listed.choices.map((c) => c.index), [0, 1]);
+    for (const c of listed.choices) assert.equal(c.text, alone.choices[0].text);
+    assert.equal(listed.usage.prompt_tokens, 2 * promptTokens);
+
+    const echoed = await openai.completions.create({ model: 'astrai', prompt, max_tokens: 8, temperature: 0, echo: true });
+    assert.equal(echoed.choices[0].text, prompt + alone.choices[0].text);
+
+    const scored = await openai.completions.create({ model: 'astrai', prompt, max_tokens: 8, temperature: 0, logprobs: 2 });
+    const lp = scored.choices[0].logprobs;
+    assert.equal(lp.tokens.length, scored.usage.completion_tokens);
+    assert.equal(lp.token_logprobs.length, lp.tokens.length);
+    assert.equal(lp.text_offset[0], 0);
+    for (const top of lp.top_logprobs) assert.ok(Object.keys(top).length >= 1 && Object.keys(top).length <= 2);
+  });
+
+  test('suffix and best_of are refused with a 400 naming them', async () => {
+    for (const extra of [{ suffix: 'end' }, { best_of: 2 }]) {
+      await assert.rejects(
+        openai.completions.create({ model: 'astrai', prompt, max_tokens: 4, ...extra }),
+        (error) => error instanceof OpenAI.BadRequestError && error.message.includes(Object.keys(extra)[0]));
+    }
+  });
+});
