@@ -22,6 +22,24 @@ struct RawPrompt {
   std::optional<std::vector<int>> ids;  // set: the prompt is these ids (never empty)
 };
 
+// How the model may use the request's tools (OpenAI's tool_choice,
+// Anthropic's tool_choice.type): none, auto, required (Anthropic's any), or
+// one named function (Anthropic's tool). Required and named are accepted but
+// not yet enforced: the grammar that forces a call comes with constrained
+// decoding (tool_constraint.h is where it plugs in).
+struct ToolChoice {
+  enum class Mode { None, Auto, Required, Named };
+  Mode mode = Mode::None;
+  std::string name;  // Named: the function
+};
+
+// A tool call the model made, as responses carry it.
+struct ToolCall {
+  std::string id;         // call_… (OpenAI), toolu_… (Anthropic), 9 characters for Mistral's templates
+  std::string name;
+  std::string arguments;  // JSON text of an object
+};
+
 struct ChatRequest {
   std::vector<ChatMessage> messages;  // in order; never empty (chat protocols); empty when `prompts` is set
   // /v1/completions: the prompts, each run as its own n choices, with no chat
@@ -39,12 +57,22 @@ struct ChatRequest {
   std::vector<int> stop_token_ids;    // extension (vLLM): more ids that end generation
   int logprobs = -1;                  // -1: none; else how many top tokens (OpenAI logprobs / top_logprobs)
   int n = 1;                          // choices of the prompt (OpenAI's n; the engine bounds it by --max-running)
+  // Tools as chat templates read them (transformers' shape, OpenAI's):
+  // [{"type": "function", "function": {"name", "description", "parameters"}}];
+  // null when the request has none. Anthropic's are converted to it.
+  nlohmann::ordered_json tools = nullptr;
+  ToolChoice tool_choice;             // Auto when tools are given and no choice is
+  bool parallel_tool_calls = true;    // false: only the first call is returned
+  // More template variables (chat_template_kwargs, e.g. {"enable_thinking": false}); null or an object.
+  nlohmann::ordered_json chat_template_kwargs = nullptr;
 };
 
 // One choice's outcome (a request for n choices has n of them).
 struct CompletionResult {
   int index = 0;              // which choice
-  std::string text;           // stop sequence excluded
+  std::string text;           // stop sequence excluded; the content when reasoning or tool calls are split out
+  std::string reasoning;      // the reasoning split out of the text ("" when none)
+  std::vector<ToolCall> tool_calls;  // the calls parsed out of the text
   FinishReason reason = FinishReason::Eos;
   std::string stop_sequence;  // when reason == StopSequence
   int prompt_tokens = 0;

@@ -12,6 +12,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/inference_engine.h"
 #include "engine/model_files/load_model.h"
+#include "engine/tool_calls/tool_call_family.h"
 #include "reference/sampling/sampling_params.h"
 
 namespace astrai {
@@ -28,6 +29,12 @@ struct ServedModel {
   // What a request gets for the sampling fields it leaves out: the model's
   // own defaults (sampling_defaults), overridden field by field.
   SamplingParams default_sampling{};
+  // How outputs are read (detected from the chat template; `astrai serve
+  // --tool-call-parser` and `--reasoning-parser` override): the family whose
+  // tool calls are parsed out of the text of requests with tools, and
+  // whether <think>...</think> reasoning is split out of chat outputs.
+  ToolCallFamily tool_call_family = ToolCallFamily::None;
+  bool split_reasoning = false;
 
   // The prompt's token ids for a conversation (BOS first).
   std::vector<int> encode(const std::vector<ChatMessage>& messages) const;

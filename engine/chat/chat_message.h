@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,11 @@ namespace astrai {
 enum class ChatRole { System, User, Assistant, Tool };
 
 struct ChatMessage {
+  // {role, content}, the common turn (a constructor, not an aggregate, so
+  // that the tool fields need not be spelled at every turn).
+  ChatMessage() = default;
+  ChatMessage(ChatRole role, std::string content) : role(role), content(std::move(content)) {}
+
   ChatRole role = ChatRole::User;
   std::string content;
   // An assistant turn that only called tools (OpenAI's content: null): the
