@@ -390,3 +390,45 @@ describe('OpenAI SDK: completions (legacy, no chat template)', () => {
     }
   });
 });
+
+// The served models here have no chat template of their own (the plain one
+// serves them), so tools cannot be shown to them: the SDKs' tool shapes must
+// get through validation (not a 422) and be refused by the template with a
+// 400 that says why. Responses with tool calls are checked in
+// tests/server/test_tool_calls.cpp (a scripted model behind a Jinja template).
+describe('SDK tool shapes (plain template: a 400 saying the template cannot show tools)', () => {
+  const weather = {
+    type: 'function',
+    function: { name: 'get_weather', description: 'The weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+  };
+
+  test('OpenAI: tools, tool_calls history and tool results pass validation', async () => {
+    const history = [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '18 C' },
+    ];
+    for (const stream of [false, true]) {
+      await assert.rejects(
+        openai.chat.completions.create({ model: 'astrai', messages: history, tools: [weather], tool_choice: 'auto', max_tokens: 4, stream }),
+        (error) => error instanceof OpenAI.BadRequestError && /built-in chat template/.test(error.message));
+    }
+    await assert.rejects(
+      openai.chat.completions.create({ model: 'astrai', messages, tools: [{ type: 'function', function: { name: 'bad name' } }], max_tokens: 4 }),
+      (error) => error instanceof OpenAI.BadRequestError && error.message.includes('tools[0].function.name'));
+  });
+
+  test('Anthropic: tools, tool_use history and tool_result blocks pass validation', async () => {
+    const history = [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '18 C' }] },
+    ];
+    await assert.rejects(
+      anthropic.messages.create({
+        model: 'astrai', max_tokens: 4, messages: history,
+        tools: [{ name: 'get_weather', input_schema: weather.function.parameters }], tool_choice: { type: 'auto' },
+      }),
+      (error) => error instanceof Anthropic.BadRequestError && /built-in chat template/.test(error.message));
+  });
+});

@@ -177,6 +177,17 @@ TEST_CASE("OpenAI tool calls and reasoning: whole and streamed", "[tool_calls][o
     body["stream"] = true;
     CHECK(without_ids(join_openai(post(server, path, body).body).calls) == json::array({kExpectedCalls[0]}));
   }
+  SECTION("a call whose block the model never closed comes when the output ends, streamed too") {
+    script_output(server, path, openai_tools_body(false), "Let me see.\n<tool_call>\n{\"name\": \"get_time\"}\n");
+    const json m = post(server, path, openai_tools_body(false)).body_json()["choices"][0]["message"];
+    const json expected = json::array({{{"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", "{}"}}}}});
+    CHECK(m["content"] == "Let me see.\n");
+    CHECK(without_ids(m["tool_calls"]) == expected);
+    const JoinedOpenAI s = join_openai(post(server, path, openai_tools_body(true)).body);
+    CHECK(s.content == "Let me see.\n");
+    CHECK(without_ids(s.calls) == expected);
+    CHECK(s.finish_reason == "tool_calls");
+  }
   SECTION("tool_choice none: no calls are read, the blocks are content") {
     json body = openai_tools_body(false);
     body["tool_choice"] = "none";
