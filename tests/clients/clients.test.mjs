@@ -344,6 +344,9 @@ describe('OpenAI SDK: completions (legacy, no chat template)', () => {
     assert.equal(whole.choices[0].finish_reason, chat.choices[0].finish_reason);
     assert.equal(whole.usage.prompt_tokens, promptTokens);
     assert.equal(whole.usage.prompt_tokens_details.cached_tokens, 0);
+    // `astrai generate --prompt 'Once upon a time' --max-tokens 16 --temperature 0` (run.sh; the
+    // shell's $(...) drops the newline generate prints last, and any the text ended with).
+    assert.equal(whole.choices[0].text.replace(/\n+$/, ''), process.env.ASTRAI_GENERATED);
 
     let text = '';
     let finish = null;
