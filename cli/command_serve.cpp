@@ -23,6 +23,7 @@
 #include "cli/backend.h"
 #include "cli/commands.h"
 #include "engine/chat/chat_template.h"
+#include "engine/tool_calls/tool_call_family.h"
 #include "engine/model_files/load_model.h"
 #include "server/default_model.h"
 #include "server/http_server.h"
@@ -158,6 +159,13 @@ int run_serve(std::span<const std::string_view> argv) {
       .option("--api-key", "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every route but /health")
       .option("--max-body-bytes", "larger request bodies get 413", "4194304")
       .option("--chat-template", "auto (the model's own Jinja template, else one its metadata looks like), jinja, plain, llama2, chatml or llama3", "auto")
+      .option("--tool-call-parser",
+              "how tool calls are read from outputs: auto (the family the chat template's markers name), none, "
+              "hermes (Qwen 2.5/3, Hermes), llama3 (Llama 3.1-3.3 JSON) or mistral",
+              "auto")
+      .option("--reasoning-parser",
+              "auto (split <think>...</think> out of chat outputs when the chat template uses it), think, or none",
+              "auto")
       .option("--generation-config",
               "auto (a folder's generation_config.json sets the default temperature, top_p and top_k, as in vLLM) "
               "or none (1, 1 and 50 whatever the model)",
@@ -186,7 +194,13 @@ int run_serve(std::span<const std::string_view> argv) {
   const std::string backend = args.get("--backend");
   const std::string cuda_dtype = args.get("--cuda-dtype");
   const std::string generation_config = args.get("--generation-config");
+  const std::string tool_parser = args.get("--tool-call-parser");
+  const std::string reasoning_parser = args.get("--reasoning-parser");
   try {
+    if (tool_parser != "auto" && !tool_call_family_named(tool_parser))
+      throw std::invalid_argument("--tool-call-parser must be auto, none, hermes, llama3 or mistral, got '" + tool_parser + "'");
+    if (reasoning_parser != "auto" && reasoning_parser != "think" && reasoning_parser != "none")
+      throw std::invalid_argument("--reasoning-parser must be auto, think or none, got '" + reasoning_parser + "'");
     if (generation_config != "auto" && generation_config != "none")
       throw std::invalid_argument("--generation-config must be auto or none, got '" + generation_config + "'");
     options = server_options(args);
@@ -237,6 +251,10 @@ int run_serve(std::span<const std::string_view> argv) {
         auto served = make_served_model(std::move(model), engine_maker, template_name, &note);
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;
         if (generation_config != "auto") served->default_sampling = SamplingParams{};
+        if (tool_parser != "auto") served->tool_call_family = *tool_call_family_named(tool_parser);
+        if (reasoning_parser != "auto") served->split_reasoning = reasoning_parser == "think";
+        std::cerr << "astrai serve: tool calls read as " << to_string(served->tool_call_family) << ", reasoning "
+                  << (served->split_reasoning ? "split out (<think>)" : "not split") << std::endl;
         const SamplingParams& d = served->default_sampling;
         std::cerr << "astrai serve: default sampling: temperature " << d.temperature << ", top_p " << d.top_p
                   << ", top_k " << d.top_k

@@ -16,8 +16,37 @@
 
 namespace astrai {
 
+// One prompt of a /v1/completions request: text (tokenized with BOS first,
+// as `astrai generate` does) or the token ids themselves.
+struct RawPrompt {
+  std::string text;
+  std::optional<std::vector<int>> ids;  // set: the prompt is these ids (never empty)
+};
+
+// How the model may use the request's tools (OpenAI's tool_choice,
+// Anthropic's tool_choice.type): none, auto, required (Anthropic's any), or
+// one named function (Anthropic's tool). Required and named are accepted but
+// not yet enforced: the grammar that forces a call comes with constrained
+// decoding (tool_constraint.h is where it plugs in).
+struct ToolChoice {
+  enum class Mode { None, Auto, Required, Named };
+  Mode mode = Mode::None;
+  std::string name;  // Named: the function
+};
+
+// A tool call the model made, as responses carry it.
+struct ToolCall {
+  std::string id;         // call_… (OpenAI), toolu_… (Anthropic), 9 characters for Mistral's templates
+  std::string name;
+  std::string arguments;  // JSON text of an object
+};
+
 struct ChatRequest {
-  std::vector<ChatMessage> messages;  // in order; never empty
+  std::vector<ChatMessage> messages;  // in order; never empty (chat protocols); empty when `prompts` is set
+  // /v1/completions: the prompts, each run as its own n choices, with no chat
+  // template. Choice index = prompt index * n + choice of that prompt.
+  std::vector<RawPrompt> prompts;
+  bool echo = false;  // completions: each choice's text starts with its prompt's
   // nullopt: what the context leaves after the prompt (OpenAI's and vLLM's
   // default; ProtocolHandler fills it in once the prompt is encoded).
   // Anthropic's protocol requires the field.
@@ -32,15 +61,26 @@ struct ChatRequest {
   // What the output must match (response_format, structured_outputs, guided_*:
   // server/structured_output_fields.h); nullopt: anything.
   std::optional<grammar::ConstraintSpec> constraint;
+  // Tools as chat templates read them (transformers' shape, OpenAI's):
+  // [{"type": "function", "function": {"name", "description", "parameters"}}];
+  // null when the request has none. Anthropic's are converted to it.
+  nlohmann::ordered_json tools = nullptr;
+  ToolChoice tool_choice;             // Auto when tools are given and no choice is
+  bool parallel_tool_calls = true;    // false: only the first call is returned
+  // More template variables (chat_template_kwargs, e.g. {"enable_thinking": false}); null or an object.
+  nlohmann::ordered_json chat_template_kwargs = nullptr;
 };
 
 // One choice's outcome (a request for n choices has n of them).
 struct CompletionResult {
   int index = 0;              // which choice
-  std::string text;           // stop sequence excluded
+  std::string text;           // stop sequence excluded; the content when reasoning or tool calls are split out
+  std::string reasoning;      // the reasoning split out of the text ("" when none)
+  std::vector<ToolCall> tool_calls;  // the calls parsed out of the text
   FinishReason reason = FinishReason::Eos;
   std::string stop_sequence;  // when reason == StopSequence
   int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // of prompt_tokens, those served from prefix-shared cache pages
   int completion_tokens = 0;
   // OpenAI's choices[].logprobs.content entries, one per token (null when
   // not asked for); ProtocolHandler makes them (it has the tokenizer).

@@ -1,5 +1,6 @@
 #include "server/chat_request_parser.h"
 
+#include "server/request_error.h"
 #include "server/validation.h"
 
 namespace astrai {
@@ -74,6 +75,9 @@ ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view 
   } catch (const ValidationError& e) {
     parsed.status = 422;
     parsed.error_body = e.body();
+  } catch (const InvalidRequestError& e) {
+    parsed.status = 400;
+    parsed.error_body = builder.format_error(ErrorKind::InvalidRequest, e.what());
   }
   return parsed;
 }

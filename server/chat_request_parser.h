@@ -19,8 +19,8 @@ namespace astrai {
 // A parsed chat request, or the error response for a body that is not one.
 struct ParsedChatRequest {
   std::optional<ChatRequest> request;  // set when the body is a valid request
-  int status = 0;                      // when not: 422
-  nlohmann::ordered_json error_body;   // when not: {"detail": [...]} naming each problem
+  int status = 0;                      // when not: 422, or 400 for an InvalidRequestError
+  nlohmann::ordered_json error_body;   // when not: {"detail": [...]} naming each problem, or the protocol's error
 
   bool ok() const { return request.has_value(); }
 };
@@ -29,7 +29,9 @@ struct ParsedChatRequest {
 // JSON gives json_invalid_detail() (so does a number beyond a double's range,
 // such as 1e400, which nlohmann cannot read); JSON that is not an object gives a
 // dict_type error at ["body"]; an object that the builder rejects gives its
-// ValidationError's detail, one entry per bad field. Never throws for any
+// ValidationError's detail, one entry per bad field; a request the builder
+// refuses with InvalidRequestError (request_error.h) gives a 400 in the
+// protocol's error shape. Never throws for any
 // body (short of running out of memory).
 ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view body);
 

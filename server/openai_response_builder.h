@@ -9,6 +9,15 @@
 
 namespace astrai {
 
+// OpenAI's error body {"error": {message, type, param, code}} (also /v1/completions').
+nlohmann::ordered_json openai_error_body(ErrorKind kind, const std::string& message);
+// OpenAI's usage.prompt_tokens_details: the prompt tokens served from
+// prefix-shared cache pages (cached_tokens).
+nlohmann::ordered_json openai_prompt_details(int64_t cached_tokens);
+
+// A choice's message: role, content, reasoning and tool calls as OpenAI shapes them.
+nlohmann::ordered_json openai_message(const CompletionResult& result);
+
 class OpenAIResponseBuilder : public ResponseBuilder {
  public:
   // defaults: the sampling a request gets for the fields it leaves out.
@@ -19,6 +28,8 @@ class OpenAIResponseBuilder : public ResponseBuilder {
   std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
   std::string format_choice_end(const CompletionResult& choice) override;
   std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
+  std::string format_reasoning_chunk(int index, std::string_view text) override;
+  std::string format_tool_call(int index, int call_index, const ToolCall& call) override;
   nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) override;
   nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
   std::string format_stream_error(ErrorKind kind, const std::string& message) override;

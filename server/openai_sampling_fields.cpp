@@ -106,6 +106,15 @@ void check_token_ids(FieldChecker& check, const ChatRequest& request, int vocab_
   for (std::size_t i = 0; i < request.stop_token_ids.size(); ++i)
     if (request.stop_token_ids[i] >= vocab_size)
       check.add(json::array({"body", "stop_token_ids", i}), outside, "less_than");
+  // /v1/completions prompts of ids (a single list is at ["body", "prompt", j]).
+  for (std::size_t p = 0; p < request.prompts.size(); ++p) {
+    if (!request.prompts[p].ids) continue;
+    const std::vector<int>& ids = *request.prompts[p].ids;
+    for (std::size_t j = 0; j < ids.size(); ++j)
+      if (ids[j] >= vocab_size)
+        check.add(request.prompts.size() == 1 ? json::array({"body", "prompt", j}) : json::array({"body", "prompt", p, j}),
+                  outside, "less_than");
+  }
 }
 
 }  // namespace astrai

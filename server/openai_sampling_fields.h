@@ -25,7 +25,7 @@ namespace astrai {
 // (check_token_ids).
 void read_openai_sampling_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request);
 
-// 422 entries for logit_bias and stop_token_ids ids at or past vocab_size.
+// 422 entries for logit_bias, stop_token_ids and (completions) prompt ids at or past vocab_size.
 void check_token_ids(FieldChecker& check, const ChatRequest& request, int vocab_size);
 
 }  // namespace astrai

@@ -15,11 +15,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/choices_result.h"
+#include "server/choice_output.h"
 #include "server/logprobs_content.h"
 #include "server/response_builder.h"
 #include "server/served_model.h"
@@ -48,12 +50,20 @@ class ProtocolHandler {
 
  private:
   void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
-  // logprobs_after: the prompt's last token when the request asked for logprobs.
-  void respond_whole(httplib::Response& response, const ChoicesResult& result,
-                     std::optional<int> logprobs_after) const;
+  // A chat request's prompt (its messages through the chat template), or
+  // the error to answer with.
+  // opens_reasoning: whether the prompt ends inside <think>.
+  std::optional<std::pair<ErrorKind, std::string>> encode_chat(const ChatRequest& chat, std::vector<int>& prompt,
+                                                               bool& opens_reasoning) const;
+  // logprobs_after: each choice's prompt's last token when the request asked
+  // for logprobs (else empty); echoes: each prompt's text when a completions
+  // request asked for echo (else empty); n: choices per prompt.
+  void respond_whole(httplib::Response& response, const ChoicesResult& result, const std::vector<int>& logprobs_after,
+                     const std::vector<std::string>& echoes, int n, const OutputParsing& parsing) const;
   // logprobs: one per choice, or none when the request did not ask.
   void respond_stream(httplib::Response& response, ChoicesResult result, int prompt_tokens,
-                      std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs) const;
+                      std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs,
+                      const OutputParsing& parsing) const;
 
   const httplib::Request& request_;
   std::shared_ptr<ServedModel> model_;

@@ -1,6 +1,7 @@
 #include "server/protocols.h"
 
 #include "server/anthropic_response_builder.h"
+#include "server/completions_response_builder.h"
 #include "server/openai_response_builder.h"
 
 namespace astrai {
@@ -26,6 +27,10 @@ const std::vector<Protocol>& protocols() {
       {"anthropic", "/v1/messages",
        [](const std::string& model, const SamplingParams& defaults) {
          return std::make_unique<AnthropicResponseBuilder>(model, defaults);
+       }},
+      {"completions", "/v1/completions",
+       [](const std::string& model, const SamplingParams& defaults) {
+         return std::make_unique<CompletionsResponseBuilder>(model, defaults);
        }},
   };
   return all;

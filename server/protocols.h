@@ -13,7 +13,7 @@
 namespace astrai {
 
 struct Protocol {
-  std::string name;  // "openai", "anthropic"
+  std::string name;  // "openai", "anthropic", "completions"
   std::string path;  // the POST route
   // A request's builder: the served model's name, and the sampling defaults
   // its request starts from (the fields the body sets replace them).

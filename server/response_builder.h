@@ -50,6 +50,18 @@ class ResponseBuilder {
   virtual std::string format_choice_end(const CompletionResult& choice) = 0;
   // A stream's last bytes, once every choice ended normally (in index order).
   virtual std::string format_stream_end(const std::vector<CompletionResult>& choices) = 0;
+  // Streams of chat outputs that are parsed (reasoning, tool calls; see
+  // choice_output.h): told before format_stream_start, so that a protocol
+  // whose content comes in typed blocks opens them as the parts come.
+  virtual void set_output_parsing(bool /*parsed*/) {}
+  // The bytes carrying a piece of choice `index`'s reasoning ("" for a
+  // protocol without reasoning output).
+  virtual std::string format_reasoning_chunk(int /*index*/, std::string_view /*text*/) { return ""; }
+  // The bytes carrying one whole tool call of choice `index`, the
+  // `call_index`-th of that choice ("" for a protocol without tools).
+  virtual std::string format_tool_call(int /*index*/, int /*call_index*/, const ToolCall& /*call*/) { return ""; }
+  // The prefix of this protocol's tool call ids.
+  virtual std::string tool_call_id_prefix() const { return "call_"; }
   // The non-streamed response body (the choices in index order).
   virtual nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) = 0;
 

@@ -59,6 +59,9 @@ std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> 
   served->engine = std::move(engine);
   served->name = std::move(name);
   served->chat_template = std::move(chat_template);
+  // What its outputs are read for: the template's own markers say.
+  served->tool_call_family = detect_tool_call_family(served->chat_template->source());
+  served->split_reasoning = template_has_reasoning(served->chat_template->source());
   served->created = unix_time_now();
   served->max_token_bytes = longest_token_bytes(served->engine->tokenizer());
   return served;

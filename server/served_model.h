@@ -12,6 +12,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/inference_engine.h"
 #include "engine/model_files/load_model.h"
+#include "engine/tool_calls/tool_call_family.h"
 #include "reference/sampling/sampling_params.h"
 #include "server/constraint_cache.h"
 
@@ -32,6 +33,12 @@ struct ServedModel {
   // Output constraints (response_format, ...) compiled for this model's
   // vocabulary, shared by the requests that send the same spec.
   std::shared_ptr<ConstraintCache> constraints = std::make_shared<ConstraintCache>();
+  // How outputs are read (detected from the chat template; `astrai serve
+  // --tool-call-parser` and `--reasoning-parser` override): the family whose
+  // tool calls are parsed out of the text of requests with tools, and
+  // whether <think>...</think> reasoning is split out of chat outputs.
+  ToolCallFamily tool_call_family = ToolCallFamily::None;
+  bool split_reasoning = false;
 
   // The prompt's token ids for a conversation (BOS first).
   std::vector<int> encode(const std::vector<ChatMessage>& messages) const;

@@ -1,19 +1,37 @@
 // One turn of a conversation, as the chat APIs (OpenAI, Anthropic) send it
-// after their own shapes are unpacked: a role and plain text.
+// after their own shapes are unpacked: a role and plain text, and for agents
+// the tool calls an assistant turn made and the results tool turns return.
 #pragma once
 
 #include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 namespace astrai {
 
-enum class ChatRole { System, User, Assistant };
+enum class ChatRole { System, User, Assistant, Tool };
 
 struct ChatMessage {
+  // {role, content}, the common turn (a constructor, not an aggregate, so
+  // that the tool fields need not be spelled at every turn).
+  ChatMessage() = default;
+  ChatMessage(ChatRole role, std::string content) : role(role), content(std::move(content)) {}
+
   ChatRole role = ChatRole::User;
   std::string content;
+  // An assistant turn that only called tools (OpenAI's content: null): the
+  // template sees None, as transformers passes it.
+  bool content_null = false;
+  // Assistant: the calls it made, as chat templates read them (transformers'
+  // and vLLM's shape): [{"id", "type": "function", "function": {"name",
+  // "arguments": an object}}]; null when none.
+  nlohmann::ordered_json tool_calls = nullptr;
+  std::string tool_call_id;  // Tool: the call this result answers ("" when not given)
+  std::string name;          // Tool: the function's name ("" when not given)
 };
 
-// "system", "user", "assistant".
+// "system", "user", "assistant", "tool".
 const char* to_string(ChatRole role);
 
 }  // namespace astrai

@@ -12,6 +12,7 @@ const char* to_string(ChatRole role) {
     case ChatRole::System: return "system";
     case ChatRole::User: return "user";
     case ChatRole::Assistant: return "assistant";
+    case ChatRole::Tool: return "tool";
   }
   return "unknown";
 }
@@ -26,6 +27,18 @@ std::string prompt_text(const Prompt& prompt) {
     }
   }
   return out;
+}
+
+Prompt ChatTemplate::render(std::span<const ChatMessage> messages, const ChatOptions& options) const {
+  // The built-in templates have no markup for tools: refusing is better than
+  // a prompt in which the model never sees them.
+  bool tool_turns = !options.tools.is_null();
+  for (const ChatMessage& m : messages) tool_turns = tool_turns || m.role == ChatRole::Tool || !m.tool_calls.is_null();
+  if (tool_turns)
+    throw std::invalid_argument("the built-in chat template '" + name() +
+                                "' has no place for tools, tool calls or tool results; serve a model with its own "
+                                "(Jinja) chat template");
+  return render(messages);
 }
 
 const std::vector<std::string>& chat_template_names() {

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/chat/chat_message.h"
 
 namespace astrai {
@@ -34,6 +36,17 @@ using Prompt = std::vector<PromptPart>;
 // The prompt as one string, BOS/EOS spelled "<s>"/"</s>" (for tests and logs).
 std::string prompt_text(const Prompt& prompt);
 
+// What a request adds to its conversation for the template.
+struct ChatOptions {
+  // The tools the model may call, as transformers passes them to a template's
+  // `tools` variable: [{"type": "function", "function": {"name",
+  // "description", "parameters"}}]; null when none.
+  nlohmann::ordered_json tools = nullptr;
+  // More template variables (a request's chat_template_kwargs, e.g.
+  // {"enable_thinking": false} for Qwen 3); null or an object.
+  nlohmann::ordered_json variables = nullptr;
+};
+
 class ChatTemplate {
  public:
   virtual ~ChatTemplate() = default;
@@ -42,6 +55,13 @@ class ChatTemplate {
   // its turn is left open so that generation continues it (a "prefill");
   // otherwise the prompt ends by opening the assistant's turn.
   virtual Prompt render(std::span<const ChatMessage> messages) const = 0;
+  // The same with the request's tools and variables. The built-in templates
+  // ignore the variables and throw std::invalid_argument for tools, tool
+  // calls or tool results (they have no markup for them).
+  virtual Prompt render(std::span<const ChatMessage> messages, const ChatOptions& options) const;
+  // The model's own template text (Jinja), "" for the built-in ones: what
+  // the output parsers are chosen by (tool_call_family.h).
+  virtual std::string source() const { return ""; }
 };
 
 // "plain", "llama2", "chatml", "llama3".

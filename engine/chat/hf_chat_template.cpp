@@ -24,6 +24,15 @@ nlohmann::ordered_json read_config_json(const std::string& path) {
 
 }  // namespace
 
+nlohmann::ordered_json template_message(const ChatMessage& m) {
+  nlohmann::ordered_json out = {{"role", to_string(m.role)}};
+  out["content"] = m.content_null ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(m.content);
+  if (!m.tool_calls.is_null()) out["tool_calls"] = m.tool_calls;
+  if (!m.tool_call_id.empty()) out["tool_call_id"] = m.tool_call_id;
+  if (!m.name.empty()) out["name"] = m.name;
+  return out;
+}
+
 HfTemplateConfig parse_tokenizer_config(const nlohmann::ordered_json& config, const std::string& source) {
   if (!config.is_object()) throw std::runtime_error(source + ": not a JSON object");
   HfTemplateConfig out;
@@ -80,7 +89,7 @@ std::string HfChatTemplate::render(std::span<const ChatMessage> messages, bool a
   nlohmann::ordered_json request = extra.is_null() ? nlohmann::ordered_json::object() : extra;
   if (!request.is_object()) throw std::invalid_argument("chat template variables must be a JSON object");
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const ChatMessage& m : messages) list.push_back({{"role", to_string(m.role)}, {"content", m.content}});
+  for (const ChatMessage& m : messages) list.push_back(template_message(m));
   request["messages"] = std::move(list);
   request["add_generation_prompt"] = add_generation_prompt;
   return render_request(request);

@@ -25,6 +25,10 @@ class JinjaChatTemplate final : public ChatTemplate {
   // refuses the conversation, e.g. roles that do not alternate), and
   // std::invalid_argument when a continued final message is not in the prompt.
   Prompt render(std::span<const ChatMessage> messages) const override;
+  // Tools reach the template as its `tools` variable, the variables as
+  // themselves (never replacing messages, tools or add_generation_prompt).
+  Prompt render(std::span<const ChatMessage> messages, const ChatOptions& options) const override;
+  std::string source() const override { return template_.config().chat_template; }
 
  private:
   HfChatTemplate template_;

@@ -19,8 +19,12 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then astrai="$1"; shift; fi
 serve_args=("$@")
 # The model's own --model and --tokenizer, for counting the prompt's tokens.
 tokenize_args=()
+generate_args=()  # the serve arguments `astrai generate` shares (--backend, --cuda-dtype)
 for ((i = 0; i < ${#serve_args[@]}; i++)); do
   case "${serve_args[i]}" in
+    --backend | --cuda-dtype)
+      [ $((i + 1)) -lt ${#serve_args[@]} ] || { echo "run.sh: ${serve_args[i]} needs a value" >&2; exit 2; }
+      generate_args+=("${serve_args[i]}" "${serve_args[i + 1]}") ;;
     --model | --tokenizer)
       [ $((i + 1)) -lt ${#serve_args[@]} ] || { echo "run.sh: ${serve_args[i]} needs a value" >&2; exit 2; }
       tokenize_args+=("${serve_args[i]}" "$(realpath "${serve_args[i + 1]}")")
@@ -85,10 +89,14 @@ grep -q "chat template plain" "$log" ||
 prompt_tokens="$(printf 'Once upon a time\n' | "$astrai" tokenize "${tokenize_args[@]}" | wc -w)"
 [ "$prompt_tokens" -gt 1 ] || { echo "run.sh: could not count the prompt's tokens" >&2; exit 1; }
 
+# `astrai generate` on the same text, greedy: what /v1/completions must return.
+generated="$("$astrai" generate "${tokenize_args[@]}" ${generate_args[@]+"${generate_args[@]}"} \
+  --prompt 'Once upon a time' --max-tokens 16 --temperature 0 2>/dev/null)"
+
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 status=0
-ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" node --test || status=$?
+ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" ASTRAI_GENERATED="$generated" node --test || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log ---" >&2
   cat "$log" >&2

@@ -277,7 +277,9 @@ def parse_anthropic_whole(body):
         _need(block["type"] == "text" and isinstance(block["text"], str), f"bad content: {doc['content']!r}")
         _need(doc["stop_reason"] in ("end_turn", "max_tokens", "stop_sequence"), f"bad stop_reason: {doc!r}")
         usage = doc["usage"]
-        return block["text"], doc["stop_reason"], usage["input_tokens"], usage["output_tokens"]
+        # Anthropic counts prefix-cache reads apart from input_tokens: the prompt is both.
+        prompt = usage["input_tokens"] + usage.get("cache_read_input_tokens", 0)
+        return block["text"], doc["stop_reason"], prompt, usage["output_tokens"]
     except (KeyError, IndexError, TypeError) as e:
         raise Malformed(f"missing {e} in {doc!r}"[:500])
 

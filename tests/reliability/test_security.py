@@ -24,8 +24,8 @@ import sys
 from server_process import Results, ServerProcess, chat, chat_body, make_model, request, scratch_dir
 
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD")
-KNOWN = {("POST", "/v1/chat/completions"), ("POST", "/v1/messages"), ("GET", "/v1/models"), ("GET", "/stats"),
-         ("GET", "/metrics")}
+KNOWN = {("POST", "/v1/chat/completions"), ("POST", "/v1/messages"), ("POST", "/v1/completions"), ("GET", "/v1/models"),
+         ("GET", "/stats"), ("GET", "/metrics")}
 PATHS = ("/v1/chat/completions", "/v1/messages", "/v1/models", "/stats", "/metrics", "/health", "/", "/v1", "/v1/",
          "/admin", "/v1/completions", "/v1/models/synthetic", "/stats/", "/health/", "/HEALTH",
          "/health/../stats", "/v1/messages?x=1", "/%2e%2e/stats", "/static/index.html")
@@ -50,6 +50,8 @@ def wrong_keys(key):
 
 
 def body_for(path):
+    if path == "/v1/completions":
+        return {"prompt": "hello", "max_tokens": 3}
     if path.startswith("/v1/messages"):
         return chat_body("anthropic", "hello", 3)
     return chat_body("openai", "hello", 3)

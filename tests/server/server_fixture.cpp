@@ -1,5 +1,7 @@
 #include "tests/server/server_fixture.h"
 
+#include "engine/chat/jinja_chat_template.h"
+
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -23,7 +25,32 @@ xt::xtensor<float, 2> GatedExecutor::forward(std::span<const BatchToken> batch, 
     --blocked_;
   }
   if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
-  return inner_.forward(batch, cache);
+  xt::xtensor<float, 2> logits = inner_.forward(batch, cache);
+  std::vector<int> script;
+  int prompt = 0, end = -1;
+  {
+    std::lock_guard lock(mutex_);
+    script = script_;
+    prompt = script_prompt_;
+    end = script_end_;
+  }
+  if (script.empty()) return logits;
+  size_t row = 0;
+  for (const BatchToken& t : batch) {
+    if (!t.want_logits) continue;
+    const int next = t.pos + 1 - prompt;  // the generated token this row predicts
+    const int token = next >= 0 && size_t(next) < script.size() ? script[size_t(next)] : size_t(next) == script.size() ? end : -1;
+    if (token >= 0) logits(row, size_t(token)) += 1e4f;
+    ++row;
+  }
+  return logits;
+}
+
+void GatedExecutor::script(std::vector<int> tokens, int prompt_tokens, int end) {
+  std::lock_guard lock(mutex_);
+  script_ = std::move(tokens);
+  script_prompt_ = prompt_tokens;
+  script_end_ = end;
 }
 
 void GatedExecutor::pause() {
@@ -80,7 +107,10 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   engine_config.scheduler.max_waiting_tasks = options_.max_waiting;
   engine_config.cache = options_.cache;
   auto engine = std::make_shared<InferenceEngine>(std::move(executor), tokenizer, engine_config);
-  model_ = make_served_model(engine, "tiny-test-model", options_.chat_template);
+  model_ = options_.jinja_template.empty()
+               ? make_served_model(engine, "tiny-test-model", options_.chat_template)
+               : make_served_model(engine, "tiny-test-model",
+                                   std::make_unique<JinjaChatTemplate>(template_config_for(options_.jinja_template, *tokenizer)));
   model_->default_sampling = options_.default_sampling;
 
   ServerOptions server_options;

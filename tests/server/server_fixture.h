@@ -47,8 +47,18 @@ class GatedExecutor final : public Executor {
   // machine's speed; FAILs after a hang detector's 120 s.
   void step_once();
 
+  // Makes the model write `tokens` (then `end`, e.g. EOS) after any prompt of
+  // `prompt_tokens` tokens: each wanted row's logit of the scripted next
+  // token is raised by 1e4, far above the synthetic model's spread (a few
+  // units), so greedy decoding picks it. Rows of other prompt lengths are
+  // left alone. An empty script turns it off.
+  void script(std::vector<int> tokens, int prompt_tokens, int end);
+
  private:
   ReferenceExecutor inner_;
+  std::vector<int> script_;
+  int script_prompt_ = 0;
+  int script_end_ = -1;
   std::chrono::microseconds step_delay_;
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -77,6 +87,7 @@ struct TestServerOptions {
   std::chrono::seconds keep_alive_timeout{5};
   int threads = 48;                          // httplib workers
   SamplingParams default_sampling{};         // what a request leaves out (a model's generation_config.json)
+  std::string jinja_template;                // not "": the model's own chat template (Jinja), replacing chat_template
 };
 
 // The tiny Llama-shaped model every server test uses (synthetic weights and

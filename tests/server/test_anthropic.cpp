@@ -36,7 +36,9 @@ TEST_CASE("Anthropic: a whole message, field by field", "[anthropic]") {
   CHECK(body["stop_reason"] == anthropic_reason(expected.reason));
   CHECK(body["stop_sequence"].is_null());
   CHECK(body["usage"] == json({{"input_tokens", server.engine().tokenize("Once upon a time").size()},
-                               {"output_tokens", expected.tokens.size()}}));
+                               {"output_tokens", expected.tokens.size()},
+                               {"cache_creation_input_tokens", 0},
+                               {"cache_read_input_tokens", 0}}));  // contiguous cache: no prefix sharing
 }
 
 TEST_CASE("Anthropic: system as a string or as text blocks, content as a string or blocks", "[anthropic]") {

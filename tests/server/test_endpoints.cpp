@@ -52,7 +52,7 @@ TEST_CASE("GET /stats counts tasks and tokens and shows the cache", "[endpoints]
 
 TEST_CASE("Unknown paths are 404 with a JSON body", "[endpoints][errors]") {
   TestServer server;
-  for (const Reply& reply : {get(server, "/v1/nothing"), post(server, "/v1/completions", std::string("{}")),
+  for (const Reply& reply : {get(server, "/v1/nothing"), post(server, "/v1/embeddings", std::string("{}")),
                              get(server, "/v1/chat/completions")}) {
     CHECK(reply.status == 404);
     CHECK(reply.body_json() == json({{"detail", "Not Found"}}));

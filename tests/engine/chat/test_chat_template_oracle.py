@@ -34,6 +34,7 @@ from missing_data import missing  # noqa: E402
 
 SKIP = 77
 CASES_PER_TEMPLATE = 300
+TOOL_CASES_PER_TEMPLATE = 100
 MAX_FAILING_CASES_RUN = 12  # each refused conversation costs one CLI process
 RENDER_MJS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jinja_oracle", "render.mjs")
 
@@ -110,13 +111,57 @@ def run_cli(exe, config_path, requests, source=None):
                           input=lines.encode(), capture_output=True, timeout=120)
 
 
-def check_template(exe, name, path, rng):
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+                                                        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                       "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time", "description": "The time now",
+                                      "parameters": {"type": "object", "properties": {}}}},
+    {"type": "function", "function": {"name": "search", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}}}},
+]
+
+
+def random_tool_request(rng, template_name):
+    """A conversation of an agent, as the server hands it to the template
+    (transformers' shape): tools, assistant turns with tool_calls whose
+    arguments are objects (content None or text), tool turns with their
+    tool_call_id. Mistral's template wants 9-character ids; other ids make it
+    raise, which the CLI must do too."""
+    tools = rng.sample(TOOLS, rng.randint(1, len(TOOLS)))
+    messages = []
+    if rng.random() < 0.4:
+        messages.append({"role": "system", "content": random_text(rng)})
+    messages.append({"role": "user", "content": random_text(rng) or "Hi"})
+    for _ in range(rng.randint(0, 2)):
+        calls = []
+        for tool in rng.sample(tools, rng.randint(1, min(2, len(tools)))):
+            call_id = "".join(rng.choice("abcdefghijkLMNOP0123456789") for _ in range(9 if rng.random() < 0.8 else 5))
+            arguments = {"city": random_text(rng), "limit": rng.randint(0, 9)} if rng.random() < 0.7 else {}
+            calls.append({"id": call_id, "type": "function", "function": {"name": tool["function"]["name"], "arguments": arguments}})
+        messages.append({"role": "assistant", "content": None if rng.random() < 0.6 else random_text(rng), "tool_calls": calls})
+        for call in calls:
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": random_text(rng) or "ok"})
+        if rng.random() < 0.5:
+            messages.append({"role": "assistant", "content": random_text(rng) or "Done."})
+            messages.append({"role": "user", "content": random_text(rng) or "Thanks"})
+    request = {"messages": messages, "tools": tools, "add_generation_prompt": True}
+    if template_name == "qwen3" and rng.random() < 0.5:
+        request["enable_thinking"] = rng.random() < 0.5
+    return request
+
+
+def check_template(exe, name, path, rng, make_request=random_request, cases=CASES_PER_TEMPLATE, label=None):
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
     template = hf_jinja_oracle.environment().from_string(config["chat_template"])
     rendered, refused = [], []
-    for _ in range(CASES_PER_TEMPLATE):
-        request = random_request(rng, name)
+    template_name = name
+    name = label or name
+    for _ in range(cases):
+        request = make_request(rng, template_name)
         try:
             rendered.append((request, hf_jinja_oracle.render_request(template, config, request)))
         except Exception as e:  # jinja2's TemplateError, UndefinedError, TypeError...
@@ -397,6 +442,9 @@ def main():
         return 1 if missing(f"{absent[0]} not found (run npm ci in tests/engine/chat/jinja_oracle)") else SKIP
     rng = random.Random(20261201)
     failures = sum(check_template(exe, name, path, rng) for name, path in templates(root))
+    # Tools, tool calls and tool results (issue 28) through the templates that show them.
+    failures += sum(check_template(exe, name, path, rng, random_tool_request, TOOL_CASES_PER_TEMPLATE, name + " with tools")
+                    for name, path in templates(root) if name in ("llama3.1", "qwen3", "qwen2.5", "llama3.2", "mistral-v0.3"))
     failures += second_oracle(SECOND_ORACLE) or 0
     failures += check_strftime_default(exe, templates(root)[-1][1])
     failures += check_bad_input(exe, templates(root)[0][1])

@@ -61,6 +61,7 @@ TEST_CASE("fuzz corpus: tokenizer.bin files", "[fuzz]") {
   replay("tokenizer_file", astrai::fuzz::fuzz_tokenizer_file);
 }
 TEST_CASE("fuzz corpus: tokenizer encode and decode", "[fuzz]") { replay("tokenizer", astrai::fuzz::fuzz_tokenizer); }
+TEST_CASE("fuzz corpus: tool-call and reasoning streams", "[fuzz]") { replay("tool_calls", astrai::fuzz::fuzz_tool_calls); }
 TEST_CASE("fuzz corpus: text streams with stop sequences", "[fuzz]") {
   replay("text_stream", astrai::fuzz::fuzz_text_stream);
 }

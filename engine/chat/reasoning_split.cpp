@@ -1,0 +1,79 @@
+#include "engine/chat/reasoning_split.h"
+
+#include <algorithm>
+
+namespace astrai {
+
+namespace {
+
+constexpr std::string_view kOpen = "<think>";
+constexpr std::string_view kClose = "</think>";
+
+// The longest suffix of `text` that is a proper prefix of `tag`: bytes that a
+// later piece may complete into the tag.
+size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
+  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
+    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+ReasoningSplit split_reasoning(std::string_view output, bool starts_in_reasoning) {
+  if (!starts_in_reasoning) {
+    if (!output.starts_with(kOpen)) return {"", std::string(output)};
+    output.remove_prefix(kOpen.size());
+  }
+  const size_t close = output.find(kClose);
+  if (close == std::string_view::npos) return {std::string(output), ""};
+  return {std::string(output.substr(0, close)), std::string(output.substr(close + kClose.size()))};
+}
+
+bool prompt_opens_reasoning(std::string_view prompt) {
+  const size_t open = prompt.rfind(kOpen);
+  if (open == std::string_view::npos) return false;
+  const size_t close = prompt.rfind(kClose);
+  return close == std::string_view::npos || close < open;
+}
+
+ReasoningSplit ReasoningStream::feed(std::string_view piece) {
+  ReasoningSplit out;
+  if (state_ == State::Content) {
+    out.content = piece;
+    return out;
+  }
+  held_ += piece;
+  if (state_ == State::Start) {
+    if (held_.size() < kOpen.size() && kOpen.starts_with(held_)) return out;  // may still become <think>
+    if (!held_.starts_with(kOpen)) {
+      state_ = State::Content;
+      out.content = std::move(held_);
+      held_.clear();
+      return out;
+    }
+    held_.erase(0, kOpen.size());
+    state_ = State::Reasoning;
+  }
+  // Reasoning: up to </think>, holding back what may be its start.
+  if (const size_t close = held_.find(kClose); close != std::string::npos) {
+    out.reasoning = held_.substr(0, close);
+    out.content = held_.substr(close + kClose.size());
+    held_.clear();
+    state_ = State::Content;
+    return out;
+  }
+  const size_t keep = partial_tag_suffix(held_, kClose);
+  out.reasoning = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+ReasoningSplit ReasoningStream::finish() {
+  ReasoningSplit out;
+  if (state_ == State::Start) out.content = std::move(held_);
+  else out.reasoning = std::move(held_);
+  held_.clear();
+  return out;
+}
+
+}  // namespace astrai

@@ -1,0 +1,285 @@
+#include "engine/tool_calls/tool_call_parser.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace astrai {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesClose = "</tool_call>";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool all_space(std::string_view s) { return std::all_of(s.begin(), s.end(), is_space); }
+size_t skip_space(std::string_view s, size_t i) {
+  while (i < s.size() && is_space(s[i])) ++i;
+  return i;
+}
+
+// The longest suffix of `text` that is a proper prefix of `tag`.
+size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
+  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
+    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
+  return 0;
+}
+
+// A call from a parsed JSON value, or nullopt when it is not one.
+std::optional<ParsedToolCall> call_of(const json& value) {
+  if (!value.is_object() || !value.contains("name") || !value["name"].is_string()) return std::nullopt;
+  ParsedToolCall call{value["name"].get<std::string>(), "{}"};
+  if (call.name.empty()) return std::nullopt;
+  const json* arguments = nullptr;
+  for (const char* key : {"arguments", "parameters"})
+    if (value.contains(key)) {
+      arguments = &value[key];
+      break;
+    }
+  if (!arguments) return call;
+  if (arguments->is_object()) {
+    call.arguments = arguments->dump();
+    return call;
+  }
+  if (arguments->is_string()) {  // some models write the arguments as a JSON string
+    const json inner = json::parse(arguments->get<std::string>(), nullptr, false);
+    if (inner.is_object()) {
+      call.arguments = inner.dump();
+      return call;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ParsedToolCall> call_of_text(std::string_view text) {
+  const json value = json::parse(text, nullptr, false);  // a discarded value on bad JSON
+  if (value.is_discarded()) return std::nullopt;
+  return call_of(value);
+}
+
+// Index just past the JSON object or array that starts at `start`, found by
+// its brackets (strings and escapes skipped); npos when it never closes.
+size_t json_value_end(std::string_view s, size_t start) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = start; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+ParsedToolCalls drop_space_only_content(ParsedToolCalls parsed) {
+  if (!parsed.calls.empty() && all_space(parsed.content)) parsed.content.clear();
+  return parsed;
+}
+
+ParsedToolCalls parse_hermes(std::string_view text) {
+  ParsedToolCalls out;
+  size_t pos = 0;
+  for (;;) {
+    const size_t open = text.find(kHermesOpen, pos);
+    if (open == std::string_view::npos) {
+      out.content += text.substr(pos);
+      break;
+    }
+    out.content += text.substr(pos, open - pos);
+    const size_t body_at = open + kHermesOpen.size();
+    const size_t close = text.find(kHermesClose, body_at);
+    const size_t end = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
+    const std::string_view body =
+        text.substr(body_at, (close == std::string_view::npos ? text.size() : close) - body_at);
+    if (auto call = call_of_text(body)) out.calls.push_back(std::move(*call));
+    else out.content += text.substr(open, end - open);
+    pos = end;
+  }
+  return drop_space_only_content(std::move(out));
+}
+
+ParsedToolCalls parse_llama3(std::string_view text) {
+  const ParsedToolCalls as_content{std::string(text), {}};
+  size_t i = skip_space(text, 0);
+  if (text.substr(i).starts_with(kPythonTag)) i = skip_space(text, i + kPythonTag.size());
+  if (i >= text.size() || text[i] != '{') return as_content;
+  ParsedToolCalls out;
+  while (i < text.size()) {
+    const size_t end = json_value_end(text, i);
+    if (end == std::string_view::npos) return as_content;
+    auto call = call_of_text(text.substr(i, end - i));
+    if (!call) return as_content;
+    out.calls.push_back(std::move(*call));
+    i = skip_space(text, end);
+    if (i < text.size() && text[i] == ';') i = skip_space(text, i + 1);  // "; " between calls
+    if (i < text.size() && text[i] != '{') return as_content;
+  }
+  return out;
+}
+
+ParsedToolCalls parse_mistral(std::string_view text) {
+  const ParsedToolCalls as_content{std::string(text), {}};
+  size_t list_at;
+  ParsedToolCalls out;
+  if (const size_t marker = text.find(kMistralMarker); marker != std::string_view::npos) {
+    out.content = text.substr(0, marker);
+    list_at = marker + kMistralMarker.size();
+  } else {
+    list_at = skip_space(text, 0);
+    if (list_at >= text.size() || text[list_at] != '[') return as_content;
+    out.content = text.substr(0, list_at);
+  }
+  const json value = json::parse(text.substr(list_at), nullptr, false);
+  if (value.is_discarded()) return as_content;
+  const json list = value.is_array() ? value : json::array({value});
+  for (const json& item : list) {
+    auto call = call_of(item);
+    if (!call) return as_content;
+    out.calls.push_back(std::move(*call));
+  }
+  if (out.calls.empty()) return as_content;
+  return drop_space_only_content(std::move(out));
+}
+
+}  // namespace
+
+ParsedToolCalls parse_tool_calls(std::string_view output, ToolCallFamily family) {
+  switch (family) {
+    case ToolCallFamily::Hermes: return parse_hermes(output);
+    case ToolCallFamily::Llama3: return parse_llama3(output);
+    case ToolCallFamily::Mistral: return parse_mistral(output);
+    case ToolCallFamily::None: break;
+  }
+  return {std::string(output), {}};
+}
+
+void ToolCallStream::emit_content(std::string_view text, ParsedToolCalls& out) {
+  if (!content_started_) {
+    held_space_ += text;
+    if (all_space(held_space_)) return;
+    text = held_space_;
+    content_started_ = true;
+  }
+  out.content += text;
+  shown_content_ += text.size();
+  if (text.data() == held_space_.data()) held_space_.clear();
+}
+
+void ToolCallStream::hermes_step(ParsedToolCalls& out) {
+  for (;;) {
+    if (!inside_block_) {
+      const size_t open = held_.find(kHermesOpen);
+      if (open == std::string::npos) {
+        const size_t keep = partial_tag_suffix(held_, kHermesOpen);
+        emit_content(std::string_view(held_).substr(0, held_.size() - keep), out);
+        held_.erase(0, held_.size() - keep);
+        return;
+      }
+      emit_content(std::string_view(held_).substr(0, open), out);
+      held_.erase(0, open + kHermesOpen.size());
+      inside_block_ = true;
+    }
+    const size_t close = held_.find(kHermesClose);
+    if (close == std::string::npos) return;  // the block goes on
+    const std::string body = held_.substr(0, close);
+    if (auto call = call_of_text(body)) {
+      out.calls.push_back(std::move(*call));
+      ++calls_;
+    } else {
+      emit_content(std::string(kHermesOpen) + body + std::string(kHermesClose), out);
+    }
+    held_.erase(0, close + kHermesClose.size());
+    inside_block_ = false;
+  }
+}
+
+ParsedToolCalls ToolCallStream::feed(std::string_view piece) {
+  ParsedToolCalls out;
+  output_ += piece;
+  if (family_ == ToolCallFamily::None) {
+    out.content = piece;
+    return out;
+  }
+  if (deferred_) return out;
+  if (plain_ && family_ == ToolCallFamily::Llama3) {
+    emit_content(piece, out);
+    return out;
+  }
+  held_ += piece;
+  if (family_ == ToolCallFamily::Hermes) {
+    hermes_step(out);
+    return out;
+  }
+  if (!plain_) {  // the output's start decides
+    const size_t i = skip_space(held_, 0);
+    if (i == held_.size()) return out;
+    const std::string_view rest = std::string_view(held_).substr(i);
+    if (family_ == ToolCallFamily::Llama3) {
+      if (rest.size() < kPythonTag.size() && kPythonTag.starts_with(rest)) return out;
+      if (rest.starts_with(kPythonTag) || rest[0] == '{') {
+        deferred_ = true;
+        return out;
+      }
+      plain_ = true;
+      emit_content(held_, out);
+      held_.clear();
+      return out;
+    }
+    if (rest[0] == '[') {  // mistral: a list (or [TOOL_CALLS]) from the start
+      deferred_ = true;
+      return out;
+    }
+    plain_ = true;
+  }
+  // mistral: content until [TOOL_CALLS], then the list to the end.
+  if (const size_t marker = held_.find(kMistralMarker); marker != std::string::npos) {
+    emit_content(std::string_view(held_).substr(0, marker), out);
+    deferred_ = true;
+    return out;
+  }
+  const size_t keep = partial_tag_suffix(held_, kMistralMarker);
+  emit_content(std::string_view(held_).substr(0, held_.size() - keep), out);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+ParsedToolCalls ToolCallStream::finish() {
+  ParsedToolCalls out;
+  if (family_ == ToolCallFamily::None) return out;
+  if (deferred_) {
+    // The whole output decides; what was shown is a prefix of its content.
+    ParsedToolCalls whole = parse_tool_calls(output_, family_);
+    out.content = whole.content.substr(std::min(shown_content_, whole.content.size()));
+    out.calls = std::move(whole.calls);
+    return out;
+  }
+  if (family_ == ToolCallFamily::Hermes && inside_block_) {  // a block the output never closed
+    if (auto call = call_of_text(held_)) {
+      out.calls.push_back(std::move(*call));
+      ++calls_;
+    } else {
+      emit_content(std::string(kHermesOpen) + held_, out);
+    }
+  } else {
+    emit_content(held_, out);
+  }
+  held_.clear();
+  if (!content_started_ && calls_ == 0) out.content += held_space_;  // the output's only content
+  held_space_.clear();
+  return out;
+}
+
+}  // namespace astrai

@@ -1,0 +1,71 @@
+// A model's tool calls read out of its output text, per family
+// (tool_call_family.h). Two readers: parse_tool_calls reads a whole output;
+// ToolCallStream reads it piece by piece as it is generated. Joining the
+// stream's pieces gives the whole parse exactly (tests/engine/tool_calls/
+// feed every recorded output one token at a time, and RapidCheck cuts them
+// anywhere).
+//
+// What a call is, in every family: a JSON object with "name" (a non-empty
+// string) and its arguments under "arguments" or "parameters" (an object, a
+// string holding one, or absent: {}). Its arguments come out as JSON text
+// (compact, keys in the model's order). Text that looks like a call but is
+// not one (bad JSON, no name) stays content, as vLLM's parsers leave it.
+// When the output made calls and the rest of its text is only whitespace (the
+// newlines around Qwen's blocks), the content is "".
+//
+// Streams: a call comes out whole once its text has ended (a hermes block at
+// </tool_call>; llama3 and mistral calls when the output ends, since one bad
+// object makes their whole list content). Content comes out as soon as it
+// cannot be part of a call; whitespace is held back until some non-space
+// content follows it (it may turn out to be the only content of an output
+// that made calls).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/tool_calls/tool_call_family.h"
+
+namespace astrai {
+
+struct ParsedToolCall {
+  std::string name;
+  std::string arguments;  // JSON text of an object
+  bool operator==(const ParsedToolCall&) const = default;
+};
+
+struct ParsedToolCalls {
+  std::string content;                // the text outside the calls
+  std::vector<ParsedToolCall> calls;  // in the order the model wrote them
+};
+
+// family None: the output is all content.
+ParsedToolCalls parse_tool_calls(std::string_view output, ToolCallFamily family);
+
+class ToolCallStream {
+ public:
+  explicit ToolCallStream(ToolCallFamily family) : family_(family) {}
+
+  // The content and the calls that the next piece completes.
+  ParsedToolCalls feed(std::string_view piece);
+  // The output ended: what was held back, and the calls it completes.
+  ParsedToolCalls finish();
+
+ private:
+  void emit_content(std::string_view text, ParsedToolCalls& out);
+  void hermes_step(ParsedToolCalls& out);
+
+  ToolCallFamily family_;
+  std::string output_;           // everything fed so far
+  std::string held_;             // hermes: unread text; others: text not yet known to be content
+  bool inside_block_ = false;    // hermes: between <tool_call> and </tool_call>
+  bool deferred_ = false;        // llama3/mistral: the rest is decided when the output ends
+  bool plain_ = false;           // llama3: the output is content; mistral: content until [TOOL_CALLS]
+  std::string held_space_;       // whitespace content not yet shown
+  bool content_started_ = false;  // some non-space content was shown
+  size_t shown_content_ = 0;     // bytes of content shown (llama3/mistral: a prefix of the whole parse's)
+  size_t calls_ = 0;             // calls shown
+};
+
+}  // namespace astrai

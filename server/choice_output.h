@@ -1,0 +1,53 @@
+// How one choice's generated text becomes a chat response's parts: the
+// reasoning split out first (engine/chat/reasoning_split.h), then the tool
+// calls parsed out of what follows it (engine/tool_calls/tool_call_parser.h),
+// the rest being the content. Whole responses read the whole text; streams
+// read it piece by piece, and their parts joined are the whole's (each
+// reader's stream equals its whole parse, and the tool calls are read from
+// the content the reasoning split leaves in both cases).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/chat/reasoning_split.h"
+#include "engine/tool_calls/tool_call_parser.h"
+
+namespace astrai {
+
+struct OutputParsing {
+  bool reasoning = false;            // split <think>...</think> out
+  bool starts_in_reasoning = false;  // the prompt ended inside <think>
+  ToolCallFamily tools = ToolCallFamily::None;  // None: no tool calls are read
+  bool parallel_tool_calls = true;   // false: calls after the first are dropped
+
+  bool active() const { return reasoning || tools != ToolCallFamily::None; }
+};
+
+struct ChoiceParts {
+  std::string reasoning;
+  std::string content;
+  std::vector<ParsedToolCall> calls;
+};
+
+ChoiceParts parse_choice_output(std::string_view text, const OutputParsing& how);
+
+class ChoiceOutputStream {
+ public:
+  explicit ChoiceOutputStream(const OutputParsing& how)
+      : how_(how), reasoning_(how.starts_in_reasoning), tool_calls_(how.tools) {}
+
+  ChoiceParts feed(std::string_view piece);
+  ChoiceParts finish();
+
+ private:
+  ChoiceParts from_split(ReasoningSplit split, bool last);
+
+  OutputParsing how_;
+  ReasoningStream reasoning_;
+  ToolCallStream tool_calls_;
+  size_t calls_ = 0;  // calls passed on (parallel_tool_calls false keeps one)
+};
+
+}  // namespace astrai

@@ -1,0 +1,75 @@
+// Fuzz target: the tool-call parsers and the reasoning split, streamed
+// against whole, on any bytes.
+//
+// Input layout: byte 0 picks the family (mod 4: none, hermes, llama3,
+// mistral) and whether the output starts inside <think> (bit 2); then the
+// output as pieces [length mod 32][bytes], the last taking what is left.
+// The seeds (corpus/tool_calls) are recorded outputs of each family.
+//
+// Properties:
+//  1. ToolCallStream's pieces joined equal parse_tool_calls of the whole text
+//     (content byte for byte, calls name and arguments), whatever the cuts;
+//  2. every call's arguments are the JSON text of an object and its name is
+//     not empty;
+//  3. ReasoningStream's parts joined equal split_reasoning of the whole, and
+//     the parts are never longer together than the output.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/chat/reasoning_split.h"
+#include "engine/tool_calls/tool_call_parser.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace astrai::fuzz {
+
+int fuzz_tool_calls(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const ToolCallFamily family = std::vector<ToolCallFamily>{ToolCallFamily::None, ToolCallFamily::Hermes,
+                                                            ToolCallFamily::Llama3, ToolCallFamily::Mistral}[data[0] % 4];
+  const bool starts_in_reasoning = (data[0] & 4) != 0;
+  std::vector<std::string> pieces;
+  std::string output;
+  for (size_t at = 1; at < size;) {
+    const size_t length = data[at++] % 32;
+    const size_t n = std::min(length, size - at);
+    pieces.emplace_back(reinterpret_cast<const char*>(data + at), n);
+    output += pieces.back();
+    at += n;
+  }
+
+  ToolCallStream stream(family);
+  ParsedToolCalls joined;
+  auto add = [&](ParsedToolCalls part) {
+    joined.content += part.content;
+    for (auto& c : part.calls) joined.calls.push_back(std::move(c));
+  };
+  for (const std::string& p : pieces) add(stream.feed(p));
+  add(stream.finish());
+  const ParsedToolCalls whole = parse_tool_calls(output, family);
+  check(joined.content == whole.content, "streamed content equals the whole parse's");
+  check(joined.calls == whole.calls, "streamed calls equal the whole parse's");
+  for (const ParsedToolCall& call : whole.calls) {
+    check(!call.name.empty(), "a call has a name");
+    const auto arguments = nlohmann::json::parse(call.arguments, nullptr, false);
+    check(arguments.is_object(), "a call's arguments are a JSON object");
+  }
+
+  ReasoningStream reasoning(starts_in_reasoning);
+  ReasoningSplit split;
+  auto add_split = [&](const ReasoningSplit& part) {
+    split.reasoning += part.reasoning;
+    split.content += part.content;
+  };
+  for (const std::string& p : pieces) add_split(reasoning.feed(p));
+  add_split(reasoning.finish());
+  const ReasoningSplit whole_split = split_reasoning(output, starts_in_reasoning);
+  check(split.reasoning == whole_split.reasoning, "streamed reasoning equals the whole split's");
+  check(split.content == whole_split.content, "streamed content equals the whole split's");
+  check(whole_split.reasoning.size() + whole_split.content.size() <= output.size(), "the split adds no bytes");
+  return 0;
+}
+
+}  // namespace astrai::fuzz
+
+ASTRAI_FUZZ_ENTRY(fuzz_tool_calls)

@@ -1,0 +1,383 @@
+// Tool calls and reasoning over real HTTP, both protocols, whole and
+// streamed. The model is the tiny synthetic one with a scripted output
+// (GatedExecutor::script: the scripted token's logit raised far above the
+// rest, so greedy decoding writes exactly the script) behind a small
+// Qwen-shaped Jinja template (ChatML, <tool_call> instructions, <think>), so
+// the server detects the hermes family and the reasoning split. Expected
+// parts are written out by hand; a stream, joined, must equal the whole
+// response; the prompts the server renders must equal the template rendered
+// directly (HfChatTemplate) on the conversation in transformers' shape.
+#include <map>
+
+#include <catch2/catch.hpp>
+
+#include "engine/chat/hf_chat_template.h"
+#include "tests/server/server_fixture.h"
+
+namespace astrai::test {
+namespace {
+
+// A Qwen 2.5 / 3 shaped template, small: tools as JSON lines in a system
+// turn, past calls as <tool_call> blocks, tool results as user turns, and
+// Qwen 3's empty think block when enable_thinking is false.
+constexpr const char* kTemplate = R"({%- if tools %}<|im_start|>system
+# Tools
+{%- for tool in tools %}
+{{ tool | tojson }}
+{%- endfor %}
+Call a tool as <tool_call>{"name": ..., "arguments": ...}</tool_call><|im_end|>
+{% endif %}
+{%- for m in messages %}
+{%- if m.role == 'tool' %}<|im_start|>user
+<tool_response>{{ m.tool_call_id }}: {{ m.content }}</tool_response><|im_end|>
+{% else %}<|im_start|>{{ m.role }}
+{% if m.content %}{{ m.content }}{% endif %}
+{%- if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}{% endif %}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined and enable_thinking is false %}<think>
+
+</think>
+
+{% endif %}{% endif %})";
+
+const json kWeatherTool = {{"type", "function"},
+                           {"function",
+                            {{"name", "get_weather"},
+                             {"description", "The weather in a city"},
+                             {"parameters",
+                              {{"type", "object"},
+                               {"properties", {{"city", {{"type", "string"}}}}},
+                               {"required", json::array({"city"})}}}}}};
+const json kTimeTool = {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}}}}}};
+
+constexpr const char* kOutput =
+    "<think>\nThe user wants the weather.\n</think>\n\n"
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+    "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>";
+
+TestServerOptions jinja_options() {
+  TestServerOptions options;
+  options.context = 1024;
+  options.jinja_template = kTemplate;
+  return options;
+}
+
+json openai_tools_body(bool stream) {
+  json body = openai_body("What is the weather in Paris?", 400, stream);
+  body["tools"] = json::array({kWeatherTool, kTimeTool});
+  return body;
+}
+
+json anthropic_tools_body(bool stream) {
+  json body = anthropic_body("What is the weather in Paris?", 400, stream);
+  body["tools"] = json::array({{{"name", "get_weather"},
+                                {"description", "The weather in a city"},
+                                {"input_schema", kWeatherTool["function"]["parameters"]}},
+                               {{"name", "get_time"}, {"input_schema", {{"type", "object"}}}}});
+  return body;
+}
+
+// Scripts kOutput after the prompt of `body` (its length asked of the server).
+void script_output(TestServer& server, const std::string& path, const json& body, const std::string& output) {
+  server.executor().script({}, 0, -1);
+  json probe = body;
+  probe["max_tokens"] = 1;
+  probe["stream"] = false;
+  const Reply reply = post(server, path, probe);
+  REQUIRE(reply.status == 200);
+  const json usage = reply.body_json()["usage"];
+  const int prompt = usage.contains("prompt_tokens") ? usage["prompt_tokens"].get<int>()
+                                                     : usage["input_tokens"].get<int>() + usage["cache_read_input_tokens"].get<int>();
+  // One byte token per byte: their text is exactly the bytes (encode() would
+  // put SentencePiece's dummy space first).
+  std::vector<int> tokens;
+  for (unsigned char b : output) tokens.push_back(server.engine().tokenizer().byte_token(b));
+  server.executor().script(tokens, prompt, server.engine().tokenizer().eos_id());
+}
+
+// An OpenAI stream joined: reasoning, content, calls by index.
+struct JoinedOpenAI {
+  std::string reasoning, content;
+  json calls = json::array();
+  json finish_reason = nullptr;
+};
+
+JoinedOpenAI join_openai(const std::string& stream) {
+  JoinedOpenAI j;
+  for (const SseEvent& e : parse_sse(stream)) {
+    if (e.data == "[DONE]") continue;
+    const json chunk = json::parse(e.data);
+    for (const json& c : chunk["choices"]) {
+      const json& d = c["delta"];
+      if (d.contains("reasoning_content")) {
+        CHECK(d["reasoning"] == d["reasoning_content"]);
+        j.reasoning += d["reasoning_content"].get<std::string>();
+      }
+      if (d.contains("content") && d["content"].is_string()) j.content += d["content"].get<std::string>();
+      if (d.contains("tool_calls"))
+        for (const json& t : d["tool_calls"]) {
+          const size_t index = t["index"];
+          if (t.contains("id")) {  // a call's first delta: id, type and name, as OpenAI streams it
+            REQUIRE(index == j.calls.size());
+            CHECK(t["type"] == "function");
+            j.calls.push_back({{"id", t["id"]}, {"type", "function"}, {"function", {{"name", t["function"]["name"]}, {"arguments", ""}}}});
+          }
+          REQUIRE(index < j.calls.size());
+          j.calls[index]["function"]["arguments"] =
+              j.calls[index]["function"]["arguments"].get<std::string>() + t["function"]["arguments"].get<std::string>();
+        }
+      if (!c["finish_reason"].is_null()) j.finish_reason = c["finish_reason"];
+    }
+  }
+  return j;
+}
+
+// The calls without their ids (random per response).
+json without_ids(json calls) {
+  for (json& c : calls) c.erase("id");
+  return calls;
+}
+
+const json kExpectedCalls = json::array(
+    {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}},
+     {{"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", R"({"tz":"CET"})"}}}}});
+
+}  // namespace
+
+TEST_CASE("OpenAI tool calls and reasoning: whole and streamed", "[tool_calls][openai]") {
+  TestServer server(jinja_options());
+  const std::string path = "/v1/chat/completions";
+  script_output(server, path, openai_tools_body(false), kOutput);
+
+  const Reply whole = post(server, path, openai_tools_body(false));
+  REQUIRE(whole.status == 200);
+  const json choice = whole.body_json()["choices"][0];
+  const json& message = choice["message"];
+  CHECK(message["reasoning_content"] == "\nThe user wants the weather.\n");
+  CHECK(message["reasoning"] == "\nThe user wants the weather.\n");
+  CHECK(message["content"].is_null());  // only calls
+  CHECK(without_ids(message["tool_calls"]) == kExpectedCalls);
+  for (const json& call : message["tool_calls"]) CHECK(call["id"].get<std::string>().rfind("call_", 0) == 0);
+  CHECK(message["tool_calls"][0]["id"] != message["tool_calls"][1]["id"]);
+  CHECK(choice["finish_reason"] == "tool_calls");
+
+  const JoinedOpenAI streamed = join_openai(post(server, path, openai_tools_body(true)).body);
+  CHECK(streamed.reasoning == message["reasoning_content"]);
+  CHECK(streamed.content == "");
+  CHECK(without_ids(streamed.calls) == kExpectedCalls);
+  CHECK(streamed.finish_reason == "tool_calls");
+
+  SECTION("parallel_tool_calls false: the first call only") {
+    json body = openai_tools_body(false);
+    body["parallel_tool_calls"] = false;
+    const json m = post(server, path, body).body_json()["choices"][0]["message"];
+    CHECK(without_ids(m["tool_calls"]) == json::array({kExpectedCalls[0]}));
+    body["stream"] = true;
+    CHECK(without_ids(join_openai(post(server, path, body).body).calls) == json::array({kExpectedCalls[0]}));
+  }
+  SECTION("a call whose block the model never closed comes when the output ends, streamed too") {
+    script_output(server, path, openai_tools_body(false), "Let me see.\n<tool_call>\n{\"name\": \"get_time\"}\n");
+    const json m = post(server, path, openai_tools_body(false)).body_json()["choices"][0]["message"];
+    const json expected = json::array({{{"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", "{}"}}}}});
+    CHECK(m["content"] == "Let me see.\n");
+    CHECK(without_ids(m["tool_calls"]) == expected);
+    const JoinedOpenAI s = join_openai(post(server, path, openai_tools_body(true)).body);
+    CHECK(s.content == "Let me see.\n");
+    CHECK(without_ids(s.calls) == expected);
+    CHECK(s.finish_reason == "tool_calls");
+  }
+  SECTION("tool_choice none: no calls are read, the blocks are content") {
+    json body = openai_tools_body(false);
+    body["tool_choice"] = "none";
+    const json c = post(server, path, body).body_json()["choices"][0];
+    CHECK_FALSE(c["message"].contains("tool_calls"));
+    CHECK(c["message"]["content"].get<std::string>().find("<tool_call>") != std::string::npos);
+    CHECK(c["finish_reason"] == "stop");
+  }
+  SECTION("without tools the reasoning is still split, the rest is content") {
+    json body = openai_tools_body(false);
+    body.erase("tools");
+    script_output(server, path, body, kOutput);  // another prompt (no tools in it)
+    const json m = post(server, path, body).body_json()["choices"][0]["message"];
+    CHECK(m["reasoning_content"] == "\nThe user wants the weather.\n");
+    CHECK(m["content"].get<std::string>().starts_with("\n\n<tool_call>"));
+  }
+}
+
+TEST_CASE("Anthropic tool use and thinking: whole and streamed", "[tool_calls][anthropic]") {
+  TestServer server(jinja_options());
+  const std::string path = "/v1/messages";
+  script_output(server, path, anthropic_tools_body(false), kOutput);
+
+  const Reply whole = post(server, path, anthropic_tools_body(false));
+  REQUIRE(whole.status == 200);
+  const json body = whole.body_json();
+  const json& content = body["content"];
+  REQUIRE(content.size() == 3);
+  CHECK(content[0] == json({{"type", "thinking"}, {"thinking", "\nThe user wants the weather.\n"}, {"signature", ""}}));
+  CHECK(content[1]["type"] == "tool_use");
+  CHECK(content[1]["name"] == "get_weather");
+  CHECK(content[1]["input"] == json({{"city", "Paris"}}));
+  CHECK(content[1]["id"].get<std::string>().rfind("toolu_", 0) == 0);
+  CHECK(content[2]["name"] == "get_time");
+  CHECK(content[2]["input"] == json({{"tz", "CET"}}));
+  CHECK(body["stop_reason"] == "tool_use");
+
+  // The stream's blocks, rebuilt from its events, equal the whole content.
+  json blocks = json::array();
+  json stop_reason = nullptr;
+  int open = -1;
+  const std::string stream = post(server, path, anthropic_tools_body(true)).body;
+  INFO(stream);
+  for (const SseEvent& e : parse_sse(stream)) {
+    const json data = json::parse(e.data);
+    if (e.event == "content_block_start") {
+      REQUIRE(data["index"] == blocks.size());
+      REQUIRE(open == -1);  // the one before was stopped
+      open = data["index"];
+      json block = data["content_block"];
+      if (block["type"] == "tool_use") block["input"] = "";  // filled by input_json_delta
+      blocks.push_back(block);
+    } else if (e.event == "content_block_delta") {
+      REQUIRE(data["index"] == open);
+      json& block = blocks[size_t(open)];
+      const json& d = data["delta"];
+      if (d["type"] == "thinking_delta") block["thinking"] = block["thinking"].get<std::string>() + d["thinking"].get<std::string>();
+      else if (d["type"] == "text_delta") block["text"] = block["text"].get<std::string>() + d["text"].get<std::string>();
+      else if (d["type"] == "input_json_delta") block["input"] = block["input"].get<std::string>() + d["partial_json"].get<std::string>();
+      else FAIL("unknown delta " << d.dump());
+    } else if (e.event == "content_block_stop") {
+      REQUIRE(data["index"] == open);
+      open = -1;
+    } else if (e.event == "message_delta") {
+      stop_reason = data["delta"]["stop_reason"];
+    }
+  }
+  CHECK(open == -1);
+  for (json& block : blocks)
+    if (block["type"] == "tool_use") block["input"] = json::parse(block["input"].get<std::string>());
+  REQUIRE(blocks.size() == content.size());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    json a = blocks[i], b = content[i];
+    a.erase("id");
+    b.erase("id");
+    CHECK(a == b);
+  }
+  CHECK(stop_reason == "tool_use");
+}
+
+TEST_CASE("Tools, tool turns and chat_template_kwargs reach the template as transformers passes them",
+          "[tool_calls][template]") {
+  TestServer server(jinja_options());
+  const HfChatTemplate direct(template_config_for(kTemplate, server.engine().tokenizer()));
+  auto tokens_of = [&](const json& request) {
+    return int(server.engine().tokenizer().encode_with_special_tokens(direct.render_request(request)).size());
+  };
+  // The conversation in transformers' shape: arguments as objects, tool turns with their ids.
+  const json conversation = json::array(
+      {{{"role", "user"}, {"content", "Weather in Paris?"}},
+       {{"role", "assistant"},
+        {"content", nullptr},
+        {"tool_calls", json::array({{{"id", "call_1"}, {"type", "function"},
+                                     {"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}}})}},
+       {{"role", "tool"}, {"content", "18 C, sunny"}, {"tool_call_id", "call_1"}}});
+  const int expected = tokens_of({{"messages", conversation}, {"tools", json::array({kWeatherTool})}, {"add_generation_prompt", true}});
+  const int without_thinking = tokens_of({{"messages", conversation},
+                                          {"tools", json::array({kWeatherTool})},
+                                          {"add_generation_prompt", true},
+                                          {"enable_thinking", false}});
+  REQUIRE(without_thinking > expected);
+
+  SECTION("OpenAI: assistant tool_calls (arguments as JSON text) and tool messages") {
+    json body = openai_body("", 1);
+    body["messages"] = json::array(
+        {{{"role", "user"}, {"content", "Weather in Paris?"}},
+         {{"role", "assistant"},
+          {"content", nullptr},
+          {"tool_calls", json::array({{{"id", "call_1"}, {"type", "function"},
+                                       {"function", {{"name", "get_weather"}, {"arguments", R"({"city": "Paris"})"}}}}})}},
+         {{"role", "tool"}, {"content", "18 C, sunny"}, {"tool_call_id", "call_1"}}});
+    body["tools"] = json::array({kWeatherTool});
+    const Reply reply = post(server, "/v1/chat/completions", body);
+    REQUIRE(reply.status == 200);
+    CHECK(reply.body_json()["usage"]["prompt_tokens"] == expected);
+    body["chat_template_kwargs"] = {{"enable_thinking", false}};
+    CHECK(post(server, "/v1/chat/completions", body).body_json()["usage"]["prompt_tokens"] == without_thinking);
+  }
+  SECTION("Anthropic: tool_use and tool_result blocks") {
+    json body = anthropic_body("", 1);
+    body["messages"] = json::array(
+        {{{"role", "user"}, {"content", "Weather in Paris?"}},
+         {{"role", "assistant"},
+          {"content", json::array({{{"type", "tool_use"}, {"id", "call_1"}, {"name", "get_weather"}, {"input", {{"city", "Paris"}}}}})}},
+         {{"role", "user"},
+          {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "call_1"},
+                                    {"content", json::array({{{"type", "text"}, {"text", "18 C, sunny"}}})}}})}}});
+    body["tools"] = json::array({{{"name", "get_weather"},
+                                  {"description", "The weather in a city"},
+                                  {"input_schema", kWeatherTool["function"]["parameters"]}}});
+    const Reply reply = post(server, "/v1/messages", body);
+    REQUIRE(reply.status == 200);
+    CHECK(reply.body_json()["usage"]["input_tokens"] == expected);
+  }
+}
+
+TEST_CASE("Malformed tools and tool choices are a 400 naming the field", "[tool_calls][errors]") {
+  TestServer server(jinja_options());
+  struct Bad {
+    json tools;
+    json tool_choice;
+    std::string named;
+  };
+  const std::vector<Bad> openai_cases = {
+      {"not a list", nullptr, "tools"},
+      {json::array({{{"type", "retrieval"}}}), nullptr, "tools[0].type"},
+      {json::array({{{"type", "function"}, {"function", {{"description", "x"}}}}}), nullptr, "tools[0].function.name"},
+      {json::array({{{"type", "function"}, {"function", {{"name", "has space"}}}}}), nullptr, "tools[0].function.name"},
+      {json::array({{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", "object"}}}}}), nullptr,
+       "tools[0].function.parameters"},
+      {json::array({kWeatherTool, kWeatherTool}), nullptr, "tools[1].function.name"},
+      {json::array({kWeatherTool}), {{"type", "function"}, {"function", {{"name", "nope"}}}}, "nope"},
+      {nullptr, "required", "tool_choice"},
+      {json::array({kWeatherTool}), "sometimes", "tool_choice"},
+  };
+  for (const Bad& bad : openai_cases) {
+    json body = openai_body("hi", 4);
+    if (!bad.tools.is_null()) body["tools"] = bad.tools;
+    if (!bad.tool_choice.is_null()) body["tool_choice"] = bad.tool_choice;
+    INFO(body.dump());
+    const Reply reply = post(server, "/v1/chat/completions", body);
+    CHECK(reply.status == 400);
+    CHECK(reply.body_json()["error"]["message"].get<std::string>().find(bad.named) != std::string::npos);
+  }
+  for (const auto& [tools, named] : std::vector<std::pair<json, std::string>>{
+           {json::array({{{"name", "f"}}}), "tools.0.input_schema"},
+           {json::array({{{"name", "f"}, {"input_schema", 3}}}), "tools.0.input_schema"},
+           {json::array({{{"type", "web_search_20250305"}, {"name", "web_search"}}}), "tools.0.type"}}) {
+    json body = anthropic_body("hi", 4);
+    body["tools"] = tools;
+    const Reply reply = post(server, "/v1/messages", body);
+    CHECK(reply.status == 400);
+    CHECK(reply.body_json()["error"]["message"].get<std::string>().find(named) != std::string::npos);
+  }
+  SECTION("a built-in template cannot show tools: 400 saying so") {
+    TestServer plain;  // the plain template
+    json body = openai_body("hi", 4);
+    body["tools"] = json::array({kWeatherTool});
+    const Reply reply = post(plain, "/v1/chat/completions", body);
+    CHECK(reply.status == 400);
+    CHECK(reply.body_json()["error"]["message"].get<std::string>().find("built-in chat template") != std::string::npos);
+  }
+  SECTION("required and named choices are accepted (not yet enforced)") {
+    json body = openai_body("hi", 4);
+    body["tools"] = json::array({kWeatherTool});
+    body["tool_choice"] = "required";
+    CHECK(post(server, "/v1/chat/completions", body).status == 200);
+    body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+    CHECK(post(server, "/v1/chat/completions", body).status == 200);
+  }
+}
+
+}  // namespace astrai::test
