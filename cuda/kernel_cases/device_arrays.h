@@ -17,7 +17,8 @@ namespace astrai::test {
 // Tolerances, per storage type, for |actual - expected| <= rtol * (|expected| + mean|expected|):
 // relative to each element, with the tensor's mean magnitude as a floor so
 // that elements near zero (cancellation in a sum) are judged on the scale of
-// their neighbours. NaN anywhere fails.
+// their neighbours (the mean over the finite elements). NaN anywhere fails;
+// an infinity passes only against the same infinity (a banned logit is -inf).
 //  - float32: 1e-5, the reordering of float sums (cuBLAS vs BLAS, online vs two-pass softmax).
 //  - bf16: 1e-2, about two roundings to bfloat16 (8 significant bits, 2^-9 relative each).
 inline double tolerance_for(cuda::DType t) { return t == cuda::DType::Float32 ? 1e-5 : 1e-2; }
