@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "cuda/cuda_check.h"
 #include "cuda/kernel_cases/device_arrays.h"
 #include "cuda/kernel_cases/kernel_case.h"
 #include "cuda/kernel_cases/sampling_rows.h"
@@ -80,13 +79,8 @@ struct AdjustRun final : KernelRun {
     }
     d_logits = test::upload(logits, DType::Float32);
     d_adjusted = test::nan_filled(logits.size(), DType::Float32);
-    d_params = DeviceBuffer(params.size() * sizeof(DeviceSamplingRow), "sampling parameters");
-    ASTRAI_CUDA_CHECK(cudaMemcpy(d_params.get(), params.data(), d_params.bytes(), cudaMemcpyHostToDevice));
-    d_adjustments = DeviceBuffer(std::max<size_t>(adjustments.size(), 1) * sizeof(DeviceLogitAdjustment),
-                                 "logit adjustments");
-    if (!adjustments.empty())
-      ASTRAI_CUDA_CHECK(cudaMemcpy(d_adjustments.get(), adjustments.data(),
-                                   adjustments.size() * sizeof(DeviceLogitAdjustment), cudaMemcpyHostToDevice));
+    d_params = test::upload_structs(params, "sampling parameters");
+    d_adjustments = test::upload_structs(adjustments, "logit adjustments");
     // The row's copy, read and written, and each adjustment with its logit.
     bytes = double(logits.size()) * 8.0 + double(adjustments.size()) * (sizeof(DeviceLogitAdjustment) + 8.0);
   }
@@ -116,25 +110,17 @@ struct AdjustRun final : KernelRun {
 }  // namespace
 
 KernelCase adjust_logits_case() {
-  KernelCase c;
-  c.name = "adjust_logits";
-  c.kernel = "cuda/kernels/adjust_logits.cu";
-  c.reference = "apply_adjustments() in reference/sampling/penalties.cpp";
-  c.tolerance = {0.0, 0.0,
-                 "exact: adjusted_logit()'s IEEE float64 divide or multiply and add, correctly rounded on both "
-                 "sides (the kernel's __ddiv_rn/__dmul_rn/__dadd_rn: nothing fused), then one rounding to float; "
-                 "a ban is -inf on both"};
-  c.draw = [](const Pick& pick) {
-    KernelShape s;
-    s.seed = uint32_t(pick(0, 1 << 30));
-    // Rows shorter and longer than the block's 256 threads, and any size.
-    const int vocab = pick(0, 1) ? pick(1, 3000) : pick_from(pick, {1, 2, 255, 256, 257, 1025, 33000});
-    s.dims = {{"rows", pick(1, 6)}, {"vocab", vocab}};
-    return s;
-  };
-  c.bench_shapes.push_back({DType::Float32, 7, {{"rows", 64}, {"vocab", 128256}}});
-  c.prepare = [](const KernelShape& s) { return std::make_unique<AdjustRun>(s); };
-  return c;
+  return {"adjust_logits", "cuda/kernels/adjust_logits.cu", "apply_adjustments() in reference/sampling/penalties.cpp",
+          1,
+          {0.0, 0.0,
+           "exact: adjusted_logit()'s IEEE float64 divide or multiply and add, correctly rounded on both sides (the "
+           "kernel's __ddiv_rn/__dmul_rn/__dadd_rn: nothing fused), then one rounding to float; a ban is -inf on both"},
+          [](const Pick& pick) {  // rows shorter and longer than the block's 256 threads
+            return KernelShape{DType::Float32, pick_seed(pick),
+                               {{"rows", pick(1, 6)}, {"vocab", pick_vocab(pick, {1, 2, 255, 256, 257, 1025, 33000})}}};
+          },
+          {KernelShape{DType::Float32, 7, {{"rows", 64}, {"vocab", 128256}}}},
+          [](const KernelShape& s) { return std::make_unique<AdjustRun>(s); }};
 }
 
 }  // namespace astrai::cuda::cases

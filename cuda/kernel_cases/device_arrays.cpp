@@ -74,6 +74,12 @@ cuda::DeviceBuffer upload_ints(const std::vector<int>& values) {
   return buffer;
 }
 
+cuda::DeviceBuffer upload_bytes(const void* data, size_t bytes, size_t at_least, const char* what) {
+  cuda::DeviceBuffer buffer(std::max(bytes, at_least), what);
+  if (bytes != 0) ASTRAI_CUDA_CHECK(cudaMemcpy(buffer.get(), data, bytes, cudaMemcpyHostToDevice));
+  return buffer;
+}
+
 std::vector<float> download(const cuda::DeviceBuffer& buffer, size_t n, cuda::DType dtype) {
   return download(buffer.get(), n, dtype);
 }

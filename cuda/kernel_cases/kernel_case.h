@@ -36,6 +36,11 @@ namespace astrai::cuda::cases {
 // shape), the benchmark a seeded std::mt19937.
 using Pick = std::function<int(int lo, int hi)>;
 int pick_from(const Pick& pick, std::initializer_list<int> choices);
+// A seed for a shape's values.
+uint32_t pick_seed(const Pick& pick);
+// A row length for the row-per-block kernels: any in [1, 3000] half the time,
+// else one of `edges` (a block size's edges, a cap, a real vocabulary).
+int pick_vocab(const Pick& pick, std::initializer_list<int> edges);
 
 // A shape: the storage type, a seed for the values, and named dimensions.
 struct KernelShape {

@@ -12,6 +12,12 @@ int pick_from(const Pick& pick, std::initializer_list<int> choices) {
   return *(choices.begin() + pick(0, int(choices.size()) - 1));
 }
 
+uint32_t pick_seed(const Pick& pick) { return uint32_t(pick(0, 1 << 30)); }
+
+int pick_vocab(const Pick& pick, std::initializer_list<int> edges) {
+  return pick(0, 1) ? pick(1, 3000) : pick_from(pick, edges);
+}
+
 int KernelShape::operator[](const std::string& name) const {
   const auto it = dims.find(name);
   if (it == dims.end()) throw std::out_of_range("kernel shape has no dimension '" + name + "'");

@@ -69,10 +69,8 @@ struct LogprobsRun final : KernelRun {
       sampled.push_back(t);
     }
     d_logits = test::upload(logits, DType::Float32);
-    d_params = DeviceBuffer(params.size() * sizeof(DeviceSamplingRow), "sampling parameters");
-    ASTRAI_CUDA_CHECK(cudaMemcpy(d_params.get(), params.data(), d_params.bytes(), cudaMemcpyHostToDevice));
-    d_sampled = DeviceBuffer(sampled.size() * sizeof(DeviceSampledToken), "sampled tokens");
-    ASTRAI_CUDA_CHECK(cudaMemcpy(d_sampled.get(), sampled.data(), d_sampled.bytes(), cudaMemcpyHostToDevice));
+    d_params = test::upload_structs(params, "sampling parameters");
+    d_sampled = test::upload_structs(sampled, "sampled tokens");
     static_assert(sizeof(DeviceTokenLogprobs) % 4 == 0);
     d_out = test::nan_filled(size_t(rows) * sizeof(DeviceTokenLogprobs) / 4, DType::Float32);  // all bytes 0xff
     // A row that asks reads its logits twice (maximum, sum) and once per listed token.
@@ -181,28 +179,21 @@ struct LogprobsRun final : KernelRun {
 }  // namespace
 
 KernelCase row_logprobs_case() {
-  KernelCase c;
-  c.name = "row_logprobs";
-  c.kernel = "cuda/kernels/row_logprobs.cu";
-  c.reference = "token_logprobs() in reference/sampling/logprobs.cpp";
-  // The unit of the per-value bound of LogprobsRun::check(), which derives it.
-  c.tolerance = {0x1p-53, 0x1p-53,
-                 "counts and ids exact (no rounding decides them); each logprob within 2^-53 (4 vocab + 4 (|value| + "
-                 "|row max|)): the exp sum in the block's order, not id order (Higham 4.2), exp within 1 ulp on a "
-                 "GPU, and the roundings of log-sum-exp"};
-  c.draw = [](const Pick& pick) {
-    KernelShape s;
-    s.seed = uint32_t(pick(0, 1 << 30));
-    // Rows shorter and longer than the block's 256 threads, fewer finite
-    // logits than the 20 asked, and any size.
-    const int vocab = pick(0, 1) ? pick(1, 3000) : pick_from(pick, {1, 2, 19, 20, 21, 255, 256, 257, 1025, 33000});
-    s.dims = {{"rows", pick(1, 6)}, {"vocab", vocab}, {"all_ask", 0}};
-    return s;
-  };
-  // Every row of a decode batch asking for the 20 most likely tokens.
-  c.bench_shapes.push_back({DType::Float32, 7, {{"rows", 64}, {"vocab", 128256}, {"all_ask", 1}}});
-  c.prepare = [](const KernelShape& s) { return std::make_unique<LogprobsRun>(s); };
-  return c;
+  // The tolerance is the unit of the per-value bound of LogprobsRun::check(), which derives it.
+  return {"row_logprobs", "cuda/kernels/row_logprobs.cu", "token_logprobs() in reference/sampling/logprobs.cpp", 1,
+          {0x1p-53, 0x1p-53,
+           "counts and ids exact (no rounding decides them); each logprob within 2^-53 (4 vocab + 4 (|value| + |row "
+           "max|)): the exp sum in the block's order, not id order (Higham 4.2), exp within 1 ulp on a GPU, and the "
+           "roundings of log-sum-exp"},
+          [](const Pick& pick) {  // rows around the block's 256 threads and the 20 tokens asked
+            return KernelShape{DType::Float32, pick_seed(pick),
+                               {{"rows", pick(1, 6)},
+                                {"vocab", pick_vocab(pick, {1, 2, 19, 20, 21, 255, 256, 257, 1025, 33000})},
+                                {"all_ask", 0}}};
+          },
+          // Every row of a decode batch asking for the 20 most likely tokens.
+          {KernelShape{DType::Float32, 7, {{"rows", 64}, {"vocab", 128256}, {"all_ask", 1}}}},
+          [](const KernelShape& s) { return std::make_unique<LogprobsRun>(s); }};
 }
 
 }  // namespace astrai::cuda::cases
