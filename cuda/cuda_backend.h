@@ -14,27 +14,12 @@
 #include <memory>
 #include <string>
 
-#include "cuda/dtype.h"
+#include "cuda/cuda_options.h"
 #include "engine/executor/executor.h"
 #include "engine/kv_cache/kv_cache.h"
 #include "reference/model_weights.h"
 
 namespace astrai {
-
-struct CudaOptions {
-  cuda::DType dtype = cuda::DType::BFloat16;  // weights, GEMM inputs and the KV cache; Float32 for exactness
-  int device = 0;                             // CUDA device ordinal
-  bool cuda_graphs = true;                    // replay repeated decode-step shapes as CUDA graphs
-  // One GEMM algorithm per weight shape for every row count (cuda/gemm.h), so
-  // a row's logits never depend on the batch around it; off, each row-count
-  // bucket gets the heuristic's algorithm for its size (faster prefill).
-  bool batch_invariant = false;
-  // Fill every scratch buffer (activations, attention partials, logits) with
-  // NaN before each step, graph replays included: for tests, so that a kernel
-  // reading what the step did not write (stale values of an earlier step)
-  // produces NaN instead of plausible numbers.
-  bool poison_scratch = false;
-};
 
 // True when a CUDA device of compute capability 8.0 or newer is visible;
 // otherwise false with the reason in *why ("no CUDA-capable device is

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuda/batch_plan.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
 #include "cuda/device_page_cache.h"

@@ -30,7 +30,7 @@
 #include <memory>
 #include <string>
 
-#include "cuda/cuda_backend.h"
+#include "cuda/cuda_options.h"
 #include "engine/executor/executor.h"
 #include "reference/model_weights.h"
 

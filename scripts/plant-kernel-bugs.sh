@@ -48,6 +48,11 @@ bugs=(
   "top-p keeps one candidate too many|cuda/kernels/sample.cu|cut = j + 1;|cut = min(j + 2, k);"
   "softmax without the maximum subtracted|cuda/kernels/sample.cu|exp(double(cand_logit[i]) / temperature - max_logit)|exp(double(cand_logit[i]) / temperature)"
   "gather scan without the group offsets|cuda/kernels/sample.cu|int gt_rank = group_gt[t / kGroup] + scan_gt[t]|int gt_rank = scan_gt[t]"
+  "repetition penalty multiplies positive logits too|cuda/kernels/adjust_logits.cu|v > 0.0 ? __ddiv_rn(v, r) : __dmul_rn(v, r)|v > 0.0 ? __dmul_rn(v, r) : __dmul_rn(v, r)"
+  "adjusted row's copy skips the last logit|cuda/kernels/adjust_logits.cu|for (int j = t; j < vocab; j += kThreads) y[j] = x[j];|for (int j = t; j < vocab - 1; j += kThreads) y[j] = x[j];"
+  "logprobs' top tokens: ties to the higher id|cuda/kernels/row_logprobs.cu|(a == b && ia < ib); }|(a == b && ia > ib); }"
+  "logprobs written for rows sampled on the host|cuda/kernels/row_logprobs.cu|chosen.status != kSampleOk) return;|chosen.status == kSampleAllMasked) return;"
+  "logprobs' sum without thread 0's part|cuda/kernels/row_logprobs.cu|for (int i = 0; i < kThreads; ++i) total += red_s[i];|for (int i = 1; i < kThreads; ++i) total += red_s[i];"
 )
 
 backup=$(mktemp -d)

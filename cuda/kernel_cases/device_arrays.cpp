@@ -19,13 +19,20 @@ namespace astrai::test {
 std::string compare(const std::vector<float>& actual, const std::vector<float>& expected, double rtol) {
   if (actual.size() != expected.size())
     return "sizes differ: " + std::to_string(actual.size()) + " vs " + std::to_string(expected.size());
+  // The floor is the mean over finite elements: an infinity would make every bound infinite.
   double mean_abs = 0.0;
-  for (float e : expected) mean_abs += std::fabs(double(e));
-  mean_abs /= double(std::max<size_t>(expected.size(), 1));
+  size_t finite = 0;
+  for (float e : expected)
+    if (std::isfinite(e)) {
+      mean_abs += std::fabs(double(e));
+      ++finite;
+    }
+  mean_abs /= double(std::max<size_t>(finite, 1));
   for (size_t i = 0; i < actual.size(); ++i) {
     const double bound = rtol * (std::fabs(double(expected[i])) + mean_abs);
     const double err = std::fabs(double(actual[i]) - double(expected[i]));
-    if (std::isnan(actual[i]) || std::isnan(expected[i]) || !(err <= bound)) {
+    const bool infinite = std::isinf(actual[i]) || std::isinf(expected[i]);
+    if (infinite ? actual[i] != expected[i] : !(err <= bound)) {  // NaN fails both ways
       std::ostringstream out;
       out << "element " << i << ": actual " << actual[i] << ", expected " << expected[i] << " (allowed error "
           << bound << ")";
@@ -64,6 +71,12 @@ cuda::DeviceBuffer upload_ints(const std::vector<int>& values) {
   cuda::DeviceBuffer buffer(std::max<size_t>(values.size(), 1) * 4, "test indices");
   if (!values.empty())
     ASTRAI_CUDA_CHECK(cudaMemcpy(buffer.get(), values.data(), values.size() * 4, cudaMemcpyHostToDevice));
+  return buffer;
+}
+
+cuda::DeviceBuffer upload_bytes(const void* data, size_t bytes, size_t at_least, const char* what) {
+  cuda::DeviceBuffer buffer(std::max(bytes, at_least), what);
+  if (bytes != 0) ASTRAI_CUDA_CHECK(cudaMemcpy(buffer.get(), data, bytes, cudaMemcpyHostToDevice));
   return buffer;
 }
 

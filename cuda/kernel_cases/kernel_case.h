@@ -10,9 +10,10 @@
 //    same inputs, and knows the bytes and FLOPs one launch must move;
 //  - the tolerance, with its reason.
 // tests/cuda/test_kernel_cases.cpp checks every variant of every case on
-// random shapes; bench/bench_cuda.cpp validates each on one small shape, then
-// times it on bench_shapes. Adding a kernel: its .cu, one case (a file here,
-// listed in kernel_cases.cpp) and one dispatch line in its KernelRun::launch;
+// random shapes, and that every file of cuda/kernels/*.cu is some case's
+// kernel; bench/bench_cuda.cpp validates each on one small shape, then times
+// it on bench_shapes. Adding a kernel: its .cu, one case (a file here, listed
+// in kernel_cases.cpp) and one dispatch line in its KernelRun::launch;
 // tests/cuda/README.md says the same.
 #pragma once
 
@@ -35,6 +36,11 @@ namespace astrai::cuda::cases {
 // shape), the benchmark a seeded std::mt19937.
 using Pick = std::function<int(int lo, int hi)>;
 int pick_from(const Pick& pick, std::initializer_list<int> choices);
+// A seed for a shape's values.
+uint32_t pick_seed(const Pick& pick);
+// A row length for the row-per-block kernels: any in [1, 3000] half the time,
+// else one of `edges` (a block size's edges, a cap, a real vocabulary).
+int pick_vocab(const Pick& pick, std::initializer_list<int> edges);
 
 // A shape: the storage type, a seed for the values, and named dimensions.
 struct KernelShape {
@@ -56,6 +62,11 @@ class KernelRun {
   virtual std::vector<float> result() = 0;
   // The reference function's answer on the same inputs (host; slow for large shapes).
   virtual std::vector<float> expected() = 0;
+  // "" when the outputs match the reference within `rtol` (KernelCase::tolerance),
+  // else the first mismatch. By default compare() of device_arrays.h on
+  // result() and expected(); a case whose outputs mix exact ids with values
+  // of unrelated scales (row_logprobs) states its own check here.
+  virtual std::string check(double rtol);
 
   double bytes = 0.0;  // global memory one launch must read and write, at the least
   double flops = 0.0;  // arithmetic of one launch (a multiply-add is 2)
@@ -69,7 +80,8 @@ struct Tolerance {
 
 struct KernelCase {
   std::string name;       // "rmsnorm"
-  std::string kernel;     // where the kernel is: "cuda/kernels/residual_rmsnorm.cu"
+  std::string kernel;     // where the kernel is: "cuda/kernels/residual_rmsnorm.cu" (each file named in full or
+                          // after a first "cuda/kernels/...": the completeness test reads its file names)
   std::string reference;  // what it must compute: "rmsnorm() in reference/rmsnorm.cpp"
   int variants = 1;
   Tolerance tolerance;
@@ -91,5 +103,7 @@ KernelCase paged_attention_case();
 KernelCase gemm_case();
 KernelCase matvec_case();
 KernelCase sample_case();
+KernelCase adjust_logits_case();
+KernelCase row_logprobs_case();
 
 }  // namespace astrai::cuda::cases

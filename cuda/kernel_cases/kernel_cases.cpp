@@ -4,10 +4,18 @@
 
 #include "cuda/kernel_cases/kernel_case.h"
 
+#include "cuda/kernel_cases/device_arrays.h"
+
 namespace astrai::cuda::cases {
 
 int pick_from(const Pick& pick, std::initializer_list<int> choices) {
   return *(choices.begin() + pick(0, int(choices.size()) - 1));
+}
+
+uint32_t pick_seed(const Pick& pick) { return uint32_t(pick(0, 1 << 30)); }
+
+int pick_vocab(const Pick& pick, std::initializer_list<int> edges) {
+  return pick(0, 1) ? pick(1, 3000) : pick_from(pick, edges);
 }
 
 int KernelShape::operator[](const std::string& name) const {
@@ -23,10 +31,13 @@ std::string KernelShape::describe() const {
   return out.str();
 }
 
+std::string KernelRun::check(double rtol) { return test::compare(result(), expected(), rtol); }
+
 const std::vector<KernelCase>& kernel_cases() {
   static const std::vector<KernelCase> cases = {
       convert_case(),       embedding_case(),       rmsnorm_case(), swiglu_case(),
       rope_kv_write_case(), paged_attention_case(), gemm_case(), matvec_case(), sample_case(),
+      adjust_logits_case(), row_logprobs_case(),
   };
   return cases;
 }

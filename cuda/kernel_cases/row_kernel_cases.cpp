@@ -27,7 +27,6 @@ using test::random_values;
 using test::upload;
 
 DType pick_dtype(const Pick& pick) { return pick(0, 1) ? DType::BFloat16 : DType::Float32; }
-uint32_t pick_seed(const Pick& pick) { return uint32_t(pick(0, 1 << 30)); }
 
 std::vector<float> rounded(std::vector<float> v, DType t) {
   if (t == DType::BFloat16)

@@ -150,9 +150,7 @@ struct SampleRun final : KernelRun {
     std::vector<DeviceSamplingRow> params;
     for (const RowSampling& rule : sampling)
       params.push_back({rule.params.temperature, rule.params.top_k, rule.params.top_p, rule.uniform});
-    d_params = DeviceBuffer(params.size() * sizeof(DeviceSamplingRow), "sampling parameters");
-    ASTRAI_CUDA_CHECK(
-        cudaMemcpy(d_params.get(), params.data(), d_params.bytes(), cudaMemcpyHostToDevice));
+    d_params = test::upload_structs(params, "sampling parameters");
     d_out = test::nan_filled(size_t(rows) * sizeof(DeviceSampledToken) / 4, DType::Float32);
     bytes = double(rows) * vocab * 4.0;  // at the least, every logit read once
   }
@@ -193,14 +191,11 @@ KernelCase sample_case() {
                  "operations in its order, and in the emulated build exp() is the host's (on a GPU, exp within "
                  "1 ulp moves a token only for a uniform within ~4n 2^-53 of a CDF boundary: docs/cuda.md)"};
   c.draw = [](const Pick& pick) {
-    KernelShape s;
-    s.seed = uint32_t(pick(0, 1 << 30));
     // Vocabularies around each block size's edges (64 threads up to 2048
     // logits, 128 to 8192, 256 to 32768, 512 beyond) and the cap, and any size.
-    const int vocab = pick(0, 1) ? pick(1, 3000)
-                                 : pick_from(pick, {1, 2, 63, 64, 65, 1023, 1024, 1025, 2048, 2049, 8193, 33000});
-    s.dims = {{"rows", pick(1, 6)}, {"vocab", vocab}, {"mode", 0}};
-    return s;
+    const uint32_t seed = pick_seed(pick);
+    const int vocab = pick_vocab(pick, {1, 2, 63, 64, 65, 1023, 1024, 1025, 2048, 2049, 8193, 33000});
+    return KernelShape{DType::Float32, seed, {{"rows", pick(1, 6)}, {"vocab", vocab}, {"mode", 0}}};
   };
   for (const int mode : {1, 2, 3})
     c.bench_shapes.push_back({DType::Float32, 7, {{"rows", 64}, {"vocab", 128256}, {"mode", mode}}});

@@ -61,7 +61,7 @@ void dump_string(const std::string& s, bool ensure_ascii, std::string& out) {
   };
   out += '"';
   if (ensure_ascii) {
-    for (const char32_t c : utf8_to_u32(s)) {
+    for (const char32_t c : decode_utf8(s)) {
       if (c < 0x80) {
         ascii(char(c));
       } else if (c < 0x10000) {

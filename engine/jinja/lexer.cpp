@@ -14,7 +14,7 @@ namespace {
 // The code point at s[pos] and its byte length (invalid bytes: U+FFFD, 1 byte).
 std::pair<char32_t, size_t> code_point_at(std::string_view s, size_t pos) {
   const size_t len = (uint8_t(s[pos]) & 0x80) == 0 ? 1 : (uint8_t(s[pos]) >> 5) == 6 ? 2 : (uint8_t(s[pos]) >> 4) == 14 ? 3 : 4;
-  const std::u32string u = utf8_to_u32(s.substr(pos, std::min(len, s.size() - pos)));
+  const std::u32string u = decode_utf8(s.substr(pos, std::min(len, s.size() - pos)));
   return {u.empty() ? U'\uFFFD' : u[0], u.size() == 1 ? std::min(len, s.size() - pos) : 1};
 }
 
@@ -54,7 +54,7 @@ std::string decode_string(std::string_view body, int line) {
       i += size_t(digits);
       if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         throw TemplateError("string literal escape names no Unicode scalar value", line);
-      out += u32_to_utf8(std::u32string(1, cp));
+      out += encode_utf8(cp);
     };
     switch (e) {
       case '\n': break;  // line continuation
@@ -77,7 +77,7 @@ std::string decode_string(std::string_view body, int line) {
           int v = e - '0';
           for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7'; ++k)
             v = v * 8 + (body[++i] - '0');
-          out += u32_to_utf8(std::u32string(1, char32_t(v)));
+          out += encode_utf8(char32_t(v));
         } else {  // unknown escapes stay as written
           out += '\\';
           out += e;

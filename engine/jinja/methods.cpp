@@ -77,7 +77,7 @@ Value starts_or_ends(const std::string& s, const CallArgs& a, bool start, const 
 }
 
 bool all_chars(const std::string& s, bool (*pred)(char32_t)) {
-  const std::u32string u = utf8_to_u32(s);
+  const std::u32string u = decode_utf8(s);
   if (u.empty()) return false;
   for (const char32_t c : u)
     if (!pred(c)) return false;
@@ -94,7 +94,7 @@ bool is_alnum(char32_t c) { return is_alpha(c) || u_getIntPropertyValue(UChar32(
 // str.islower / isupper: at least one cased character, and none of the other case.
 bool case_test(const std::string& s, bool lower) {
   bool cased = false;
-  for (const char32_t c : utf8_to_u32(s)) {
+  for (const char32_t c : decode_utf8(s)) {
     if (u_isupper(UChar32(c)) || u_istitle(UChar32(c))) {
       if (lower) return false;
       cased = true;
@@ -109,7 +109,7 @@ bool case_test(const std::string& s, bool lower) {
 std::vector<std::string> split_lines(const std::string& s) {
   // str.splitlines(): \n \r \r\n \v \f \x1c \x1d \x1e \x85 \u2028 \u2029 end lines.
   std::vector<std::string> out;
-  const std::u32string u = utf8_to_u32(s);
+  const std::u32string u = decode_utf8(s);
   std::u32string line;
   for (size_t i = 0; i < u.size(); ++i) {
     const char32_t c = u[i];
@@ -120,10 +120,10 @@ std::vector<std::string> split_lines(const std::string& s) {
       continue;
     }
     if (c == '\r' && i + 1 < u.size() && u[i + 1] == '\n') ++i;
-    out.push_back(u32_to_utf8(line));
+    out.push_back(encode_utf8(line));
     line.clear();
   }
-  if (!line.empty()) out.push_back(u32_to_utf8(line));
+  if (!line.empty()) out.push_back(encode_utf8(line));
   return out;
 }
 
@@ -328,9 +328,9 @@ Value get_item(const Value& obj, const Value& key) {
       if (i < 0) i += int64_t(items.size());
       if (i >= 0 && i < int64_t(items.size())) return items[size_t(i)];
     } else {
-      const std::u32string u = utf8_to_u32(obj.as_string());
+      const std::u32string u = decode_utf8(obj.as_string());
       if (i < 0) i += int64_t(u.size());
-      if (i >= 0 && i < int64_t(u.size())) return Value(u32_to_utf8(std::u32string(1, u[size_t(i)])));
+      if (i >= 0 && i < int64_t(u.size())) return Value(encode_utf8(u[size_t(i)]));
     }
     return Value::undefined(object_name(obj) + " has no element " + std::to_string(key.as_int()));
   }

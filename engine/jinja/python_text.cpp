@@ -14,58 +14,6 @@
 
 namespace astrai::jinja {
 
-std::u32string utf8_to_u32(std::string_view s) {
-  std::u32string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const auto b = uint8_t(s[i]);
-    const int extra = b < 0x80 ? 0 : (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : -1;
-    bool ok = extra >= 0 && i + size_t(extra) < s.size();
-    char32_t cp = extra <= 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
-    for (int k = 1; ok && k <= extra; ++k) {
-      const auto c = uint8_t(s[i + size_t(k)]);
-      ok = (c & 0xC0) == 0x80;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    // Valid UTF-8 only: an overlong form (C0 BD for '='), a surrogate or a
-    // code point past U+10FFFF is invalid bytes, never the character it
-    // would spell (the lexer would take an overlong 'Q' for a name).
-    constexpr char32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};
-    if (ok && extra > 0 && (cp < kSmallest[extra] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) ok = false;
-    if (!ok) {
-      out += U'\uFFFD';
-      ++i;
-      continue;
-    }
-    out += cp;
-    i += size_t(extra) + 1;
-  }
-  return out;
-}
-
-std::string u32_to_utf8(std::u32string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char32_t cp : s) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xC0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += char(0xE0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    } else {
-      out += char(0xF0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3F));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    }
-  }
-  return out;
-}
-
 // CPython's _PyUnicode_IsWhitespace: bidirectional types WS, B, S and category Zs.
 bool py_isspace(char32_t c) {
   switch (c) {
@@ -79,15 +27,15 @@ bool py_isspace(char32_t c) {
 }
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
-  const std::u32string u = utf8_to_u32(s);
-  const std::u32string set = chars ? utf8_to_u32(*chars) : std::u32string();
+  const std::u32string u = decode_utf8(s);
+  const std::u32string set = chars ? decode_utf8(*chars) : std::u32string();
   auto strip_it = [&](char32_t c) { return chars ? set.find(c) != std::u32string::npos : py_isspace(c); };
   size_t begin = 0, end = u.size();
   if (left)
     while (begin < end && strip_it(u[begin])) ++begin;
   if (right)
     while (end > begin && strip_it(u[end - 1])) --end;
-  return u32_to_utf8(std::u32string_view(u).substr(begin, end - begin));
+  return encode_utf8(std::u32string_view(u).substr(begin, end - begin));
 }
 
 std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit) {
@@ -105,7 +53,7 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
     return out;
   }
   // Whitespace runs separate; leading and trailing whitespace gives no empty parts.
-  const std::u32string u = utf8_to_u32(s);
+  const std::u32string u = decode_utf8(s);
   size_t i = 0;
   while (true) {
     while (i < u.size() && py_isspace(u[i])) ++i;
@@ -114,12 +62,12 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
       // The rest, with its trailing whitespace removed, is the last part.
       size_t end = u.size();
       while (end > i && py_isspace(u[end - 1])) --end;
-      out.push_back(u32_to_utf8(std::u32string_view(u).substr(i, end - i)));
+      out.push_back(encode_utf8(std::u32string_view(u).substr(i, end - i)));
       break;
     }
     size_t j = i;
     while (j < u.size() && !py_isspace(u[j])) ++j;
-    out.push_back(u32_to_utf8(std::u32string_view(u).substr(i, j - i)));
+    out.push_back(encode_utf8(std::u32string_view(u).substr(i, j - i)));
     i = j;
   }
   return out;
@@ -129,7 +77,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
   std::string out;
   if (old.empty()) {
     // Python inserts the replacement between every code point (and at both ends).
-    const std::u32string u = utf8_to_u32(s);
+    const std::u32string u = decode_utf8(s);
     int64_t done = 0;
     for (size_t i = 0; i <= u.size(); ++i) {
       if (count < 0 || done < count) {
@@ -137,7 +85,7 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
         out += replacement;
         ++done;
       }
-      if (i < u.size()) out += u32_to_utf8(std::u32string(1, u[i]));
+      if (i < u.size()) out += encode_utf8(u[i]);
     }
     return out;
   }
@@ -177,7 +125,7 @@ std::string icu_case(std::string_view s, bool upper) {
   return out;
 }
 
-std::string one(char32_t c) { return u32_to_utf8(std::u32string(1, c)); }
+std::string one(char32_t c) { return encode_utf8(c); }
 
 // The full title-case mapping of one code point (Python's _PyUnicode_ToTitleFull):
 // 'ß' -> "Ss", 'ﬁ' -> "Fi".
@@ -196,15 +144,15 @@ std::string py_upper(std::string_view s) { return icu_case(s, true); }
 std::string py_lower(std::string_view s) { return icu_case(s, false); }
 
 std::string py_capitalize(std::string_view s) {
-  const std::u32string u = utf8_to_u32(s);
+  const std::u32string u = decode_utf8(s);
   if (u.empty()) return "";
-  return title_full(u[0]) + py_lower(u32_to_utf8(std::u32string_view(u).substr(1)));
+  return title_full(u[0]) + py_lower(encode_utf8(std::u32string_view(u).substr(1)));
 }
 
 std::string py_str_title(std::string_view s) {
   std::string out;
   bool previous_is_cased = false;
-  for (const char32_t c : utf8_to_u32(s)) {
+  for (const char32_t c : decode_utf8(s)) {
     out += previous_is_cased ? py_lower(one(c)) : title_full(c);
     previous_is_cased = u_hasBinaryProperty(UChar32(c), UCHAR_CASED);
   }
@@ -214,14 +162,14 @@ std::string py_str_title(std::string_view s) {
 std::string jinja_title(std::string_view s) {
   // re.split(r"([-\s\(\{\[\<]+)", s): words and the separator runs between them;
   // each non-empty piece becomes piece[0].upper() + piece[1:].lower().
-  const std::u32string u = utf8_to_u32(s);
+  const std::u32string u = decode_utf8(s);
   auto is_sep = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || py_isspace(c); };
   std::string out;
   for (size_t i = 0; i < u.size();) {
     const bool sep = is_sep(u[i]);
     size_t j = i;
     while (j < u.size() && is_sep(u[j]) == sep) ++j;
-    out += py_upper(one(u[i])) + py_lower(u32_to_utf8(std::u32string_view(u).substr(i + 1, j - i - 1)));
+    out += py_upper(one(u[i])) + py_lower(encode_utf8(std::u32string_view(u).substr(i + 1, j - i - 1)));
     i = j;
   }
   return out;
@@ -257,10 +205,10 @@ std::vector<int64_t> slice_indices(int64_t n, std::optional<int64_t> start, std:
 
 std::string py_slice(std::string_view s, std::optional<int64_t> start, std::optional<int64_t> stop,
                      std::optional<int64_t> step) {
-  const std::u32string u = utf8_to_u32(s);
+  const std::u32string u = decode_utf8(s);
   std::u32string out;
   for (const int64_t i : slice_indices(int64_t(u.size()), start, stop, step)) out += u[size_t(i)];
-  return u32_to_utf8(out);
+  return encode_utf8(out);
 }
 
 std::optional<double> py_parse_float(std::string_view s) {
@@ -328,7 +276,7 @@ std::string py_string_repr(std::string_view s) {
   const char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
   static const char* hex = "0123456789abcdef";
-  for (const char32_t c : utf8_to_u32(s)) {
+  for (const char32_t c : decode_utf8(s)) {
     if (c == char32_t(quote) || c == '\\') {
       out += '\\';
       out += char(c);

@@ -10,10 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/text/utf8.h"
+
 namespace astrai::jinja {
 
-std::u32string utf8_to_u32(std::string_view s);  // invalid bytes become U+FFFD
-std::string u32_to_utf8(std::u32string_view s);
+// Code points in and out: decode_utf8 and encode_utf8 of engine/text/utf8.h
+// (invalid bytes decode as U+FFFD, one each, as Python's "replace" handler does).
 
 // str.isspace() of one code point: the characters Python strips and splits on.
 bool py_isspace(char32_t c);

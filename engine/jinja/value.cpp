@@ -278,7 +278,7 @@ std::vector<Value> iterate(const Value& v) {
     }
     case Value::Kind::String: {
       std::vector<Value> chars;
-      for (const char32_t c : utf8_to_u32(v.as_string())) chars.emplace_back(u32_to_utf8(std::u32string(1, c)));
+      for (const char32_t c : decode_utf8(v.as_string())) chars.emplace_back(encode_utf8(c));
       return chars;
     }
     default: throw std::runtime_error("'" + v.type_name() + "' object is not iterable");

@@ -31,6 +31,64 @@ bool valid_sequence(std::string_view s, size_t i, size_t n) {
 
 }  // namespace
 
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp >= 0xD800 && (cp <= 0xDFFF || cp > 0x10FFFF)) cp = kReplacementCharacter;
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {  // 110xxxxx 10xxxxxx
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {  // 1110xxxx 10xxxxxx 10xxxxxx
+    out += char(0xE0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  } else {  // 11110xxx 10xxxxxx 10xxxxxx 10xxxxxx
+    out += char(0xF0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3F));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  }
+}
+
+std::string encode_utf8(char32_t cp) {
+  std::string out;
+  append_utf8(out, cp);
+  return out;
+}
+
+std::string encode_utf8(std::u32string_view code_points) {
+  std::string out;
+  out.reserve(code_points.size());
+  for (const char32_t cp : code_points) append_utf8(out, cp);
+  return out;
+}
+
+std::optional<Utf8Char> decode_utf8_at(std::string_view s, size_t i) {
+  const auto lead = static_cast<unsigned char>(s[i]);
+  const size_t n = sequence_length(lead);
+  if (n == 0 || i + n > s.size() || !valid_sequence(s, i, n)) return std::nullopt;
+  // The lead byte's payload bits (7, 5, 4 or 3), then 6 bits per continuation byte.
+  constexpr unsigned char kPayload[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  char32_t cp = lead & kPayload[n];
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return Utf8Char{cp, n};
+}
+
+std::u32string decode_utf8(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    if (const auto c = decode_utf8_at(s, i)) {
+      out += c->code_point;
+      i += c->length;
+    } else {
+      out += kReplacementCharacter;
+      ++i;
+    }
+  }
+  return out;
+}
+
 size_t incomplete_utf8_tail(std::string_view s) {
   // A character is at most 4 bytes, so only the last 3 bytes can be an unfinished one.
   for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {

@@ -3,6 +3,8 @@
 
 #include <array>
 
+#include "engine/text/utf8.h"
+
 namespace astrai {
 
 namespace {
@@ -35,13 +37,7 @@ std::string byte_level_encode(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size() * 2);
   for (const char c : bytes) {
-    const char32_t cp = byte_level_char(uint8_t(c));
-    if (cp < 0x80) {
-      out += char(cp);
-    } else {  // all below U+0800: two UTF-8 bytes
-      out += char(0xC0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3F));
-    }
+    append_utf8(out, byte_level_char(uint8_t(c)));  // all below U+0800: one or two bytes
   }
   return out;
 }
@@ -51,17 +47,11 @@ std::optional<std::string> byte_level_decode(std::string_view piece) {
   std::string out;
   out.reserve(piece.size());
   for (size_t i = 0; i < piece.size();) {
-    const auto c0 = uint8_t(piece[i]);
-    char32_t cp;
-    if (c0 < 0x80) {
-      cp = c0;
-      i += 1;
-    } else if ((c0 & 0xE0) == 0xC0 && i + 1 < piece.size() && (uint8_t(piece[i + 1]) & 0xC0) == 0x80) {
-      cp = char32_t(c0 & 0x1F) << 6 | char32_t(uint8_t(piece[i + 1]) & 0x3F);
-      i += 2;
-    } else {
-      return std::nullopt;  // three- and four-byte code points are outside the alphabet
-    }
+    // Invalid UTF-8 spells no character; three- and four-byte ones are outside the alphabet.
+    const auto c = decode_utf8_at(piece, i);
+    if (!c) return std::nullopt;
+    const char32_t cp = c->code_point;
+    i += c->length;
     if (cp >= a.byte_of_char.size() || a.byte_of_char[cp] < 0) return std::nullopt;
     out += char(a.byte_of_char[cp]);
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "reference/synthetic_model.h"
+
 namespace astrai::test {
 
 bool gpu_expected(std::string* listed) {
@@ -28,6 +30,10 @@ bool gpu_expected(std::string* listed) {
   }();
   if (listed) *listed = answer.second;
   return answer.first;
+}
+
+std::shared_ptr<ModelWeights> tiny_model_weights(uint64_t seed) {
+  return std::make_shared<ModelWeights>(make_synthetic_weights(preset_config("tiny"), seed));
 }
 
 }  // namespace astrai::test

@@ -1,8 +1,11 @@
 // What every CUDA test needs: skipping cleanly without a GPU (and failing
 // where one is present but unusable), plus the device arrays and tolerance
-// check of cuda/kernel_cases/device_arrays.h.
+// check of cuda/kernel_cases/device_arrays.h, and the tiny model the
+// executor tests run.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -27,11 +30,18 @@
     }                                                                                            \
   } while (0)
 
+namespace astrai {
+struct ModelWeights;
+}
+
 namespace astrai::test {
 
 // Whether this machine has a GPU that the CUDA tests must run on: true when
 // ASTRAI_EXPECT_GPU=1, false when ASTRAI_EXPECT_GPU=0, otherwise true when
 // `nvidia-smi -L` lists a GPU. `listed` receives the evidence.
 bool gpu_expected(std::string* listed = nullptr);
+
+// The synthetic "tiny" preset's weights from `seed` (reference/synthetic_model.h).
+std::shared_ptr<ModelWeights> tiny_model_weights(uint64_t seed);
 
 }  // namespace astrai::test

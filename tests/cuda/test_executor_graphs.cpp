@@ -40,10 +40,6 @@ using cuda::DType;
 
 namespace {
 
-std::shared_ptr<ModelWeights> tiny_weights(uint64_t seed) {
-  return std::make_shared<ModelWeights>(make_synthetic_weights(preset_config("tiny"), seed));
-}
-
 std::vector<std::vector<int>> prompts_for(int n) {
   std::vector<std::vector<int>> prompts;
   for (int s = 0; s < n; ++s) {
@@ -90,7 +86,7 @@ std::vector<std::vector<float>> decode_together(cuda::CudaExecutor& executor, cu
 
 TEST_CASE("a padded decode batch gives each real row the bits it gets unpadded", "[cuda][graphs]") {
   ASTRAI_REQUIRE_GPU();
-  const auto weights = tiny_weights(41);
+  const auto weights = test::tiny_model_weights(41);
   const int steps = 5;
   for (const DType dtype : {DType::Float32, DType::BFloat16}) {
     for (const int n : {3, 5, 6, 11}) {
@@ -117,7 +113,7 @@ TEST_CASE("a padded decode batch gives each real row the bits it gets unpadded",
 
 TEST_CASE("batch sizes that pad to one captured size share its graph", "[cuda][graphs]") {
   ASTRAI_REQUIRE_GPU();
-  const auto weights = tiny_weights(42);
+  const auto weights = test::tiny_model_weights(42);
   cuda::CudaExecutor executor(weights, {DType::Float32, 0, true});
   cuda::DevicePageCache cache(executor.config(), 96, 4, DType::Float32);
   // A prefill of nine prompts first sizes every buffer (a buffer grown later
@@ -217,7 +213,7 @@ SampledRun sample_together(cuda::CudaExecutor& executor, bool penalised, int ste
 
 TEST_CASE("sampling and the metadata upload run inside the replayed graph", "[cuda][graphs]") {
   ASTRAI_REQUIRE_GPU();
-  const auto weights = tiny_weights(43);
+  const auto weights = test::tiny_model_weights(43);
   const int steps = 6;
   for (const bool penalised : {false, true}) {
     INFO((penalised ? "a penalised row (adjustments in the graph too)" : "plain rules"));
@@ -244,7 +240,7 @@ TEST_CASE("sampling and the metadata upload run inside the replayed graph", "[cu
 
 TEST_CASE("a mixed prefill + decode step whose shape repeats replays its graph", "[cuda][graphs]") {
   ASTRAI_REQUIRE_GPU();
-  const auto weights = tiny_weights(44);
+  const auto weights = test::tiny_model_weights(44);
   // Task 0 decodes while task 1's 20-token prompt arrives in chunks of 4 (as
   // the scheduler's token budget cuts it): each step is 1 decode row and one
   // prefill tile of 4 rows; only the last chunk wants logits of task 1.
@@ -286,7 +282,7 @@ TEST_CASE("forward() and forward_and_sample() of one shape each replay their own
   // forward() steps first, so the shape's first graph samples nothing; the
   // sampled steps after it must capture their own, not replay that one (whose
   // tokens would never be copied back: every row would fall back to the host).
-  const auto weights = tiny_weights(45);
+  const auto weights = test::tiny_model_weights(45);
   const auto run = [&](cuda::CudaExecutor& executor, std::vector<int>* host_rows) {
     cuda::DevicePageCache cache(executor.config(), 32, 4, DType::Float32);
     std::vector<std::vector<int>> seqs = {{1, 5, 9}, {3, 7}};
@@ -337,7 +333,7 @@ TEST_CASE("a step that grows the sampler's buffers drops the graphs that copy in
   // parameters into the sampler's buffers); a 20-token prompt wanting every
   // row's token then grows those buffers (16 rows -> 32); the decode steps
   // after it must not replay a graph that copies into the freed ones.
-  const auto weights = tiny_weights(46);
+  const auto weights = test::tiny_model_weights(46);
   const auto run = [&](cuda::CudaExecutor& executor) {
     cuda::DevicePageCache cache(executor.config(), 32, 4, DType::Float32);
     std::vector<std::vector<int>> seqs = {{1, 5, 9}, {3, 7}};

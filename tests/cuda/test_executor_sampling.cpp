@@ -98,7 +98,7 @@ TEST_CASE("forward_and_sample of a step that wants no logits finishes it before 
   // queued upload reads, so a step returning before its stream finished would
   // run the first chunk with the second chunk's metadata (the emulated
   // device defers queued work to the next synchronisation, as a GPU may).
-  const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(preset_config("tiny"), 12));
+  const auto weights = test::tiny_model_weights(12);
   const std::vector<int> prompt = {1, 7, 3, 9, 4, 4, 8, 2, 6, 5, 11, 13};
   const auto run = [&](bool sample_first_chunk) {
     cuda::CudaExecutor executor(weights, {DType::Float32, 0, false});

@@ -30,10 +30,6 @@ using cuda::DType;
 
 namespace {
 
-std::shared_ptr<ModelWeights> tiny_weights(uint64_t seed) {
-  return std::make_shared<ModelWeights>(make_synthetic_weights(preset_config("tiny"), seed));
-}
-
 // Greedy generation that also keeps every step's logits row.
 struct Recorded {
   std::vector<int> tokens;
@@ -67,7 +63,7 @@ TEST_CASE("forward() on another thread computes on the executor's device", "[cud
     WARN("SKIPPED: one CUDA device; the emulated build has two and runs this test");
     return;
   }
-  const auto weights = tiny_weights(3);
+  const auto weights = test::tiny_model_weights(3);
   const std::vector<BatchToken> batch = {{1, 0, 0, false}, {5, 0, 1, false}, {9, 0, 2, true}};
   const auto run_on = [&](int device) {
     cuda::CudaExecutor executor(weights, {DType::Float32, device, false});
@@ -96,7 +92,7 @@ TEST_CASE("forward() on another thread computes on the executor's device", "[cud
 
 TEST_CASE("a new cache at a reused address does not replay the old cache's graphs", "[cuda]") {
   ASTRAI_REQUIRE_GPU();
-  const auto weights = tiny_weights(5);
+  const auto weights = test::tiny_model_weights(5);
   const std::vector<int> prompt = {1, 17, 4, 29, 8};
   cuda::CudaExecutor executor(weights, {DType::Float32, 0, true});
   const void* old_keys = nullptr;
@@ -159,7 +155,7 @@ TEST_CASE("scratch buffers grow with the batch's rows only where each row needs 
 
 TEST_CASE("scratch poisoned with NaN before every step changes no bit; graph replays are counted", "[cuda]") {
   ASTRAI_REQUIRE_GPU();
-  const auto weights = tiny_weights(8);
+  const auto weights = test::tiny_model_weights(8);
   const std::vector<int> prompt = {1, 3, 5, 7, 11, 13};
   const int tokens = 10;  // the prefill's token, then 9 decode steps
   cuda::CudaExecutor plain(weights, {DType::Float32, 0, false});
@@ -192,7 +188,7 @@ TEST_CASE("scratch poisoned with NaN before every step changes no bit; graph rep
 
 TEST_CASE("a request reading prefix pages another request wrote gets the bits it gets alone", "[cuda]") {
   ASTRAI_REQUIRE_GPU();
-  const auto weights = tiny_weights(11);
+  const auto weights = test::tiny_model_weights(11);
   CudaOptions options{DType::Float32, 0, true};
   options.batch_invariant = true;  // the shared prefix was computed in another batch shape
   const std::vector<int> first_prompt = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55};

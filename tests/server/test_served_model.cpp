@@ -10,7 +10,7 @@
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "server/default_model.h"
 #include "server/served_model.h"
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
 #include "tests/server/server_fixture.h"
 

@@ -89,14 +89,14 @@ TEST_CASE("jinja: literals print as Python prints them", "[jinja]") {
 // byte at a time, as Python's "replace" error handler gives for each of these
 // bytes: overlong forms, surrogates, code points past U+10FFFF.
 TEST_CASE("jinja: overlong, surrogate and out-of-range UTF-8 are U+FFFD, never a character", "[jinja]") {
-  using astrai::jinja::utf8_to_u32;
-  CHECK(utf8_to_u32("\xC1\x91") == U"\uFFFD\uFFFD");          // overlong 'Q'
-  CHECK(utf8_to_u32("\xC0\xBD") == U"\uFFFD\uFFFD");          // overlong '='
-  CHECK(utf8_to_u32("\xE0\x80\xAF") == U"\uFFFD\uFFFD\uFFFD");  // overlong '/'
-  CHECK(utf8_to_u32("\xF0\x80\x80\xAF") == U"\uFFFD\uFFFD\uFFFD\uFFFD");
-  CHECK(utf8_to_u32("\xED\xA0\x80") == U"\uFFFD\uFFFD\uFFFD");  // a surrogate, U+D800
-  CHECK(utf8_to_u32("\xF4\x90\x80\x80") == U"\uFFFD\uFFFD\uFFFD\uFFFD");  // U+110000
-  CHECK(utf8_to_u32("\xC2\x80|\xE0\xA0\x80|\xF0\x90\x80\x80|\xED\x9F\xBF|\xF4\x8F\xBF\xBF") ==
+  using astrai::decode_utf8;  // the Jinja library decodes with engine/text/utf8
+  CHECK(decode_utf8("\xC1\x91") == U"\uFFFD\uFFFD");          // overlong 'Q'
+  CHECK(decode_utf8("\xC0\xBD") == U"\uFFFD\uFFFD");          // overlong '='
+  CHECK(decode_utf8("\xE0\x80\xAF") == U"\uFFFD\uFFFD\uFFFD");  // overlong '/'
+  CHECK(decode_utf8("\xF0\x80\x80\xAF") == U"\uFFFD\uFFFD\uFFFD\uFFFD");
+  CHECK(decode_utf8("\xED\xA0\x80") == U"\uFFFD\uFFFD\uFFFD");  // a surrogate, U+D800
+  CHECK(decode_utf8("\xF4\x90\x80\x80") == U"\uFFFD\uFFFD\uFFFD\uFFFD");  // U+110000
+  CHECK(decode_utf8("\xC2\x80|\xE0\xA0\x80|\xF0\x90\x80\x80|\xED\x9F\xBF|\xF4\x8F\xBF\xBF") ==
         U"\u0080|\u0800|\U00010000|\uD7FF|\U0010FFFF");  // the smallest and largest of each length stay
   // In a tag, such bytes are no name, number or operator: a TemplateError.
   CHECK(!error_of("{{ \xC1\x91 }}").empty());

@@ -16,7 +16,7 @@
 #include "reference/synthetic_model.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 #include "tests/engine/model_files/model_compare.h"
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/sanitized_build.h"
 
 namespace {

@@ -47,7 +47,7 @@
 #include "tests/engine/model_files/gguf_test_files.h"
 #include "tests/engine/model_files/llama_cpp_agreement.h"
 #include "tests/engine/model_files/llama_cpp_oracle.h"
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/sanitized_build.h"
 
 namespace {

@@ -11,26 +11,19 @@
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include "engine/model_files/gguf/gguf_model.h"
 #include "engine/model_files/gguf/gguf_reader.h"
 #include "engine/model_files/gguf/gguf_writer.h"
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/model_files/gguf_test_files.h"
+#include "tests/support/peak_rss.h"
 
 using namespace astrai;
 using Catch::Matchers::Contains;
+using astrai::test::peak_rss_mib;
 
 namespace {
-
-// The peak resident set of this process so far, in MiB.
-long peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024;  // Linux reports KiB
-}
 
 // A one-layer model written by the engine, rewritten with every metadata key
 // and tensor kept except llama.block_count, which claims `claimed_layers`.

@@ -24,7 +24,7 @@
 #include "engine/generation_request.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
-#include "tests/engine/text/utf8_oracle.h"
+#include "tests/support/utf8_oracle.h"
 
 namespace astrai::test {
 

@@ -12,8 +12,8 @@
 #include <rapidcheck/catch.h>
 
 #include "engine/text/text_stream.h"
-#include "tests/engine/text/text_generators.h"
-#include "tests/engine/text/utf8_oracle.h"
+#include "tests/support/text_generators.h"
+#include "tests/support/utf8_oracle.h"
 
 namespace {
 

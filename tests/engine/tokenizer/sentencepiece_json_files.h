@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
 
 namespace astrai::test {

@@ -33,8 +33,8 @@
 #include "engine/tokenizer/byte_piece.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
 #include "tests/engine/tokenizer/tokenizers_js_oracle.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
 
 namespace {
@@ -128,10 +128,7 @@ std::string byte_level_char(uint8_t b) {
       if (!((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174)) ++n;
     cp = 256 + n;
   }
-  std::string s;
-  if (cp < 0x80) s += char(cp);
-  else s += {char(0xC0 | cp >> 6), char(0x80 | (cp & 0x3F))};
-  return s;
+  return astrai::encode_utf8(cp);
 }
 
 // A byte-level tokenizer.json with no merges (each byte is its own id, the

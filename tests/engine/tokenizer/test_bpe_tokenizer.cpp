@@ -17,8 +17,8 @@
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
 #include "tests/engine/tokenizer/tokenizers_js_oracle.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/sanitized_build.h"
 #include "tests/support/shared_data.h"
 
@@ -44,15 +44,6 @@ const HfTokenizer* load(const std::string& name) {
     ASTRAI_MISSING(tokenizer_json(name) << " not found (run npm ci in " << oracle_dir() << ")");          \
     return;                                                                                                    \
   }
-
-std::string utf8(char32_t cp) {
-  std::string s;
-  if (cp < 0x80) s += char(cp);
-  else if (cp < 0x800) s += {char(0xC0 | cp >> 6), char(0x80 | (cp & 0x3F))};
-  else if (cp < 0x10000) s += {char(0xE0 | cp >> 12), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
-  else s += {char(0xF0 | cp >> 18), char(0x80 | (cp >> 12 & 0x3F)), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
-  return s;
-}
 
 std::vector<std::string> added_contents(const HfTokenizer& t) {
   std::vector<std::string> v;
@@ -137,7 +128,7 @@ TEST_CASE("decode(encode(s)) == s for valid UTF-8; added tokens are never split"
                               nfc ? rc::gen::inRange<char32_t>(0x1F300, 0x1F700) : rc::gen::inRange<char32_t>(0xE000, 0x110000))),
                           [](const std::vector<char32_t>& cps) {
                             std::string s;
-                            for (const char32_t cp : cps) s += utf8(cp);
+                            for (const char32_t cp : cps) astrai::append_utf8(s, cp);
                             return s;
                           });
     };

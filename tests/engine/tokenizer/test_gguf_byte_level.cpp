@@ -10,7 +10,7 @@
 #include "engine/model_files/gguf/gguf_model.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 #include "reference/synthetic_model.h"
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/sanitized_build.h"
 
 namespace {

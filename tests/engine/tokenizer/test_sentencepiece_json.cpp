@@ -126,7 +126,7 @@ rc::Gen<std::string> gen_plain_text() {
                                             [](uint32_t cp) { return (cp < 0xD800 || cp > 0xDFFF) && cp != 0x2581; }))),
                       [](const std::vector<uint32_t>& cps) {
                         std::string s;
-                        for (const uint32_t cp : cps) s += astrai::test::utf8(cp);
+                        for (const uint32_t cp : cps) s += astrai::encode_utf8(cp);
                         return s;
                       });
 }

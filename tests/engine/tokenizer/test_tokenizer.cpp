@@ -13,7 +13,6 @@
 #include "engine/tokenizer/byte_piece.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/engine/tokenizer/run_c_encode.h"
-#include "tests/engine/tokenizer/text_generators.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/engine/tokenizer/run_c_encode.h"
-#include "tests/engine/tokenizer/text_generators.h"
 #include "tests/support/shared_data.h"
+#include "tests/support/text_generators.h"
 
 namespace {
 

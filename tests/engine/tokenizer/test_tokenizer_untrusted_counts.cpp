@@ -14,21 +14,16 @@
 #include <limits>
 #include <string>
 
-#include <sys/resource.h>
 
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/support/peak_rss.h"
 #include "tests/support/shared_data.h"
 
 using astrai::Tokenizer;
 using Catch::Matchers::Contains;
+using astrai::test::peak_rss_mib;
 
 namespace {
-
-long peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024;  // Linux reports KiB
-}
 
 template <class T>
 void append_le(std::string& out, T value) {  // the test machines are little-endian

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
-#include "tests/engine/tokenizer/text_generators.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
+#include "tests/support/text_generators.h"
 
 namespace astrai::test {
 
@@ -39,7 +39,7 @@ inline std::string random_fragment(std::mt19937& rng, const std::vector<std::str
                                                              {0x370, 0x52F},   {0x3040, 0x30FF}, {0x4E00, 0x9FFF},
                                                              {0xAC00, 0xD7A3}, {0x1F300, 0x1F6FF}};
       const auto& [lo, hi] = blocks[pick(8)];
-      return utf8(uint32_t(lo + char32_t(rng() % (hi - lo + 1))));
+      return encode_utf8(lo + char32_t(rng() % (hi - lo + 1)));
     }
     default: return fixed[size_t(pick(int(fixed.size())))];
   }

@@ -1,6 +1,8 @@
 // An independent statement of UTF-8 (RFC 3629) for the text tests: it decodes
 // code points and compares them with the valid ranges, where engine/text/utf8
-// checks byte patterns. Header-only; the tests compare the two.
+// checks byte patterns. Header-only; the tests compare the two. It has no
+// encoder: the engine's (encode_utf8) is checked against decode_at for every
+// code point (tests/engine/text/test_utf8.cpp), and then serves here too.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "engine/text/utf8.h"
 
 namespace astrai::test {
 
@@ -66,26 +70,6 @@ inline std::string oracle_sanitize(std::string_view s) {
   return out;
 }
 
-inline std::string encode_utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += char(cp);
-  } else if (cp < 0x800) {
-    s += char(0xC0 | (cp >> 6));
-    s += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += char(0xE0 | (cp >> 12));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  } else {
-    s += char(0xF0 | (cp >> 18));
-    s += char(0x80 | ((cp >> 12) & 0x3F));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
 // Every proper prefix of the encoding of every code point: the bytes a stream
 // must wait on because they may still become a character.
 inline const std::set<std::string>& proper_prefixes() {
@@ -93,7 +77,7 @@ inline const std::set<std::string>& proper_prefixes() {
     std::set<std::string> p;
     for (uint32_t cp = 0x80; cp <= 0x10FFFF; ++cp) {
       if (cp >= 0xD800 && cp <= 0xDFFF) continue;
-      const std::string s = encode_utf8(cp);
+      const std::string s = encode_utf8(char32_t(cp));
       for (size_t n = 1; n < s.size(); ++n) p.insert(s.substr(0, n));
     }
     return p;
