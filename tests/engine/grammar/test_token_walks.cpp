@@ -14,7 +14,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/engine/grammar/random_schema.h"
 #include "tests/engine/grammar/token_helpers.h"
-#include "tests/engine/tokenizer/bpe_oracle_files.h"
+#include "tests/support/bpe_oracle_files.h"
 #include "tests/support/sanitized_build.h"
 
 using namespace astrai::grammar;
