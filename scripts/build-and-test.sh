@@ -124,10 +124,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
   meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs"
 echo "sanitizer build and tests took $(( $(date +%s) - asan_start )) s"
 fuzz_start=$(date +%s)
-# Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 20: eight targets, two
-# at a time on CI's two cores, keep the whole run under 25 minutes beside the
-# emulated CUDA tests; 0 skips), from its committed corpus; a crash fails the
-# run and leaves the input in tests/fuzz/crashes/.
+# Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 20; ten targets, two
+# at a time on CI's two cores: about 110 s of the run; 0 skips), from its
+# committed corpus; a crash fails the run and leaves the input in
+# tests/fuzz/crashes/. docs/testing.md has the run's time, stage by stage.
 if [ "${ASTRAI_FUZZ_SECONDS:-20}" -gt 0 ]; then bash scripts/fuzz.sh "${ASTRAI_FUZZ_SECONDS:-20}"; fi
 echo "fuzzing (build and run) took $(( $(date +%s) - fuzz_start )) s"
 # ---- end of sanitizers and fuzzing ----
