@@ -25,9 +25,8 @@ struct RawPrompt {
 
 // How the model may use the request's tools (OpenAI's tool_choice,
 // Anthropic's tool_choice.type): none, auto, required (Anthropic's any), or
-// one named function (Anthropic's tool). Required and named are accepted but
-// not yet enforced: the grammar that forces a call comes with constrained
-// decoding (tool_constraint.h is where it plugs in).
+// one named function (Anthropic's tool). Required and named are enforced by
+// a grammar (tool_request.h's tool_call_spec); auto is not.
 struct ToolChoice {
   enum class Mode { None, Auto, Required, Named };
   Mode mode = Mode::None;

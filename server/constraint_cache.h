@@ -46,7 +46,8 @@ class ConstraintCache {
 };
 
 // The cache's key of a spec: its kind, its text and its choices, each
-// length-prefixed so that no two specs share a key.
+// length-prefixed so that no two specs share a key (and for tool calls, the
+// format and whether one call only).
 std::string constraint_key(const grammar::ConstraintSpec& spec);
 
 }  // namespace astrai

@@ -14,6 +14,7 @@
 #include "server/piece_queue.h"
 #include "server/request_id.h"
 #include "server/sse.h"
+#include "server/tool_request.h"
 
 namespace astrai {
 
@@ -205,6 +206,15 @@ void ProtocolHandler::handle(httplib::Response& response) {
     response.set_content(json_text(e.body()), "application/json");
     return;
   }
+  // tool_choice "required" or a named tool: the output is the calls, by grammar.
+  if (const auto tools = chat.prompts.empty() ? tool_call_constraint(chat, model_->tool_call_family) : std::nullopt)
+    if (auto spec = tool_call_spec(*tools)) {
+      if (chat.constraint)
+        return send_error(response, ErrorKind::InvalidRequest,
+                          "tool_choice 'required' (or a named tool) and an output constraint (response_format or the "
+                          "structured-output fields) cannot both apply: the output is either the calls or the constrained text");
+      chat.constraint = std::move(*spec);
+    }
   std::shared_ptr<const grammar::CompiledConstraint> constraint;
   if (chat.constraint) {
     try {

@@ -168,4 +168,14 @@ std::optional<ToolCallConstraint> tool_call_constraint(const ChatRequest& reques
   return c;
 }
 
+std::optional<grammar::ConstraintSpec> tool_call_spec(const ToolCallConstraint& c) {
+  if (c.mode != ToolChoice::Mode::Required && c.mode != ToolChoice::Mode::Named) return std::nullopt;
+  grammar::ConstraintSpec spec;
+  spec.kind = grammar::ConstraintSpec::Kind::ToolCalls;
+  spec.text = c.tools.dump();
+  spec.tool_format = to_string(c.family);
+  spec.single_call = !c.parallel;
+  return spec;
+}
+
 }  // namespace astrai

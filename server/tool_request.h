@@ -22,13 +22,13 @@ namespace astrai {
 void read_openai_tools(const nlohmann::ordered_json& body, ChatRequest& request);
 void read_anthropic_tools(const nlohmann::ordered_json& body, ChatRequest& request);
 
-// What constrained decoding must enforce for a request's tools: the seam
-// where the grammar engine (issue 27) plugs in. `required`: the output is one
-// or more calls (exactly one when !parallel) in `family`'s format, each to one
-// of `tools` with arguments valid against its parameters schema; `named`: the
-// same with the one tool; `auto`: free text, but once the family's call
-// opener appears the call must be valid (a lazy grammar). Until that engine
-// lands nothing is enforced: the parsers read whatever the model wrote.
+// What constrained decoding must enforce for a request's tools. `required`:
+// the output is one or more calls (exactly one when !parallel) in `family`'s
+// format, each to one of `tools` with arguments valid against its parameters
+// schema; `named`: the same with the one tool (tool_call_spec compiles both,
+// engine/grammar/tool_call_grammar.h). `auto`: free text, but once the
+// family's call opener appears the call should be valid (a lazy grammar, as
+// llama.cpp's): not enforced yet, the parsers read whatever the model wrote.
 struct ToolCallConstraint {
   ToolCallFamily family = ToolCallFamily::None;
   ToolChoice::Mode mode = ToolChoice::Mode::Auto;
@@ -38,5 +38,9 @@ struct ToolCallConstraint {
 // nullopt when there is nothing to constrain (no tools, tool_choice none, or
 // a family this server cannot parse).
 std::optional<ToolCallConstraint> tool_call_constraint(const ChatRequest& request, ToolCallFamily family);
+
+// The grammar spec that enforces `c` (Kind::ToolCalls): for modes Required
+// and Named; nullopt for Auto (not enforced, above).
+std::optional<grammar::ConstraintSpec> tool_call_spec(const ToolCallConstraint& c);
 
 }  // namespace astrai

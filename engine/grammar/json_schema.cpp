@@ -50,18 +50,19 @@ std::string pointer_token(const std::string& key) {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const Json& root) : root_(root), b_(kMaxGrammarStates), json_(b_) {}
+  // Rules go into `b` (beside any others it holds: a tool-call grammar puts
+  // several schemas in one), named by their pointers after `name_prefix`.
+  SchemaCompiler(const Json& root, GrammarBuilder& b, const JsonRules& json, std::string name_prefix)
+      : root_(root), b_(b), json_(json), prefix_(std::move(name_prefix)) {}
 
-  Grammar compile() {
-    const int root = rule_of(root_, "", 0);
-    return b_.finish(root);
-  }
+  int compile() { return rule_of(root_, "", 0); }
   const std::string& current_pointer() const { return current_; }
 
  private:
   const Json& root_;
-  GrammarBuilder b_;
-  JsonRules json_;
+  GrammarBuilder& b_;
+  const JsonRules& json_;
+  std::string prefix_;
   std::map<std::string, int> rules_;  // schema pointer -> its rule
   std::string current_;
 
@@ -70,7 +71,7 @@ class SchemaCompiler {
     if (const auto it = rules_.find(ptr); it != rules_.end()) return it->second;
     if (depth > kMaxSchemaDepth)
       refuse("", ptr, "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels (the bound of this server)");
-    const int r = b_.declare(ptr.empty() ? "#" : ptr);
+    const int r = b_.declare(prefix_ + (ptr.empty() ? "#" : ptr));
     rules_[ptr] = r;
     const Expr body = value_of(s, ptr, depth);
     current_ = ptr;
@@ -405,7 +406,7 @@ class SchemaCompiler {
     const size_t n = members.size();
     std::vector<int> rest(n + 1);
     for (size_t i = n + 1; i-- > 0;) {
-      rest[i] = b_.declare(ptr + "/properties (after " + std::to_string(i) + ")");
+      rest[i] = b_.declare(prefix_ + ptr + "/properties (after " + std::to_string(i) + ")");
       Expr body = i == n ? (extra_member ? star(seq({json_.sep(), *extra_member})) : empty_expr())
                          : seq({members[i].required ? seq({json_.sep(), members[i].expr})
                                                     : optional(seq({json_.sep(), members[i].expr})),
@@ -427,9 +428,8 @@ class SchemaCompiler {
   }
 };
 
-}  // namespace
-
-Grammar json_schema_grammar(std::string_view schema_text) {
+// The schema's JSON, checked against the size and nesting bounds.
+Json parse_schema(std::string_view schema_text) {
   if (schema_text.size() > kMaxSchemaBytes)
     refuse("", "", "the schema text is over " + std::to_string(kMaxSchemaBytes) + " bytes (the bound of this server)");
   Json root;
@@ -448,12 +448,44 @@ Grammar json_schema_grammar(std::string_view schema_text) {
     if (v->is_structured())
       for (const auto& child : *v) stack.emplace_back(&child, depth + 1);
   }
-  SchemaCompiler compiler(root);
+  return root;
+}
+
+[[noreturn]] void refuse_too_large(const std::string& pointer) {
+  refuse("", pointer, "the schema compiles to more than " + std::to_string(kMaxGrammarStates) + " states (the bound of this server)");
+}
+
+// The schema's rule in `b`; `last_pointer` (where the compiler was) names the
+// place of a later GrammarTooLarge from finish().
+int compile_into(GrammarBuilder& b, const JsonRules& json, std::string_view schema_text, const std::string& name_prefix,
+                 std::string& last_pointer) {
+  const Json root = parse_schema(schema_text);
+  SchemaCompiler compiler(root, b, json, name_prefix);
   try {
-    return compiler.compile();
+    const int rule = compiler.compile();
+    last_pointer = compiler.current_pointer();
+    return rule;
   } catch (const GrammarTooLarge&) {
-    refuse("", compiler.current_pointer(),
-           "the schema compiles to more than " + std::to_string(kMaxGrammarStates) + " states (the bound of this server)");
+    refuse_too_large(compiler.current_pointer());
+  }
+}
+
+}  // namespace
+
+int json_schema_rule(GrammarBuilder& b, const JsonRules& json, std::string_view schema_text, const std::string& name_prefix) {
+  std::string last_pointer;
+  return compile_into(b, json, schema_text, name_prefix, last_pointer);
+}
+
+Grammar json_schema_grammar(std::string_view schema_text) {
+  GrammarBuilder b(kMaxGrammarStates);
+  const JsonRules json(b);
+  std::string last_pointer;
+  const int root = compile_into(b, json, schema_text, "", last_pointer);
+  try {
+    return b.finish(root);
+  } catch (const GrammarTooLarge&) {
+    refuse_too_large(last_pointer);
   } catch (const GrammarLeftRecursion& e) {
     refuse("$ref", e.rule == "#" ? "" : e.rule, "refers to itself without any JSON text between (infinite recursion)");
   } catch (const GrammarEmpty&) {

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "engine/grammar/grammar.h"
+#include "engine/grammar/json_rules.h"
 
 namespace astrai::grammar {
 
@@ -23,5 +24,11 @@ inline constexpr int kMaxWhitespace = 20;
 // Throws ConstraintError (keyword + JSON pointer) for anything outside the subset.
 Grammar json_schema_grammar(std::string_view schema_text);
 Grammar json_object_grammar();
+
+// One schema compiled into `b` beside other rules (a tool-call grammar holds
+// one schema per tool): returns its rule. Rule names start with `name_prefix`
+// (dumps and left-recursion errors name them). Throws ConstraintError as
+// json_schema_grammar; the caller's finish() may still throw the grammar.h errors.
+int json_schema_rule(GrammarBuilder& b, const JsonRules& json, std::string_view schema_text, const std::string& name_prefix);
 
 }  // namespace astrai::grammar

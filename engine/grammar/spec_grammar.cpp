@@ -2,6 +2,7 @@
 #include "engine/grammar/compile_constraint.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/regex.h"
+#include "engine/grammar/tool_call_grammar.h"
 
 namespace astrai::grammar {
 
@@ -40,6 +41,10 @@ Grammar grammar_for(const ConstraintSpec& spec) {
       }
       if (total > kMaxSchemaBytes) throw ConstraintError("choice", "", "the choices are over the size bound");
       return finish_simple("choice", alt(std::move(alts)), "choice");
+    }
+    case ConstraintSpec::Kind::ToolCalls: {
+      if (spec.text.size() > kMaxSchemaBytes) throw ConstraintError("tools", "", "the tools are over the size bound");
+      return tool_call_grammar(spec.tool_format, spec.text, spec.single_call);
     }
   }
   throw ConstraintError("", "", "unknown constraint kind");

@@ -32,12 +32,16 @@ class TokenConstraint {
   virtual std::unique_ptr<TokenConstraint> fork() const = 0;
 };
 
-// What a request asks for (OpenAI response_format / vLLM's structured_outputs).
+// What a request asks for (OpenAI response_format / vLLM's structured_outputs),
+// or the tool calls that tool_choice "required" / a named tool demands
+// (ToolCalls: tool_call_grammar.h).
 struct ConstraintSpec {
-  enum class Kind { JsonSchema, JsonObject, Regex, Choice };
+  enum class Kind { JsonSchema, JsonObject, Regex, Choice, ToolCalls };
   Kind kind = Kind::JsonObject;
-  std::string text;                  // the schema's JSON text, or the regex
+  std::string text;                  // the schema's JSON text, or the regex; ToolCalls: [{"name", "parameters"}]
   std::vector<std::string> choices;  // Kind::Choice
+  std::string tool_format = {};      // ToolCalls: "hermes", "llama3" or "mistral"
+  bool single_call = false;          // ToolCalls: exactly one call (parallel_tool_calls false)
 };
 
 // A bad schema/regex: a 400 for the API, naming the keyword and its JSON pointer.

@@ -7,7 +7,11 @@
 // parts are written out by hand; a stream, joined, must equal the whole
 // response; the prompts the server renders must equal the template rendered
 // directly (HfChatTemplate) on the conversation in transformers' shape.
+// tool_choice required / named (and Anthropic's any / tool) are enforced by
+// the grammar: there the model is random (temperature 1, unscripted) and
+// its calls are checked against the tools' rules by hand.
 #include <map>
+#include <set>
 
 #include <catch2/catch.hpp>
 
@@ -370,13 +374,138 @@ TEST_CASE("Malformed tools and tool choices are a 400 naming the field", "[tool_
     CHECK(reply.status == 400);
     CHECK(reply.body_json()["error"]["message"].get<std::string>().find("built-in chat template") != std::string::npos);
   }
-  SECTION("required and named choices are accepted (not yet enforced)") {
+  SECTION("a required call and an output constraint cannot both apply: 400 saying so") {
     json body = openai_body("hi", 4);
     body["tools"] = json::array({kWeatherTool});
     body["tool_choice"] = "required";
+    body["response_format"] = {{"type", "json_object"}};
+    const Reply reply = post(server, "/v1/chat/completions", body);
+    CHECK(reply.status == 400);
+    CHECK(reply.body_json()["error"]["message"].get<std::string>().find("cannot both apply") != std::string::npos);
+    body["tool_choice"] = "auto";  // auto is not enforced: nothing to conflict with
     CHECK(post(server, "/v1/chat/completions", body).status == 200);
-    body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
-    CHECK(post(server, "/v1/chat/completions", body).status == 200);
+  }
+  SECTION("a parameters schema the grammar refuses is a 400 naming the tool") {
+    json body = openai_body("hi", 4);
+    body["tools"] = json::array({{{"type", "function"},
+                                  {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"not", json::object()}}}}}}});
+    body["tool_choice"] = "required";
+    const Reply reply = post(server, "/v1/chat/completions", body);
+    CHECK(reply.status == 400);
+    CHECK(reply.body_json()["error"]["message"].get<std::string>().find("tool 'f'") != std::string::npos);
+  }
+}
+
+namespace {
+
+// Tools whose every call is short (enums, booleans, one digit), so that a
+// random model at temperature 1 always finishes its calls.
+const json kShortTools = json::parse(R"([
+  {"type": "function", "function": {"name": "set_color", "parameters": {"type": "object",
+    "properties": {"color": {"enum": ["red", "green", "blue"]}, "ok": {"type": "boolean"}},
+    "required": ["color", "ok"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "count", "parameters": {"type": "object",
+    "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "toggle", "parameters": {"type": "object",
+    "properties": {"on": {"type": "boolean"}}, "required": ["on"], "additionalProperties": false}}}
+])");
+
+// Room for the tools in the prompt and several calls after it.
+TestServerOptions long_context_options() {
+  TestServerOptions options = jinja_options();
+  options.context = 2048;
+  return options;
+}
+
+// The tools' rules, checked by hand on a call (independent of the grammar).
+void check_short_call(const std::string& name, const json& arguments) {
+  INFO(name << " " << arguments.dump());
+  REQUIRE(arguments.is_object());
+  if (name == "set_color") {
+    CHECK(arguments.size() == 2);
+    CHECK(std::set<std::string>{"red", "green", "blue"}.count(arguments.value("color", "")) == 1);
+    CHECK(arguments.contains("ok"));
+    CHECK(arguments.value("ok", json()).is_boolean());
+  } else if (name == "count") {
+    CHECK(arguments.size() == 1);
+    REQUIRE(arguments.contains("n"));
+    REQUIRE(arguments["n"].is_number_integer());
+    CHECK(arguments["n"].get<int>() >= 0);
+    CHECK(arguments["n"].get<int>() <= 9);
+  } else if (name == "toggle") {
+    CHECK(arguments.size() == 1);
+    CHECK(arguments.value("on", json()).is_boolean());
+  } else {
+    FAIL("a call to a tool that was not given: " << name);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tool_choice required and named: a random model's output is valid calls; streamed equals whole",
+          "[tool_calls][openai][grammar]") {
+  TestServer server(long_context_options());
+  const std::string path = "/v1/chat/completions";
+  size_t most_calls = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    json body = openai_body("Do something", 1);
+    body.erase("max_tokens");  // until the grammar ends (or the context: then the test fails on "length")
+    body["temperature"] = 1.0;
+    body["seed"] = seed;
+    body["tools"] = kShortTools;
+    const std::string named = seed % 4 == 0 ? "count" : "toggle";
+    if (seed % 2) body["tool_choice"] = "required";
+    else body["tool_choice"] = {{"type", "function"}, {"function", {{"name", named}}}};
+    const bool single = seed % 3 != 0;
+    body["parallel_tool_calls"] = !single;
+    INFO(body.dump());
+    const Reply whole = post(server, path, body);
+    INFO(whole.body);
+    REQUIRE(whole.status == 200);
+    const json choice = whole.body_json()["choices"][0];
+    CHECK(choice["finish_reason"] == "tool_calls");
+    CHECK(choice["message"]["content"].is_null());
+    const json& calls = choice["message"]["tool_calls"];
+    REQUIRE(calls.is_array());
+    REQUIRE(!calls.empty());
+    if (single) CHECK(calls.size() == 1);
+    most_calls = std::max(most_calls, calls.size());
+    for (const json& call : calls) {
+      const std::string name = call["function"]["name"];
+      if (seed % 2 == 0) CHECK(name == named);
+      check_short_call(name, json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false));
+    }
+    body["stream"] = true;
+    const JoinedOpenAI streamed = join_openai(post(server, path, body).body);
+    CHECK(without_ids(streamed.calls) == without_ids(calls));
+    CHECK(streamed.content == "");
+    CHECK(streamed.finish_reason == "tool_calls");
+  }
+  // The seeds are fixed, so this is deterministic: some parallel request wrote several calls.
+  CHECK(most_calls > 1);
+}
+
+TEST_CASE("Anthropic tool_choice any and tool: a random model's output is one valid tool_use", "[tool_calls][anthropic][grammar]") {
+  TestServer server(long_context_options());
+  for (int k = 1; k <= 4; ++k) {
+    json body = anthropic_body("Do something", 1000);
+    body["temperature"] = 1.0;  // unseeded (Anthropic has no seed): any path the grammar allows must do
+    body["tools"] = json::array();
+    for (const json& t : kShortTools)
+      body["tools"].push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+    body["tool_choice"] = k % 2 ? json{{"type", "any"}} : json{{"type", "tool"}, {"name", "set_color"}};
+    body["tool_choice"]["disable_parallel_tool_use"] = true;
+    INFO(body.dump());
+    const Reply reply = post(server, "/v1/messages", body);
+    INFO(reply.body);
+    REQUIRE(reply.status == 200);
+    const json r = reply.body_json();
+    CHECK(r["stop_reason"] == "tool_use");
+    REQUIRE(r["content"].size() == 1);
+    const json& block = r["content"][0];
+    REQUIRE(block["type"] == "tool_use");
+    if (k % 2 == 0) CHECK(block["name"] == "set_color");
+    check_short_call(block["name"], block["input"]);
   }
 }
 
