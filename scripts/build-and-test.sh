@@ -113,7 +113,7 @@ asan_start=$(date +%s)
 # CPU time under ASan at -O0 (12 files side by side, docs/testing.md), and the
 # code is checked by a second compiler's warnings and sanitizers. A build-asan/
 # configured with another compiler is made afresh (meson cannot switch one).
-if [ -f build-asan/build.ninja ] && ! grep -q clang build-asan/meson-info/intro-compilers.json 2>/dev/null; then
+if [ -f build-asan/build.ninja ] && ! grep -q 'clang++' build-asan/build.ninja; then
   rm -rf build-asan
 fi
 CC=clang-14 CXX=clang++-14 configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
