@@ -310,6 +310,13 @@ void GrammarBuilder::define(int rule, const Expr& body) {
   defined_.at(size_t(rule)) = true;
 }
 
+void GrammarBuilder::define_automaton(int rule, std::vector<State> states) {
+  states_ += states.size();
+  if (states_ > max_states_) throw GrammarTooLarge("the grammar exceeds " + std::to_string(max_states_) + " automaton states");
+  g_.rules.at(size_t(rule)).states = std::move(states);
+  defined_.at(size_t(rule)) = true;
+}
+
 Grammar GrammarBuilder::finish(int root) {
   for (size_t r = 0; r < g_.rules.size(); ++r)
     if (!defined_[r]) define(int(r), alt({}));

@@ -93,6 +93,9 @@ class GrammarBuilder {
     define(r, body);
     return r;
   }
+  // A rule given directly as its automaton (state 0 first; targets index
+  // `states`), for languages an Expr spells badly: text_automata.h.
+  void define_automaton(int rule, std::vector<State> states);
   bool defined(int rule) const { return defined_.at(size_t(rule)); }
   // Trims, checks, and hands over the grammar rooted at `root`.
   Grammar finish(int root);

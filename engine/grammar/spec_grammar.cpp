@@ -1,6 +1,7 @@
 // grammar_for: the grammar of each kind of ConstraintSpec.
 #include "engine/grammar/compile_constraint.h"
 #include "engine/grammar/json_schema.h"
+#include "engine/grammar/reasoning_grammar.h"
 #include "engine/grammar/regex.h"
 #include "engine/grammar/tool_call_grammar.h"
 
@@ -21,9 +22,7 @@ Grammar finish_simple(const std::string& name, const Expr& body, const std::stri
   }
 }
 
-}  // namespace
-
-Grammar grammar_for(const ConstraintSpec& spec) {
+Grammar answer_grammar(const ConstraintSpec& spec) {
   switch (spec.kind) {
     case ConstraintSpec::Kind::JsonSchema: return json_schema_grammar(spec.text);
     case ConstraintSpec::Kind::JsonObject: return json_object_grammar();
@@ -44,10 +43,22 @@ Grammar grammar_for(const ConstraintSpec& spec) {
     }
     case ConstraintSpec::Kind::ToolCalls: {
       if (spec.text.size() > kMaxSchemaBytes) throw ConstraintError("tools", "", "the tools are over the size bound");
-      return tool_call_grammar(spec.tool_format, spec.text, spec.single_call);
+      return tool_call_grammar(spec.tool_format, spec.text, spec.single_call, spec.lazy);
     }
   }
   throw ConstraintError("", "", "unknown constraint kind");
+}
+
+}  // namespace
+
+Grammar grammar_for(const ConstraintSpec& spec) {
+  Grammar answer = answer_grammar(spec);
+  switch (spec.start) {
+    case ConstraintSpec::Start::Output: return answer;
+    case ConstraintSpec::Start::AfterReasoning: return after_reasoning(std::move(answer), false);
+    case ConstraintSpec::Start::AfterOptionalReasoning: return after_reasoning(std::move(answer), true);
+  }
+  throw ConstraintError("", "", "unknown constraint start");
 }
 
 }  // namespace astrai::grammar

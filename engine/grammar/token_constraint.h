@@ -42,6 +42,17 @@ struct ConstraintSpec {
   std::vector<std::string> choices;  // Kind::Choice
   std::string tool_format = {};      // ToolCalls: "hermes", "llama3" or "mistral"
   bool single_call = false;          // ToolCalls: exactly one call (parallel_tool_calls false)
+  // ToolCalls for tool_choice "auto": the output is free text, or the calls
+  // once the family's opener starts one (tool_call_grammar.h).
+  bool lazy = false;
+  // Where the grammar starts, for reasoning models (reasoning_grammar.h):
+  //   Output                  the output's first byte;
+  //   AfterReasoning          the prompt left "<think>" open: any text up to the
+  //                           first "</think>", whitespace, then the grammar;
+  //   AfterOptionalReasoning  the same behind the output's own "<think>" (Qwen 3),
+  //                           or the grammar from the first byte.
+  enum class Start { Output, AfterReasoning, AfterOptionalReasoning };
+  Start start = Start::Output;
 };
 
 // A bad schema/regex: a 400 for the API, naming the keyword and its JSON pointer.

@@ -4,6 +4,7 @@
 
 #include "engine/grammar/json_rules.h"
 #include "engine/grammar/json_schema.h"
+#include "engine/grammar/text_automata.h"
 #include "engine/grammar/token_constraint.h"
 
 namespace astrai::grammar {
@@ -53,10 +54,28 @@ Json object_schema(Json schema, const std::string& tool) {
 
 namespace {
 
-Grammar build(const CallFormat& f, const Json& tools, bool single_call) {
+const Expr kSpace = bytes({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}});
+
+// Text that is not a call in the llama3 and mistral formats, as their parsers
+// read it: empty, or whitespace then a first byte other than the list's
+// opener (`opener`), then anything.
+Expr text_not_opening(uint8_t opener) {
+  std::vector<ByteRange> first;
+  for (int b = 0; b < 256; ++b) {
+    if (b == opener || b == '\t' || b == '\n' || b == '\r' || b == ' ') continue;
+    if (!first.empty() && first.back().hi == b - 1) first.back().hi = uint8_t(b);
+    else first.push_back({uint8_t(b), uint8_t(b)});
+  }
+  return seq({star(kSpace), optional(seq({bytes(std::move(first)), star(bytes({{0, 255}}))}))});
+}
+
+Grammar build(const CallFormat& f, const Json& tools, bool single_call, bool lazy) {
   GrammarBuilder b(kMaxGrammarStates);
   const JsonRules json(b);
-  std::vector<Expr> calls;
+  // Each call in full, and (hermes, lazy) without its "<tool_call>", which
+  // the text before it already read.
+  std::vector<Expr> calls, calls_after_opener;
+  const std::string_view hermes_opener = "<tool_call>";
   for (const Json& tool : tools) {
     if (!tool.is_object() || !tool.contains("name") || !tool["name"].is_string())
       throw ConstraintError("", "", "each tool needs a string name");
@@ -69,22 +88,42 @@ Grammar build(const CallFormat& f, const Json& tools, bool single_call) {
       throw ConstraintError(e.keyword, e.pointer, "tool '" + name + "' parameters: " + e.what());
     }
     // The name as JSON text (dump escapes what needs it; tool names need none).
-    calls.push_back(seq({literal(f.call_open + Json(name).dump() + f.before_arguments), call(arguments), literal(f.call_close)}));
+    const std::string head = f.call_open + Json(name).dump() + f.before_arguments;
+    calls.push_back(seq({literal(head), call(arguments), literal(f.call_close)}));
+    if (head.starts_with(hermes_opener))
+      calls_after_opener.push_back(seq({literal(head.substr(hermes_opener.size())), call(arguments), literal(f.call_close)}));
   }
   const int one_call = b.add("call", alt(std::move(calls)));
-  Expr body = single_call ? call(one_call) : seq({call(one_call), star(seq({literal(f.separator), call(one_call)}))});
-  const int root = b.add("tool calls", seq({literal(f.list_open), std::move(body), literal(f.list_close)}));
+  const Expr more_calls = single_call ? empty_expr() : star(seq({literal(f.separator), call(one_call)}));
+  if (!lazy) {
+    const int root = b.add("tool calls", seq({literal(f.list_open), call(one_call), more_calls, literal(f.list_close)}));
+    return b.finish(root);
+  }
+  // tool_choice "auto": text, or calls where the family's parser starts reading them.
+  if (f.list_open.empty() && f.call_open.starts_with(hermes_opener)) {  // hermes: calls after any text without "<tool_call>"
+    const int plain = b.declare("text without <tool_call>");
+    b.define_automaton(plain, text_without_marker(hermes_opener));
+    const int before = b.declare("text up to <tool_call>");
+    b.define_automaton(before, text_through_marker(hermes_opener));
+    const int first = b.add("call after its <tool_call>", alt(std::move(calls_after_opener)));
+    const int root = b.add("text or tool calls", alt({call(plain), seq({call(before), call(first), more_calls})}));
+    return b.finish(root);
+  }
+  // llama3 and mistral: the output is calls when it starts (after whitespace) with their opener.
+  const std::string opening = f.list_open.empty() ? f.call_open : f.list_open;
+  const Expr listed = seq({star(kSpace), literal(f.list_open), call(one_call), more_calls, literal(f.list_close)});
+  const int root = b.add("text or tool calls", alt({text_not_opening(uint8_t(opening[0])), listed}));
   return b.finish(root);
 }
 
 }  // namespace
 
-Grammar tool_call_grammar(std::string_view format, std::string_view tools_json, bool single_call) {
+Grammar tool_call_grammar(std::string_view format, std::string_view tools_json, bool single_call, bool lazy) {
   const CallFormat f = format_named(format);
   const Json tools = Json::parse(tools_json, nullptr, false);
   if (!tools.is_array() || tools.empty()) throw ConstraintError("", "", "a tool-call grammar needs a non-empty list of tools");
   try {
-    return build(f, tools, single_call);
+    return build(f, tools, single_call, lazy);
   } catch (const GrammarTooLarge&) {
     throw ConstraintError("", "", "the tools' parameters compile to more than " + std::to_string(kMaxGrammarStates) +
                                       " states (the bound of this server)");

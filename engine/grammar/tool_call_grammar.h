@@ -20,10 +20,16 @@
 namespace astrai::grammar {
 
 // tools_json: [{"name": "...", "parameters": {...}}, ...] (at least one).
-// single_call: exactly one call; otherwise one or more. Throws
+// single_call: exactly one call; otherwise one or more.
+// lazy (tool_choice "auto"): the output may instead be text without calls, as
+// each family's parser reads text: hermes, any text without "<tool_call>",
+// or such text followed by the calls (the grammar takes over at the opener,
+// as llama.cpp's lazy grammars do); llama3 and mistral, an output whose
+// first non-space byte is not the calls' "{" or "[" (those start calls).
+// Throws
 // ConstraintError for an unknown format, a malformed tool list, or a
 // parameters schema outside the subset or not describing an object (the
 // message names the tool).
-Grammar tool_call_grammar(std::string_view format, std::string_view tools_json, bool single_call);
+Grammar tool_call_grammar(std::string_view format, std::string_view tools_json, bool single_call, bool lazy = false);
 
 }  // namespace astrai::grammar

@@ -81,12 +81,10 @@ OrderedJson small_value_schema(std::mt19937_64& rng, int depth) {
 }
 
 // A tool's parameters: an object of 0 to 3 properties; sometimes absent (any
-// object) when `free_strings`. Hermes gets no free-length strings: the
-// grammar lets a JSON string hold "</tool_call>" (Qwen 3 has it as one
-// token), and the parser (as vLLM's) ends the block there; a known gap
-// (docs/tool-calling.md, "Not done yet").
-std::optional<OrderedJson> random_parameters(std::mt19937_64& rng, bool free_strings) {
-  if (free_strings && rng() % 6 == 0) return std::nullopt;
+// object, whose strings may hold "</tool_call>": Qwen 3 has it as one token,
+// and the hermes parser ends a block at the tag after its JSON object).
+std::optional<OrderedJson> random_parameters(std::mt19937_64& rng) {
+  if (rng() % 6 == 0) return std::nullopt;
   static const std::vector<std::string> names = {"city", "unit", "query", "days", "a b", "é"};
   OrderedJson props = OrderedJson::object(), required = OrderedJson::array();
   const size_t n = rng() % 4;
@@ -108,11 +106,11 @@ struct Tool {
   OrderedJson schema() const { return parameters.value_or(OrderedJson::object()); }
 };
 
-std::vector<Tool> random_tools(std::mt19937_64& rng, bool free_strings) {
+std::vector<Tool> random_tools(std::mt19937_64& rng) {
   std::vector<std::string> names = {"get_weather", "search.web", "run-code", "f"};
   std::shuffle(names.begin(), names.end(), rng);
   std::vector<Tool> tools(1 + rng() % 3);
-  for (size_t i = 0; i < tools.size(); ++i) tools[i] = {names[i], random_parameters(rng, free_strings)};
+  for (size_t i = 0; i < tools.size(); ++i) tools[i] = {names[i], random_parameters(rng)};
   return tools;
 }
 
@@ -194,7 +192,7 @@ void run(const std::string& vocab_name, const Format& format, uint64_t seed) {
   const int tool_sets = astrai::test::kSanitizedBuild ? 1 : 6;
   int finished = 0, walks = 0;
   for (int k = 0; k < tool_sets; ++k) {
-    const std::vector<Tool> tools = random_tools(rng, format.family != ToolCallFamily::Hermes);
+    const std::vector<Tool> tools = random_tools(rng);
     const bool single = rng() % 2 == 0;
     const std::string list = tools_json(tools);
     INFO("tools " << list << (single ? " (one call)" : " (one or more)"));

@@ -1,0 +1,49 @@
+#include "engine/grammar/reasoning_grammar.h"
+
+#include <string_view>
+
+#include "engine/grammar/text_automata.h"
+
+namespace astrai::grammar {
+
+namespace {
+constexpr std::string_view kOpen = "<think>";
+constexpr std::string_view kClose = "</think>";
+}  // namespace
+
+// The finished grammar gains two rules: the thinking (an automaton up to
+// "</think>") and a new root that reads [<think>] thinking, whitespace, then
+// calls the old root. Neither can make the old rules unproductive or left
+// recursive, so the checks of GrammarBuilder::finish still hold.
+Grammar after_reasoning(Grammar answer, bool optional) {
+  const int old_root = answer.root;
+  const int thinking = int(answer.rules.size());
+  answer.rules.push_back(Rule{"reasoning (up to </think>)", text_through_marker(kClose)});
+
+  Rule top{optional ? "optional reasoning, then the answer" : "reasoning, then the answer", {}};
+  auto add_state = [&top] {
+    top.states.emplace_back();
+    return int32_t(top.states.size()) - 1;
+  };
+  const int32_t first = add_state();
+  int32_t at = first;
+  if (optional)
+    for (const char c : kOpen) {  // "<think>" byte by byte
+      const int32_t next = add_state();
+      top.states[size_t(at)].bytes.push_back({uint8_t(c), uint8_t(c), next});
+      at = next;
+    }
+  const int32_t gap = add_state(), done = add_state();
+  top.states[size_t(at)].calls.push_back({thinking, gap});
+  for (const ByteRange r : {ByteRange{'\t', '\n'}, ByteRange{'\r', '\r'}, ByteRange{' ', ' '}})
+    top.states[size_t(gap)].bytes.push_back({r.lo, r.hi, gap});
+  top.states[size_t(gap)].calls.push_back({old_root, done});
+  if (optional) top.states[size_t(first)].calls.push_back({old_root, done});
+  top.states[size_t(done)].final = true;
+
+  answer.root = int(answer.rules.size());
+  answer.rules.push_back(std::move(top));
+  return answer;
+}
+
+}  // namespace astrai::grammar

@@ -1,0 +1,20 @@
+// A grammar that applies only after a reasoning model's thinking: the
+// structured output or the tool calls come after "</think>", and the thinking
+// itself is free (ConstraintSpec::Start). vLLM applies its structured-output
+// backends once the reasoning parser sees the end of the reasoning; here the
+// same rule is part of the grammar, so the token cache and the masks need
+// nothing new.
+#pragma once
+
+#include "engine/grammar/grammar.h"
+
+namespace astrai::grammar {
+
+// `answer` behind its reasoning: any text up to the first "</think>" (not
+// containing it), then whitespace (" \t\n\r", as many as the model writes),
+// then `answer`. optional: the output may instead be `answer` from its first
+// byte, and the reasoning must then open with "<think>" at that first byte
+// (the rule of engine/chat/reasoning_split.h).
+Grammar after_reasoning(Grammar answer, bool optional);
+
+}  // namespace astrai::grammar
