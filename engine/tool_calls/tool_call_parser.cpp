@@ -84,6 +84,30 @@ size_t json_value_end(std::string_view s, size_t start) {
   return std::string_view::npos;
 }
 
+// Where a hermes block closes, `body` being all the text after its
+// "<tool_call>": at the "</tool_call>" that follows the block's JSON object
+// (whitespace between), so that a string in the arguments may hold
+// "</tool_call>" (the grammar lets it); when the body is not such an object,
+// at the first "</tool_call>" (vLLM's rule). npos: not closed (yet). While
+// more text may come (!complete), an object still open or a close tag not
+// yet whole waits rather than falling back, so that a stream decides as the
+// whole text does.
+size_t hermes_close(std::string_view body, bool complete) {
+  const size_t start = skip_space(body, 0);
+  if (start == body.size() && !complete) return std::string_view::npos;  // may still open an object
+  if (start < body.size() && body[start] == '{') {
+    const size_t end = json_value_end(body, start);
+    if (end == std::string_view::npos && !complete) return std::string_view::npos;
+    if (end != std::string_view::npos) {
+      const size_t tag = skip_space(body, end);
+      const std::string_view rest = body.substr(tag);
+      if (rest.starts_with(kHermesClose)) return tag;
+      if (!complete && (tag == body.size() || kHermesClose.starts_with(rest))) return std::string_view::npos;
+    }
+  }
+  return body.find(kHermesClose);
+}
+
 ParsedToolCalls drop_space_only_content(ParsedToolCalls parsed) {
   if (!parsed.calls.empty() && all_space(parsed.content)) parsed.content.clear();
   return parsed;
@@ -100,7 +124,8 @@ ParsedToolCalls parse_hermes(std::string_view text) {
     }
     out.content += text.substr(pos, open - pos);
     const size_t body_at = open + kHermesOpen.size();
-    const size_t close = text.find(kHermesClose, body_at);
+    const size_t found = hermes_close(text.substr(body_at), true);
+    const size_t close = found == std::string_view::npos ? found : body_at + found;
     const size_t end = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
     const std::string_view body =
         text.substr(body_at, (close == std::string_view::npos ? text.size() : close) - body_at);
@@ -178,7 +203,7 @@ void ToolCallStream::emit_content(std::string_view text, ParsedToolCalls& out) {
   if (text.data() == held_space_.data()) held_space_.clear();
 }
 
-void ToolCallStream::hermes_step(ParsedToolCalls& out) {
+void ToolCallStream::hermes_step(ParsedToolCalls& out, bool complete) {
   for (;;) {
     if (!inside_block_) {
       const size_t open = held_.find(kHermesOpen);
@@ -192,7 +217,7 @@ void ToolCallStream::hermes_step(ParsedToolCalls& out) {
       held_.erase(0, open + kHermesOpen.size());
       inside_block_ = true;
     }
-    const size_t close = held_.find(kHermesClose);
+    const size_t close = hermes_close(held_, complete);
     if (close == std::string::npos) return;  // the block goes on
     const std::string body = held_.substr(0, close);
     if (auto call = call_of_text(body)) {
@@ -220,7 +245,7 @@ ParsedToolCalls ToolCallStream::feed(std::string_view piece) {
   }
   held_ += piece;
   if (family_ == ToolCallFamily::Hermes) {
-    hermes_step(out);
+    hermes_step(out, false);
     return out;
   }
   if (!plain_) {  // the output's start decides
@@ -266,6 +291,7 @@ ParsedToolCalls ToolCallStream::finish() {
     out.calls = std::move(whole.calls);
     return out;
   }
+  if (family_ == ToolCallFamily::Hermes) hermes_step(out, true);  // blocks that waited for more text
   if (family_ == ToolCallFamily::Hermes && inside_block_) {  // a block the output never closed
     if (auto call = call_of_text(held_)) {
       out.calls.push_back(std::move(*call));

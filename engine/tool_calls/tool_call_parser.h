@@ -13,8 +13,12 @@
 // When the output made calls and the rest of its text is only whitespace (the
 // newlines around Qwen's blocks), the content is "".
 //
+// A hermes block ends at the "</tool_call>" after its JSON object, so a
+// string argument may hold that text (the grammar allows it); a block whose
+// body is not one JSON object ends at its first "</tool_call>".
+//
 // Streams: a call comes out whole once its text has ended (a hermes block at
-// </tool_call>; llama3 and mistral calls when the output ends, since one bad
+// its </tool_call>; llama3 and mistral calls when the output ends, since one bad
 // object makes their whole list content). Content comes out as soon as it
 // cannot be part of a call; whitespace is held back until some non-space
 // content follows it (it may turn out to be the only content of an output
@@ -54,7 +58,7 @@ class ToolCallStream {
 
  private:
   void emit_content(std::string_view text, ParsedToolCalls& out);
-  void hermes_step(ParsedToolCalls& out);
+  void hermes_step(ParsedToolCalls& out, bool complete);
 
   ToolCallFamily family_;
   std::string output_;           // everything fed so far

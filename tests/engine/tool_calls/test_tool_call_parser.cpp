@@ -91,6 +91,13 @@ TEST_CASE("Tool calls, hermes (Qwen 2.5 / 3, Hermes 2 Pro): recorded outputs, wh
           // A call cut by max_tokens after its JSON: still a call; cut inside it: text.
           {"<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n", "", {{"f", "{}"}}},
           {"<tool_call>\n{\"name\": \"f\", \"argu", "<tool_call>\n{\"name\": \"f\", \"argu", {}},
+          // A string argument may hold "</tool_call>" (the grammar allows it):
+          // the block ends at the tag after the JSON object.
+          {"<tool_call>\n{\"name\": \"write\", \"arguments\": {\"text\": \"a</tool_call>b\"}}\n</tool_call>\nDone.",
+           "\nDone.",
+           {{"write", R"({"text":"a</tool_call>b"})"}}},
+          // Not a lone JSON object before the tag: the first tag ends the block, which is text.
+          {"<tool_call>\n{\"name\": \"f\"} and </tool_call>", "<tool_call>\n{\"name\": \"f\"} and </tool_call>", {}},
           // No name: text. A plain answer, and near-tags.
           {"<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>", {}},
           {"The capital of France is Paris.", "The capital of France is Paris.", {}},
@@ -148,7 +155,7 @@ TEST_CASE("Tool-call streams joined equal the whole parse, any output in any pie
   const std::vector<std::pair<ToolCallFamily, std::vector<std::string>>> families = {
       {ToolCallFamily::Hermes,
        {"<tool_call>", "</tool_call>", "<tool_", "</tool", "\n", " ", "text", R"({"name": "f", "arguments": {"x": 1}})",
-        R"({"name": "g"})", "{", "}", "\"", "é"}},
+        R"({"name": "g"})", "{", "}", "\"", "é", R"({"name": "f", "arguments": {"s": "</tool_call>"}})"}},
       {ToolCallFamily::Llama3,
        {"<|python_tag|>", "<|python", R"({"name": "f", "parameters": {"x": [1, 2]}})", "; ", ";", "{", "}", "\n", " ",
         "text", "\"", "\\"}},
