@@ -158,7 +158,10 @@ int run_serve(std::span<const std::string_view> argv) {
       .option("--port", "port to listen on (0 = any free port)", "8000")
       .option("--api-key", "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on every route but /health")
       .option("--max-body-bytes", "larger request bodies get 413", "4194304")
-      .option("--chat-template", "auto (the model's own Jinja template, else one its metadata looks like), jinja, plain, llama2, chatml or llama3", "auto")
+      .option("--chat-template",
+              "auto (the model's own Jinja template, else one its metadata looks like), jinja, plain, llama2, chatml, "
+              "llama3, or the path of a Jinja template file",
+              "auto")
       .option("--tool-call-parser",
               "how tool calls are read from outputs: auto (the family the chat template's markers name), none, "
               "hermes (Qwen 2.5/3, Hermes), llama3 (Llama 3.1-3.3 JSON) or mistral",
@@ -206,7 +209,8 @@ int run_serve(std::span<const std::string_view> argv) {
     options = server_options(args);
     config = engine_config(args);
     grace = std::chrono::seconds(int_in_range(args, "--shutdown-grace", 0, 3600));
-    if (template_name != "auto" && template_name != "jinja") make_chat_template(template_name);  // throws for an unknown name
+    if (template_name != "auto" && template_name != "jinja" && !std::filesystem::is_regular_file(template_name))
+      make_chat_template(template_name);  // throws for an unknown name
     if (backend != "auto" && backend != "reference" && backend != "cuda")
       throw std::invalid_argument("--backend must be auto, reference or cuda, got '" + backend + "'");
     if (cuda_dtype != "bf16" && cuda_dtype != "f32")

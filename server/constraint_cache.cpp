@@ -6,7 +6,9 @@
 namespace astrai {
 
 std::string constraint_key(const grammar::ConstraintSpec& spec) {
-  std::string key = std::to_string(int(spec.kind)) + ":" + std::to_string(spec.text.size()) + ":" + spec.text;
+  // Where the grammar starts and whether it is lazy: one digit and one letter, first.
+  std::string key = std::to_string(int(spec.start)) + (spec.lazy ? "L" : "-") + std::to_string(int(spec.kind)) + ":" +
+                    std::to_string(spec.text.size()) + ":" + spec.text;
   for (const std::string& choice : spec.choices) key += "|" + std::to_string(choice.size()) + ":" + choice;
   if (spec.kind == grammar::ConstraintSpec::Kind::ToolCalls)  // the kind is first: no other key has this tail
     key += "/" + std::to_string(spec.tool_format.size()) + ":" + spec.tool_format + (spec.single_call ? "1" : "*");

@@ -206,35 +206,35 @@ void ProtocolHandler::handle(httplib::Response& response) {
     response.set_content(json_text(e.body()), "application/json");
     return;
   }
-  // tool_choice "required" or a named tool: the output is the calls, by grammar.
+  // tool_choice "required" or a named tool: the output is the calls, by
+  // grammar; "auto": text, or valid calls once the family's opener appears
+  // (a lazy grammar), unless response_format constrains the text instead.
   if (const auto tools = chat.prompts.empty() ? tool_call_constraint(chat, model_->tool_call_family) : std::nullopt)
     if (auto spec = tool_call_spec(*tools)) {
-      if (chat.constraint)
+      if (chat.constraint && !spec->lazy)
         return send_error(response, ErrorKind::InvalidRequest,
                           "tool_choice 'required' (or a named tool) and an output constraint (response_format or the "
                           "structured-output fields) cannot both apply: the output is either the calls or the constrained text");
-      chat.constraint = std::move(*spec);
+      if (!chat.constraint) chat.constraint = std::move(*spec);
     }
-  std::shared_ptr<const grammar::CompiledConstraint> constraint;
-  if (chat.constraint) {
-    try {
-      constraint = model_->constraints->get(*chat.constraint, engine.tokenizer());
-    } catch (const grammar::ConstraintError& e) {  // a schema or regex outside the subset: 400 naming where
-      return send_error(response, ErrorKind::InvalidRequest, constraint_error_message(e));
-    }
-  }
   const int context = engine.model_config().max_seq_len;
   std::vector<std::vector<int>> prompts;  // one (chat), or each of a completions request's
   std::vector<std::string> echoes;        // completions with echo: each prompt's text
   OutputParsing parsing;  // chat outputs only: completions are text as it came
   if (chat.prompts.empty()) {
     std::vector<int> prompt;
-    bool opens_reasoning = false;
-    if (const auto error = encode_chat(chat, prompt, opens_reasoning))
+    bool opens_reasoning = false, closes_reasoning = false;
+    if (const auto error = encode_chat(chat, prompt, opens_reasoning, closes_reasoning))
       return send_error(response, error->first, error->second);
     prompts.push_back(std::move(prompt));
     parsing.reasoning = model_->split_reasoning;
     parsing.starts_in_reasoning = opens_reasoning;
+    // A reasoning model thinks first: the constraint applies after "</think>"
+    // (the rule of the reasoning split, engine/grammar/reasoning_grammar.h),
+    // unless the template closed the thinking in the prompt.
+    if (chat.constraint && model_->split_reasoning && !closes_reasoning)
+      chat.constraint->start = opens_reasoning ? grammar::ConstraintSpec::Start::AfterReasoning
+                                               : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
     if (!chat.tools.is_null() && chat.tool_choice.mode != ToolChoice::Mode::None) parsing.tools = model_->tool_call_family;
     parsing.parallel_tool_calls = chat.parallel_tool_calls;
   } else {
@@ -248,6 +248,14 @@ void ProtocolHandler::handle(httplib::Response& response) {
   for (const std::vector<int>& prompt : prompts)
     if (const auto too_long = prompt_too_long(prompt.size(), context))
       return send_error(response, ErrorKind::ContextLength, *too_long);
+  std::shared_ptr<const grammar::CompiledConstraint> constraint;
+  if (chat.constraint) {
+    try {
+      constraint = model_->constraints->get(*chat.constraint, engine.tokenizer());
+    } catch (const grammar::ConstraintError& e) {  // a schema or regex outside the subset: 400 naming where
+      return send_error(response, ErrorKind::InvalidRequest, constraint_error_message(e));
+    }
+  }
   const int prompt_tokens = int(prompts.front().size());
 
   const size_t choices = prompts.size() * size_t(chat.n);
@@ -314,7 +322,8 @@ void ProtocolHandler::handle(httplib::Response& response) {
 
 std::optional<std::pair<ErrorKind, std::string>> ProtocolHandler::encode_chat(const ChatRequest& chat,
                                                                               std::vector<int>& prompt,
-                                                                              bool& opens_reasoning) const {
+                                                                              bool& opens_reasoning,
+                                                                              bool& closes_reasoning) const {
   const int context = model_->engine->model_config().max_seq_len;
   Prompt rendered;
   try {
@@ -330,7 +339,9 @@ std::optional<std::pair<ErrorKind, std::string>> ProtocolHandler::encode_chat(co
     if (part.kind == PromptPart::Kind::Text || part.kind == PromptPart::Kind::Rendered) text_bytes += part.text.size();
   if (const auto too_long = prompt_surely_too_long(text_bytes, model_->max_token_bytes, context))
     return std::pair{ErrorKind::ContextLength, *too_long};
-  opens_reasoning = prompt_opens_reasoning(prompt_text(rendered));
+  const std::string text = prompt_text(rendered);
+  opens_reasoning = prompt_opens_reasoning(text);
+  closes_reasoning = prompt_closes_reasoning(text);
   prompt = model_->encode(rendered);
   return std::nullopt;
 }

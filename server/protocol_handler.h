@@ -52,9 +52,10 @@ class ProtocolHandler {
   void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
   // A chat request's prompt (its messages through the chat template), or
   // the error to answer with.
-  // opens_reasoning: whether the prompt ends inside <think>.
+  // opens_reasoning: whether the prompt ends inside <think>; closes_reasoning:
+  // whether it ends with a closed think block (engine/chat/reasoning_split.h).
   std::optional<std::pair<ErrorKind, std::string>> encode_chat(const ChatRequest& chat, std::vector<int>& prompt,
-                                                               bool& opens_reasoning) const;
+                                                               bool& opens_reasoning, bool& closes_reasoning) const;
   // logprobs_after: each choice's prompt's last token when the request asked
   // for logprobs (else empty); echoes: each prompt's text when a completions
   // request asked for echo (else empty); n: choices per prompt.

@@ -1,6 +1,9 @@
 #include "server/served_model.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "engine/chat/jinja_chat_template.h"
 #include "engine/chat/prompt_encoder.h"
@@ -37,6 +40,17 @@ size_t longest_token_bytes(const Tokenizer& tokenizer) {
 std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, const std::string& template_name,
                                                    std::string* note) {
   const bool automatic = template_name.empty() || template_name == "auto";
+  const auto& builtin = chat_template_names();
+  const bool is_builtin = std::find(builtin.begin(), builtin.end(), template_name) != builtin.end();
+  // A Jinja template in a file, instead of the model's own (vLLM's
+  // --chat-template PATH, llama.cpp's --chat-template-file).
+  if (!automatic && template_name != "jinja" && !is_builtin && std::filesystem::is_regular_file(template_name)) {
+    std::ifstream file(template_name, std::ios::binary);
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (!file) throw std::invalid_argument("--chat-template: cannot read " + template_name);
+    return std::make_unique<JinjaChatTemplate>(template_config_for(text.str(), model.tokenizer));
+  }
   if (!automatic && template_name != "jinja") return make_chat_template(template_name);
   if (model.chat_template.empty()) {
     if (!automatic) throw std::invalid_argument("--chat-template jinja: the model has no chat template");

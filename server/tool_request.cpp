@@ -104,6 +104,15 @@ void read_openai_tools(const json& body, ChatRequest& request) {
 }
 
 void read_anthropic_tools(const json& body, ChatRequest& request) {
+  // Extended thinking on or off: the template's enable_thinking (what an
+  // OpenAI request says with chat_template_kwargs). budget_tokens is not
+  // enforced: max_tokens bounds the thinking and the answer together.
+  if (body.contains("thinking") && !body["thinking"].is_null()) {
+    const json& thinking = body["thinking"];
+    if (!thinking.is_object() || !thinking.contains("type") || (thinking["type"] != "enabled" && thinking["type"] != "disabled"))
+      refuse("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}");
+    request.chat_template_kwargs = {{"enable_thinking", thinking["type"] == "enabled"}};
+  }
   if (body.contains("tools") && !body["tools"].is_null()) {
     const json& tools = body["tools"];
     if (!tools.is_array()) refuse("tools must be a list");
@@ -169,9 +178,10 @@ std::optional<ToolCallConstraint> tool_call_constraint(const ChatRequest& reques
 }
 
 std::optional<grammar::ConstraintSpec> tool_call_spec(const ToolCallConstraint& c) {
-  if (c.mode != ToolChoice::Mode::Required && c.mode != ToolChoice::Mode::Named) return std::nullopt;
+  if (c.mode == ToolChoice::Mode::None) return std::nullopt;
   grammar::ConstraintSpec spec;
   spec.kind = grammar::ConstraintSpec::Kind::ToolCalls;
+  spec.lazy = c.mode == ToolChoice::Mode::Auto;
   spec.text = c.tools.dump();
   spec.tool_format = to_string(c.family);
   spec.single_call = !c.parallel;

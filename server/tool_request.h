@@ -27,8 +27,8 @@ void read_anthropic_tools(const nlohmann::ordered_json& body, ChatRequest& reque
 // format, each to one of `tools` with arguments valid against its parameters
 // schema; `named`: the same with the one tool (tool_call_spec compiles both,
 // engine/grammar/tool_call_grammar.h). `auto`: free text, but once the
-// family's call opener appears the call should be valid (a lazy grammar, as
-// llama.cpp's): not enforced yet, the parsers read whatever the model wrote.
+// family's call opener appears the calls must be valid (a lazy grammar, as
+// llama.cpp's: ConstraintSpec::lazy).
 struct ToolCallConstraint {
   ToolCallFamily family = ToolCallFamily::None;
   ToolChoice::Mode mode = ToolChoice::Mode::Auto;
@@ -39,8 +39,8 @@ struct ToolCallConstraint {
 // a family this server cannot parse).
 std::optional<ToolCallConstraint> tool_call_constraint(const ChatRequest& request, ToolCallFamily family);
 
-// The grammar spec that enforces `c` (Kind::ToolCalls): for modes Required
-// and Named; nullopt for Auto (not enforced, above).
+// The grammar spec that enforces `c` (Kind::ToolCalls; lazy for Auto);
+// nullopt for None.
 std::optional<grammar::ConstraintSpec> tool_call_spec(const ToolCallConstraint& c);
 
 }  // namespace astrai

@@ -36,6 +36,13 @@ bool prompt_opens_reasoning(std::string_view prompt) {
   return close == std::string_view::npos || close < open;
 }
 
+bool prompt_closes_reasoning(std::string_view prompt) {
+  size_t end = prompt.size();
+  while (end > 0 && (prompt[end - 1] == ' ' || prompt[end - 1] == '\n' || prompt[end - 1] == '\t' || prompt[end - 1] == '\r'))
+    --end;
+  return prompt.substr(0, end).ends_with(kClose);
+}
+
 ReasoningSplit ReasoningStream::feed(std::string_view piece) {
   ReasoningSplit out;
   if (state_ == State::Content) {

@@ -28,6 +28,12 @@ struct ReasoningSplit {
 
 ReasoningSplit split_reasoning(std::string_view output, bool starts_in_reasoning);
 
+// Whether a rendered prompt ends with a closed think block ("</think>" and
+// only whitespace after it): the template turned thinking off (Qwen 3's
+// enable_thinking false writes "<think>\n\n</think>\n\n"), so an output
+// constraint applies from the output's first byte.
+bool prompt_closes_reasoning(std::string_view prompt);
+
 // Whether a rendered prompt ends inside an open <think> (its last <think>
 // comes after its last </think>).
 bool prompt_opens_reasoning(std::string_view prompt);

@@ -23,6 +23,11 @@ if (new URL(serverUrl).hostname !== '127.0.0.1') throw new Error(`refusing to te
 const promptTokens = Number(process.env.ASTRAI_PROMPT_TOKENS);
 if (!(promptTokens > 1)) throw new Error('set ASTRAI_PROMPT_TOKENS to the prompt\'s token count (run.sh does)');
 
+// The same model behind a hermes Jinja template (run.sh's second server), for tool calls that come back.
+const toolsUrl = process.env.ASTRAI_TOOLS_URL;
+if (!toolsUrl) throw new Error('set ASTRAI_TOOLS_URL to the tool-call server (run.sh does)');
+if (new URL(toolsUrl).hostname !== '127.0.0.1') throw new Error(`refusing to test ${toolsUrl}: loopback only`);
+
 const openai = new OpenAI({ baseURL: `${serverUrl}/v1`, apiKey, maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: serverUrl, apiKey, maxRetries: 0 });
 const messages = [{ role: 'user', content: 'Once upon a time' }];
@@ -476,5 +481,92 @@ describe('SDK tool shapes (plain template: a 400 saying the template cannot show
         tools: [{ name: 'get_weather', input_schema: weather.function.parameters }], tool_choice: { type: 'auto' },
       }),
       (error) => error instanceof Anthropic.BadRequestError && /built-in chat template/.test(error.message));
+  });
+});
+
+// tool_choice required / named (Anthropic: any / tool) are enforced by the
+// grammar, so even this random model writes calls: the SDKs must read them
+// back, whole and streamed (the streaming helpers assemble the deltas). The
+// tools are short (enums, a bounded integer), so every call ends.
+describe('tool calls come back through the SDKs (hermes template)', () => {
+  const toolsOpenAI = new OpenAI({ baseURL: `${toolsUrl}/v1`, apiKey, maxRetries: 0 });
+  const toolsAnthropic = new Anthropic({ baseURL: toolsUrl, apiKey, maxRetries: 0 });
+  const cityTool = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Tokyo'] } }, required: ['city'], additionalProperties: false },
+    },
+  };
+  const countTool = {
+    type: 'function',
+    function: {
+      name: 'count',
+      parameters: { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['n'], additionalProperties: false },
+    },
+  };
+  const weatherMessages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  // The tools' rules, checked here (not by the grammar that made the call).
+  const checkArguments = (name, args) => {
+    if (name === 'get_weather') {
+      assert.deepEqual(Object.keys(args), ['city']);
+      assert.ok(['Paris', 'Tokyo'].includes(args.city), JSON.stringify(args));
+    } else if (name === 'count') assert.ok(Number.isInteger(args.n) && args.n >= 0 && args.n <= 9, JSON.stringify(args));
+    else assert.fail(`a call to a tool that was not given: ${name}`);
+  };
+
+  test('OpenAI: tool_choice required and named, whole and streamed', async () => {
+    for (const [toolChoice, expectedName] of [['required', null], [{ type: 'function', function: { name: 'count' } }, 'count']]) {
+      const request = {
+        model: 'astrai', messages: weatherMessages, tools: [cityTool, countTool], tool_choice: toolChoice,
+        parallel_tool_calls: false, max_tokens: 150, seed: 7,
+      };
+      const whole = await toolsOpenAI.chat.completions.create(request);
+      const choice = whole.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.equal(choice.message.tool_calls.length, 1);
+      const call = choice.message.tool_calls[0];
+      assert.equal(call.type, 'function');
+      assert.match(call.id, /^call_/);
+      if (expectedName) assert.equal(call.function.name, expectedName);
+      checkArguments(call.function.name, JSON.parse(call.function.arguments));
+
+      // Streamed: the helper assembles the delta.tool_calls pieces (id and name first, then arguments).
+      const stream = toolsOpenAI.chat.completions.stream(request);
+      const final = await stream.finalChatCompletion();
+      const streamedCall = final.choices[0].message.tool_calls[0];
+      assert.equal(final.choices[0].finish_reason, 'tool_calls');
+      assert.equal(streamedCall.function.name, call.function.name);
+      assert.deepEqual(JSON.parse(streamedCall.function.arguments), JSON.parse(call.function.arguments));  // same seed
+    }
+  });
+
+  test('OpenAI: a conversation with a call and its result goes on', async () => {
+    const history = [
+      ...weatherMessages,
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '18 C' },
+    ];
+    const reply = await toolsOpenAI.chat.completions.create({ model: 'astrai', messages: history, tools: [cityTool], tool_choice: 'none', max_tokens: 4 });
+    assert.equal(reply.choices[0].message.tool_calls, undefined);
+    assert.ok(reply.usage.prompt_tokens > 0);
+  });
+
+  test('Anthropic: tool_choice any and tool, whole and streamed', async () => {
+    const tools = [cityTool, countTool].map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters }));
+    for (const [toolChoice, expectedName] of [[{ type: 'any' }, null], [{ type: 'tool', name: 'get_weather' }, 'get_weather']]) {
+      const request = {
+        model: 'astrai', max_tokens: 150, messages: weatherMessages, tools,
+        tool_choice: { ...toolChoice, disable_parallel_tool_use: true },
+      };
+      for (const message of [await toolsAnthropic.messages.create(request), await toolsAnthropic.messages.stream(request).finalMessage()]) {
+        assert.equal(message.stop_reason, 'tool_use');
+        const uses = message.content.filter((block) => block.type === 'tool_use');
+        assert.equal(uses.length, 1);
+        assert.match(uses[0].id, /^toolu_/);
+        if (expectedName) assert.equal(uses[0].name, expectedName);
+        checkArguments(uses[0].name, uses[0].input);
+      }
+    }
   });
 });

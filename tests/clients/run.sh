@@ -35,45 +35,62 @@ done
 astrai="$(cd "$(dirname "$astrai")" && pwd)/$(basename "$astrai")"
 
 work="$(mktemp -d)"
-log="$work/serve.log"
-server_pid=""
+server_pids=()
 cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid"
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  for pid in ${server_pids[@]+"${server_pids[@]}"}; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid"
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
 api_key="astrai-test-$RANDOM$RANDOM"
-# A private cache folder: the synthetic model is written there on first use.
-XDG_CACHE_HOME="$work/cache" "$astrai" serve --host 127.0.0.1 --port 0 --api-key "$api_key" \
-  ${serve_args[@]+"${serve_args[@]}"} >"$log" 2>&1 &
-server_pid=$!
+# Starts `astrai serve` with the given extra arguments, logging to $1; sets
+# $url once it listens and the model is loaded.
+start_server() {
+  local log=$1; shift
+  # A private cache folder: the synthetic model is written there on first use.
+  XDG_CACHE_HOME="$work/cache" "$astrai" serve --host 127.0.0.1 --port 0 --api-key "$api_key" \
+    ${serve_args[@]+"${serve_args[@]}"} "$@" >"$log" 2>&1 &
+  local pid=$!
+  server_pids+=("$pid")
+  # The server prints "listening on http://127.0.0.1:PORT" once bound.
+  url=""
+  for _ in $(seq 1 300); do
+    url="$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log" | head -n 1 | sed 's/^listening on //')" || true
+    [ -n "$url" ] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; echo "run.sh: the server exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$url" ] || { cat "$log" >&2; echo "run.sh: the server did not start listening" >&2; exit 1; }
+  # Wait until the model is loaded (/health needs no key).
+  node --input-type=module -e "
+    for (let i = 0; i < 600; i++) {
+      try {
+        const health = await (await fetch('$url/health')).json();
+        if (health.model_loaded) process.exit(0);
+      } catch {}
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    console.error('run.sh: the model did not load within 60 s');
+    process.exit(1);
+  " || { cat "$log" >&2; exit 1; }
+}
 
-# The server prints "listening on http://127.0.0.1:PORT" once bound.
-url=""
-for _ in $(seq 1 300); do
-  url="$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log" | head -n 1 | sed 's/^listening on //')" || true
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; echo "run.sh: the server exited" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$log" >&2; echo "run.sh: the server did not start listening" >&2; exit 1; }
+log="$work/serve.log"
+start_server "$log"
+# The same model behind a hermes (Qwen 2.5-style) Jinja template, for the tool calls that come back.
+tools_log="$work/serve-tools.log"
+plain_url="$url"
+start_server "$tools_log" --chat-template "$here/hermes_tools.jinja"
+tools_url="$url"
+url="$plain_url"
+grep -q "tool calls read as hermes" "$tools_log" ||
+  { cat "$tools_log" >&2; echo "run.sh: the tool-call server does not read hermes calls" >&2; exit 1; }
 
-# Wait until the model is loaded (/health needs no key).
-node --input-type=module -e "
-  for (let i = 0; i < 600; i++) {
-    try {
-      const health = await (await fetch('$url/health')).json();
-      if (health.model_loaded) process.exit(0);
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  console.error('run.sh: the model did not load within 60 s');
-  process.exit(1);
-" || { cat "$log" >&2; exit 1; }
 # Which model, template and backend the tests run against, for the CI log.
 grep -E "^astrai: |ready \(" "$log" || true
 
@@ -96,9 +113,11 @@ generated="$("$astrai" generate "${tokenize_args[@]}" ${generate_args[@]+"${gene
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 status=0
-ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" ASTRAI_GENERATED="$generated" node --test || status=$?
+ASTRAI_SERVER_URL="$url" ASTRAI_TOOLS_URL="$tools_url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" ASTRAI_GENERATED="$generated" node --test || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log ---" >&2
   cat "$log" >&2
+  echo "--- tool-call server log ---" >&2
+  cat "$tools_log" >&2
 fi
 exit "$status"

@@ -181,16 +181,23 @@ TEST_CASE("OpenAI tool calls and reasoning: whole and streamed", "[tool_calls][o
     body["stream"] = true;
     CHECK(without_ids(join_openai(post(server, path, body).body).calls) == json::array({kExpectedCalls[0]}));
   }
-  SECTION("a call whose block the model never closed comes when the output ends, streamed too") {
-    script_output(server, path, openai_tools_body(false), "Let me see.\n<tool_call>\n{\"name\": \"get_time\"}\n");
-    const json m = post(server, path, openai_tools_body(false)).body_json()["choices"][0]["message"];
+  SECTION("a call whose block max_tokens cut before its close comes when the output ends, streamed too") {
+    // tool_choice auto's grammar lets a block end only at </tool_call>, so the
+    // output is cut by max_tokens (one byte token each) right after the JSON.
+    const std::string output = "Let me see.\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n";
+    script_output(server, path, openai_tools_body(false), output);
+    json body = openai_tools_body(false);
+    body["max_tokens"] = output.size();
+    const json c = post(server, path, body).body_json()["choices"][0];
     const json expected = json::array({{{"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", "{}"}}}}});
-    CHECK(m["content"] == "Let me see.\n");
-    CHECK(without_ids(m["tool_calls"]) == expected);
-    const JoinedOpenAI s = join_openai(post(server, path, openai_tools_body(true)).body);
+    CHECK(c["message"]["content"] == "Let me see.\n");
+    CHECK(without_ids(c["message"]["tool_calls"]) == expected);
+    CHECK(c["finish_reason"] == "length");
+    body["stream"] = true;
+    const JoinedOpenAI s = join_openai(post(server, path, body).body);
     CHECK(s.content == "Let me see.\n");
     CHECK(without_ids(s.calls) == expected);
-    CHECK(s.finish_reason == "tool_calls");
+    CHECK(s.finish_reason == "length");
   }
   SECTION("tool_choice none: no calls are read, the blocks are content") {
     json body = openai_tools_body(false);
@@ -453,6 +460,8 @@ TEST_CASE("tool_choice required and named: a random model's output is valid call
     body["temperature"] = 1.0;
     body["seed"] = seed;
     body["tools"] = kShortTools;
+    // No thinking (the template closes it in the prompt): the calls start at the first token.
+    body["chat_template_kwargs"] = {{"enable_thinking", false}};
     const std::string named = seed % 4 == 0 ? "count" : "toggle";
     if (seed % 2) body["tool_choice"] = "required";
     else body["tool_choice"] = {{"type", "function"}, {"function", {{"name", named}}}};
@@ -490,6 +499,7 @@ TEST_CASE("Anthropic tool_choice any and tool: a random model's output is one va
   for (int k = 1; k <= 4; ++k) {
     json body = anthropic_body("Do something", 1000);
     body["temperature"] = 1.0;  // unseeded (Anthropic has no seed): any path the grammar allows must do
+    body["thinking"] = {{"type", "disabled"}};  // the calls start at the first token
     body["tools"] = json::array();
     for (const json& t : kShortTools)
       body["tools"].push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
@@ -506,6 +516,58 @@ TEST_CASE("Anthropic tool_choice any and tool: a random model's output is one va
     REQUIRE(block["type"] == "tool_use");
     if (k % 2 == 0) CHECK(block["name"] == "set_color");
     check_short_call(block["name"], block["input"]);
+  }
+}
+
+TEST_CASE("a reasoning model thinks first: tool and output grammars apply after </think>", "[tool_calls][grammar][reasoning]") {
+  TestServer server(long_context_options());
+  const std::string path = "/v1/chat/completions";
+  const std::string thinking = "<think>\nI will count.\n</think>\n\n";
+  // The scripted thinking, then the random model (temperature 1) under the grammar.
+  const auto scripted = [&](const json& body) {
+    json probe = body;
+    probe.erase("tool_choice");
+    probe.erase("response_format");
+    server.executor().script({}, 0, -1);
+    probe["max_tokens"] = 1;
+    const Reply reply = post(server, path, probe);
+    REQUIRE(reply.status == 200);
+    std::vector<int> tokens;
+    for (unsigned char b : thinking) tokens.push_back(server.engine().tokenizer().byte_token(b));
+    server.executor().script(tokens, reply.body_json()["usage"]["prompt_tokens"].get<int>(), -1);
+  };
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    json body = openai_body("Count something", 1);
+    body.erase("max_tokens");
+    body["temperature"] = 1.0;
+    body["seed"] = seed;
+    body["tools"] = kShortTools;
+    body["parallel_tool_calls"] = false;
+    SECTION("tool_choice required, seed " + std::to_string(seed)) {
+      body["tool_choice"] = "required";
+      scripted(body);
+      const Reply reply = post(server, path, body);
+      INFO(reply.body);
+      REQUIRE(reply.status == 200);
+      const json choice = reply.body_json()["choices"][0];
+      CHECK(choice["message"]["reasoning_content"] == "\nI will count.\n");
+      CHECK(choice["finish_reason"] == "tool_calls");
+      REQUIRE(choice["message"]["tool_calls"].size() == 1);
+      const json& call = choice["message"]["tool_calls"][0]["function"];
+      check_short_call(call["name"], json::parse(call["arguments"].get<std::string>(), nullptr, false));
+    }
+    SECTION("response_format json_schema, seed " + std::to_string(seed)) {
+      body.erase("tools");
+      body["response_format"] = {{"type", "json_schema"},
+                                 {"json_schema", {{"name", "count"}, {"schema", kShortTools[1]["function"]["parameters"]}}}};
+      scripted(body);
+      const Reply reply = post(server, path, body);
+      INFO(reply.body);
+      REQUIRE(reply.status == 200);
+      const json message = reply.body_json()["choices"][0]["message"];
+      CHECK(message["reasoning_content"] == "\nI will count.\n");
+      check_short_call("count", json::parse(message["content"].get<std::string>(), nullptr, false));
+    }
   }
 }
 
