@@ -137,7 +137,17 @@ json value_at(const json& v, const char* pointer) {
 }
 
 void check_rejection(const ParsedChatRequest& parsed) {
-  check(parsed.status == 422, "a rejected body gets 422");
+  // A tool field the server cannot use (a malformed tool, tool_choice naming
+  // no tool or of the wrong shape) is a 400 in the protocol's error shape,
+  // naming the field (docs/tool-calling.md); any other refusal is a 422.
+  if (parsed.status == 400) {
+    const json body = reparse(parsed.error_body, "a 400 body");
+    check(body.is_object() && body.contains("error") && body["error"].is_object(), "a 400 body has an error object");
+    check(non_empty_string(body["error"].value("message", json())), "a 400 error has a message");
+    check(body["error"].value("type", json()) == "invalid_request_error", "a 400 error is an invalid_request_error");
+    return;
+  }
+  check(parsed.status == 422, "a rejected body gets 422 (or 400 for a tool field)");
   const json body = reparse(parsed.error_body, "a 422 body");
   check(body.is_object() && body.size() == 1 && body.contains("detail"), "a 422 body is {\"detail\": [...]}");
   const json& detail = body["detail"];
