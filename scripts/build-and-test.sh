@@ -7,8 +7,8 @@
 # Builds:
 #   build/       release build of everything (CUDA too when nvcc is found), all tests
 #   build-emu/   the CUDA backend and its tests on the emulated device (-Dcuda=emulated)
-#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of every CPU test
-#   build-fuzz/  clang libFuzzer targets (scripts/fuzz.sh), each run for 20 s
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of every CPU test,
+#                and the libFuzzer targets (scripts/fuzz.sh), each run for 20 s
 # docs/testing.md ("CI stages") says which stage runs what, and why.
 # Environment: ASTRAI_SHARED_DIR (default ../shared) holds the shared models and
 # llama2.c golden outputs; tests that need them skip, saying so, when absent
@@ -116,8 +116,13 @@ asan_start=$(date +%s)
 if [ -f build-asan/build.ninja ] && ! grep -q 'clang++' build-asan/build.ninja; then
   rm -rf build-asan
 fi
+# -Dinstrumented_libraries=true -Dfuzz=true: the libraries are compiled once,
+# at -O2 with libFuzzer's coverage instrumentation, for both the test
+# programs (their own files at -O0) and the fuzz targets below, where the
+# fuzz stage used to compile them again (docs/testing.md, "CI stages").
 CC=clang-14 CXX=clang++-14 configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-  -Dbenchmarks=false -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1"
+  -Dbenchmarks=false -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1" \
+  -Dinstrumented_libraries=true -Dfuzz=true
 ninja -C build-asan -j "$jobs"
 # Any sanitizer report fails the run. Property tests keep their full case counts.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
@@ -128,7 +133,7 @@ fuzz_start=$(date +%s)
 # at a time on CI's two cores: about 110 s of the run; 0 skips), from its
 # committed corpus; a crash fails the run and leaves the input in
 # tests/fuzz/crashes/. docs/testing.md has the run's time, stage by stage.
-if [ "${ASTRAI_FUZZ_SECONDS:-20}" -gt 0 ]; then bash scripts/fuzz.sh "${ASTRAI_FUZZ_SECONDS:-20}"; fi
+if [ "${ASTRAI_FUZZ_SECONDS:-20}" -gt 0 ]; then FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${ASTRAI_FUZZ_SECONDS:-20}"; fi
 echo "fuzzing (build and run) took $(( $(date +%s) - fuzz_start )) s"
 # ---- end of sanitizers and fuzzing ----
 

@@ -7,8 +7,8 @@
 # TARGET is a name from tests/fuzz/ without the fuzz_ prefix (default: all):
 # gguf llama2c tokenizer_file tokenizer text_stream request safetensors jinja schema tool_calls.
 #
-# Builds build-fuzz/ first when needed (clang-14, AddressSanitizer +
-# UndefinedBehaviorSanitizer, libFuzzer). Each target starts from a scratch
+# Builds build-fuzz/ (or FUZZ_BUILD_DIR) first when needed (clang-14,
+# AddressSanitizer + UndefinedBehaviorSanitizer, libFuzzer). Each target starts from a scratch
 # copy of its committed corpus (tests/fuzz/corpus/TARGET/), so the committed
 # corpus only grows on purpose. Any crash, sanitizer report, leak, hang
 # (> 10 s on one input) or allocation beyond the memory limits fails the run;
@@ -31,12 +31,20 @@ for t in "${targets[@]}"; do
   [ -f "tests/fuzz/fuzz_$t.cpp" ] || { echo "fuzz.sh: unknown target '$t' (targets: ${all_targets[*]})" >&2; exit 2; }
 done
 
-build=build-fuzz
+# The build: FUZZ_BUILD_DIR, default build-fuzz/; CI passes its sanitizer
+# build (build-asan/), configured the same way, whose libraries the targets share.
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+# -fno-sanitize-recover=all: an UndefinedBehaviorSanitizer report aborts, so the fuzzer sees it as a crash.
+# -Dinstrumented_libraries=true: the code under test at -O2 with the coverage
+# instrumentation libFuzzer steers by (meson.build); the rest at -O0.
+fuzz_options=(--buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false "-Dcpp_args=-fno-sanitize-recover=all -g1"
+  -Dinstrumented_libraries=true -Dfuzz=true -Dcuda=disabled)
 if [ ! -f "$build/build.ninja" ]; then
-  # -fno-sanitize-recover=all: an UndefinedBehaviorSanitizer report aborts, so the fuzzer sees it as a crash.
-  CC=clang-14 CXX=clang++-14 meson setup "$build" --buildtype=debugoptimized \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dcpp_args=-fno-sanitize-recover=all \
-    -Dfuzz=true -Dtests=false -Dbenchmarks=false -Dcuda=disabled
+  CC=clang-14 CXX=clang++-14 meson setup "$build" "${fuzz_options[@]}" -Dtests=false -Dbenchmarks=false
+elif ! grep -q 'fsanitize=fuzzer-no-link' "$build/build.ninja"; then
+  # A folder configured otherwise (before the libraries were shared): made again.
+  echo "fuzz.sh: $build is not an instrumented build; configuring it again"
+  CC=clang-14 CXX=clang++-14 meson setup --wipe "$build" "${fuzz_options[@]}" -Dtests=false -Dbenchmarks=false
 fi
 ninja -C "$build" $(for t in "${targets[@]}"; do echo "tests/fuzz/fuzz_$t"; done)
 
