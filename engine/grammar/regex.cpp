@@ -2,6 +2,7 @@
 
 #include "engine/grammar/token_constraint.h"
 #include "engine/grammar/utf8_ranges.h"
+#include "engine/text/utf8.h"
 
 namespace astrai::grammar {
 
@@ -112,7 +113,7 @@ class RegexParser {
       if ((c >> 6) != 2) fail("invalid UTF-8");
       cp = (cp << 6) | (c & 0x3F);
     }
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || utf8_encode(cp).size() != size_t(n)) fail("invalid UTF-8");
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || encode_utf8(char32_t(cp)).size() != size_t(n)) fail("invalid UTF-8");
     i_ += size_t(n);
     return cp;
   }
@@ -234,7 +235,7 @@ class RegexParser {
       case ')': fail("unbalanced ')'");
       default: {
         const uint32_t cp = utf8_char();
-        return literal(utf8_encode(cp));
+        return literal(encode_utf8(char32_t(cp)));  // a scalar value: utf8_char() refused surrogates
       }
     }
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/text/utf8.h"
+
 namespace astrai::grammar {
 
 std::vector<CodeRange> normalize(std::vector<CodeRange> ranges) {
@@ -45,33 +47,13 @@ std::vector<CodeRange> complement(const std::vector<CodeRange>& ranges) {
   return normalize(out);
 }
 
-std::string utf8_encode(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += char(cp);
-  } else if (cp < 0x800) {
-    s += char(0xC0 | (cp >> 6));
-    s += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += char(0xE0 | (cp >> 12));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  } else {
-    s += char(0xF0 | (cp >> 18));
-    s += char(0x80 | ((cp >> 12) & 0x3F));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
 namespace {
 
 // [lo, hi] share one encoded length; splits until every continuation byte
 // position spans either one value or the full 0x80..0xBF, then emits one
 // sequence of byte ranges.
 void split(uint32_t lo, uint32_t hi, std::vector<Expr>& out) {
-  const size_t n = utf8_encode(lo).size();
+  const size_t n = encode_utf8(char32_t(lo)).size();
   for (size_t i = 1; i < n; ++i) {
     const uint32_t m = (1u << (6 * i)) - 1;  // the low bits that i continuation bytes hold
     if ((lo & ~m) != (hi & ~m)) {
@@ -87,7 +69,7 @@ void split(uint32_t lo, uint32_t hi, std::vector<Expr>& out) {
       }
     }
   }
-  const std::string a = utf8_encode(lo), b = utf8_encode(hi);
+  const std::string a = encode_utf8(char32_t(lo)), b = encode_utf8(char32_t(hi));  // no surrogates: normalize() cut them
   std::vector<Expr> items;
   for (size_t k = 0; k < a.size(); ++k) items.push_back(bytes({{uint8_t(a[k]), uint8_t(b[k])}}));
   out.push_back(seq(std::move(items)));

@@ -21,7 +21,5 @@ std::vector<CodeRange> normalize(std::vector<CodeRange> ranges);
 std::vector<CodeRange> complement(const std::vector<CodeRange>& ranges);
 // An Expr that reads exactly the UTF-8 encodings of the code points in `ranges`.
 Expr utf8_expr(const std::vector<CodeRange>& ranges);
-// The UTF-8 bytes of one code point.
-std::string utf8_encode(uint32_t cp);
 
 }  // namespace astrai::grammar

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/text/utf8.h"
+
 namespace astrai::test {
 
 struct RandomRegex {
@@ -27,26 +29,6 @@ inline const std::vector<uint32_t>& regex_alphabet() {
   return a;
 }
 
-inline std::string utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += char(cp);
-  } else if (cp < 0x800) {
-    s += char(0xC0 | (cp >> 6));
-    s += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += char(0xE0 | (cp >> 12));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  } else {
-    s += char(0xF0 | (cp >> 18));
-    s += char(0x80 | ((cp >> 12) & 0x3F));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
 // How a code point is written inside a pattern (outside or inside a class).
 inline std::string pattern_char(uint32_t cp) {
   if (cp == '\n') return "\\n";
@@ -57,7 +39,7 @@ inline std::string pattern_char(uint32_t cp) {
     return buf;
   }
   if (cp < 0x80 && std::string("\\^$.|?*+()[]{}-/\"").find(char(cp)) != std::string::npos) return std::string("\\") + char(cp);
-  return utf8(cp);
+  return astrai::encode_utf8(char32_t(cp));
 }
 
 class RegexGenerator {
@@ -150,9 +132,9 @@ class RegexGenerator {
         for (const uint32_t c : regex_alphabet())
           for (const auto& [lo, hi] : r.ranges)
             if (lo <= c && c <= hi) in.push_back(c);
-        if (!in.empty() && rng_() % 4 != 0) return utf8(in[rng_() % in.size()]);
+        if (!in.empty() && rng_() % 4 != 0) return astrai::encode_utf8(char32_t(in[rng_() % in.size()]));
         const auto& [lo, hi] = r.ranges[rng_() % r.ranges.size()];
-        return utf8(lo + uint32_t(rng_() % (uint64_t(hi - lo) + 1)));
+        return astrai::encode_utf8(char32_t(lo + uint32_t(rng_() % (uint64_t(hi - lo) + 1))));
       }
       case RandomRegex::Kind::Seq: {
         std::string s;
@@ -174,7 +156,7 @@ class RegexGenerator {
   std::string noise(int max_chars) {
     std::string s;
     const int n = int(rng_() % uint64_t(max_chars + 1));
-    for (int i = 0; i < n; ++i) s += utf8(any_char());
+    for (int i = 0; i < n; ++i) s += astrai::encode_utf8(char32_t(any_char()));
     return s;
   }
   // `s` with a few characters inserted, deleted or replaced.
@@ -191,11 +173,11 @@ class RegexGenerator {
       const size_t at = chars.empty() ? 0 : rng_() % (chars.size() + 1);
       const int op = int(rng_() % 3);
       if (op == 0 || chars.empty())
-        chars.insert(chars.begin() + std::ptrdiff_t(at), utf8(any_char()));
+        chars.insert(chars.begin() + std::ptrdiff_t(at), astrai::encode_utf8(char32_t(any_char())));
       else if (op == 1 && at < chars.size())
         chars.erase(chars.begin() + std::ptrdiff_t(at));
       else if (at < chars.size())
-        chars[at] = utf8(any_char());
+        chars[at] = astrai::encode_utf8(char32_t(any_char()));
     }
     std::string out;
     for (const auto& c : chars) out += c;

@@ -178,7 +178,7 @@ class SchemaGenerator {
     static const std::vector<uint32_t> alphabet = {'a', 'Z', '0', ' ', '"', '\\', '/', '\n', '\t', 0x01, 0x1F, 0x7F,
                                                    0xE9, 0x4E2D, 0x1F600};
     std::string s;
-    for (int i = 0; i < chars; ++i) s += utf8(alphabet[rng_() % alphabet.size()]);
+    for (int i = 0; i < chars; ++i) s += astrai::encode_utf8(char32_t(alphabet[rng_() % alphabet.size()]));
     return s;
   }
 
