@@ -20,6 +20,7 @@
 #include "engine/chat/reasoning_split.h"
 #include "engine/tool_calls/tool_call_parser.h"
 #include "tests/fuzz/fuzz_support.h"
+#include "tests/support/joined_streams.h"
 
 namespace astrai::fuzz {
 
@@ -38,14 +39,7 @@ int fuzz_tool_calls(const uint8_t* data, size_t size) {
     at += n;
   }
 
-  ToolCallStream stream(family);
-  ParsedToolCalls joined;
-  auto add = [&](ParsedToolCalls part) {
-    joined.content += part.content;
-    for (auto& c : part.calls) joined.calls.push_back(std::move(c));
-  };
-  for (const std::string& p : pieces) add(stream.feed(p));
-  add(stream.finish());
+  const ParsedToolCalls joined = test::joined_tool_call_stream(pieces, family);
   const ParsedToolCalls whole = parse_tool_calls(output, family);
   check(joined.content == whole.content, "streamed content equals the whole parse's");
   check(joined.calls == whole.calls, "streamed calls equal the whole parse's");
@@ -55,14 +49,7 @@ int fuzz_tool_calls(const uint8_t* data, size_t size) {
     check(arguments.is_object(), "a call's arguments are a JSON object");
   }
 
-  ReasoningStream reasoning(starts_in_reasoning);
-  ReasoningSplit split;
-  auto add_split = [&](const ReasoningSplit& part) {
-    split.reasoning += part.reasoning;
-    split.content += part.content;
-  };
-  for (const std::string& p : pieces) add_split(reasoning.feed(p));
-  add_split(reasoning.finish());
+  const ReasoningSplit split = test::joined_reasoning_stream(pieces, starts_in_reasoning);
   const ReasoningSplit whole_split = split_reasoning(output, starts_in_reasoning);
   check(split.reasoning == whole_split.reasoning, "streamed reasoning equals the whole split's");
   check(split.content == whole_split.content, "streamed content equals the whole split's");

@@ -9,29 +9,9 @@
 #include <rapidcheck/catch.h>
 
 #include "engine/chat/reasoning_split.h"
+#include "tests/support/joined_streams.h"
 
 namespace astrai {
-namespace {
-
-ReasoningSplit streamed(const std::vector<std::string>& pieces, bool starts_in_reasoning) {
-  ReasoningStream stream(starts_in_reasoning);
-  ReasoningSplit joined;
-  auto add = [&](const ReasoningSplit& part) {
-    joined.reasoning += part.reasoning;
-    joined.content += part.content;
-  };
-  for (const std::string& p : pieces) add(stream.feed(p));
-  add(stream.finish());
-  return joined;
-}
-
-std::vector<std::string> bytes_of(const std::string& text) {
-  std::vector<std::string> out;
-  for (char c : text) out.emplace_back(1, c);
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("split_reasoning: recorded outputs of Qwen 3 and DeepSeek-R1", "[chat][reasoning]") {
   struct Case {
@@ -66,8 +46,8 @@ TEST_CASE("split_reasoning: recorded outputs of Qwen 3 and DeepSeek-R1", "[chat]
     const ReasoningSplit whole = split_reasoning(c.output, c.starts_in_reasoning);
     CHECK(whole.reasoning == c.reasoning);
     CHECK(whole.content == c.content);
-    for (const auto& pieces : {std::vector<std::string>{c.output}, bytes_of(c.output)}) {
-      const ReasoningSplit s = streamed(pieces, c.starts_in_reasoning);
+    for (const auto& pieces : {std::vector<std::string>{c.output}, test::one_byte_pieces(c.output)}) {
+      const ReasoningSplit s = test::joined_reasoning_stream(pieces, c.starts_in_reasoning);
       CHECK(s.reasoning == c.reasoning);
       CHECK(s.content == c.content);
     }
@@ -91,7 +71,7 @@ TEST_CASE("ReasoningStream joined equals split_reasoning, any output in any piec
       at += n;
     }
     const ReasoningSplit whole = split_reasoning(output, starts_in_reasoning);
-    const ReasoningSplit s = streamed(pieces, starts_in_reasoning);
+    const ReasoningSplit s = test::joined_reasoning_stream(pieces, starts_in_reasoning);
     RC_ASSERT(s.reasoning == whole.reasoning);
     RC_ASSERT(s.content == whole.content);
     // Nothing lost: the parts and the dropped tags make the output again.

@@ -281,16 +281,5 @@ TEST_CASE("tool-call grammar: the text around the calls is fixed", "[grammar][to
 // Runs after the cases above (declaration order): one python3 process
 // validates every call's arguments against its tool's parameters.
 TEST_CASE("tool-call grammar: python3-jsonschema validates every call's arguments", "[grammar][tool_calls]") {
-  const auto& batch = validation_batch();
-  if (batch.empty()) return;
-  const auto verdicts = astrai::test::validate_with_python(batch);
-  if (verdicts.empty()) {
-    ASTRAI_MISSING("python3-jsonschema (apt install python3-jsonschema; scripts/install-deps.sh)");
-    return;
-  }
-  REQUIRE(verdicts.size() == batch.size());
-  for (size_t i = 0; i < batch.size(); ++i) {
-    INFO("schema " << batch[i].first.dump() << "\narguments " << batch[i].second);
-    CHECK(verdicts[i] == "ok");
-  }
+  astrai::test::check_valid_under_python(validation_batch(), "arguments");
 }

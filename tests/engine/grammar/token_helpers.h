@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "engine/grammar/compile_constraint.h"
@@ -68,6 +69,24 @@ inline std::vector<std::string> validate_with_python(const std::vector<std::pair
   std::ifstream f(output);
   for (std::string line; std::getline(f, line);) verdicts.push_back(line);
   return verdicts;
+}
+
+// Every (schema, text) pair of `batch` valid under python3-jsonschema (one
+// process for the whole batch); `what` names the text in failure messages.
+// A missing python3-jsonschema is ASTRAI_MISSING (a failure under CI).
+inline void check_valid_under_python(const std::vector<std::pair<nlohmann::ordered_json, std::string>>& batch,
+                                     const char* what) {
+  if (batch.empty()) return;
+  const auto verdicts = validate_with_python(batch);
+  if (verdicts.empty()) {
+    ASTRAI_MISSING("python3-jsonschema (apt install python3-jsonschema; scripts/install-deps.sh)");
+    return;
+  }
+  REQUIRE(verdicts.size() == batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    INFO("schema " << batch[i].first.dump() << "\n" << what << " " << batch[i].second);
+    CHECK(verdicts[i] == "ok");
+  }
 }
 
 }  // namespace astrai::test

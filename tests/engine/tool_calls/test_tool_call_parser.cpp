@@ -11,27 +11,10 @@
 #include <rapidcheck/catch.h>
 
 #include "engine/tool_calls/tool_call_parser.h"
+#include "tests/support/joined_streams.h"
 
 namespace astrai {
 namespace {
-
-ParsedToolCalls streamed(const std::vector<std::string>& pieces, ToolCallFamily family) {
-  ToolCallStream stream(family);
-  ParsedToolCalls joined;
-  auto add = [&](ParsedToolCalls part) {
-    joined.content += part.content;
-    for (auto& c : part.calls) joined.calls.push_back(std::move(c));
-  };
-  for (const std::string& p : pieces) add(stream.feed(p));
-  add(stream.finish());
-  return joined;
-}
-
-std::vector<std::string> bytes_of(const std::string& text) {
-  std::vector<std::string> out;
-  for (char c : text) out.emplace_back(1, c);
-  return out;
-}
 
 struct Recorded {
   std::string output;
@@ -45,8 +28,8 @@ void check_recorded(ToolCallFamily family, const std::vector<Recorded>& cases) {
     const ParsedToolCalls whole = parse_tool_calls(c.output, family);
     CHECK(whole.content == c.content);
     CHECK(whole.calls == c.calls);
-    for (const auto& pieces : {std::vector<std::string>{c.output}, bytes_of(c.output)}) {
-      const ParsedToolCalls s = streamed(pieces, family);
+    for (const auto& pieces : {std::vector<std::string>{c.output}, test::one_byte_pieces(c.output)}) {
+      const ParsedToolCalls s = test::joined_tool_call_stream(pieces, family);
       CHECK(s.content == c.content);
       CHECK(s.calls == c.calls);
     }
@@ -175,7 +158,7 @@ TEST_CASE("Tool-call streams joined equal the whole parse, any output in any pie
       at += n;
     }
     const ParsedToolCalls whole = parse_tool_calls(output, family);
-    const ParsedToolCalls s = streamed(pieces, family);
+    const ParsedToolCalls s = test::joined_tool_call_stream(pieces, family);
     RC_ASSERT(s.content == whole.content);
     RC_ASSERT(s.calls == whole.calls);
   });
