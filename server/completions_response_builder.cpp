@@ -131,17 +131,7 @@ ChatRequest CompletionsResponseBuilder::prepare(const json& body) {
     }
   if (const json* v = check.field(body, loc, "echo"))
     if (auto b = check.boolean(*v, loc_append(loc, "echo"))) request.echo = *b;
-  if (const json* v = check.field(body, loc, "n"))
-    if (auto n = check.integer(*v, loc_append(loc, "n"))) {
-      check.at_least(double(*n), 1, loc_append(loc, "n"));
-      request.n = int(std::clamp<long long>(*n, 1, 1 << 30));
-    }
-  if (const json* options = check.field(body, loc, "stream_options");
-      options && check.is_object(*options, loc_append(loc, "stream_options"))) {
-    const json options_loc = loc_append(loc, "stream_options");
-    if (const json* v = check.field(*options, options_loc, "include_usage"))
-      include_usage_ = check.boolean(*v, loc_append(options_loc, "include_usage"));
-  }
+  include_usage_ = read_choices_and_stream_options(check, body, request);
   check.throw_if_any();
   if (request.echo && request.logprobs >= 0)
     throw InvalidRequestError("echo with logprobs is not supported (the engine does not score prompt tokens)");

@@ -146,19 +146,7 @@ ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
     read_stop_sequences(check, *v, loc_append(loc, "stop"), true, request.stop);
   read_openai_sampling_fields(check, body, request);
   read_structured_output_fields(check, body, request);
-  // The upper bound is the server's --max-running (the n choices run
-  // together), which the engine checks when the request is submitted.
-  if (const json* v = check.field(body, loc, "n"))
-    if (auto n = check.integer(*v, loc_append(loc, "n"))) {
-      check.at_least(double(*n), 1, loc_append(loc, "n"));
-      request.n = int(std::clamp<long long>(*n, 1, 1 << 30));
-    }
-  if (const json* options = check.field(body, loc, "stream_options");
-      options && check.is_object(*options, loc_append(loc, "stream_options"))) {
-    const json options_loc = loc_append(loc, "stream_options");
-    if (const json* v = check.field(*options, options_loc, "include_usage"))
-      include_usage_ = check.boolean(*v, loc_append(options_loc, "include_usage"));
-  }
+  include_usage_ = read_choices_and_stream_options(check, body, request);
   check.throw_if_any();
   read_openai_tools(body, request);  // 400s, once the fields' types are known good
   n_ = request.n;

@@ -117,4 +117,21 @@ void check_token_ids(FieldChecker& check, const ChatRequest& request, int vocab_
   }
 }
 
+std::optional<bool> read_choices_and_stream_options(FieldChecker& check, const json& body, ChatRequest& request) {
+  const json loc = json::array({"body"});
+  if (const json* v = check.field(body, loc, "n"))
+    if (auto n = check.integer(*v, loc_append(loc, "n"))) {
+      check.at_least(double(*n), 1, loc_append(loc, "n"));
+      request.n = int(std::clamp<long long>(*n, 1, 1 << 30));
+    }
+  std::optional<bool> include_usage;
+  if (const json* options = check.field(body, loc, "stream_options");
+      options && check.is_object(*options, loc_append(loc, "stream_options"))) {
+    const json options_loc = loc_append(loc, "stream_options");
+    if (const json* v = check.field(*options, options_loc, "include_usage"))
+      include_usage = check.boolean(*v, loc_append(options_loc, "include_usage"));
+  }
+  return include_usage;
+}
+
 }  // namespace astrai

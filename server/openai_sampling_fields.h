@@ -5,6 +5,8 @@
 // none of them.
 #pragma once
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "server/chat_request.h"
@@ -24,6 +26,13 @@ namespace astrai {
 // Ids past the vocabulary are checked where the vocabulary is known
 // (check_token_ids).
 void read_openai_sampling_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request);
+
+// The fields both OpenAI endpoints (chat and completions) read alike:
+//   n                            integer >= 1 (the server's --max-running bounds
+//                                it when the request is submitted), into request.n
+//   stream_options.include_usage boolean, returned when given
+std::optional<bool> read_choices_and_stream_options(FieldChecker& check, const nlohmann::ordered_json& body,
+                                                    ChatRequest& request);
 
 // 422 entries for logit_bias, stop_token_ids and (completions) prompt ids at or past vocab_size.
 void check_token_ids(FieldChecker& check, const ChatRequest& request, int vocab_size);
