@@ -22,7 +22,8 @@ std::shared_ptr<InferenceEngine> make_cuda_engine(std::shared_ptr<const ModelWei
   const int page_size = config.page_size;
   const int pages = cuda_kv_pages_that_fit(*executor, page_size);
   auto cache = make_cuda_kv_cache(*executor, pages, page_size);
-  *description = executor->name() + " on " + cuda_device_description();
+  *description = executor->name() + " on " + cuda_device_description() + "; " +
+                 cuda_memory_description(*executor, pages, page_size);
   return std::make_shared<InferenceEngine>(std::move(executor), std::move(cache),
                                            std::move(tokenizer), config);
 }

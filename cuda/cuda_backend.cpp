@@ -96,4 +96,11 @@ int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fract
   return pages > 2e9 ? 2000000000 : int(pages);
 }
 
+std::string cuda_memory_description(const Executor& executor, int n_pages, int page_size) {
+  const cuda::CudaExecutor& e = as_cuda(executor);
+  const size_t cache = cuda::DevicePageCache::bytes_needed(e.config(), n_pages, page_size, e.dtype());
+  return "weights " + e.weights_description() + "; KV cache " + std::to_string(n_pages) + " pages of " +
+         std::to_string(page_size) + " tokens, " + cuda::format_mib(cache);
+}
+
 }  // namespace astrai

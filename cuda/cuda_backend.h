@@ -56,4 +56,9 @@ std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_page
 // one whole context, if more).
 int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction = 0.9);
 
+// What the device holds, for the startup line: "weights 4211.0 MiB: 224
+// matrices quantized (Q4_K 193, Q6_K 31), the rest bf16; KV cache 1,024 pages
+// of 16 tokens, 8192.0 MiB".
+std::string cuda_memory_description(const Executor& executor, int n_pages, int page_size);
+
 }  // namespace astrai

@@ -95,6 +95,8 @@ struct CudaExecutor::Impl {
     max_splits = max_splits_for(c.max_seq_len, split_len);
     ASTRAI_CUDA_CHECK(cudaStreamCreate(&stream));  // blocking: ordered with the view's cudaMemcpy calls
     build_rope_tables();
+    // Quantized matrices are decoded slice by slice for steps of many rows (prefill).
+    if (const int cols = weights.widest_quantized_cols(); cols > 0) gemm.reserve_dequantize(cols, o.dtype);
   }
   ~Impl() {
     cudaSetDevice(options.device);  // possibly another thread than the one that made it
@@ -209,24 +211,24 @@ struct CudaExecutor::Impl {
       const float* residual = l == 0 ? nullptr : ffn_out.as<float>();
       launch_residual_rmsnorm(x.as<float>(), residual, L.attn_norm.get(), t, c.dim, c.norm_eps, nullptr, R, h.get(),
                               stream);
-      gemm.run(h.get(), L.wqkv.get(), t, R, c.dim, qkv_width, qkv.as<float>(), stream);
+      gemm.run(h.get(), L.wqkv, t, R, qkv.as<float>(), stream);
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
       const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps};  // null where the model has none
       launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
                            meta_at(PlanLayout::kPos), rope_cos.as<float>(), rope_sin.as<float>(),
                            meta_at(PlanLayout::kSlot), a.kv, pre, stream);
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
-      gemm.run(attn.get(), L.wo.get(), t, R, c.q_dim(), c.dim, proj.as<float>(), stream);
+      gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);
       launch_residual_rmsnorm(x.as<float>(), proj.as<float>(), L.ffn_norm.get(), t, c.dim, c.norm_eps, nullptr, R,
                               h.get(), stream);
-      gemm.run(h.get(), L.w_gate_up.get(), t, R, c.dim, 2 * c.hidden_dim, gate_up.as<float>(), stream);
+      gemm.run(h.get(), L.w_gate_up, t, R, gate_up.as<float>(), stream);
       launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream);
-      gemm.run(hidden.get(), L.w_down.get(), t, R, c.hidden_dim, c.dim, ffn_out.as<float>(), stream);
+      gemm.run(hidden.get(), L.w_down, t, R, ffn_out.as<float>(), stream);
     }
     // The final norm and the classifier for the wanted rows only, gathered to rows 0..W-1.
     launch_residual_rmsnorm(x.as<float>(), ffn_out.as<float>(), weights.final_norm().get(), t, c.dim, c.norm_eps,
                             meta_at(PlanLayout::kWanted), W, h.get(), stream);
-    gemm.run(h.get(), weights.classifier().get(), t, W, c.dim, c.vocab_size, logits.as<float>(), stream);
+    gemm.run(h.get(), weights.classifier(), t, W, logits.as<float>(), stream);
   }
 
   // NaN bytes over every scratch buffer, queued on the stream before the step.
@@ -392,6 +394,7 @@ std::vector<SampledToken> CudaExecutor::forward_and_sample(std::span<const Batch
 }
 int CudaExecutor::last_host_sampled_rows() const { return impl_->sampler.last_host_rows(); }
 std::string CudaExecutor::name() const { return std::string("cuda-") + dtype_name(impl_->options.dtype); }
+std::string CudaExecutor::weights_description() const { return impl_->weights.describe(); }
 DType CudaExecutor::dtype() const { return impl_->options.dtype; }
 const CudaOptions& CudaExecutor::options() const { return impl_->options; }
 bool CudaExecutor::gemm_batch_invariant() const { return impl_->gemm.batch_invariant(); }

@@ -53,6 +53,8 @@ class CudaExecutor final : public Executor {
   std::vector<SampledToken> forward_and_sample(std::span<const BatchToken> batch, KVCacheView& cache,
                                                std::span<const RowSampling> rows) override;
   std::string name() const override;
+  // The weights on the device: their bytes, and which matrices stay quantized (DeviceWeights::describe).
+  std::string weights_description() const;
 
   DType dtype() const;
   const CudaOptions& options() const;

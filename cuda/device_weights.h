@@ -1,17 +1,24 @@
-// A model's weights on the GPU in the storage type: bf16 by default, float32
-// for exact comparisons with the CPU reference. Matrices keep the reference's
-// [out, in] row-major layout; the q/k/v projections are stacked into one
-// [q_dim + 2 kv_dim, dim] matrix and gate/up into one [2 hidden, dim] matrix,
-// so each needs one GEMM (row o of the stack is row o of its part: the
-// results are those of the separate products). The options' vectors (Qwen 2's
-// biases, Qwen 3's q/k norms) are in the storage type too, and empty
-// (null) when the model has none.
+// A model's weights on the GPU. The linear layers' matrices keep the
+// quantized format of their GGUF file when the device has kernels for it
+// (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: cuda/quant_format.h, issue 29); every other
+// weight is in the storage type: bf16 by default, float32 for exact
+// comparisons with the CPU reference (quantized types the device does not
+// keep are decoded at load). Matrices keep the reference's [out, in]
+// row-major layout; the q/k/v projections are one matrix of three parts
+// [q_dim + 2 kv_dim, dim] and gate/up one of two [2 hidden, dim]
+// (cuda/device_matrix.h), one part when all are in the storage type, so each
+// needs one GEMM (row o of the stack is row o of its part: the results are
+// those of the separate products). The options' vectors (Qwen 2's biases,
+// Qwen 3's q/k norms) are in the storage type too, and empty (null) when the
+// model has none. The token embedding is in the storage type (a gather
+// reads rows of it); the classifier keeps its file's format.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "cuda/device_buffer.h"
+#include "cuda/device_matrix.h"
 #include "cuda/dtype.h"
 #include "reference/model_weights.h"
 
@@ -19,11 +26,11 @@ namespace astrai::cuda {
 
 struct DeviceLayerWeights {
   DeviceBuffer attn_norm;  // [dim]
-  DeviceBuffer wqkv;       // [q_dim + 2 kv_dim, dim]: wq, then wk, then wv
-  DeviceBuffer wo;         // [dim, q_dim]
+  DeviceMatrix wqkv;       // [q_dim + 2 kv_dim, dim]: wq, then wk, then wv
+  DeviceMatrix wo;         // [dim, q_dim]
   DeviceBuffer ffn_norm;   // [dim]
-  DeviceBuffer w_gate_up;  // [2 hidden, dim]: w_gate, then w_up
-  DeviceBuffer w_down;     // [dim, hidden]
+  DeviceMatrix w_gate_up;  // [2 hidden, dim]: w_gate, then w_up
+  DeviceMatrix w_down;     // [dim, hidden]
   DeviceBuffer bqkv;       // [q_dim + 2 kv_dim]: bq, then bk, then bv (qkv_bias only)
   DeviceBuffer q_norm;     // [head_dim] (qk_norm only)
   DeviceBuffer k_norm;     // [head_dim] (qk_norm only)
@@ -35,26 +42,33 @@ class DeviceWeights {
   // many are free when they do not fit in device memory.
   DeviceWeights(const ModelWeights& weights, DType dtype);
 
-  // Bytes the weights of `config` take on the device in `dtype`.
+  // Bytes the weights take on the device in `dtype`, the quantized matrices
+  // at their blocks' size.
+  static size_t bytes_needed(const ModelWeights& weights, DType dtype);
+  // The same for a model of `config` with every weight in `dtype` (nothing quantized).
   static size_t bytes_needed(const ModelConfig& config, DType dtype);
   // Why the weights do not fit in `free_bytes` of `total_bytes`: what they
-  // need in `dtype`, and for a quantized file (weights.stored), its types and
-  // size, since they are dequantized at load (docs/model-files.md).
+  // need, and for a quantized file (weights.stored) its types and size and
+  // which of them are decoded to `dtype` at load (docs/model-files.md).
   static std::string out_of_memory_message(const ModelWeights& weights, DType dtype, size_t free_bytes,
                                            size_t total_bytes);
+  // "4211.0 MiB: 224 matrices quantized (Q4_K 193, Q6_K 31), the rest bf16" (or "16.0 MiB in bf16"), for the startup line.
+  std::string describe() const;
+  size_t bytes() const;             // on the device, all weights
+  int widest_quantized_cols() const;  // the largest `cols` of a quantized matrix (0: none)
 
   DType dtype() const { return dtype_; }
   const DeviceBuffer& token_embedding() const { return embedding_; }  // [vocab, dim]
   const DeviceLayerWeights& layer(int l) const { return layers_[size_t(l)]; }
   const DeviceBuffer& final_norm() const { return final_norm_; }
-  const DeviceBuffer& classifier() const { return classifier_; }  // [vocab, dim]
+  const DeviceMatrix& classifier() const { return classifier_; }  // [vocab, dim]
 
  private:
   DType dtype_;
   DeviceBuffer embedding_;
   std::vector<DeviceLayerWeights> layers_;
   DeviceBuffer final_norm_;
-  DeviceBuffer classifier_;
+  DeviceMatrix classifier_;
 };
 
 }  // namespace astrai::cuda

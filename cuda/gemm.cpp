@@ -9,6 +9,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -36,7 +37,7 @@ struct Problem {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
 
-  Problem(DType dtype, int rows, int in, int out) {
+  Problem(DType dtype, int rows, int in, int out, int ldy) {
     ASTRAI_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
     ASTRAI_CUBLAS_CHECK(
@@ -44,7 +45,7 @@ struct Problem {
     ASTRAI_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none));
     ASTRAI_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, cuda_type(dtype), uint64_t(in), uint64_t(out), in));
     ASTRAI_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, cuda_type(dtype), uint64_t(in), uint64_t(rows), in));
-    ASTRAI_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_32F, uint64_t(out), uint64_t(rows), out));
+    ASTRAI_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_32F, uint64_t(out), uint64_t(rows), ldy));
   }
   ~Problem() {
     if (d) cublasLtMatrixLayoutDestroy(d);
@@ -69,7 +70,7 @@ uint32_t splitk_of(const cublasLtMatmulAlgo_t& algo) {
 
 struct GemmRunner::Impl {
   using ShapeKey = std::tuple<int, int, DType, int>;      // out, in, dtype, algorithm_rows
-  using ProblemKey = std::tuple<int, int, DType, int>;    // ... and rows
+  using ProblemKey = std::tuple<int, int, DType, int, int>;  // ... and rows, ldy
   struct Prepared {
     std::unique_ptr<Problem> problem;
     cublasLtMatmulAlgo_t algo{};
@@ -79,6 +80,7 @@ struct GemmRunner::Impl {
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulPreference_t preference = nullptr;
   DeviceBuffer workspace;
+  DeviceBuffer dequantized;  // reserve_dequantize(): kDequantizeRows rows of a quantized matrix in the storage type
   std::map<ShapeKey, cublasLtMatmulAlgo_t> shape_algo;
   std::map<ProblemKey, Prepared> prepared;
   std::string note;
@@ -112,8 +114,8 @@ struct GemmRunner::Impl {
     return results[0].algo;
   }
 
-  const Prepared& prepare(DType dtype, int rows, int in, int out) {
-    const ProblemKey key{out, in, dtype, rows};
+  const Prepared& prepare(DType dtype, int rows, int in, int out, int ldy) {
+    const ProblemKey key{out, in, dtype, rows, ldy};
     if (auto it = prepared.find(key); it != prepared.end()) return it->second;
     const std::string what = "y[" + std::to_string(rows) + "x" + std::to_string(out) + "] = x W^T with W[" +
                              std::to_string(out) + "x" + std::to_string(in) + "] " + dtype_name(dtype);
@@ -122,11 +124,11 @@ struct GemmRunner::Impl {
     const ShapeKey shape{out, in, dtype, algorithm_rows};
     auto algo = shape_algo.find(shape);
     if (algo == shape_algo.end()) {
-      const Problem representative(dtype, algorithm_rows, in, out);
+      const Problem representative(dtype, algorithm_rows, in, out, out);
       algo = shape_algo.emplace(shape, heuristic_algo(representative, what.c_str(), split_k)).first;
     }
     Prepared ready;
-    ready.problem = std::make_unique<Problem>(dtype, rows, in, out);
+    ready.problem = std::make_unique<Problem>(dtype, rows, in, out, ldy);
     ready.algo = algo->second;
     cublasLtMatmulHeuristicResult_t check{};
     if (cublasLtMatmulAlgoCheck(handle, ready.problem->op, ready.problem->a, ready.problem->b, ready.problem->d,
@@ -143,14 +145,49 @@ GemmRunner::GemmRunner(GemmAlgorithms choice) : impl_(std::make_unique<Impl>(cho
 GemmRunner::~GemmRunner() = default;
 
 void GemmRunner::run(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, int ldy) {
+  if (ldy == 0) ldy = out;
   if (rows == 0) return;
-  if (route(rows, impl_->choice) == Route::Matvec) return launch_matvec(x, w, dtype, rows, in, out, y, stream);
-  const Impl::Prepared& p = impl_->prepare(dtype, rows, in, out);
+  if (route(rows, impl_->choice) == Route::Matvec) return launch_matvec(x, w, dtype, rows, in, out, y, ldy, stream);
+  const Impl::Prepared& p = impl_->prepare(dtype, rows, in, out, ldy);
   const float alpha = 1.0f, beta = 0.0f;
   ASTRAI_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, p.problem->op, &alpha, w, p.problem->a, x, p.problem->b, &beta,
                                      y, p.problem->d, y, p.problem->d, &p.algo, impl_->workspace.get(),
                                      kWorkspaceBytes, stream));
+}
+
+void GemmRunner::reserve_dequantize(int cols, DType dtype) {
+  const size_t bytes = size_t(kDequantizeRows) * size_t(cols) * dtype_size(dtype);
+  if (impl_->dequantized.bytes() < bytes)
+    impl_->dequantized = DeviceBuffer(bytes, "the decoding buffer of quantized weights (prefill)");
+}
+
+void GemmRunner::run(const void* x, const DeviceMatrix& w, DType dtype, int rows, float* y, cudaStream_t stream) {
+  const int ldy = w.rows();
+  int column = 0;
+  for (const WeightPart& part : w.parts) {
+    float* slice = y + column;
+    if (!part.quant) {
+      run(x, part.data.get(), dtype, rows, w.cols, part.rows, slice, stream, ldy);
+    } else if (rows <= kMatvecMaxRows && impl_->choice == GemmAlgorithms::PerRowBucket) {
+      launch_matvec_quant(x, dtype, part.data.get(), *part.quant, rows, w.cols, part.rows, slice, ldy, stream);
+    } else {
+      // Decoded kDequantizeRows output rows at a time, each slice multiplied
+      // by cuBLASLt into its columns (OnePerShape too: batch invariance needs
+      // one algorithm for every row count, which the mat-vec is not).
+      const size_t row_bytes = size_t(w.cols) / size_t(quant_format_info(*part.quant).block_elements) *
+                               size_t(quant_format_info(*part.quant).block_bytes);
+      if (impl_->dequantized.bytes() < size_t(std::min(kDequantizeRows, part.rows)) * size_t(w.cols) * dtype_size(dtype))
+        throw std::logic_error("GemmRunner: reserve_dequantize() was not called for this matrix");
+      for (int first = 0; first < part.rows; first += kDequantizeRows) {
+        const int n = std::min(kDequantizeRows, part.rows - first);
+        launch_dequantize(static_cast<const char*>(part.data.get()) + size_t(first) * row_bytes, *part.quant, n, w.cols,
+                          impl_->dequantized.get(), dtype, stream);
+        run(x, impl_->dequantized.get(), dtype, rows, w.cols, n, slice + first, stream, ldy);
+      }
+    }
+    column += part.rows;
+  }
 }
 
 GemmRunner::Route GemmRunner::route(int rows, GemmAlgorithms choice) {

@@ -35,6 +35,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/device_matrix.h"
 #include "cuda/dtype.h"
 
 namespace astrai::cuda {
@@ -52,11 +53,25 @@ class GemmRunner {
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
 
-  // y[rows, out] (float32, row-major) = x[rows, in] W[out, in]^T, both `dtype`,
-  // row-major and dense. Asynchronous on `stream`; capturable in a CUDA graph
-  // once the shape has been run before (the first run of a shape queries
-  // cuBLASLt's heuristics, which is host work only).
-  void run(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y, cudaStream_t stream);
+  // y[rows, out] (float32, row-major, rows ldy apart; ldy 0 means out) =
+  // x[rows, in] W[out, in]^T, both `dtype`, row-major and dense.
+  // Asynchronous on `stream`; capturable in a CUDA graph once the shape has
+  // been run before (the first run of a shape queries cuBLASLt's heuristics,
+  // which is host work only).
+  void run(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y, cudaStream_t stream,
+           int ldy = 0);
+
+  // The same for a DeviceMatrix, part by part into y's column slices
+  // (x [rows, w.cols] in `dtype`, y [rows, w.rows()]). A quantized part is
+  // multiplied by the quantized mat-vec up to kMatvecMaxRows rows
+  // (matvec_quant.cu); above, it is decoded to `dtype` slice by slice
+  // (kDequantizeRows rows at a time, dequantize.cu) into a buffer
+  // reserve_dequantize() made, and multiplied by cuBLASLt as above.
+  void run(const void* x, const DeviceMatrix& w, DType dtype, int rows, float* y, cudaStream_t stream);
+  // Makes the decoding buffer for quantized matrices of up to `cols` input
+  // features in `dtype` (before any graph is captured: capture cannot allocate).
+  void reserve_dequantize(int cols, DType dtype);
+  static constexpr int kDequantizeRows = 2048;
 
   enum class Route { Matvec, CublasLtSplitK, CublasLt };
   // What computes a GEMM of `rows` rows (above).

@@ -43,7 +43,7 @@ struct GemmRun final : KernelRun {
       if (!one_per_shape) one_per_shape = std::make_unique<GemmRunner>(GemmAlgorithms::OnePerShape);
       one_per_shape->run(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
     } else if (variant == 3) {
-      launch_matvec(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), stream);
+      launch_matvec(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), out, stream);
     } else {
       throw std::invalid_argument("gemm has no variant " + std::to_string(variant));
     }

@@ -102,6 +102,8 @@ KernelCase swiglu_case();
 KernelCase paged_attention_case();
 KernelCase gemm_case();
 KernelCase matvec_case();
+KernelCase matvec_quant_case();
+KernelCase dequantize_case();
 KernelCase sample_case();
 KernelCase adjust_logits_case();
 KernelCase row_logprobs_case();

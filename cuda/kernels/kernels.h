@@ -14,6 +14,7 @@
 #include <cstddef>
 
 #include "cuda/dtype.h"
+#include "cuda/quant_format.h"
 #include "reference/model_config.h"
 
 namespace astrai::cuda {
@@ -133,11 +134,28 @@ inline constexpr int kMatvecMaxRows = 8;
 
 // y[r, j] = sum_k x[r, k] w[j, k] for r < rows (0 .. kMatvecMaxRows), j < out,
 // k < in: x [rows, in] and w [out, in] of `dtype`, row-major and dense; float32
-// accumulation (fmaf), y [rows, out] float32. W is read once for all rows with
-// 16-byte loads when `in` and the pointers allow. A row's bits do not depend
-// on `rows`.                                       (reference: linear() in linear.cpp)
-void launch_matvec(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
+// accumulation (fmaf), y [rows, ldy] float32 (columns 0 .. out written). W is
+// read once for all rows with 16-byte loads when `in` and the pointers allow.
+// A row's bits do not depend on `rows`.            (reference: linear() in linear.cpp)
+void launch_matvec(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y, int ldy,
                    cudaStream_t stream);
+
+// ---- the decode step's mat-vec on quantized weights (matvec_quant.cu) ----
+
+// y[r, j] = sum_k x[r, k] W[j, k] for r < rows (0 .. kMatvecMaxRows): x [rows,
+// in] of `dtype`, W [out, in] as `format` blocks (each row in / block_elements
+// whole blocks, rows back to back), decoded in registers to the values the
+// host decoders give; float32 accumulation, y [rows, ldy] float32 (columns 0
+// .. out written: a part of a stacked projection writes its slice). A row's
+// bits do not depend on `rows`.        (reference: linear() on the decoded W)
+void launch_matvec_quant(const void* x, DType dtype, const void* w, QuantFormat format, int rows, int in, int out,
+                         float* y, int ldy, cudaStream_t stream);
+
+// out[j, k] = dtype(W[j, k]) for W [rows, cols] as `format` blocks: the host
+// decoders' values, rounded once to the storage type (prefill multiplies
+// the result with cuBLASLt).            (reference: quant::dequantize())
+void launch_dequantize(const void* w, QuantFormat format, int rows, int cols, void* out, DType dtype,
+                       cudaStream_t stream);
 
 // out[r, i] = dtype(silu(gate_up[r, i]) * gate_up[r, hidden + i])    (reference: swiglu_ffn() in swiglu.cpp)
 void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream);

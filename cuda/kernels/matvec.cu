@@ -76,7 +76,7 @@ constexpr int kUnroll = kRows <= 2 ? 4 : kRows <= 4 ? 2 : 1;
 
 template <typename T, int kRows, bool kAligned>
 __global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ x, const T* __restrict__ w, int in,
-                                                          int out, float* __restrict__ y) {
+                                                          int out, float* __restrict__ y, int ldy) {
   constexpr int V = kVec<T>;
   // Each lane's sums; one padding column keeps the reads below off each other's banks.
   __shared__ float partial[kRows][kOutputs][kLanes + 1];
@@ -124,45 +124,46 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ 
     for (int width = kLanes / 2; width > 0; width /= 2)
 #pragma unroll
       for (int q = 0; q < width; ++q) v[q] = __fadd_rn(v[q], v[q + width]);
-    y[size_t(r) * size_t(out) + size_t(j0 + i)] = v[0];
+    y[size_t(r) * size_t(ldy) + size_t(j0 + i)] = v[0];
   }
 }
 
 template <typename T, int kRows>
-void launch_rows(const T* x, const T* w, int in, int out, float* y, cudaStream_t stream) {
+void launch_rows(const T* x, const T* w, int in, int out, float* y, int ldy, cudaStream_t stream) {
   const unsigned blocks = unsigned((out + kOutputs - 1) / kOutputs);
   // 16-byte loads need every row of x and W to start on 16 bytes.
   const bool aligned = in % kVec<T> == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(w) % 16 == 0;
   const auto matvec = aligned ? matvec_kernel<T, kRows, true> : matvec_kernel<T, kRows, false>;
-  ASTRAI_LAUNCH(matvec, blocks, kThreads, 0, stream)(x, w, in, out, y);
+  ASTRAI_LAUNCH(matvec, blocks, kThreads, 0, stream)(x, w, in, out, y, ldy);
 }
 
 template <typename T>
-void launch_typed(const T* x, const T* w, int rows, int in, int out, float* y, cudaStream_t stream) {
+void launch_typed(const T* x, const T* w, int rows, int in, int out, float* y, int ldy, cudaStream_t stream) {
   switch (rows) {
-    case 1: return launch_rows<T, 1>(x, w, in, out, y, stream);
-    case 2: return launch_rows<T, 2>(x, w, in, out, y, stream);
-    case 3: return launch_rows<T, 3>(x, w, in, out, y, stream);
-    case 4: return launch_rows<T, 4>(x, w, in, out, y, stream);
-    case 5: return launch_rows<T, 5>(x, w, in, out, y, stream);
-    case 6: return launch_rows<T, 6>(x, w, in, out, y, stream);
-    case 7: return launch_rows<T, 7>(x, w, in, out, y, stream);
-    case 8: return launch_rows<T, 8>(x, w, in, out, y, stream);
+    case 1: return launch_rows<T, 1>(x, w, in, out, y, ldy, stream);
+    case 2: return launch_rows<T, 2>(x, w, in, out, y, ldy, stream);
+    case 3: return launch_rows<T, 3>(x, w, in, out, y, ldy, stream);
+    case 4: return launch_rows<T, 4>(x, w, in, out, y, ldy, stream);
+    case 5: return launch_rows<T, 5>(x, w, in, out, y, ldy, stream);
+    case 6: return launch_rows<T, 6>(x, w, in, out, y, ldy, stream);
+    case 7: return launch_rows<T, 7>(x, w, in, out, y, ldy, stream);
+    case 8: return launch_rows<T, 8>(x, w, in, out, y, ldy, stream);
   }
 }
 
 }  // namespace
 
-void launch_matvec(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y,
+void launch_matvec(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y, int ldy,
                    cudaStream_t stream) {
   static_assert(kMatvecMaxRows == 8, "launch_typed has a case per row count");
   if (rows < 0 || rows > kMatvecMaxRows)
     throw std::invalid_argument("launch_matvec: " + std::to_string(rows) + " rows (1 to " +
                                 std::to_string(kMatvecMaxRows) + ")");
+  if (ldy < out) throw std::invalid_argument("launch_matvec: ldy below out");
   if (rows == 0 || out == 0) return;
   ASTRAI_DISPATCH_DTYPE(dtype, launch_typed(static_cast<const Elem*>(x), static_cast<const Elem*>(w), rows, in, out,
-                                            y, stream));
+                                            y, ldy, stream));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

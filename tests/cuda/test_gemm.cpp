@@ -77,7 +77,7 @@ TEST_CASE("the mat-vec kernel is within float32's dot-product error of float64",
     const auto d_w = test::upload(w, t);
     auto d_y = test::nan_filled(size_t(rows) * size_t(out), DType::Float32);
     cuda::launch_matvec(static_cast<const char*>(d_x.get()) + size_t(shift) * cuda::dtype_size(t), d_w.get(), t,
-                        rows, in, out, d_y.as<float>(), nullptr);
+                        rows, in, out, d_y.as<float>(), out, nullptr);
     const auto y = test::download(d_y, size_t(rows) * size_t(out), DType::Float32);
     RC_ASSERT(check_against_float64(x, w, rows, in, out, y) == "");
   });
@@ -95,7 +95,7 @@ TEST_CASE("the mat-vec kernel gives a row the same bits for 1 to 8 rows", "[cuda
       for (int rows = 1; rows <= cuda::kMatvecMaxRows; ++rows) {
         const auto d_x = test::upload(test::random_values(size_t(rows) * size_t(in), 23, t), t);  // row 0 the same
         auto d_y = test::nan_filled(size_t(rows) * size_t(out), DType::Float32);
-        cuda::launch_matvec(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), nullptr);
+        cuda::launch_matvec(d_x.get(), d_w.get(), t, rows, in, out, d_y.as<float>(), out, nullptr);
         const auto y = test::download(d_y, size_t(out), DType::Float32);
         if (rows == 1) first_row = y;
         INFO(cuda::dtype_name(t) << ", in " << in << ", " << rows << " rows");

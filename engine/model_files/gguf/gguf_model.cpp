@@ -17,6 +17,7 @@
 #include "engine/model_files/architectures.h"
 #include "engine/model_files/gguf/gguf_reader.h"
 #include "engine/model_files/hf/hf_config.h"
+#include "engine/model_files/quant/dequantize.h"
 #include "engine/model_files/rope_layout.h"
 #include "reference/rope.h"
 #include "engine/tokenizer/gguf_tokenizer.h"
@@ -212,7 +213,14 @@ ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
   ModelWeights w = read_model_weights(c, tied, [&](const ModelTensor& t, const auto& shape) {
     return g.read_tensor<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.gguf_name(), shape);
   });
-  for (const auto& t : g.tensors()) w.stored[t.name] = StoredTensor{ggml_type_name(t.type), t.n_bytes};
+  for (const auto& t : g.tensors()) {
+    w.stored[t.name] = StoredTensor{ggml_type_name(t.type), t.n_bytes};
+    if (quant::can_dequantize(t.type)) {  // quantized: its blocks too, for the devices that compute on them
+      const std::span<const std::byte> data = g.tensor_data(t);
+      w.quantized[t.name] = std::make_shared<const QuantizedBlocks>(
+          QuantizedBlocks{ggml_type_name(t.type), std::vector<std::byte>(data.begin(), data.end())});
+    }
+  }
   return w;
 }
 
