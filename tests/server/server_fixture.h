@@ -23,6 +23,11 @@
 
 namespace astrai::test {
 
+// The routes the tests post to.
+inline constexpr const char* kChatPath = "/v1/chat/completions";
+inline constexpr const char* kCompletionsPath = "/v1/completions";
+inline constexpr const char* kMessagesPath = "/v1/messages";
+
 using json = nlohmann::ordered_json;
 
 // The reference executor with a gate: while paused, forward() waits.

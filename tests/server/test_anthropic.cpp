@@ -8,7 +8,6 @@
 namespace astrai::test {
 namespace {
 
-constexpr const char* kPath = "/v1/messages";
 
 std::string anthropic_reason(FinishReason r) {
   if (r == FinishReason::Length || r == FinishReason::ContextLimit) return "max_tokens";
@@ -20,7 +19,7 @@ std::string anthropic_reason(FinishReason r) {
 
 TEST_CASE("Anthropic: a whole message, field by field", "[anthropic]") {
   TestServer server;
-  const Reply reply = post(server, kPath, anthropic_body("Once upon a time", 12));
+  const Reply reply = post(server, kMessagesPath, anthropic_body("Once upon a time", 12));
   REQUIRE(reply.status == 200);
   CHECK(reply.header("Content-Type") == "application/json");
   const json body = reply.body_json();
@@ -50,7 +49,7 @@ TEST_CASE("Anthropic: system as a string or as text blocks, content as a string 
   as_blocks["system"] = json::array({{{"type", "text"}, {"text", "You tell stories."}}});
   as_blocks["messages"][0]["content"] = json::array({{{"type", "text"}, {"text", "Once upon a time"}}});
   for (const json& body : {as_strings, as_blocks}) {
-    const json reply = post(server, kPath, body).body_json();
+    const json reply = post(server, kMessagesPath, body).body_json();
     CHECK(reply["content"][0]["text"] == expected.text);
     CHECK(reply["usage"]["input_tokens"] == expected.prompt_tokens);
   }
@@ -58,8 +57,8 @@ TEST_CASE("Anthropic: system as a string or as text blocks, content as a string 
 
 TEST_CASE("Anthropic: a streamed message, event by event", "[anthropic][stream]") {
   TestServer server;
-  const json whole = post(server, kPath, anthropic_body("Once upon a time", 16)).body_json();
-  const Reply reply = post(server, kPath, anthropic_body("Once upon a time", 16, true));
+  const json whole = post(server, kMessagesPath, anthropic_body("Once upon a time", 16)).body_json();
+  const Reply reply = post(server, kMessagesPath, anthropic_body("Once upon a time", 16, true));
   REQUIRE(reply.status == 200);
   CHECK(reply.header("Content-Type").rfind("text/event-stream", 0) == 0);
   const auto events = parse_sse(reply.body);
@@ -113,7 +112,7 @@ TEST_CASE("Anthropic: stop_sequences end the text with stop_reason stop_sequence
   INFO("unstopped text: " << stop.unstopped << " | stop: " << stop.sequence);
   json body = anthropic_body("Once upon a time", 40);
   body["stop_sequences"] = json::array({stop.sequence});
-  const json whole = post(server, kPath, body).body_json();
+  const json whole = post(server, kMessagesPath, body).body_json();
   CHECK(whole["content"][0]["text"] == stop.expected_text);
   CHECK(whole["stop_reason"] == "stop_sequence");
   CHECK(whole["stop_sequence"] == stop.sequence);
@@ -121,7 +120,7 @@ TEST_CASE("Anthropic: stop_sequences end the text with stop_reason stop_sequence
   body["stream"] = true;
   std::string text;
   json message_delta;
-  for (const auto& e : parse_sse(post(server, kPath, body).body)) {
+  for (const auto& e : parse_sse(post(server, kMessagesPath, body).body)) {
     const json d = json::parse(e.data);
     if (e.event == "content_block_delta") {
       const std::string piece = d["delta"]["text"];
@@ -139,7 +138,7 @@ TEST_CASE("Anthropic: a final assistant message is continued (prefill)", "[anthr
   TestServer server;  // plain template: the prompt is the contents joined by "\n"
   json body = anthropic_body("Tell me a story.", 8);
   body["messages"].push_back({{"role", "assistant"}, {"content", "Once upon"}});
-  const json reply = post(server, kPath, body).body_json();
+  const json reply = post(server, kMessagesPath, body).body_json();
   CHECK(reply["content"][0]["text"] == engine_alone(server.engine(), "Tell me a story.\nOnce upon", 8).text);
 }
 

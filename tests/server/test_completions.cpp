@@ -13,7 +13,6 @@
 namespace astrai::test {
 namespace {
 
-constexpr const char* kPath = "/v1/completions";
 
 json completion_body(json prompt, int max_tokens, bool stream = false) {
   return {{"model", "tiny-test-model"}, {"prompt", std::move(prompt)}, {"max_tokens", max_tokens},
@@ -65,7 +64,7 @@ TEST_CASE("Completions: a greedy completion equals the engine on the same text (
   for (const std::string prompt : {"Once upon a time", "", "a b c d e f g h"}) {
     INFO("prompt '" << prompt << "'");
     const TaskOutput alone = engine_alone(server.engine(), prompt, 20);
-    const Reply reply = post(server, kPath, completion_body(prompt, 20));
+    const Reply reply = post(server, kCompletionsPath, completion_body(prompt, 20));
     REQUIRE(reply.status == 200);
     const json body = reply.body_json();
     CHECK(body["object"] == "text_completion");
@@ -81,7 +80,7 @@ TEST_CASE("Completions: a greedy completion equals the engine on the same text (
     CHECK(body["usage"]["prompt_tokens_details"]["cached_tokens"] == 0);  // contiguous cache: no sharing
 
     // Streamed, joined: the same text and ending.
-    const Reply streamed = post(server, kPath, completion_body(prompt, 20, true));
+    const Reply streamed = post(server, kCompletionsPath, completion_body(prompt, 20, true));
     REQUIRE(streamed.status == 200);
     const Joined j = join_stream(streamed.body);
     CHECK(j.done);
@@ -97,7 +96,7 @@ TEST_CASE("Completions: token ids, lists of prompts and n", "[completions]") {
   for (const std::string& t : texts) expected.push_back(engine_alone(server.engine(), t, 12).text);
 
   SECTION("a prompt of ids equals its text") {
-    const Reply reply = post(server, kPath, completion_body(server.engine().tokenize(texts[0]), 12));
+    const Reply reply = post(server, kCompletionsPath, completion_body(server.engine().tokenize(texts[0]), 12));
     REQUIRE(reply.status == 200);
     CHECK(reply.body_json()["choices"][0]["text"] == expected[0]);
   }
@@ -113,7 +112,7 @@ TEST_CASE("Completions: token ids, lists of prompts and n", "[completions]") {
         json request = completion_body(prompt, 12, stream);
         request["stream_options"] = {{"include_usage", true}};
         if (!stream) request.erase("stream_options");
-        const Reply reply = post(server, kPath, request);
+        const Reply reply = post(server, kCompletionsPath, request);
         REQUIRE(reply.status == 200);
         if (stream) {
           const Joined j = join_stream(reply.body);
@@ -134,7 +133,7 @@ TEST_CASE("Completions: token ids, lists of prompts and n", "[completions]") {
   SECTION("n choices of each prompt: index = prompt * n + choice, greedy choices all equal their prompt's") {
     json request = completion_body(json::array({texts[0], texts[1]}), 12);
     request["n"] = 2;
-    const json body = post(server, kPath, request).body_json();
+    const json body = post(server, kCompletionsPath, request).body_json();
     REQUIRE(body["choices"].size() == 4);
     for (int i = 0; i < 4; ++i) {
       CHECK(body["choices"][i]["index"] == i);
@@ -147,7 +146,7 @@ TEST_CASE("Completions: token ids, lists of prompts and n", "[completions]") {
     for (const bool stream : {false, true}) {
       json request = completion_body(json::array({server.engine().tokenize(texts[1])}), 12, stream);
       request["echo"] = true;
-      const Reply reply = post(server, kPath, request);
+      const Reply reply = post(server, kCompletionsPath, request);
       REQUIRE(reply.status == 200);
       const std::string text = stream ? join_stream(reply.body).text.at(0) : reply.body_json()["choices"][0]["text"].get<std::string>();
       CHECK(text == texts[1] + expected[1]);
@@ -159,7 +158,7 @@ TEST_CASE("Completions: legacy logprobs agree with the text, streamed and whole"
   TestServer server;
   json request = completion_body("Once upon a time", 16);
   request["logprobs"] = 3;
-  const json body = post(server, kPath, request).body_json();
+  const json body = post(server, kCompletionsPath, request).body_json();
   const json& lp = body["choices"][0]["logprobs"];
   const size_t n = body["usage"]["completion_tokens"];
   REQUIRE(lp["tokens"].size() == n);
@@ -192,7 +191,7 @@ TEST_CASE("Completions: legacy logprobs agree with the text, streamed and whole"
   if (all_whole && body["choices"][0]["finish_reason"] == "length") CHECK(joined == body["choices"][0]["text"]);
 
   request["stream"] = true;
-  const Joined j = join_stream(post(server, kPath, request).body);
+  const Joined j = join_stream(post(server, kCompletionsPath, request).body);
   CHECK(j.tokens.at(0) == lp["tokens"]);
   CHECK(j.token_logprobs.at(0) == lp["token_logprobs"]);
   CHECK(j.text_offset.at(0) == lp["text_offset"]);
@@ -204,7 +203,7 @@ TEST_CASE("Completions: unsupported and malformed requests", "[completions][erro
     for (const char* field : {"suffix", "best_of"}) {
       json request = completion_body("hi", 4);
       request[field] = field == std::string("suffix") ? json("end") : json(2);
-      const Reply reply = post(server, kPath, request);
+      const Reply reply = post(server, kCompletionsPath, request);
       CHECK(reply.status == 400);
       CHECK(reply.body_json()["error"]["type"] == "invalid_request_error");
       CHECK(reply.body_json()["error"]["message"].get<std::string>().find(field) != std::string::npos);
@@ -214,7 +213,7 @@ TEST_CASE("Completions: unsupported and malformed requests", "[completions][erro
     json request = completion_body("hi", 4);
     request["echo"] = true;
     request["logprobs"] = 1;
-    CHECK(post(server, kPath, request).status == 400);
+    CHECK(post(server, kCompletionsPath, request).status == 400);
   }
   SECTION("bad prompts: 422 at the prompt") {
     for (const json& prompt : {json(nullptr), json(3), json::array(), json::array({json::array()}),
@@ -223,7 +222,7 @@ TEST_CASE("Completions: unsupported and malformed requests", "[completions][erro
       INFO(prompt.dump());
       json request = completion_body(prompt, 4);
       if (prompt.is_null()) request.erase("prompt");
-      const Reply reply = post(server, kPath, request);
+      const Reply reply = post(server, kCompletionsPath, request);
       CHECK(reply.status == 422);
       CHECK(reply.body_json()["detail"][0]["loc"][1] == "prompt");
     }
@@ -231,7 +230,7 @@ TEST_CASE("Completions: unsupported and malformed requests", "[completions][erro
   SECTION("logprobs out of range: 422") {
     json request = completion_body("hi", 4);
     request["logprobs"] = 21;
-    CHECK(post(server, kPath, request).status == 422);
+    CHECK(post(server, kCompletionsPath, request).status == 422);
   }
 }
 
@@ -247,7 +246,7 @@ TEST_CASE("cached_tokens: the prompt tokens a prefix-cache hit served, as /stats
     std::vector<std::string> cached_field;
   };
   const std::vector<Route> routes = {
-      {kPath, completion_body(prompt, 2), {"usage", "prompt_tokens_details", "cached_tokens"}},
+      {kCompletionsPath, completion_body(prompt, 2), {"usage", "prompt_tokens_details", "cached_tokens"}},
       {"/v1/chat/completions", openai_body(prompt + "b", 2), {"usage", "prompt_tokens_details", "cached_tokens"}},
       {"/v1/messages", anthropic_body(prompt + "c", 2), {"usage", "cache_read_input_tokens"}},
   };

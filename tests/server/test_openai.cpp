@@ -10,7 +10,6 @@
 namespace astrai::test {
 namespace {
 
-constexpr const char* kPath = "/v1/chat/completions";
 
 std::string openai_reason(FinishReason r) {
   return (r == FinishReason::Length || r == FinishReason::ContextLimit) ? "length" : "stop";
@@ -20,7 +19,7 @@ std::string openai_reason(FinishReason r) {
 
 TEST_CASE("OpenAI: a whole chat completion, field by field", "[openai]") {
   TestServer server;
-  const Reply reply = post(server, kPath, openai_body("Once upon a time", 12));
+  const Reply reply = post(server, kChatPath, openai_body("Once upon a time", 12));
   REQUIRE(reply.status == 200);
   CHECK(reply.header("Content-Type") == "application/json");
   const json body = reply.body_json();
@@ -46,8 +45,8 @@ TEST_CASE("OpenAI: a whole chat completion, field by field", "[openai]") {
 
 TEST_CASE("OpenAI: finish_reason is length at max_tokens and the ids differ per response", "[openai]") {
   TestServer server;
-  const json a = post(server, kPath, openai_body("The cat", 3)).body_json();
-  const json b = post(server, kPath, openai_body("The cat", 3)).body_json();
+  const json a = post(server, kChatPath, openai_body("The cat", 3)).body_json();
+  const json b = post(server, kChatPath, openai_body("The cat", 3)).body_json();
   const TaskOutput expected = engine_alone(server.engine(), "The cat", 3);
   REQUIRE(expected.reason == FinishReason::Length);  // the precondition: no EOS within 3 tokens
   CHECK(a["choices"][0]["finish_reason"] == "length");
@@ -58,8 +57,8 @@ TEST_CASE("OpenAI: finish_reason is length at max_tokens and the ids differ per 
 
 TEST_CASE("OpenAI: a streamed chat completion, chunk by chunk", "[openai][stream]") {
   TestServer server;
-  const json whole = post(server, kPath, openai_body("Once upon a time", 16)).body_json();
-  const Reply reply = post(server, kPath, openai_body("Once upon a time", 16, true));
+  const json whole = post(server, kChatPath, openai_body("Once upon a time", 16)).body_json();
+  const Reply reply = post(server, kChatPath, openai_body("Once upon a time", 16, true));
   REQUIRE(reply.status == 200);
   CHECK(reply.header("Content-Type").rfind("text/event-stream", 0) == 0);
   const auto events = parse_sse(reply.body);
@@ -108,7 +107,7 @@ TEST_CASE("OpenAI: stream_options.include_usage as OpenAI's clients expect it", 
   SECTION("true: usage null in every chunk, then a final chunk with empty choices and the usage") {
     json body = openai_body("Hello", 6, true);
     body["stream_options"] = {{"include_usage", true}};
-    const auto events = parse_sse(post(server, kPath, body).body);
+    const auto events = parse_sse(post(server, kChatPath, body).body);
     REQUIRE(events.size() >= 4);
     REQUIRE(events.back().data == "[DONE]");
     for (size_t i = 0; i + 2 < events.size(); ++i) CHECK(json::parse(events[i].data)["usage"].is_null());
@@ -119,17 +118,17 @@ TEST_CASE("OpenAI: stream_options.include_usage as OpenAI's clients expect it", 
                                                last["usage"]["completion_tokens"].get<int>());
   }
   SECTION("true: the usage chunk's counts are the whole response's") {
-    const json whole = post(server, kPath, openai_body("Once upon a time", 16)).body_json();
+    const json whole = post(server, kChatPath, openai_body("Once upon a time", 16)).body_json();
     json body = openai_body("Once upon a time", 16, true);
     body["stream_options"] = {{"include_usage", true}};
-    const auto events = parse_sse(post(server, kPath, body).body);
+    const auto events = parse_sse(post(server, kChatPath, body).body);
     REQUIRE(events.size() >= 2);
     CHECK(json::parse(events[events.size() - 2].data)["usage"] == whole["usage"]);
   }
   SECTION("false: no usage chunk") {
     json body = openai_body("Hello", 6, true);
     body["stream_options"] = {{"include_usage", false}};
-    const auto events = parse_sse(post(server, kPath, body).body);
+    const auto events = parse_sse(post(server, kChatPath, body).body);
     REQUIRE(events.back().data == "[DONE]");
     for (size_t i = 0; i + 1 < events.size(); ++i) {
       const json c = json::parse(events[i].data);
@@ -146,13 +145,13 @@ TEST_CASE("OpenAI: a stop sequence ends the text, is not returned, and never str
 
   json whole_body = openai_body("Once upon a time", 40);
   whole_body["stop"] = stop.sequence;  // a single string
-  const json whole = post(server, kPath, whole_body).body_json();
+  const json whole = post(server, kChatPath, whole_body).body_json();
   CHECK(whole["choices"][0]["message"]["content"] == stop.expected_text);
   CHECK(whole["choices"][0]["finish_reason"] == "stop");
 
   json stream_body = openai_body("Once upon a time", 40, true);
   stream_body["stop"] = json::array({"zzzz-never", stop.sequence});  // a list
-  const auto events = parse_sse(post(server, kPath, stream_body).body);
+  const auto events = parse_sse(post(server, kChatPath, stream_body).body);
   std::string text;
   std::string finish_reason;
   for (const auto& e : events) {
@@ -180,7 +179,7 @@ TEST_CASE("OpenAI: system and developer messages, content as text parts", "[open
                                                 {{"role", "user"},
                                                  {"content", json::array({{{"type", "text"}, {"text", "Tell"}},
                                                                           {{"type", "text"}, {"text", "a story"}}})}}})}};
-  const json reply = post(server, kPath, parts).body_json();
+  const json reply = post(server, kChatPath, parts).body_json();
   const TaskOutput expected = engine_alone(server.engine(), "Be brief.\nTell\na story", 8);
   CHECK(reply["choices"][0]["message"]["content"] == expected.text);
   CHECK(reply["usage"]["prompt_tokens"] == server.engine().tokenize("Be brief.\nTell\na story").size());
@@ -193,8 +192,8 @@ TEST_CASE("OpenAI: a seeded sampled request is reproducible", "[openai]") {
   body["top_p"] = 0.95;
   body["top_k"] = 20;
   body["seed"] = 1234;
-  const json a = post(server, kPath, body).body_json();
-  const json b = post(server, kPath, body).body_json();
+  const json a = post(server, kChatPath, body).body_json();
+  const json b = post(server, kChatPath, body).body_json();
   CHECK(a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"]);
 }
 
@@ -204,11 +203,11 @@ TEST_CASE("ignore_eos (extension) generates max_tokens past the model's end", "[
   json ended;
   for (const char* candidate : {"Once upon a time", "The cat", "One day", "In the forest", "Tom and Sue", "Hello",
                                 "A", "B", "C", "D", "E", "F", "G", "H"}) {
-    ended = post(server, kPath, openai_body(candidate, 100)).body_json();
+    ended = post(server, kChatPath, openai_body(candidate, 100)).body_json();
     if (ended["choices"][0]["finish_reason"] == "stop") {
       json body = openai_body(candidate, 100);
       body["ignore_eos"] = true;
-      const json forced = post(server, kPath, body).body_json();
+      const json forced = post(server, kChatPath, body).body_json();
       CHECK(forced["choices"][0]["finish_reason"] == "length");
       CHECK(forced["usage"]["completion_tokens"] == 100);
       return;
@@ -229,14 +228,14 @@ TEST_CASE("OpenAI: max_tokens omitted means what the context leaves (as OpenAI a
   json body = openai_body("Once upon a time", 1);
   body.erase("max_tokens");
   body["ignore_eos"] = true;
-  const json reply = post(server, kPath, body).body_json();
+  const json reply = post(server, kChatPath, body).body_json();
   const int prompt_tokens = reply["usage"]["prompt_tokens"];
   CHECK(reply["usage"]["completion_tokens"] == 512 - prompt_tokens + 1);
   CHECK(reply["choices"][0]["finish_reason"] == "length");
   // Streamed, the same count.
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
-  const auto events = parse_sse(post(server, kPath, body).body);
+  const auto events = parse_sse(post(server, kChatPath, body).body);
   REQUIRE(events.size() >= 2);
   CHECK(json::parse(events[events.size() - 2].data)["usage"]["completion_tokens"] == 512 - prompt_tokens + 1);
 }

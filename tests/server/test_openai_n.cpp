@@ -17,7 +17,6 @@
 namespace astrai::test {
 namespace {
 
-constexpr const char* kPath = "/v1/chat/completions";
 constexpr int kN = 3;
 
 // A sampled (temperature 1), seeded request with logprobs and a stop
@@ -91,13 +90,13 @@ struct Compared {
 Compared request_and_singles(const TestServer& server, uint64_t seed, bool stream) {
   Compared c;
   for (int i = 0; i < kN; ++i) {
-    const Reply reply = post(server, kPath, seeded_body(seed + uint64_t(i), 1, false));
+    const Reply reply = post(server, kChatPath, seeded_body(seed + uint64_t(i), 1, false));
     REQUIRE(reply.status == 200);
     c.alone.push_back(reply.body_json());
     c.completion_sum += c.alone.back()["usage"]["completion_tokens"].get<int>();
   }
   c.prompt_tokens = c.alone[0]["usage"]["prompt_tokens"];
-  const Reply reply = post(server, kPath, seeded_body(seed, kN, stream));
+  const Reply reply = post(server, kChatPath, seeded_body(seed, kN, stream));
   REQUIRE(reply.status == 200);
   c.body = reply.body;
   return c;
@@ -163,7 +162,7 @@ TEST_CASE("OpenAI n: /stats counts the prompt once and the forks' positions", "[
   TestServer server(options);
   const json before = server.wait_until_idle();
   CHECK(before["forked_prompt_tokens"] == 0);
-  const json reply = post(server, kPath, seeded_body(5, 4, false)).body_json();
+  const json reply = post(server, kChatPath, seeded_body(5, 4, false)).body_json();
   const json after = server.wait_until_idle();
   const int prompt = reply["usage"]["prompt_tokens"];
   // A fresh server has nothing cached, so the prompt is computed exactly
@@ -182,7 +181,7 @@ TEST_CASE("OpenAI n: bad values are 422 naming n; more than the running places i
     INFO(bad.dump());
     json body = openai_body("Hi", 4);
     body["n"] = bad;
-    const Reply reply = post(server, kPath, body);
+    const Reply reply = post(server, kChatPath, body);
     REQUIRE(reply.status == 422);
     bool named = false;
     const json detail = reply.body_json()["detail"];
@@ -192,14 +191,14 @@ TEST_CASE("OpenAI n: bad values are 422 naming n; more than the running places i
   const json before = server.wait_until_idle();
   json body = openai_body("Hi", 4);
   body["n"] = 5;  // the 5 choices run together; the server runs 4 requests at once
-  const Reply refused = post(server, kPath, body);
+  const Reply refused = post(server, kChatPath, body);
   CHECK(refused.status == 400);
   const std::string message = refused.body_json()["error"]["message"];
   CHECK(message.find("n = 5") != std::string::npos);
   CHECK(message.find("at most 4") != std::string::npos);
   CHECK(server.wait_until_idle()["total_tasks"] == before["total_tasks"]);  // nothing was queued
   body["n"] = 4;  // exactly the limit is served
-  const Reply served = post(server, kPath, body);
+  const Reply served = post(server, kChatPath, body);
   REQUIRE(served.status == 200);
   CHECK(served.body_json()["choices"].size() == 4);
   // Anthropic's Messages has no n: the field is ignored, as any unknown one.
@@ -225,7 +224,7 @@ TEST_CASE("OpenAI n: a client that leaves a streamed n-request cancels every cho
   const uint64_t cancels_before = server.engine().get_stats().cancel_requests;
   server.executor().pause();
   server.executor().allow(4);
-  CHECK_FALSE(read_then_disconnect(server, kPath, body, 4).empty());
+  CHECK_FALSE(read_then_disconnect(server, kChatPath, body, 4).empty());
   server.wait_for_cancel_requests(cancels_before + kN);  // one cancel() per choice
   server.executor().resume();
   const json stats = server.wait_until_idle();
@@ -240,7 +239,7 @@ TEST_CASE("OpenAI n: a client that leaves a streamed n-request cancels every cho
   CHECK(stats["total_tokens"].get<uint64_t>() - tokens_before < 200);
   // The server goes on serving.
   CHECK(get(server, "/health").status == 200);
-  const Reply next = post(server, kPath, openai_body("Hi", 4));
+  const Reply next = post(server, kChatPath, openai_body("Hi", 4));
   CHECK(next.status == 200);
 }
 

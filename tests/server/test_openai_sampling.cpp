@@ -15,7 +15,6 @@
 namespace astrai::test {
 namespace {
 
-constexpr const char* kPath = "/v1/chat/completions";
 
 // The greedy reference loop on the test model, keeping each step's raw row.
 struct RawSteps {
@@ -72,7 +71,7 @@ TEST_CASE("OpenAI: logprobs and top_logprobs are the log-softmax of the raw logi
   TestServer server;
   const int n = 10, top = 3;
   const json body = with(with(openai_body("Once upon a time", n), "logprobs", true), "top_logprobs", top);
-  const Reply reply = post(server, kPath, body);
+  const Reply reply = post(server, kChatPath, body);
   REQUIRE(reply.status == 200);
   const json whole = reply.body_json();
   const json& content = whole["choices"][0]["logprobs"]["content"];
@@ -97,7 +96,7 @@ TEST_CASE("OpenAI: logprobs and top_logprobs are the log-softmax of the raw logi
   }
 
   // Streamed: the chunks' entries, joined, are the whole response's.
-  const Reply streamed = post(server, kPath, with(body, "stream", true));
+  const Reply streamed = post(server, kChatPath, with(body, "stream", true));
   REQUIRE(streamed.status == 200);
   json entries = json::array();
   for (const SseEvent& e : parse_sse(streamed.body)) {
@@ -111,7 +110,7 @@ TEST_CASE("OpenAI: logprobs and top_logprobs are the log-softmax of the raw logi
   CHECK(entries == content);
 
   // Without logprobs: null, as OpenAI sends it.
-  CHECK(post(server, kPath, openai_body("Once upon a time", 3)).body_json()["choices"][0]["logprobs"].is_null());
+  CHECK(post(server, kChatPath, openai_body("Once upon a time", 3)).body_json()["choices"][0]["logprobs"].is_null());
 }
 
 TEST_CASE("OpenAI: penalties, bias, min_p and stop_token_ids reach the engine as given", "[openai][penalties]") {
@@ -128,7 +127,7 @@ TEST_CASE("OpenAI: penalties, bias, min_p and stop_token_ids reach the engine as
   body["seed"] = 1234;
   body["logit_bias"] = {{std::to_string(plain.tokens[0]), -100}, {"7", 2.5}};
   body["stop_token_ids"] = json::array({plain.tokens[3]});
-  const Reply reply = post(server, kPath, body);
+  const Reply reply = post(server, kChatPath, body);
   REQUIRE(reply.status == 200);
 
   GenerationRequest direct;  // the same request, to the engine
@@ -154,22 +153,22 @@ TEST_CASE("OpenAI: bad sampling and logprobs fields are 422 naming the field", "
   TestServer server;
   const json base = openai_body("hi", 2);
   const auto loc = [](auto... steps) { return json::array({"body", steps...}); };
-  check_422(post(server, kPath, with(base, "presence_penalty", 2.5)), loc("presence_penalty"), "less_than_equal");
-  check_422(post(server, kPath, with(base, "frequency_penalty", -3)), loc("frequency_penalty"), "greater_than_equal");
-  check_422(post(server, kPath, with(base, "frequency_penalty", "x")), loc("frequency_penalty"), "float_type");
-  check_422(post(server, kPath, with(base, "repetition_penalty", 0)), loc("repetition_penalty"), "greater_than");
-  check_422(post(server, kPath, with(base, "min_p", 1.5)), loc("min_p"), "less_than_equal");
-  check_422(post(server, kPath, with(base, "logit_bias", json::array())), loc("logit_bias"), "dict_type");
-  check_422(post(server, kPath, with(base, "logit_bias", {{"abc", 1}})), loc("logit_bias", "abc"), "int_parsing");
-  check_422(post(server, kPath, with(base, "logit_bias", {{"5", 101}})), loc("logit_bias", "5"), "less_than_equal");
-  check_422(post(server, kPath, with(base, "logit_bias", {{"999999", 1}})), loc("logit_bias", "999999"), "less_than");
-  check_422(post(server, kPath, with(base, "logprobs", "yes")), loc("logprobs"), "bool_type");
-  check_422(post(server, kPath, with(with(base, "logprobs", true), "top_logprobs", 21)), loc("top_logprobs"),
+  check_422(post(server, kChatPath, with(base, "presence_penalty", 2.5)), loc("presence_penalty"), "less_than_equal");
+  check_422(post(server, kChatPath, with(base, "frequency_penalty", -3)), loc("frequency_penalty"), "greater_than_equal");
+  check_422(post(server, kChatPath, with(base, "frequency_penalty", "x")), loc("frequency_penalty"), "float_type");
+  check_422(post(server, kChatPath, with(base, "repetition_penalty", 0)), loc("repetition_penalty"), "greater_than");
+  check_422(post(server, kChatPath, with(base, "min_p", 1.5)), loc("min_p"), "less_than_equal");
+  check_422(post(server, kChatPath, with(base, "logit_bias", json::array())), loc("logit_bias"), "dict_type");
+  check_422(post(server, kChatPath, with(base, "logit_bias", {{"abc", 1}})), loc("logit_bias", "abc"), "int_parsing");
+  check_422(post(server, kChatPath, with(base, "logit_bias", {{"5", 101}})), loc("logit_bias", "5"), "less_than_equal");
+  check_422(post(server, kChatPath, with(base, "logit_bias", {{"999999", 1}})), loc("logit_bias", "999999"), "less_than");
+  check_422(post(server, kChatPath, with(base, "logprobs", "yes")), loc("logprobs"), "bool_type");
+  check_422(post(server, kChatPath, with(with(base, "logprobs", true), "top_logprobs", 21)), loc("top_logprobs"),
             "less_than_equal");
-  check_422(post(server, kPath, with(base, "top_logprobs", 2)), loc("top_logprobs"), "value_error");
-  check_422(post(server, kPath, with(base, "stop_token_ids", json::array({-1}))), loc("stop_token_ids", 0),
+  check_422(post(server, kChatPath, with(base, "top_logprobs", 2)), loc("top_logprobs"), "value_error");
+  check_422(post(server, kChatPath, with(base, "stop_token_ids", json::array({-1}))), loc("stop_token_ids", 0),
             "greater_than_equal");
-  check_422(post(server, kPath, with(base, "stop_token_ids", json::array({3, 999999}))), loc("stop_token_ids", 1),
+  check_422(post(server, kChatPath, with(base, "stop_token_ids", json::array({3, 999999}))), loc("stop_token_ids", 1),
             "less_than");
   // The edges are accepted.
   json edges = base;
@@ -179,7 +178,7 @@ TEST_CASE("OpenAI: bad sampling and logprobs fields are 422 naming the field", "
   edges["logit_bias"] = {{"3", -100}, {"4", 100}};
   edges["logprobs"] = true;
   edges["top_logprobs"] = 20;
-  CHECK(post(server, kPath, edges).status == 200);
+  CHECK(post(server, kChatPath, edges).status == 200);
 }
 
 TEST_CASE("Anthropic: metadata and unknown fields are accepted and ignored", "[anthropic]") {

@@ -16,7 +16,6 @@
 namespace astrai::test {
 namespace {
 
-constexpr const char* kPath = "/v1/chat/completions";
 
 // A schema whose every instance is short (no free-length string or number),
 // so that a random model always finishes it.
@@ -96,12 +95,12 @@ TEST_CASE("response_format json_schema: every sampled reply is an instance; stre
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     json body = sampled_body(seed);
     body["response_format"] = json_schema_format(kColorSchema, seed % 2 == 0);  // strict false is enforced too
-    const Reply whole = post(server, kPath, body);
+    const Reply whole = post(server, kChatPath, body);
     const std::string content = content_of(whole);
     check_color_reply(content);
     CHECK(whole.body_json()["choices"][0]["finish_reason"] == "stop");
     body["stream"] = true;
-    const auto [text, reason] = streamed(post(server, kPath, body));
+    const auto [text, reason] = streamed(post(server, kChatPath, body));
     CHECK(text == content);
     CHECK(reason == "stop");
   }
@@ -116,7 +115,7 @@ TEST_CASE("json_object, guided_json and structured_outputs.json give JSON object
     json body = sampled_body(seed);
     body["response_format"] = {{"type", "json_object"}};
     body["max_tokens"] = 400;
-    const Reply reply = post(server, kPath, body);
+    const Reply reply = post(server, kChatPath, body);
     const std::string content = content_of(reply);
     if (reply.body_json()["choices"][0]["finish_reason"] == "stop") {  // a random model may also run out of tokens
       INFO(content);
@@ -125,14 +124,14 @@ TEST_CASE("json_object, guided_json and structured_outputs.json give JSON object
   }
   json guided = sampled_body(9);
   guided["guided_json"] = kColorSchema;
-  check_color_reply(content_of(post(server, kPath, guided)));
+  check_color_reply(content_of(post(server, kChatPath, guided)));
   json so = sampled_body(10);
   so["structured_outputs"] = {{"json", kColorSchema.dump()}};  // the schema's text is accepted too
-  check_color_reply(content_of(post(server, kPath, so)));
+  check_color_reply(content_of(post(server, kChatPath, so)));
   json text = sampled_body(11);
   text["response_format"] = {{"type", "text"}};
   text["max_tokens"] = 5;
-  CHECK(post(server, kPath, text).status == 200);  // no constraint
+  CHECK(post(server, kChatPath, text).status == 200);  // no constraint
 }
 
 TEST_CASE("regex and choice constraints: full matches and listed strings, with n > 1 and logprobs",
@@ -143,7 +142,7 @@ TEST_CASE("regex and choice constraints: full matches and listed strings, with n
     json body = sampled_body(seed);
     body[seed % 2 ? "guided_regex" : "structured_outputs"] =
         seed % 2 ? json(pattern) : json{{"regex", pattern}};
-    const std::string content = content_of(post(server, kPath, body));
+    const std::string content = content_of(post(server, kChatPath, body));
     INFO(content);
     CHECK(std::regex_match(content, std::regex(pattern)));
   }
@@ -153,7 +152,7 @@ TEST_CASE("regex and choice constraints: full matches and listed strings, with n
   body["logprobs"] = true;
   body["top_logprobs"] = 2;
   body["structured_outputs"] = {{"choice", json(choices)}};
-  const Reply reply = post(server, kPath, body);
+  const Reply reply = post(server, kChatPath, body);
   for (int i = 0; i < 3; ++i) {
     CHECK(choices.count(content_of(reply, i)) == 1);
     const json choice = reply.body_json()["choices"][i];
@@ -162,7 +161,7 @@ TEST_CASE("regex and choice constraints: full matches and listed strings, with n
   }
   json guided = sampled_body(78);
   guided["guided_choice"] = json(choices);
-  CHECK(choices.count(content_of(post(server, kPath, guided))) == 1);
+  CHECK(choices.count(content_of(post(server, kChatPath, guided))) == 1);
 }
 
 TEST_CASE("structured output fields: bad shapes are 422 naming the field, refused schemas 400 naming the keyword",
@@ -174,33 +173,33 @@ TEST_CASE("structured output fields: bad shapes are 422 naming the field, refuse
     body[field] = std::move(value);
     return body;
   };
-  check_422(post(server, kPath, with("response_format", "json")), json::array({"body", "response_format"}));
-  check_422(post(server, kPath, with("response_format", {{"type", "xml"}})),
+  check_422(post(server, kChatPath, with("response_format", "json")), json::array({"body", "response_format"}));
+  check_422(post(server, kChatPath, with("response_format", {{"type", "xml"}})),
             json::array({"body", "response_format", "type"}));
-  check_422(post(server, kPath, with("response_format", {{"type", "json_schema"}})),
+  check_422(post(server, kChatPath, with("response_format", {{"type", "json_schema"}})),
             json::array({"body", "response_format", "json_schema"}));
-  check_422(post(server, kPath, with("response_format", json_schema_format(json::array({1})))),
+  check_422(post(server, kChatPath, with("response_format", json_schema_format(json::array({1})))),
             json::array({"body", "response_format", "json_schema", "schema"}));
-  check_422(post(server, kPath, with("guided_choice", json::array())), json::array({"body", "guided_choice"}));
-  check_422(post(server, kPath, with("guided_choice", json::array({"a", 1}))),
+  check_422(post(server, kChatPath, with("guided_choice", json::array())), json::array({"body", "guided_choice"}));
+  check_422(post(server, kChatPath, with("guided_choice", json::array({"a", 1}))),
             json::array({"body", "guided_choice", 1}));
-  check_422(post(server, kPath, with("guided_regex", 5)), json::array({"body", "guided_regex"}));
-  check_422(post(server, kPath, with("structured_outputs", json::object())), json::array({"body", "structured_outputs"}));
-  check_422(post(server, kPath, with("structured_outputs", {{"regex", "a"}, {"choice", {"a"}}})),
+  check_422(post(server, kChatPath, with("guided_regex", 5)), json::array({"body", "guided_regex"}));
+  check_422(post(server, kChatPath, with("structured_outputs", json::object())), json::array({"body", "structured_outputs"}));
+  check_422(post(server, kChatPath, with("structured_outputs", {{"regex", "a"}, {"choice", {"a"}}})),
             json::array({"body", "structured_outputs"}));
-  check_422(post(server, kPath, with("guided_json", "{not json")), json::array({"body", "guided_json"}));
+  check_422(post(server, kChatPath, with("guided_json", "{not json")), json::array({"body", "guided_json"}));
   json two = with("guided_regex", "a+");
   two["guided_choice"] = {"a"};
-  check_422(post(server, kPath, two), json::array({"body", "guided_choice"}));
+  check_422(post(server, kChatPath, two), json::array({"body", "guided_choice"}));
 
   // The grammar's refusals: 400 with the keyword and its JSON pointer.
-  check_400_naming(post(server, kPath, with("response_format", json_schema_format(json::parse(
+  check_400_naming(post(server, kChatPath, with("response_format", json_schema_format(json::parse(
                                                                    R"({"type":"object","properties":{"a":{"not":{}}}})")))),
                    "not", "/properties/a/not");
-  check_400_naming(post(server, kPath, with("guided_json", json::parse(R"({"type":"strnig"})"))), "type", "/type");
-  check_400_naming(post(server, kPath, with("guided_json", json::parse(R"({"$ref":"#/$defs/missing"})"))), "$ref",
+  check_400_naming(post(server, kChatPath, with("guided_json", json::parse(R"({"type":"strnig"})"))), "type", "/type");
+  check_400_naming(post(server, kChatPath, with("guided_json", json::parse(R"({"$ref":"#/$defs/missing"})"))), "$ref",
                    "/$ref");
-  CHECK(post(server, kPath, with("guided_regex", "(unclosed")).status == 400);
+  CHECK(post(server, kChatPath, with("guided_regex", "(unclosed")).status == 400);
   server.wait_until_idle();
 }
 
