@@ -175,6 +175,27 @@ TEST_CASE("real vocabularies: instances accepted token by token, random walks va
   check_completeness(*v, *compiled, text, ids, "byte fallback");
 }
 
+// A random walk of a recursive schema can nest deeply: python3-jsonschema
+// recurses about ten frames a level, past Python's default limit near 200
+// levels, and the validator then died (a CI run's "the validator failed"
+// with no verdicts). It raises its limit and judges each case apart.
+TEST_CASE("python3-jsonschema judges instances nested 400 levels deep", "[grammar][walks]") {
+  const OrderedJson tree = OrderedJson::parse(kRealisticSchemas[2]);
+  std::string deep = R"({"label": "a", "children": []})", wrong = R"({"label": "toolong", "children": []})";
+  for (int i = 0; i < 400; ++i) {
+    deep = R"({"label": "a", "children": [)" + deep + "]}";
+    wrong = R"({"label": "a", "children": [)" + wrong + "]}";
+  }
+  const auto verdicts = astrai::test::validate_with_python({{tree, deep}, {tree, wrong}});
+  if (verdicts.empty()) {
+    ASTRAI_MISSING("python3-jsonschema (apt install python3-jsonschema; scripts/install-deps.sh)");
+    return;
+  }
+  REQUIRE(verdicts.size() == 2);
+  CHECK(verdicts[0] == "ok");
+  CHECK(verdicts[1].starts_with("invalid: "));  // the label over maxLength 5, 400 levels down
+}
+
 // Runs after the three above (Catch2 runs cases in declaration order): one
 // python3 process validates every instance and every walk's output.
 TEST_CASE("real vocabularies: python3-jsonschema validates every output", "[grammar][walks]") {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 #include <string>
@@ -55,16 +56,25 @@ inline std::vector<std::string> random_chunks(const std::string& text, std::mt19
 // returns one verdict per pair ("ok" or "invalid: ..."), or an empty vector
 // when python3-jsonschema is missing.
 inline std::vector<std::string> validate_with_python(const std::vector<std::pair<nlohmann::ordered_json, std::string>>& cases) {
+  // Files of their own per batch, kept: a failed batch's input stays for a rerun.
+  static int batches = 0;
   const auto dir = scratch_dir();
-  const auto input = dir / "grammar_instances.jsonl", output = dir / "grammar_verdicts.txt";
+  const std::string stem = "grammar_batch" + std::to_string(++batches);
+  const auto input = dir / (stem + ".jsonl"), output = dir / (stem + ".verdicts"), errors = dir / (stem + ".stderr");
   {
     std::ofstream f(input);
     for (const auto& [schema, text] : cases) f << nlohmann::ordered_json{{"schema", schema}, {"text", text}}.dump() << "\n";
   }
   if (std::system("python3 -c 'import jsonschema' 2>/dev/null") != 0) return {};
   const std::string script = (source_root() / "tests/engine/grammar/validate_instances.py").string();
-  const std::string cmd = "python3 '" + script + "' '" + input.string() + "' > '" + output.string() + "'";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("the validator failed: " + cmd);
+  const std::string cmd =
+      "python3 '" + script + "' '" + input.string() + "' > '" + output.string() + "' 2> '" + errors.string() + "'";
+  if (const int status = std::system(cmd.c_str()); status != 0) {
+    std::ifstream e(errors);
+    const std::string stderr_text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    throw std::runtime_error("the validator failed (status " + std::to_string(status) + "): " + cmd + "\n" +
+                             stderr_text.substr(stderr_text.size() > 2000 ? stderr_text.size() - 2000 : 0));
+  }
   std::vector<std::string> verdicts;
   std::ifstream f(output);
   for (std::string line; std::getline(f, line);) verdicts.push_back(line);

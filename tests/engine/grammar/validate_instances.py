@@ -26,18 +26,28 @@ def lower_nullable(s):
     return s
 
 
+def verdict(case):
+    try:
+        instance = json.loads(case["text"])
+    except ValueError as e:
+        return f"invalid: not JSON: {e}"
+    validator = jsonschema.Draft202012Validator(lower_nullable(case["schema"]))
+    errors = sorted(validator.iter_errors(instance), key=str)
+    return "ok" if not errors else "invalid: " + errors[0].message.replace("\n", " ")[:300]
+
+
 def main():
+    # Verdicts hold the instance's text (any Unicode) whatever the locale;
+    # random walks may nest deeper than Python's default recursion limit.
+    sys.stdout.reconfigure(encoding="utf-8")
+    sys.setrecursionlimit(20000)
     with open(sys.argv[1], encoding="utf-8") as f:
         for line in f:
             case = json.loads(line)
             try:
-                instance = json.loads(case["text"])
-            except ValueError as e:
-                print(f"invalid: not JSON: {e}")
-                continue
-            validator = jsonschema.Draft202012Validator(lower_nullable(case["schema"]))
-            errors = sorted(validator.iter_errors(instance), key=str)
-            print("ok" if not errors else "invalid: " + errors[0].message.replace("\n", " ")[:300])
+                print(verdict(case))
+            except Exception as e:  # a validator failure is this case's verdict, not the batch's end
+                print(f"validator error: {type(e).__name__}: {str(e)[:300]}".replace("\n", " "))
 
 
 main()
