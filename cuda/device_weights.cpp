@@ -225,38 +225,31 @@ size_t DeviceWeights::bytes() const {
   return n;
 }
 
+template <typename F>
+void DeviceWeights::for_each_matrix(F&& f) const {
+  for (const DeviceLayerWeights& L : layers_)
+    for (const DeviceMatrix* m : {&L.wqkv, &L.wo, &L.w_gate_up, &L.w_down}) f(*m);
+  f(classifier_);
+}
+
 int DeviceWeights::widest_quantized_cols() const {
   int widest = 0;
-  auto see = [&](const DeviceMatrix& m) {
+  for_each_matrix([&](const DeviceMatrix& m) {
     if (m.quantized()) widest = std::max(widest, m.cols);
-  };
-  for (const DeviceLayerWeights& L : layers_) {
-    see(L.wqkv);
-    see(L.wo);
-    see(L.w_gate_up);
-    see(L.w_down);
-  }
-  see(classifier_);
+  });
   return widest;
 }
 
 std::string DeviceWeights::describe() const {
   std::map<std::string, int> counts;
   int matrices = 0;
-  auto see = [&](const DeviceMatrix& m) {
+  for_each_matrix([&](const DeviceMatrix& m) {
     for (const WeightPart& p : m.parts)
       if (p.quant) {
         ++counts[std::string(quant_format_info(*p.quant).name)];
         ++matrices;
       }
-  };
-  for (const DeviceLayerWeights& L : layers_) {
-    see(L.wqkv);
-    see(L.wo);
-    see(L.w_gate_up);
-    see(L.w_down);
-  }
-  see(classifier_);
+  });
   std::string s = format_mib(bytes());
   if (matrices == 0) return s + " in " + dtype_name(dtype_);
   std::string types;

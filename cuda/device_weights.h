@@ -64,6 +64,10 @@ class DeviceWeights {
   const DeviceMatrix& classifier() const { return classifier_; }  // [vocab, dim]
 
  private:
+  // f(matrix) for every linear layer's matrix and the classifier.
+  template <typename F>
+  void for_each_matrix(F&& f) const;
+
   DType dtype_;
   DeviceBuffer embedding_;
   std::vector<DeviceLayerWeights> layers_;

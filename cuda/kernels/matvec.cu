@@ -31,13 +31,14 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
+#include "cuda/kernels/matvec_lanes.cuh"
 
 namespace astrai::cuda {
 namespace {
 
-constexpr int kLanes = 16;    // lanes per output: a load of W is 16 x 16 = 256 contiguous bytes
-constexpr int kOutputs = 8;   // outputs per block: a row's 8 results are one 32-byte store
-constexpr int kThreads = kLanes * kOutputs;
+using matvec_lanes::kLanes;    // lanes per output: a load of W is 16 x 16 = 256 contiguous bytes
+using matvec_lanes::kOutputs;
+using matvec_lanes::kThreads;
 
 // 16 bytes of T: the elements one lane loads at once.
 template <typename T>
@@ -112,20 +113,7 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const T* __restrict__ 
     for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
   }
   __syncthreads();
-  // Thread t < kRows * kOutputs sums row r's 16 lane sums of output j0 + i by
-  // a fixed pairwise tree (lane q + lane q + 8, then + 4, + 2, + 1), and the
-  // kOutputs threads of a row store their consecutive outputs together.
-  const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
-  if (r < kRows && j0 + i < out) {
-    float v[kLanes];
-#pragma unroll
-    for (int q = 0; q < kLanes; ++q) v[q] = partial[r][i][q];
-#pragma unroll
-    for (int width = kLanes / 2; width > 0; width /= 2)
-#pragma unroll
-      for (int q = 0; q < width; ++q) v[q] = __fadd_rn(v[q], v[q + width]);
-    y[size_t(r) * size_t(ldy) + size_t(j0 + i)] = v[0];
-  }
+  matvec_lanes::store_row_sums<kRows>(partial, j0, out, y, ldy);
 }
 
 template <typename T, int kRows>

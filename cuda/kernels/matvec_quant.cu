@@ -27,14 +27,15 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
+#include "cuda/kernels/matvec_lanes.cuh"
 #include "cuda/kernels/quant_codec.cuh"
 
 namespace astrai::cuda {
 namespace {
 
-constexpr int kLanes = 16;
-constexpr int kOutputs = 8;
-constexpr int kThreads = kLanes * kOutputs;
+using matvec_lanes::kLanes;    // lanes per output
+using matvec_lanes::kOutputs;
+using matvec_lanes::kThreads;
 
 template <typename T, QuantFormat F, int kRows>
 __global__ void __launch_bounds__(kThreads) matvec_quant_kernel(const T* __restrict__ x, const uint8_t* __restrict__ w,
@@ -65,17 +66,7 @@ __global__ void __launch_bounds__(kThreads) matvec_quant_kernel(const T* __restr
     for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
   }
   __syncthreads();
-  const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
-  if (r < kRows && j0 + i < out) {
-    float v[kLanes];
-#pragma unroll
-    for (int q = 0; q < kLanes; ++q) v[q] = partial[r][i][q];
-#pragma unroll
-    for (int width = kLanes / 2; width > 0; width /= 2)
-#pragma unroll
-      for (int q = 0; q < width; ++q) v[q] = __fadd_rn(v[q], v[q + width]);
-    y[size_t(r) * size_t(ldy) + size_t(j0 + i)] = v[0];
-  }
+  matvec_lanes::store_row_sums<kRows>(partial, j0, out, y, ldy);
 }
 
 template <typename T, QuantFormat F, int kRows>
