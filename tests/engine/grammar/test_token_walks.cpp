@@ -64,27 +64,6 @@ void check_completeness(const Vocab& v, const CompiledConstraint& compiled, cons
   REQUIRE(c->can_end());
 }
 
-// A random walk; returns the text when it ended (EOS chosen, or only EOS allowed).
-std::optional<std::string> random_walk(const Vocab& v, const CompiledConstraint& compiled, std::mt19937_64& rng,
-                                       int max_steps) {
-  auto c = compiled.start();
-  std::vector<uint32_t> mask(bitmask_words(v.vocab.size()));
-  std::vector<int> allowed;
-  std::string text;
-  for (int step = 0; step < max_steps; ++step) {
-    c->fill_next_token_mask(mask);
-    allowed.clear();
-    for (size_t t = 0; t < v.vocab.size(); ++t)
-      if (mask[t / 32] >> (t % 32) & 1u) allowed.push_back(int(t));
-    REQUIRE(!allowed.empty());  // a live state always allows something (EOS at least)
-    const int pick = allowed[rng() % allowed.size()];
-    REQUIRE(c->accept_token(pick));
-    if (v.vocab.is_end(pick)) return text;
-    text += v.vocab.bytes(pick);
-  }
-  return std::nullopt;
-}
-
 // The real tokenizer's ids of `text`. A SentencePiece encode() adds its dummy
 // prefix space; a newline in front (a byte-fallback piece that never merges
 // with its neighbours) takes it, and the ids up to that newline are dropped.
@@ -137,7 +116,7 @@ void run_vocabulary(const std::string& name, uint64_t seed) {
       check_completeness(*v, *compiled, text, split, "random split");
     }
     for (int k = 0; k < (astrai::test::kSanitizedBuild ? 1 : 3); ++k)
-      if (const auto out = random_walk(*v, *compiled, rng, 300)) {
+      if (const auto out = astrai::test::random_walk(v->vocab, *compiled, rng, 300)) {
         ++finished;
         INFO("walk output " << *out);
         REQUIRE_NOTHROW(nlohmann::json::parse(*out));

@@ -129,25 +129,6 @@ std::vector<std::pair<OrderedJson, std::string>>& validation_batch() {
   return batch;
 }
 
-std::optional<std::string> random_walk(const Vocab& v, const CompiledConstraint& compiled, std::mt19937_64& rng, int max_steps) {
-  auto c = compiled.start();
-  std::vector<uint32_t> mask(bitmask_words(v.vocab.size()));
-  std::vector<int> allowed;
-  std::string text;
-  for (int step = 0; step < max_steps; ++step) {
-    c->fill_next_token_mask(mask);
-    allowed.clear();
-    for (size_t t = 0; t < v.vocab.size(); ++t)
-      if (mask[t / 32] >> (t % 32) & 1u) allowed.push_back(int(t));
-    REQUIRE(!allowed.empty());
-    const int pick = allowed[rng() % allowed.size()];
-    REQUIRE(c->accept_token(pick));
-    if (v.vocab.is_end(pick)) return text;
-    text += v.vocab.bytes(pick);
-  }
-  return std::nullopt;
-}
-
 void check_accepted(const Vocab& v, const CompiledConstraint& compiled, const std::string& text) {
   INFO("written: " << text);
   const std::vector<int> ids = v.tokenizer->encode(text, false);
@@ -212,7 +193,7 @@ void run(const std::string& vocab_name, const Format& format, uint64_t seed) {
       check_accepted(v, *compiled, text);
     }
     for (int w = 0; w < (astrai::test::kSanitizedBuild ? 1 : 3); ++w, ++walks)
-      if (const auto out = random_walk(v, *compiled, rng, 1500)) {
+      if (const auto out = astrai::test::random_walk(v.vocab, *compiled, rng, 1500)) {
         ++finished;
         check_parsed(format, tools, single, *out);
       }

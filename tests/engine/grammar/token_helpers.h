@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <iterator>
 #include <random>
 #include <set>
@@ -34,6 +35,30 @@ inline std::vector<int> brute_force_ids(const astrai::grammar::TokenConstraint& 
   for (size_t t = 0; t < vocab_size; ++t)
     if (c.fork()->accept_token(int(t))) ids.push_back(int(t));
   return ids;
+}
+
+// A random walk through the masks (a uniformly random allowed token each
+// step, as temperature-1 sampling of a model with flat logits); the text
+// when the walk chose EOS, nullopt after max_steps.
+inline std::optional<std::string> random_walk(const astrai::grammar::TokenVocabulary& vocab,
+                                              const astrai::grammar::CompiledConstraint& compiled,
+                                              std::mt19937_64& rng, int max_steps) {
+  auto c = compiled.start();
+  std::vector<uint32_t> mask(astrai::grammar::bitmask_words(vocab.size()));
+  std::vector<int> allowed;
+  std::string text;
+  for (int step = 0; step < max_steps; ++step) {
+    c->fill_next_token_mask(mask);
+    allowed.clear();
+    for (size_t t = 0; t < vocab.size(); ++t)
+      if (mask[t / 32] >> (t % 32) & 1u) allowed.push_back(int(t));
+    REQUIRE(!allowed.empty());  // a live state always allows something (EOS at least)
+    const int pick = allowed[rng() % allowed.size()];
+    REQUIRE(c->accept_token(pick));
+    if (vocab.is_end(pick)) return text;
+    text += vocab.bytes(pick);
+  }
+  return std::nullopt;
 }
 
 // Splits text into pieces at code point boundaries, randomly.
