@@ -59,6 +59,7 @@ class DevicePageCache final : public PagedKVCache {
   DevicePageCache(const ModelConfig& config, int n_pages, int page_size, DType dtype);
 
   KVCacheView& view() override { return view_; }
+  size_t storage_bytes() const override { return keys_.bytes() + values_.bytes(); }  // device memory
 
   const ModelConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }

@@ -136,6 +136,10 @@ class InferenceEngine {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelConfig& model_config() const { return scheduler_->model_config(); }
   std::string executor_name() const { return scheduler_->executor_name(); }
+  // Memory the model's weights and the KV cache's storage take where the
+  // executor keeps them (device memory for the CUDA backend).
+  size_t weights_bytes() const { return scheduler_->weights_bytes(); }
+  size_t kv_cache_bytes() const { return scheduler_->kv_cache_bytes(); }
 
  private:
   // Checks the parts and starts the scheduler (shared by the constructors).

@@ -80,7 +80,9 @@ const char* status_text(int status) {
   }
 }
 
-json stats_json(const SchedulerStats& s, const ConnectionManager::Counts& http) {
+// memory: where the model runs ("cuda-bf16", "cpu-reference") and the bytes
+// its weights and KV cache take there (device memory on a GPU).
+json stats_json(const SchedulerStats& s, const ConnectionManager::Counts& http, const InferenceEngine& engine) {
   return {{"total_tasks", s.total_tasks},
           {"total_tokens", s.total_tokens},
           {"active_tasks", s.active_tasks},
@@ -101,7 +103,11 @@ json stats_json(const SchedulerStats& s, const ConnectionManager::Counts& http) 
           {"http",
            {{"connections_open", http.open},
             {"heads_timed_out", http.timed_out},
-            {"heads_refused", http.refused}}}};
+            {"heads_refused", http.refused}}},
+          {"memory",
+           {{"backend", engine.executor_name()},
+            {"weights_bytes", engine.weights_bytes()},
+            {"kv_cache_bytes", engine.kv_cache_bytes()}}}};
 }
 
 // One entry that both SDKs read: OpenAI's {id, object, created, owned_by}
@@ -208,7 +214,8 @@ void HttpServer::install_routes() {
     if (!authorized(req, res)) return;
     if (auto model = loaded_model(res))
       send_json(res, 200, stats_json(model->engine->get_stats(),
-                                     connections_ ? connections_->counts() : ConnectionManager::Counts{}));
+                                     connections_ ? connections_->counts() : ConnectionManager::Counts{},
+                                     *model->engine));
   });
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;

@@ -3,7 +3,7 @@
 //   POST /v1/messages          Anthropic Messages           (AnthropicResponseBuilder)
 //   GET  /v1/models            the served model
 //   GET  /health               {"status": "ok", "model_loaded": bool}; never needs the API key
-//   GET  /stats                the scheduler's counters and the KV cache's occupancy
+//   GET  /stats                the scheduler's counters, the KV cache's occupancy, memory used
 //   GET  /metrics              the same and request latencies, for Prometheus (server_metrics.h)
 // The listener starts before the model is loaded: until set_model(), /health
 // says model_loaded false and the other routes answer 503 "Engine not

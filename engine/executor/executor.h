@@ -48,6 +48,10 @@ class Executor {
                                                                   std::span<const ForkDraw> forks);
   // For logs and /stats: "cpu-reference", "cuda-bf16", ...
   virtual std::string name() const = 0;
+  // Bytes the model's weights take where this executor keeps them (host
+  // memory for the reference, device memory for CUDA); 0: not reported (test
+  // stand-ins). `/stats` reports it.
+  virtual size_t weights_bytes() const { return 0; }
 };
 
 // The reference sampler over rows of logits on the host: row r with rows[r].

@@ -51,6 +51,7 @@ class ContiguousCache final : public KVCache {
   bool has_task(int task_id) const override { return slot_of_task_.count(task_id) != 0; }
   KVCacheView& view() override { return view_; }
   KVCacheStats stats() const override;
+  size_t storage_bytes() const override { return (keys_.size() + values_.size()) * sizeof(float); }
 
   // The slot holding the task; throws std::invalid_argument for an unknown task.
   int slot_of(int task_id) const;

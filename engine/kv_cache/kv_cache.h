@@ -83,6 +83,9 @@ class KVCache {
   virtual KVCacheView& view() = 0;
 
   virtual KVCacheStats stats() const = 0;
+  // Bytes of K/V storage (host memory, or device memory for a device cache);
+  // 0: not reported (test stand-ins). `/stats` reports it.
+  virtual size_t storage_bytes() const { return 0; }
 
   int capacity_tokens() const {
     const KVCacheStats s = stats();

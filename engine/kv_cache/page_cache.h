@@ -90,6 +90,7 @@ class PageCache final : public PagedKVCache {
   PageCache& operator=(const PageCache&) = delete;
 
   KVCacheView& view() override { return view_; }
+  size_t storage_bytes() const override { return (keys_.size() + values_.size()) * sizeof(float); }
 
   int n_layers() const { return int(keys_.shape(0)); }
   int kv_dim() const { return kv_dim_; }

@@ -98,6 +98,8 @@ class InferenceScheduler {
 
   const ModelConfig& model_config() const { return executor_->config(); }
   const std::string executor_name() const { return executor_->name(); }
+  size_t weights_bytes() const { return executor_->weights_bytes(); }
+  size_t kv_cache_bytes() const { return cache_->storage_bytes(); }
 
  private:
   void validate(const TokenRequest& request) const;

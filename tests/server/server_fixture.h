@@ -37,6 +37,7 @@ class GatedExecutor final : public Executor {
   const ModelConfig& config() const override { return inner_.config(); }
   xt::xtensor<float, 2> forward(std::span<const BatchToken> batch, KVCacheView& cache) override;
   std::string name() const override { return "gated-cpu-reference"; }
+  size_t weights_bytes() const override { return inner_.weights_bytes(); }
 
   void pause();
   void resume();

@@ -77,6 +77,26 @@ TEST_CASE("Until the model is loaded: /health says so and the rest is 503", "[en
   CHECK(post(server, "/v1/messages", anthropic_body("Hi", 3)).status == 200);
 }
 
+TEST_CASE("/stats says where the model runs and the bytes its weights and KV cache take", "[endpoints]") {
+  for (const KVCacheKind kind : {KVCacheKind::Contiguous, KVCacheKind::Paged}) {
+    TestServerOptions options;
+    options.cache = kind;
+    TestServer server(options);
+    const json stats = get(server, "/stats").body_json();
+    const ModelConfig c = tiny_config(options.context);
+    // float32 parameters, counted from the shape: embedding and classifier,
+    // the final norm, and per layer two norms and the seven matrices.
+    const size_t D = size_t(c.dim), H = size_t(c.hidden_dim), V = size_t(c.vocab_size), Q = size_t(c.q_dim()),
+                 KV = size_t(c.kv_dim());
+    const size_t params = 2 * V * D + D + size_t(c.n_layers) * (2 * D + Q * D + 2 * KV * D + D * Q + 3 * H * D);
+    CHECK(stats["memory"]["backend"] == "gated-cpu-reference");
+    CHECK(stats["memory"]["weights_bytes"].get<size_t>() == 4 * params);
+    // K and V, float32, for every token the cache's blocks hold, in every layer.
+    const size_t tokens = stats["cache"]["blocks_total"].get<size_t>() * stats["cache"]["block_tokens"].get<size_t>();
+    CHECK(stats["memory"]["kv_cache_bytes"].get<size_t>() == 2 * 4 * tokens * size_t(c.n_layers) * KV);
+  }
+}
+
 TEST_CASE("The request log names method, path and status, never content", "[endpoints]") {
   TestServerOptions options;
   options.log_requests = true;
