@@ -109,7 +109,7 @@ void BM_DecodeStep(benchmark::State& state) {
   const int batch = int(state.range(0)), ctx = int(state.range(1));
   static const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(bench_model_config(), 1));
   const ModelConfig& c = weights->config;
-  cuda::CudaExecutor executor(weights, {DType::BFloat16, 0, true});
+  cuda::CudaExecutor executor(*weights, {DType::BFloat16, 0, true});
   const int page = 16;
   cuda::DevicePageCache cache(c, batch * (ctx / page + 2), page, DType::BFloat16);
   std::vector<BatchToken> rows;

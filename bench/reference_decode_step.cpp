@@ -168,7 +168,7 @@ void reference_decode_step(benchmark::State& state, int batch, int context) {
     const auto t0 = std::chrono::steady_clock::now();
     g_reference_weights = random_weights_fast(c);
     const auto t1 = std::chrono::steady_clock::now();
-    executor = std::make_unique<cuda::CudaExecutor>(g_reference_weights, CudaOptions{DType::BFloat16, 0, true});
+    executor = std::make_unique<cuda::CudaExecutor>(*g_reference_weights, CudaOptions{DType::BFloat16, 0, true});
     std::printf("reference shape: %s; random weights %.1f s, on the device %.1f s\n", c.describe().c_str(),
                 std::chrono::duration<double>(t1 - t0).count(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());

@@ -11,8 +11,8 @@ namespace astrai::cli {
 namespace {
 
 #ifdef ASTRAI_HAVE_CUDA
-std::shared_ptr<InferenceEngine> make_cuda_engine(std::shared_ptr<const ModelWeights> weights,
-                                                  std::shared_ptr<const Tokenizer> tokenizer, const EngineConfig& config,
+std::shared_ptr<InferenceEngine> make_cuda_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
+                                                  const EngineConfig& config,
                                                   const std::string& cuda_dtype, std::string* description) {
   CudaOptions options;
   options.dtype = cuda_dtype == "f32" ? cuda::DType::Float32 : cuda::DType::BFloat16;
@@ -49,8 +49,8 @@ bool cuda_usable(const std::string& requested, std::string* why) {
 
 }  // namespace
 
-std::shared_ptr<InferenceEngine> make_engine(std::shared_ptr<const ModelWeights> weights,
-                                             std::shared_ptr<const Tokenizer> tokenizer, const EngineConfig& config,
+std::shared_ptr<InferenceEngine> make_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
+                                             const EngineConfig& config,
                                              const std::string& requested, std::string* description,
                                              const std::string& cuda_dtype) {
   if (requested != "auto" && requested != "reference" && requested != "cuda")
@@ -65,10 +65,11 @@ std::shared_ptr<InferenceEngine> make_engine(std::shared_ptr<const ModelWeights>
     std::cerr << "astrai: --backend cuda: this build (-Dcuda=emulated) runs the CUDA kernels on the CPU emulation of "
                  "a device, for tests only; it is slow (far slower than the reference backend)"
               << std::endl;
-  if (use_cuda) return make_cuda_engine(std::move(weights), std::move(tokenizer), config, cuda_dtype, description);
+  if (use_cuda) return make_cuda_engine(weights, std::move(tokenizer), config, cuda_dtype, description);
 #endif
   *description = "cpu-reference" + (requested == "auto" && !why.empty() ? " (no CUDA: " + why + ")" : std::string());
-  return std::make_shared<InferenceEngine>(std::move(weights), std::move(tokenizer), config);
+  return std::make_shared<InferenceEngine>(std::make_shared<const ModelWeights>(read_model_weights(weights)),
+                                           std::move(tokenizer), config);
 }
 
 }  // namespace astrai::cli

@@ -8,7 +8,7 @@
 
 #include "engine/inference_engine.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "reference/model_weights.h"
+#include "engine/model_files/model_source.h"
 
 namespace astrai::cli {
 
@@ -23,10 +23,11 @@ namespace astrai::cli {
 // cuda_dtype: the CUDA executor's weights and cache, "bf16" (the serving
 // default) or "f32" (exact comparisons: the golden greedy ids); the reference
 // is float32 whatever it says.
-// The weights and tokenizer are shared with the engine, never copied (the
-// served-model builder moves them out of a LoadedModel: server/served_model.h).
-std::shared_ptr<InferenceEngine> make_engine(std::shared_ptr<const ModelWeights> weights,
-                                             std::shared_ptr<const Tokenizer> tokenizer, const EngineConfig& config,
+// The weights are read from `weights` (their files): the CUDA backend
+// uploads them tensor by tensor and keeps no host copy; the reference reads
+// them into float32 once.
+std::shared_ptr<InferenceEngine> make_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
+                                             const EngineConfig& config,
                                              const std::string& requested, std::string* description,
                                              const std::string& cuda_dtype = "bf16");
 

@@ -20,7 +20,7 @@ namespace astrai::cli {
 namespace {
 
 HfTemplateConfig config_from_model(const std::string& path) {
-  const LoadedModel model = load_model(path);
+  const OpenedModel model = open_model(path);  // the weights stay in the file
   if (model.chat_template.empty()) throw std::runtime_error(path + ": the model has no chat template (tokenizer.chat_template)");
   return template_config_for(model.chat_template, model.tokenizer);
 }

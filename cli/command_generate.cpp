@@ -37,15 +37,15 @@ int run_generate(std::span<const std::string_view> argv) {
     if (args.has("--seed")) request.sampling.seed = uint64_t(args.get_int("--seed"));
     request.sampling.validate();
 
-    LoadedModel model = load_model(args.get("--model"), args.get("--tokenizer"));
+    OpenedModel model = open_model(args.get("--model"), args.get("--tokenizer"));
     const std::string shape = model.weights.config.describe();
     EngineConfig config;
     config.scheduler.max_running_tasks = 1;  // one request: one cache slot
     std::string backend;
-    // Moved into the engine, not copied: the host holds the weights once.
-    const auto engine = make_engine(std::make_shared<const ModelWeights>(std::move(model.weights)),
-                                    std::make_shared<const Tokenizer>(std::move(model.tokenizer)), config,
-                                    args.get("--backend"), &backend, args.get("--cuda-dtype"));
+    // Read from the file by the backend: the host never holds the weights twice.
+    const auto engine = make_engine(model.weights, std::make_shared<const Tokenizer>(std::move(model.tokenizer)),
+                                    config, args.get("--backend"), &backend, args.get("--cuda-dtype"));
+    model.weights = ModelSource{};  // closes the file
     std::cerr << "astrai generate: " << model.name << " (" << shape << ") on " << backend << "\n";
 
     // Pieces arrive as the engine streams them: never half a UTF-8 character.

@@ -46,7 +46,7 @@ int run_make_model(std::span<const std::string_view> argv) {
               "0")
       .flag("--tie-embeddings", "the output layer is the token embedding (Llama 3.2 1B/3B, small Qwen models)")
       .option("--seed", "seed of the weights", "1")
-      .option("--dtype", "how weights are stored: f32, f16, bf16", "f32")
+      .option("--dtype", "how weights are stored: f32, f16, bf16; in GGUF also q8_0, q4_0, q4_k, q6_k", "f32")
       .option("--name", "general.name in the file", "synthetic");
   if (int status = args.parse(argv); status >= 0) return status;
   return run_reporting_errors("make-model", [&] {

@@ -244,13 +244,12 @@ int run_serve(std::span<const std::string_view> argv) {
     std::string load_error;
     std::thread loader([&] {
       try {
-        LoadedModel model = load_model(model_path, args.get("--tokenizer"));
+        OpenedModel model = open_model(model_path, args.get("--tokenizer"));
         const std::string shape = model.weights.config.describe();
         const bool has_generation_config = model.generation.has_value();
         std::string description, note;
-        const EngineMaker engine_maker = [&](std::shared_ptr<const ModelWeights> weights,
-                                             std::shared_ptr<const Tokenizer> tokenizer) {
-          return make_engine(std::move(weights), std::move(tokenizer), config, backend, &description, cuda_dtype);
+        const EngineMaker engine_maker = [&](const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer) {
+          return make_engine(weights, std::move(tokenizer), config, backend, &description, cuda_dtype);
         };
         auto served = make_served_model(std::move(model), engine_maker, template_name, &note);
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;

@@ -19,7 +19,7 @@ namespace {
 // --tokenizer FILE: tokenizer.json (with tokenizer_config.json beside it) or
 // a llama2.c tokenizer.bin; --model: the tokenizer of a model file or folder.
 Tokenizer load_tokenizer(const Arguments& args) {
-  if (args.has("--model")) return load_model(args.get("--model"), args.get("--tokenizer")).tokenizer;
+  if (args.has("--model")) return open_model(args.get("--model"), args.get("--tokenizer")).tokenizer;
   if (!args.has("--tokenizer")) throw std::invalid_argument("--tokenizer or --model is required");
   const std::string path = args.get("--tokenizer");
   if (path.ends_with(".json")) {

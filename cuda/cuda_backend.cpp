@@ -59,8 +59,12 @@ std::string cuda_device_description(int device) {
   return text;
 }
 
-std::unique_ptr<Executor> make_cuda_executor(std::shared_ptr<const ModelWeights> weights, CudaOptions options) {
-  return std::make_unique<cuda::CudaExecutor>(std::move(weights), options);
+std::unique_ptr<Executor> make_cuda_executor(const ModelSource& source, CudaOptions options) {
+  return std::make_unique<cuda::CudaExecutor>(source, options);
+}
+
+std::unique_ptr<Executor> make_cuda_executor(const ModelWeights& weights, CudaOptions options) {
+  return std::make_unique<cuda::CudaExecutor>(weights, options);
 }
 
 namespace {

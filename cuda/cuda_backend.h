@@ -5,7 +5,7 @@
 //
 //   std::string why;
 //   if (astrai::cuda_available(&why)) {
-//     auto executor = astrai::make_cuda_executor(weights, {});      // bf16 weights and cache
+//     auto executor = astrai::make_cuda_executor(source, {});       // bf16 weights and cache
 //     auto cache = astrai::make_cuda_kv_cache(*executor, n_pages, page_size);
 //     ... InferenceScheduler(std::move(executor), std::move(cache), config)
 //   }
@@ -17,6 +17,7 @@
 #include "cuda/cuda_options.h"
 #include "engine/executor/executor.h"
 #include "engine/kv_cache/kv_cache.h"
+#include "engine/model_files/model_source.h"
 #include "reference/model_weights.h"
 
 namespace astrai {
@@ -42,7 +43,13 @@ std::string cuda_device_description(int device = 0);
 // std::invalid_argument for a model the kernels do not support (head_dim >
 // 256, more than 16 query heads per KV head) and std::runtime_error when no
 // GPU is usable or the weights do not fit (saying how much they need).
-std::unique_ptr<Executor> make_cuda_executor(std::shared_ptr<const ModelWeights> weights, CudaOptions options = {});
+// The weights are uploaded from `source` tensor by tensor (quantized blocks
+// as the file holds them; cuda/device_weights.h), and nothing of it is kept:
+// a served GGUF model needs no float32 copy in host memory.
+std::unique_ptr<Executor> make_cuda_executor(const ModelSource& source, CudaOptions options = {});
+// The same from weights in memory (tests, synthetic models); they may be
+// dropped once this returns.
+std::unique_ptr<Executor> make_cuda_executor(const ModelWeights& weights, CudaOptions options = {});
 
 // The KV cache a CUDA executor reads and writes: paged, on the device, in the
 // executor's dtype, with PageManager's bookkeeping (prefix sharing included).

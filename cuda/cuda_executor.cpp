@@ -44,7 +44,6 @@ void check_supported(const ModelConfig& c) {
 }  // namespace
 
 struct CudaExecutor::Impl {
-  std::shared_ptr<const ModelWeights> host_weights;
   CudaOptions options;
   ModelConfig c;
   int split_len = 0, max_splits = 0;
@@ -87,9 +86,8 @@ struct CudaExecutor::Impl {
   long replays = 0, captures = 0;
   int last_rows = 0;  // rows of the last step, padding included
 
-  Impl(std::shared_ptr<const ModelWeights> w, CudaOptions o)
-      : host_weights(std::move(w)), options(o), c(checked(host_weights).config),
-        weights((select_device(o.device), *host_weights), o.dtype),
+  Impl(const ModelSource& source, CudaOptions o)
+      : options(o), c(checked(source.config)), weights((select_device(o.device), source), o.dtype),
         gemm(o.batch_invariant ? GemmAlgorithms::OnePerShape : GemmAlgorithms::PerRowBucket) {
     split_len = split_len_for(c.max_seq_len);
     max_splits = max_splits_for(c.max_seq_len, split_len);
@@ -104,10 +102,9 @@ struct CudaExecutor::Impl {
     if (stream) cudaStreamDestroy(stream);
   }
 
-  static const ModelWeights& checked(const std::shared_ptr<const ModelWeights>& w) {
-    if (!w) throw std::invalid_argument("CudaExecutor needs model weights");
-    check_supported(w->config);
-    return *w;
+  static const ModelConfig& checked(const ModelConfig& config) {
+    check_supported(config);
+    return config;
   }
   static int select_device(int device) {
     std::string why;
@@ -202,8 +199,12 @@ struct CudaExecutor::Impl {
     const DType t = options.dtype;
     const int R = plan.rows, W = int(plan.wanted_rows.size());
     const int qkv_width = c.q_dim() + 2 * c.kv_dim();
-    launch_embedding_gather(weights.token_embedding().get(), t, c.dim, meta_at(PlanLayout::kTokens), R, x.as<float>(),
-                            stream);
+    const WeightPart& embedding = weights.token_embedding().parts.front();
+    if (embedding.quant)
+      launch_embedding_gather_quant(embedding.data.get(), *embedding.quant, c.dim, meta_at(PlanLayout::kTokens), R,
+                                    x.as<float>(), stream);
+    else
+      launch_embedding_gather(embedding.data.get(), t, c.dim, meta_at(PlanLayout::kTokens), R, x.as<float>(), stream);
     AttentionArgs a = attention_args(c, qkv.as<float>(), qkv_width, KVLayer{}, kv.page_size(), layout, meta.as<int>(),
                                      split_len, o_partial.as<float>(), lse.as<float>());
     for (int l = 0; l < c.n_layers; ++l) {
@@ -380,8 +381,11 @@ struct CudaExecutor::Impl {
   }
 };
 
-CudaExecutor::CudaExecutor(std::shared_ptr<const ModelWeights> weights, CudaOptions options)
-    : impl_(std::make_unique<Impl>(std::move(weights), options)) {}
+CudaExecutor::CudaExecutor(const ModelSource& source, CudaOptions options)
+    : impl_(std::make_unique<Impl>(source, options)) {}
+
+CudaExecutor::CudaExecutor(const ModelWeights& weights, CudaOptions options)
+    : CudaExecutor((weights.validate_shapes(), model_source(weights)), options) {}
 CudaExecutor::~CudaExecutor() = default;
 
 const ModelConfig& CudaExecutor::config() const { return impl_->c; }
@@ -395,6 +399,7 @@ std::vector<SampledToken> CudaExecutor::forward_and_sample(std::span<const Batch
 int CudaExecutor::last_host_sampled_rows() const { return impl_->sampler.last_host_rows(); }
 std::string CudaExecutor::name() const { return std::string("cuda-") + dtype_name(impl_->options.dtype); }
 std::string CudaExecutor::weights_description() const { return impl_->weights.describe(); }
+size_t CudaExecutor::weights_bytes() const { return impl_->weights.bytes(); }
 DType CudaExecutor::dtype() const { return impl_->options.dtype; }
 const CudaOptions& CudaExecutor::options() const { return impl_->options; }
 bool CudaExecutor::gemm_batch_invariant() const { return impl_->gemm.batch_invariant(); }

@@ -32,13 +32,18 @@
 
 #include "cuda/cuda_options.h"
 #include "engine/executor/executor.h"
+#include "engine/model_files/model_source.h"
 #include "reference/model_weights.h"
 
 namespace astrai::cuda {
 
 class CudaExecutor final : public Executor {
  public:
-  CudaExecutor(std::shared_ptr<const ModelWeights> weights, CudaOptions options);
+  // Uploads the weights tensor by tensor (DeviceWeights); keeps nothing of
+  // `source` (the host may drop the file or the weights once this returns).
+  CudaExecutor(const ModelSource& source, CudaOptions options);
+  // The same from weights in memory (tests, synthetic models).
+  CudaExecutor(const ModelWeights& weights, CudaOptions options);
   ~CudaExecutor() override;
 
   const ModelConfig& config() const override;
@@ -55,6 +60,7 @@ class CudaExecutor final : public Executor {
   std::string name() const override;
   // The weights on the device: their bytes, and which matrices stay quantized (DeviceWeights::describe).
   std::string weights_description() const;
+  size_t weights_bytes() const override;  // device memory the weights take
 
   DType dtype() const;
   const CudaOptions& options() const;

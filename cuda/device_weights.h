@@ -1,17 +1,20 @@
-// A model's weights on the GPU. The linear layers' matrices keep the
-// quantized format of their GGUF file when the device has kernels for it
-// (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: cuda/quant_format.h, issue 29); every other
-// weight is in the storage type: bf16 by default, float32 for exact
-// comparisons with the CPU reference (quantized types the device does not
-// keep are decoded at load). Matrices keep the reference's [out, in]
-// row-major layout; the q/k/v projections are one matrix of three parts
-// [q_dim + 2 kv_dim, dim] and gate/up one of two [2 hidden, dim]
-// (cuda/device_matrix.h), one part when all are in the storage type, so each
-// needs one GEMM (row o of the stack is row o of its part: the results are
-// those of the separate products). The options' vectors (Qwen 2's biases,
-// Qwen 3's q/k norms) are in the storage type too, and empty (null) when the
-// model has none. The token embedding is in the storage type (a gather
-// reads rows of it); the classifier keeps its file's format.
+// A model's weights on the GPU, uploaded tensor by tensor from a
+// ModelSource (engine/model_files/model_source.h): no float32 copy of the
+// model is ever whole in host memory. The linear layers' matrices, the
+// classifier and the token embedding keep the quantized format of their GGUF
+// file when the device has kernels for it (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K:
+// cuda/quant_format.h, issue 29): their blocks go from the file mapping to
+// the device as they are. Every other weight is in the storage type: bf16 by
+// default, float32 for exact comparisons with the CPU reference (quantized
+// types the device does not keep are decoded at load, one tensor at a time).
+// Matrices keep the reference's [out, in] row-major layout; the q/k/v
+// projections are one matrix of three parts [q_dim + 2 kv_dim, dim] and
+// gate/up one of two [2 hidden, dim] (cuda/device_matrix.h), one part when
+// all are in the storage type, so each needs one GEMM (row o of the stack is
+// row o of its part: the results are those of the separate products). The
+// options' vectors (Qwen 2's biases, Qwen 3's q/k norms) are in the storage
+// type too, and empty (null) when the model has none. A tied classifier is
+// the embedding's matrix, on the device once.
 #pragma once
 
 #include <string>
@@ -20,7 +23,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/device_matrix.h"
 #include "cuda/dtype.h"
-#include "reference/model_weights.h"
+#include "engine/model_files/model_source.h"
 
 namespace astrai::cuda {
 
@@ -38,38 +41,47 @@ struct DeviceLayerWeights {
 
 class DeviceWeights {
  public:
-  // Throws std::runtime_error saying how many bytes the weights need and how
-  // many are free when they do not fit in device memory.
-  DeviceWeights(const ModelWeights& weights, DType dtype);
+  // Reads every tensor of `source` once (quantized ones the device keeps:
+  // their blocks only). Throws std::runtime_error saying how many bytes the
+  // weights need and how many are free when they do not fit in device memory
+  // (before anything is uploaded), and the source's errors.
+  DeviceWeights(const ModelSource& source, DType dtype);
 
-  // Bytes the weights take on the device in `dtype`, the quantized matrices
-  // at their blocks' size.
-  static size_t bytes_needed(const ModelWeights& weights, DType dtype);
-  // The same for a model of `config` with every weight in `dtype` (nothing quantized).
+  // Bytes the weights of `source` take on the device in `dtype`, the kept
+  // quantized matrices at their blocks' size (nothing is read).
+  static size_t bytes_needed(const ModelSource& source, DType dtype);
+  // The same for a model of `config` with every weight in `dtype` (nothing
+  // quantized, the classifier apart from the embedding).
   static size_t bytes_needed(const ModelConfig& config, DType dtype);
   // Why the weights do not fit in `free_bytes` of `total_bytes`: what they
-  // need, and for a quantized file (weights.stored) its types and size and
+  // need, and for a quantized file (source.stored) its types and size and
   // which of them are decoded to `dtype` at load (docs/model-files.md).
-  static std::string out_of_memory_message(const ModelWeights& weights, DType dtype, size_t free_bytes,
+  static std::string out_of_memory_message(const ModelSource& source, DType dtype, size_t free_bytes,
                                            size_t total_bytes);
-  // "4211.0 MiB: 224 matrices quantized (Q4_K 193, Q6_K 31), the rest bf16" (or "16.0 MiB in bf16"), for the startup line.
+  // "4211.0 MiB: 226 matrices quantized (Q4_K 194, Q6_K 32), the rest bf16"
+  // (or "16.0 MiB in bf16"), the embedding counted as a matrix, for the startup line.
   std::string describe() const;
   size_t bytes() const;             // on the device, all weights
   int widest_quantized_cols() const;  // the largest `cols` of a quantized matrix (0: none)
 
   DType dtype() const { return dtype_; }
-  const DeviceBuffer& token_embedding() const { return embedding_; }  // [vocab, dim]
+  // [vocab, dim], one part: in the storage type, or kept quantized
+  // (launch_embedding_gather_quant decodes its rows).
+  const DeviceMatrix& token_embedding() const { return embedding_; }
   const DeviceLayerWeights& layer(int l) const { return layers_[size_t(l)]; }
   const DeviceBuffer& final_norm() const { return final_norm_; }
-  const DeviceMatrix& classifier() const { return classifier_; }  // [vocab, dim]
+  // [vocab, dim]: the embedding's matrix when the model ties them.
+  const DeviceMatrix& classifier() const { return tied_ ? embedding_ : classifier_; }
+  bool tied() const { return tied_; }
 
  private:
-  // f(matrix) for every linear layer's matrix and the classifier.
+  // f(matrix) for every linear layer's matrix, the embedding and (untied) the classifier.
   template <typename F>
   void for_each_matrix(F&& f) const;
 
   DType dtype_;
-  DeviceBuffer embedding_;
+  bool tied_ = false;
+  DeviceMatrix embedding_;
   std::vector<DeviceLayerWeights> layers_;
   DeviceBuffer final_norm_;
   DeviceMatrix classifier_;

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstddef>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,13 +41,6 @@ struct StoredTensor {
   uint64_t file_bytes = 0;  // its size in the file
 };
 
-// One quantized tensor's blocks, as its GGUF file stores them (ggml's block
-// layout for `type`, rows back to back).
-struct QuantizedBlocks {
-  std::string type;  // "Q4_K", ...
-  std::vector<std::byte> bytes;
-};
-
 struct ModelWeights {
   ModelConfig config;
   xt::xtensor<float, 2> token_embedding;  // [vocab_size, dim]
@@ -57,16 +49,10 @@ struct ModelWeights {
   xt::xtensor<float, 2> classifier;       // [vocab_size, dim] (a copy of the embedding when shared)
   // Each tensor's storage in its GGUF file, by tensor name ("blk.0.attn_q.weight");
   // empty for weights made in memory or read from another format. The
-  // float32 tensors above are what every executor computes with (quantized
-  // blocks are decoded at load); kernels on quantized blocks would use this
-  // to know which tensors to take from the file as they are.
+  // float32 tensors above are the stored ones decoded (an executor that
+  // computes on quantized blocks reads the file through a ModelSource,
+  // engine/model_files/model_source.h, instead).
   std::map<std::string, StoredTensor> stored;
-  // The blocks of each quantized tensor of that file, by tensor name, for an
-  // executor that computes on them as they are (the CUDA backend keeps Q8_0,
-  // Q4_0 and the K quants quantized on the device, issue 29); the float32
-  // tensors above are their decoded values. Shared: copies of the weights do
-  // not copy the blocks.
-  std::map<std::string, std::shared_ptr<const QuantizedBlocks>> quantized;
 
   // Throws std::invalid_argument when a tensor's shape disagrees with config.
   void validate_shapes() const;

@@ -37,8 +37,8 @@ size_t longest_token_bytes(const Tokenizer& tokenizer) {
   return longest;
 }
 
-std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, const std::string& template_name,
-                                                   std::string* note) {
+std::unique_ptr<ChatTemplate> choose_chat_template(const std::string& model_template, const Tokenizer& tokenizer,
+                                                   const std::string& template_name, std::string* note) {
   const bool automatic = template_name.empty() || template_name == "auto";
   const auto& builtin = chat_template_names();
   const bool is_builtin = std::find(builtin.begin(), builtin.end(), template_name) != builtin.end();
@@ -49,18 +49,18 @@ std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, con
     std::ostringstream text;
     text << file.rdbuf();
     if (!file) throw std::invalid_argument("--chat-template: cannot read " + template_name);
-    return std::make_unique<JinjaChatTemplate>(template_config_for(text.str(), model.tokenizer));
+    return std::make_unique<JinjaChatTemplate>(template_config_for(text.str(), tokenizer));
   }
   if (!automatic && template_name != "jinja") return make_chat_template(template_name);
-  if (model.chat_template.empty()) {
+  if (model_template.empty()) {
     if (!automatic) throw std::invalid_argument("--chat-template jinja: the model has no chat template");
     return make_chat_template("plain");
   }
   try {
-    return std::make_unique<JinjaChatTemplate>(template_config_for(model.chat_template, model.tokenizer));
+    return std::make_unique<JinjaChatTemplate>(template_config_for(model_template, tokenizer));
   } catch (const jinja::TemplateError& e) {
     if (!automatic) throw;
-    const std::string fallback = detect_chat_template(model.chat_template);
+    const std::string fallback = detect_chat_template(model_template);
     if (note) *note = std::string("the model's chat template is outside this engine's Jinja subset (") + e.what() +
                       "); serving with the built-in '" + fallback + "' template instead";
     return make_chat_template(fallback);
@@ -86,24 +86,32 @@ std::shared_ptr<ServedModel> make_served_model(std::shared_ptr<InferenceEngine> 
   return make_served_model(std::move(engine), std::move(name), make_chat_template(template_name));
 }
 
-std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineMaker& make_engine,
-                                               const std::string& template_name, std::string* note) {
-  auto chat_template = choose_chat_template(model, template_name, note);  // throws before the engine is built
-  auto weights = std::make_shared<const ModelWeights>(std::move(model.weights));
-  auto tokenizer = std::make_shared<const Tokenizer>(std::move(model.tokenizer));
-  auto served = make_served_model(make_engine(std::move(weights), std::move(tokenizer)), std::move(model.name),
-                                  std::move(chat_template));
+namespace {
+
+template <class Weights>
+std::shared_ptr<ServedModel> served_with(std::shared_ptr<InferenceEngine> engine, LoadedModelOf<Weights>& model,
+                                         std::unique_ptr<ChatTemplate> chat_template) {
+  auto served = make_served_model(std::move(engine), std::move(model.name), std::move(chat_template));
   served->default_sampling = sampling_defaults(model.generation);
   return served;
 }
 
+}  // namespace
+
+std::shared_ptr<ServedModel> make_served_model(OpenedModel&& model, const EngineMaker& make_engine,
+                                               const std::string& template_name, std::string* note) {
+  auto chat_template = choose_chat_template(model, template_name, note);  // throws before the engine is built
+  auto engine = make_engine(model.weights, std::make_shared<const Tokenizer>(std::move(model.tokenizer)));
+  model.weights = ModelSource{};  // closes the files: the engine holds what it read
+  return served_with(std::move(engine), model, std::move(chat_template));
+}
+
 std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineConfig& config,
                                                const std::string& template_name) {
-  const EngineMaker reference = [&](std::shared_ptr<const ModelWeights> weights,
-                                    std::shared_ptr<const Tokenizer> tokenizer) {
-    return std::make_shared<InferenceEngine>(std::move(weights), std::move(tokenizer), config);
-  };
-  return make_served_model(std::move(model), reference, template_name);
+  auto chat_template = choose_chat_template(model, template_name);  // throws before the engine is built
+  auto engine = std::make_shared<InferenceEngine>(std::make_shared<const ModelWeights>(std::move(model.weights)),
+                                                  std::make_shared<const Tokenizer>(std::move(model.tokenizer)), config);
+  return served_with(std::move(engine), model, std::move(chat_template));
 }
 
 SamplingParams sampling_defaults(const std::optional<HfGenerationConfig>& generation) {

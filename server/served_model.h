@@ -70,24 +70,32 @@ SamplingParams sampling_defaults(const std::optional<HfGenerationConfig>& genera
 // looks like (plain when none). When auto falls back, *note (if given) says
 // why. Throws std::invalid_argument for an unknown name, and the Jinja
 // engine's error for a "jinja" template it cannot parse.
-std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModel& model, const std::string& template_name,
-                                                   std::string* note = nullptr);
+// model_template and tokenizer: the model's own.
+std::unique_ptr<ChatTemplate> choose_chat_template(const std::string& model_template, const Tokenizer& tokenizer,
+                                                   const std::string& template_name, std::string* note = nullptr);
+template <class Weights>
+std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModelOf<Weights>& model,
+                                                   const std::string& template_name, std::string* note = nullptr) {
+  return choose_chat_template(model.chat_template, model.tokenizer, template_name, note);
+}
 
-// Builds an engine from a model's weights and tokenizer (the CLI's backend
-// choice, cli/backend.h, or the CPU reference).
-using EngineMaker = std::function<std::shared_ptr<InferenceEngine>(std::shared_ptr<const ModelWeights>,
-                                                                   std::shared_ptr<const Tokenizer>)>;
+// Builds an engine from a model's weights, read from their files (the
+// CLI's backend choice, cli/backend.h: the CUDA backend uploads them tensor
+// by tensor, the CPU reference reads them into float32).
+using EngineMaker =
+    std::function<std::shared_ptr<InferenceEngine>(const ModelSource&, std::shared_ptr<const Tokenizer>)>;
 
-// The one assembly of a served model from a loaded one, for the CLI and the
+// The one assembly of a served model from an opened one, for the CLI and the
 // server: the chat template choose_chat_template picks (first, so a bad name
 // throws before any engine is built; *note as there), the engine
-// `make_engine` builds from the weights and tokenizer moved out of `model`
-// (never copied: the host holds the weights once, however the model is
-// served), and the sampling defaults of its generation_config.json
+// `make_engine` builds from the weights' source and the tokenizer moved out
+// of `model` (the source, and with it the file mapping, is dropped once the
+// engine is built), and the sampling defaults of its generation_config.json
 // (sampling_defaults). `model` is left moved-from.
-std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineMaker& make_engine,
+std::shared_ptr<ServedModel> make_served_model(OpenedModel&& model, const EngineMaker& make_engine,
                                                const std::string& template_name = "auto", std::string* note = nullptr);
-// The same on the CPU reference.
+// The same on the CPU reference, from weights already read (moved into the
+// engine, never copied).
 std::shared_ptr<ServedModel> make_served_model(LoadedModel&& model, const EngineConfig& config,
                                                const std::string& template_name = "auto");
 

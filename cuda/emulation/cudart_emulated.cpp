@@ -123,6 +123,17 @@ struct State {
   cudaError_t sticky = cudaSuccess;
   std::string last_fault;  // the message of the last kernel fault
   EmulationCounters counters;
+
+  // ASTRAI_EMULATED_MEMORY_REPORT=1: the peak of live device memory (host
+  // memory here) on stderr at exit, so a test can tell the host's own memory
+  // from the device's in a process's peak resident set
+  // (tests/cli/test_load_memory.py).
+  ~State() {
+    const char* report = std::getenv("ASTRAI_EMULATED_MEMORY_REPORT");
+    if (report && std::string(report) == "1")
+      std::fprintf(stderr, "emulated device: peak %llu bytes of device memory\n",
+                   static_cast<unsigned long long>(counters.peak_device_bytes));
+  }
 };
 
 State& state() {
@@ -250,6 +261,9 @@ unsigned char* reuse_freed(State& s, size_t size) {
 // the oldest ones beyond kReuseCacheBytes.
 void keep_for_reuse(State& s, unsigned char* p) {
   const DeviceBlock& b = s.blocks.at(p);
+  // Freed device memory is no host memory the program uses: its pages go
+  // (a reuse poisons them again), so the resident set counts live buffers.
+  madvise(b.base, b.mapped, MADV_DONTNEED);
   mprotect(b.base, b.mapped, PROT_NONE);
   s.freed.push_front(p);
   s.freed_bytes += b.capacity;
@@ -546,6 +560,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
   s.device[p] = size;
   s.device_bytes += size;
+  s.counters.peak_device_bytes = std::max<uint64_t>(s.counters.peak_device_bytes, s.device_bytes);
   *ptr = p;
   return cudaSuccess;
 }

@@ -15,6 +15,7 @@ struct EmulationCounters {
   uint64_t kernel_launches = 0;  // launches issued, directly or by graph launches
   uint64_t kernels_run = 0;      // launches executed (at synchronisation)
   uint64_t graph_launches = 0;   // cudaGraphLaunch calls
+  uint64_t peak_device_bytes = 0;  // the most device memory live at once (cudaMalloc minus cudaFree)
 };
 
 EmulationCounters counters();

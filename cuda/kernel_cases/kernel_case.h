@@ -104,6 +104,7 @@ KernelCase gemm_case();
 KernelCase matvec_case();
 KernelCase matvec_quant_case();
 KernelCase dequantize_case();
+KernelCase embedding_quant_case();
 KernelCase sample_case();
 KernelCase adjust_logits_case();
 KernelCase row_logprobs_case();

@@ -154,6 +154,39 @@ struct DequantizeRun final : KernelRun {
   }
 };
 
+// The gather of a token embedding kept quantized: random blocks for `out`
+// vocabulary rows, `rows` random tokens.
+struct EmbeddingQuantRun final : KernelRun {
+  QuantFormat format;
+  int vocab, dim, rows;
+  std::vector<std::byte> table;
+  std::vector<int> tokens;
+  DeviceBuffer d_table, d_tokens, d_x;
+  explicit EmbeddingQuantRun(const KernelShape& s)
+      : format(kQuantFormats[size_t(s["format"])]), vocab(s["out"]),
+        dim(s["blocks"] * quant_format_info(format).block_elements), rows(s["rows"]),
+        table(random_blocks(format, size_t(vocab) * size_t(s["blocks"]), s.seed + 1)),
+        d_table(test::upload_bytes(table.data(), table.size(), 1, "quantized embedding")) {
+    std::mt19937 rng(s.seed);
+    for (int r = 0; r < rows; ++r) tokens.push_back(int(rng() % uint32_t(vocab)));
+    d_tokens = test::upload_ints(tokens);
+    d_x = test::nan_filled(size_t(rows) * size_t(dim), DType::Float32);
+    bytes = double(rows) * (double(table.size()) / vocab + 4.0 * dim);
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) throw std::invalid_argument("embedding_quant has no variant " + std::to_string(variant));
+    launch_embedding_gather_quant(d_table.get(), format, dim, d_tokens.as<int>(), rows, d_x.as<float>(), stream);
+  }
+  std::vector<float> result() override { return test::download(d_x, size_t(rows) * size_t(dim), DType::Float32); }
+  std::vector<float> expected() override {
+    std::vector<float> all(size_t(vocab) * size_t(dim)), out;
+    quant::dequantize(ggml_type_of(format), table, all);
+    for (const int token : tokens)
+      out.insert(out.end(), all.begin() + long(token) * dim, all.begin() + long(token + 1) * dim);
+    return out;
+  }
+};
+
 KernelShape quant_shape(QuantFormat f, int rows, int in, int out) {
   const int format = int(std::find(std::begin(kQuantFormats), std::end(kQuantFormats), f) - std::begin(kQuantFormats));
   return {DType::BFloat16, 1,
@@ -202,6 +235,26 @@ KernelCase dequantize_case() {
           // A prefill slice of Llama-3-8B's gate/up (2,048 rows of 4,096) and its down projection, Q4_K and Q6_K.
           {quant_shape(QuantFormat::Q4_K, 1, 4096, 2048), quant_shape(QuantFormat::Q6_K, 1, 14336, 2048)},
           [](const KernelShape& s) { return std::make_unique<DequantizeRun>(s); }};
+}
+
+}  // namespace astrai::cuda::cases
+
+namespace astrai::cuda::cases {
+
+KernelCase embedding_quant_case() {
+  return {"embedding_quant", "cuda/kernels/embedding.cu",
+          "quant::dequantize() in engine/model_files/quant/, then embed() in reference/forward.cpp", 1,
+          {0.0, 0.0, "exact: the host decoders' float operations on both sides, written as float32"},
+          [](const Pick& pick) {
+            const int format = pick(0, int(std::size(kQuantFormats)) - 1);
+            const int blocks = quant_format_info(kQuantFormats[size_t(format)]).block_elements == 32 ? pick(1, 24)
+                                                                                                     : pick(1, 4);
+            return KernelShape{DType::Float32, uint32_t(pick(0, 1 << 30)),
+                               {{"format", format}, {"rows", pick(1, 40)}, {"blocks", blocks}, {"out", pick(1, 300)}}};
+          },
+          // Llama-3-8B's Q4_K token embedding, a prefill of 256 tokens.
+          {quant_shape(QuantFormat::Q4_K, 256, 4096, 128256)},
+          [](const KernelShape& s) { return std::make_unique<EmbeddingQuantRun>(s); }};
 }
 
 }  // namespace astrai::cuda::cases

@@ -1,13 +1,22 @@
 // Embedding gather. Reference: embed() in reference/forward.cpp,
 //   x[r] = token_embedding[batch[r].token].
 //
+// A table kept in a quantized format (a GGUF file's token_embd.weight, issue
+// 29) is gathered by decoding the row's items (quant_codec.cuh) with the host
+// decoder's operations: x is the reference's float32 embedding bit for bit.
+//
 // A copy, so the grid is (rows, blocks along the row): at one decode row the
 // 4,096 elements spread over 4 blocks. Each thread moves 4 consecutive
 // elements (an 8- or 16-byte load, a 16-byte store) when the row length
 // allows (vector_access.cuh).
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
+#include "cuda/kernels/quant_codec.cuh"
 #include "cuda/kernels/vector_access.cuh"
 
 namespace astrai::cuda {
@@ -42,7 +51,52 @@ void launch_typed(const T* table, int dim, const int* tokens, int rows, float* x
   ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(table, dim, tokens, x);
 }
 
+// One thread per item of the row (a block, or a group of a K-quant super-block).
+template <QuantFormat F>
+__global__ void __launch_bounds__(kThreads) embedding_gather_quant_kernel(const uint8_t* __restrict__ table, int dim,
+                                                                          const int* __restrict__ tokens,
+                                                                          float* __restrict__ x) {
+  using C = Codec<F>;
+  const int blocks_per_row = dim / C::kBlockElements;
+  const int item = int(blockIdx.y) * kThreads + int(threadIdx.x);
+  if (item >= blocks_per_row * C::kItems) return;
+  const size_t r = blockIdx.x;
+  const int b = item / C::kItems, sub = item % C::kItems;
+  const uint8_t* block = table + (size_t(tokens[r]) * size_t(blocks_per_row) + size_t(b)) * size_t(C::kBlockBytes);
+  float v[C::kElements];
+  C::decode(block, sub, v);
+  float* dst = x + r * size_t(dim) + size_t(b) * C::kBlockElements + size_t(sub) * C::kElements;
+#pragma unroll
+  for (int e = 0; e < C::kElements; ++e) dst[e] = v[e];
+}
+
+template <QuantFormat F>
+void launch_quant(const uint8_t* table, int dim, const int* tokens, int rows, float* x, cudaStream_t stream) {
+  const int items = dim / Codec<F>::kBlockElements * Codec<F>::kItems;
+  const dim3 grid(unsigned(rows), unsigned((items + kThreads - 1) / kThreads));
+  ASTRAI_LAUNCH((embedding_gather_quant_kernel<F>), grid, kThreads, 0, stream)(table, dim, tokens, x);
+}
+
 }  // namespace
+
+void launch_embedding_gather_quant(const void* table, QuantFormat format, int dim, const int* tokens, int rows,
+                                   float* x, cudaStream_t stream) {
+  const QuantFormatInfo info = quant_format_info(format);
+  if (dim % info.block_elements != 0)
+    throw std::invalid_argument("launch_embedding_gather_quant: a row of " + std::to_string(dim) +
+                                " weights is not whole " + std::string(info.name) + " blocks of " +
+                                std::to_string(info.block_elements));
+  if (rows == 0 || dim == 0) return;
+  const auto* t = static_cast<const uint8_t*>(table);
+  switch (format) {
+    case QuantFormat::Q8_0: launch_quant<QuantFormat::Q8_0>(t, dim, tokens, rows, x, stream); break;
+    case QuantFormat::Q4_0: launch_quant<QuantFormat::Q4_0>(t, dim, tokens, rows, x, stream); break;
+    case QuantFormat::Q4_K: launch_quant<QuantFormat::Q4_K>(t, dim, tokens, rows, x, stream); break;
+    case QuantFormat::Q5_K: launch_quant<QuantFormat::Q5_K>(t, dim, tokens, rows, x, stream); break;
+    case QuantFormat::Q6_K: launch_quant<QuantFormat::Q6_K>(t, dim, tokens, rows, x, stream); break;
+  }
+  ASTRAI_CUDA_CHECK_LAUNCH();
+}
 
 void launch_embedding_gather(const void* table, DType dtype, int dim, const int* tokens, int rows, float* x,
                              cudaStream_t stream) {

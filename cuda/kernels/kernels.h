@@ -25,6 +25,11 @@ void launch_convert_from_float(const float* in, size_t n, void* out, DType dtype
 // x[r, :] = float(table[tokens[r], :]) for r < rows.       (reference: embed() in forward.cpp)
 void launch_embedding_gather(const void* table, DType dtype, int dim, const int* tokens, int rows, float* x,
                              cudaStream_t stream);
+// The same from a table kept in a quantized format: x[r, :] = the decoded
+// row tokens[r] (dim a whole number of blocks), exactly the host decoder's
+// float32 values.                       (reference: quant::dequantize(), then embed())
+void launch_embedding_gather_quant(const void* table, QuantFormat format, int dim, const int* tokens, int rows,
+                                   float* x, cudaStream_t stream);
 
 // For each output row i < out_rows, with r = row_map ? row_map[i] : i:
 //   if delta: x[r, :] += delta[r, :]                       (the residual add of forward.cpp)

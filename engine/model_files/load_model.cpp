@@ -32,16 +32,17 @@ void refuse_tokenizer_for_folder(const std::string& dir, const std::string& toke
     throw std::runtime_error(dir + ": a Hugging Face folder brings its own tokenizer (no --tokenizer)");
 }
 
-// A folder's tokenizer, chat template, name and generation defaults: all of
-// LoadedModel but the weights (`f`'s, moved in as they are).
-LoadedModel hf_model(HfModelFolder f, const std::string& dir) {
+// A folder's tokenizer, chat template, name and generation defaults beside
+// its `weights` (read or to be read).
+template <class Weights>
+LoadedModelOf<Weights> hf_model(HfModelFolder f, Weights weights, const std::string& dir) {
   if (f.tokenizer_json.empty() || f.tokenizer_config_json.empty())
     throw std::runtime_error(dir + ": a model folder needs tokenizer.json and tokenizer_config.json");
   Tokenizer tokenizer = Tokenizer::load_hf(f.tokenizer_json, f.tokenizer_config_json, f.generation.eos_token_ids,
                                            f.weights.config.vocab_size);
   std::string chat_template = folder_chat_template(f, dir);
-  return LoadedModel{std::move(f.weights), std::move(tokenizer), f.name, ModelFormat::HfFolder, std::move(chat_template),
-                     std::move(f.generation)};
+  return LoadedModelOf<Weights>{std::move(weights), std::move(tokenizer), f.name, ModelFormat::HfFolder,
+                                std::move(chat_template), std::move(f.generation)};
 }
 
 }  // namespace
@@ -74,24 +75,33 @@ std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size
                            specific.string() + " nor " + generic.string() + " exists");
 }
 
-LoadedModel load_model(const std::string& model_path, const std::string& tokenizer_path) {
+OpenedModel open_model(const std::string& model_path, const std::string& tokenizer_path) {
   const ModelFormat format = detect_model_format(model_path);
   if (format == ModelFormat::HfFolder) {
     refuse_tokenizer_for_folder(model_path, tokenizer_path);
-    return hf_model(load_hf_folder(model_path), model_path);
+    HfFolderSource f = open_hf_folder(model_path);
+    return hf_model(std::move(f.folder), std::move(f.weights), model_path);
   }
   if (format == ModelFormat::Gguf) {
-    GgufModel g = read_gguf_model(model_path);
+    GgufModelFile g = open_gguf_model(model_path);
     Tokenizer tokenizer = tokenizer_path.empty()
                               ? std::move(g.tokenizer)
                               : Tokenizer::load_llama2c(tokenizer_path, g.weights.config.vocab_size);
     const std::string name = g.name.empty() ? std::filesystem::path(model_path).stem().string() : g.name;
-    return LoadedModel{std::move(g.weights), std::move(tokenizer), name, ModelFormat::Gguf, g.chat_template, std::nullopt};
+    return OpenedModel{std::move(g.weights), std::move(tokenizer), name, ModelFormat::Gguf, g.chat_template,
+                       std::nullopt};
   }
-  ModelWeights weights = load_llama2c_checkpoint(model_path);
-  Tokenizer tokenizer = load_llama2c_tokenizer(model_path, tokenizer_path, weights.config.vocab_size);
+  auto weights = std::make_shared<const ModelWeights>(load_llama2c_checkpoint(model_path));
+  Tokenizer tokenizer = load_llama2c_tokenizer(model_path, tokenizer_path, weights->config.vocab_size);
   const std::string name = std::filesystem::path(model_path).stem().string();
-  return LoadedModel{std::move(weights), std::move(tokenizer), name, ModelFormat::Llama2c, "", std::nullopt};
+  return OpenedModel{model_source(std::move(weights)), std::move(tokenizer), name, ModelFormat::Llama2c, "",
+                     std::nullopt};
+}
+
+LoadedModel load_model(const std::string& model_path, const std::string& tokenizer_path) {
+  OpenedModel m = open_model(model_path, tokenizer_path);
+  return LoadedModel{read_model_weights(m.weights), std::move(m.tokenizer), std::move(m.name), m.format,
+                     std::move(m.chat_template), std::move(m.generation)};
 }
 
 void convert_to_gguf(const std::string& model_path, const std::string& tokenizer_path, const std::string& out_path,
@@ -102,10 +112,8 @@ void convert_to_gguf(const std::string& model_path, const std::string& tokenizer
   if (format == ModelFormat::HfFolder) {
     // Tensor by tensor from the safetensors files: the model is never whole
     // in memory (docs/model-files.md, "Converting in bounded memory").
-    refuse_tokenizer_for_folder(model_path, tokenizer_path);
-    HfFolderSource f = open_hf_folder(model_path);
-    const LoadedModel m = hf_model(std::move(f.folder), model_path);
-    write_gguf_model(out_path, f.weights, m.tokenizer, dtype, m.name, m.chat_template);
+    const OpenedModel m = open_model(model_path, tokenizer_path);
+    write_gguf_model(out_path, m.weights, m.tokenizer, dtype, m.name, m.chat_template);
     return;
   }
   // llama2.c checkpoints (110M parameters at the largest) are read whole.

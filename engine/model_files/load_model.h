@@ -9,6 +9,7 @@
 
 #include "engine/model_files/gguf/gguf_model.h"           // write_gguf_model, GgufDType
 #include "engine/model_files/hf/hf_config.h"            // HfGenerationConfig
+#include "engine/model_files/model_source.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"  // make_synthetic_tokenizer
 #include "engine/tokenizer/tokenizer.h"
 #include "reference/model_weights.h"
@@ -19,8 +20,11 @@ namespace astrai {
 enum class ModelFormat { HfFolder, Gguf, Llama2c };
 std::string model_format_name(ModelFormat format);  // "hf", "gguf", "llama2c"
 
-struct LoadedModel {
-  ModelWeights weights;
+// A model as the engine reads it: its weights (`Weights`), tokenizer, name,
+// chat template and generation defaults.
+template <class Weights>
+struct LoadedModelOf {
+  Weights weights;
   Tokenizer tokenizer;
   std::string name;           // general.name, else the file name without extension
   ModelFormat format = ModelFormat::Gguf;
@@ -29,6 +33,13 @@ struct LoadedModel {
   // already in the tokenizer's end-of-generation set).
   std::optional<HfGenerationConfig> generation{};
 };
+// The weights read into float32 (the CPU reference's, tests').
+using LoadedModel = LoadedModelOf<ModelWeights>;
+// The weights left in their files, read tensor by tensor by whoever runs the
+// model (model_source.h): the CUDA backend uploads them one at a time,
+// quantized blocks straight from the mapped file, so serving never holds a
+// float32 copy of the model in host memory.
+using OpenedModel = LoadedModelOf<ModelSource>;
 
 // HfFolder for a directory holding config.json, Gguf when the file starts
 // with the GGUF magic, else Llama2c. Throws std::runtime_error when the file
@@ -40,7 +51,9 @@ ModelFormat detect_model_format(const std::string& model_path);
 // naming both candidates when neither exists.
 std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size);
 
-// Loads a Hugging Face folder, a GGUF or a llama2.c model. For llama2.c,
+// Opens a Hugging Face folder, a GGUF or a llama2.c model: tokenizer,
+// template and config read and checked, the weights left in the files (a
+// llama2.c checkpoint, 110M parameters at most, is read whole). For llama2.c,
 // tokenizer_path names the tokenizer.bin ("" = find_llama2c_tokenizer). For
 // GGUF the tokenizer comes from the file unless tokenizer_path names a
 // llama2.c tokenizer.bin to use instead. A folder needs its tokenizer.json and
@@ -48,6 +61,8 @@ std::string find_llama2c_tokenizer(const std::string& model_path, int vocab_size
 // chat_template.jinja when present, else tokenizer_config.json's
 // chat_template (a string, or the "default" of a list of named templates).
 // Throws std::runtime_error naming the file and the problem.
+OpenedModel open_model(const std::string& model_path, const std::string& tokenizer_path = "");
+// The same with every weight read into float32 (open_model, then read_model_weights).
 LoadedModel load_model(const std::string& model_path, const std::string& tokenizer_path = "");
 
 // A llama2.c checkpoint (+ tokenizer, "" = find_llama2c_tokenizer) or a

@@ -38,7 +38,7 @@ CudaOptions invariant(DType t) {
 // with the reference oracle's stop rules (EOS and BOS unless ignore_eos).
 void compute_expected_on_cuda(std::vector<PlannedRequest>& requests, DType t = DType::Float32) {
   const TinyModel& m = tiny_model();
-  cuda::CudaExecutor executor(m.weights, invariant(t));
+  cuda::CudaExecutor executor(*m.weights, invariant(t));
   for (auto& r : requests) {
     cuda::DevicePageCache cache(executor.config(), 64, 4, t);
     GenerateOptions options;
@@ -57,7 +57,7 @@ void compute_expected_on_cuda(std::vector<PlannedRequest>& requests, DType t = D
 std::unique_ptr<InferenceEngine> cuda_engine(int max_running, int tokens_per_step, int pages = 0,
                                              DType t = DType::Float32) {
   const TinyModel& m = tiny_model();
-  auto executor = std::make_unique<cuda::CudaExecutor>(m.weights, invariant(t));
+  auto executor = std::make_unique<cuda::CudaExecutor>(*m.weights, invariant(t));
   const int n_pages = pages > 0 ? pages : max_running * (m.context() / 4);
   auto cache = std::make_unique<cuda::DevicePageCache>(executor->config(), n_pages, 4, t);
   return std::make_unique<InferenceEngine>(std::move(executor), std::move(cache), m.tokenizer,

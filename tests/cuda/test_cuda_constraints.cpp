@@ -63,7 +63,7 @@ TEST_CASE("constrained and free requests on the CUDA executor: graphs on and off
   }
   const int max_tokens = 10;
   {  // The oracle: the sequential loop on the CUDA executor, sampling the masked row on the host.
-    cuda::CudaExecutor executor(m.weights, invariant(false));
+    cuda::CudaExecutor executor(*m.weights, invariant(false));
     for (Planned& p : planned) {
       cuda::DevicePageCache cache(executor.config(), 64, 4, cuda::DType::Float32);
       GenerateOptions options;
@@ -81,7 +81,7 @@ TEST_CASE("constrained and free requests on the CUDA executor: graphs on and off
   }
   for (const bool graphs : {true, false}) {
     INFO("CUDA graphs " << (graphs ? "on" : "off"));
-    auto executor = std::make_unique<cuda::CudaExecutor>(m.weights, invariant(graphs));
+    auto executor = std::make_unique<cuda::CudaExecutor>(*m.weights, invariant(graphs));
     const cuda::CudaExecutor* raw = executor.get();
     const int n_pages = 8 * (m.context() / 4);
     auto cache = std::make_unique<cuda::DevicePageCache>(executor->config(), n_pages, 4, cuda::DType::Float32);

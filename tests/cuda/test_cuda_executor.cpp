@@ -70,7 +70,7 @@ TEST_CASE("float32 mode reproduces run.c's greedy tokens on stories260K", "[cuda
   ASTRAI_REQUIRE_SHARED(model_path, "models/stories260K/stories260K.bin");
   ASTRAI_REQUIRE_SHARED(tok_path, "models/stories260K/tok512.bin");
   const LoadedModel model = load_model(model_path.string(), tok_path.string());
-  cuda::CudaExecutor executor(std::make_shared<ModelWeights>(model.weights), {DType::Float32, 0, true});
+  cuda::CudaExecutor executor(model.weights, {DType::Float32, 0, true});
   cuda::DevicePageCache cache(executor.config(), pages_for_one_context(executor.config(), 16), 16, DType::Float32);
   const auto json = nlohmann::json::parse(std::ifstream(golden));
   for (const auto& c : json.at("cases")) {
@@ -103,7 +103,7 @@ void check_against_reference(const golden::SyntheticCase& c, int max_new_tokens)
     INFO(c.name << " " << cuda::dtype_name(t));
     const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(c.config, c.seed));
     const auto oracle = t == DType::Float32 ? weights : rounded_to_bf16(*weights);
-    cuda::CudaExecutor executor(weights, {t, 0, true});
+    cuda::CudaExecutor executor(*weights, {t, 0, true});
     cuda::DevicePageCache cache(c.config, pages_for_one_context(c.config, 16), 16, t);
 
     // Logits of every prompt position, one batch.
@@ -212,7 +212,7 @@ TEST_CASE("a request's logits have the same bits alone, batched with others and 
     INFO(cuda::dtype_name(t));
     CudaOptions options{t, 0, true};
     options.batch_invariant = true;  // one GEMM algorithm for every row count (cuda/gemm.h)
-    cuda::CudaExecutor executor(weights, options);
+    cuda::CudaExecutor executor(*weights, options);
     const std::vector<int> a = {1, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25};
     const auto rows_of = [](int task, const std::vector<int>& p, int from, int to) {
       std::vector<BatchToken> rows;
@@ -271,7 +271,7 @@ TEST_CASE("the CUDA executor refuses caches it cannot use, with clear errors", "
   ASTRAI_REQUIRE_GPU();
   const ModelConfig config = preset_config("tiny");
   const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 1));
-  cuda::CudaExecutor executor(weights, {DType::Float32, 0, true});
+  cuda::CudaExecutor executor(*weights, {DType::Float32, 0, true});
   DenseKVCache host(config, 1);
   const BatchToken row{1, 0, 0, true};
   CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&row, 1), host), std::invalid_argument);

@@ -92,7 +92,7 @@ TEST_CASE("a padded decode batch gives each real row the bits it gets unpadded",
     for (const int n : {3, 5, 6, 11}) {
       INFO(cuda::dtype_name(dtype) << ", " << n << " sequences");
       // Default options: per-bucket GEMM algorithms, not batch_invariant.
-      cuda::CudaExecutor graphs(weights, {dtype, 0, true}), eager(weights, {dtype, 0, false});
+      cuda::CudaExecutor graphs(*weights, {dtype, 0, true}), eager(*weights, {dtype, 0, false});
       cuda::DevicePageCache graphs_cache(graphs.config(), 64, 4, dtype), eager_cache(eager.config(), 64, 4, dtype);
       const auto got = decode_together(graphs, graphs_cache, prompts_for(n), steps);
       CHECK(graphs.last_step_rows() == cuda::graph_batch_rows(n));
@@ -114,7 +114,7 @@ TEST_CASE("a padded decode batch gives each real row the bits it gets unpadded",
 TEST_CASE("batch sizes that pad to one captured size share its graph", "[cuda][graphs]") {
   ASTRAI_REQUIRE_GPU();
   const auto weights = test::tiny_model_weights(42);
-  cuda::CudaExecutor executor(weights, {DType::Float32, 0, true});
+  cuda::CudaExecutor executor(*weights, {DType::Float32, 0, true});
   cuda::DevicePageCache cache(executor.config(), 96, 4, DType::Float32);
   // A prefill of nine prompts first sizes every buffer (a buffer grown later
   // drops the graphs, which point into the old one).
@@ -129,7 +129,7 @@ TEST_CASE("batch sizes that pad to one captured size share its graph", "[cuda][g
   CHECK(executor.graph_replays() == 3 + 4);
   CHECK(executor.last_step_rows() == 8);
 
-  cuda::CudaExecutor eager(weights, {DType::Float32, 0, false});
+  cuda::CudaExecutor eager(*weights, {DType::Float32, 0, false});
   cuda::DevicePageCache eager_cache(eager.config(), 96, 4, DType::Float32);
   CHECK(decode_together(eager, eager_cache, prompts_for(7), 4, 10) == seven);
 }
@@ -217,7 +217,7 @@ TEST_CASE("sampling and the metadata upload run inside the replayed graph", "[cu
   const int steps = 6;
   for (const bool penalised : {false, true}) {
     INFO((penalised ? "a penalised row (adjustments in the graph too)" : "plain rules"));
-    cuda::CudaExecutor graphs(weights, {DType::Float32, 0, true}), eager(weights, {DType::Float32, 0, false});
+    cuda::CudaExecutor graphs(*weights, {DType::Float32, 0, true}), eager(*weights, {DType::Float32, 0, false});
     const SampledRun got = sample_together(graphs, penalised, steps);
     const SampledRun want = sample_together(eager, penalised, steps);
     CHECK(got.tokens == want.tokens);  // seeded draws: the same uniforms on the same logits
@@ -268,7 +268,7 @@ TEST_CASE("a mixed prefill + decode step whose shape repeats replays its graph",
     }
     return out;
   };
-  cuda::CudaExecutor graphs(weights, {DType::Float32, 0, true}), eager(weights, {DType::Float32, 0, false});
+  cuda::CudaExecutor graphs(*weights, {DType::Float32, 0, true}), eager(*weights, {DType::Float32, 0, false});
   const auto got = run(graphs);
   // Chunks 0-3 share one shape (5 rows, 1 wanted, 1 decode row, one tile of
   // 4): eager, captured, replayed, replayed; chunk 4 wants 2 rows: eager.
@@ -320,7 +320,7 @@ TEST_CASE("forward() and forward_and_sample() of one shape each replay their own
     }
     return tokens;
   };
-  cuda::CudaExecutor graphs(weights, {DType::Float32, 0, true}), eager(weights, {DType::Float32, 0, false});
+  cuda::CudaExecutor graphs(*weights, {DType::Float32, 0, true}), eager(*weights, {DType::Float32, 0, false});
   std::vector<int> host_rows;
   CHECK(run(graphs, &host_rows) == run(eager, nullptr));
   CHECK(host_rows == std::vector<int>{0, 0, 0});  // every row sampled on the device
@@ -379,7 +379,7 @@ TEST_CASE("a step that grows the sampler's buffers drops the graphs that copy in
     }
     return tokens;
   };
-  cuda::CudaExecutor graphs(weights, {DType::Float32, 0, true}), eager(weights, {DType::Float32, 0, false});
+  cuda::CudaExecutor graphs(*weights, {DType::Float32, 0, true}), eager(*weights, {DType::Float32, 0, false});
   CHECK(run(graphs) == run(eager));
   CHECK(graphs.graph_captures() == 2);  // the decode shape before the growth, and again after it
 }

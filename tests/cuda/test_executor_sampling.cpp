@@ -29,7 +29,7 @@ TEST_CASE("forward_and_sample gives forward() and the reference sampler's tokens
   const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 31));
   for (const DType dtype : {DType::Float32, DType::BFloat16}) {
     INFO(cuda::dtype_name(dtype));
-    cuda::CudaExecutor executor(weights, {dtype, 0, true});  // decode steps replay CUDA graphs
+    cuda::CudaExecutor executor(*weights, {dtype, 0, true});  // decode steps replay CUDA graphs
     cuda::DevicePageCache cache(config, 16, 16, dtype);
     // Three requests: greedy, a seeded chat setting, and top_k 0 (on the host).
     const std::vector<std::vector<int>> prompts = {{1, 5, 9, 2}, {3, 3, 7}, {11, 4, 8, 15, 16}};
@@ -101,7 +101,7 @@ TEST_CASE("forward_and_sample of a step that wants no logits finishes it before 
   const auto weights = test::tiny_model_weights(12);
   const std::vector<int> prompt = {1, 7, 3, 9, 4, 4, 8, 2, 6, 5, 11, 13};
   const auto run = [&](bool sample_first_chunk) {
-    cuda::CudaExecutor executor(weights, {DType::Float32, 0, false});
+    cuda::CudaExecutor executor(*weights, {DType::Float32, 0, false});
     cuda::DevicePageCache cache(executor.config(), 4, 16, DType::Float32);
     // A first step that wants logits sizes every scratch buffer, so that no
     // later step grows one (growing synchronises the stream).

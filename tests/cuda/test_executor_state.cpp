@@ -66,7 +66,7 @@ TEST_CASE("forward() on another thread computes on the executor's device", "[cud
   const auto weights = test::tiny_model_weights(3);
   const std::vector<BatchToken> batch = {{1, 0, 0, false}, {5, 0, 1, false}, {9, 0, 2, true}};
   const auto run_on = [&](int device) {
-    cuda::CudaExecutor executor(weights, {DType::Float32, device, false});
+    cuda::CudaExecutor executor(*weights, {DType::Float32, device, false});
     cuda::DevicePageCache cache(executor.config(), 8, 16, DType::Float32);
     REQUIRE(cache.admit(0, std::vector<int>{1, 5, 9}).has_value());
     // As the scheduler does: forward() on a thread that never chose a device.
@@ -94,7 +94,7 @@ TEST_CASE("a new cache at a reused address does not replay the old cache's graph
   ASTRAI_REQUIRE_GPU();
   const auto weights = test::tiny_model_weights(5);
   const std::vector<int> prompt = {1, 17, 4, 29, 8};
-  cuda::CudaExecutor executor(weights, {DType::Float32, 0, true});
+  cuda::CudaExecutor executor(*weights, {DType::Float32, 0, true});
   const void* old_keys = nullptr;
   {
     cuda::DevicePageCache old_cache(executor.config(), 40, 16, DType::Float32);
@@ -114,7 +114,7 @@ TEST_CASE("a new cache at a reused address does not replay the old cache's graph
 #endif
   const Recorded got = generate_recorded(executor, cache, prompt, 8);
 
-  cuda::CudaExecutor fresh(weights, {DType::Float32, 0, false});
+  cuda::CudaExecutor fresh(*weights, {DType::Float32, 0, false});
   cuda::DevicePageCache fresh_cache(fresh.config(), 24, 16, DType::Float32);
   const Recorded want = generate_recorded(fresh, fresh_cache, prompt, 8);
   CHECK(got.tokens == want.tokens);
@@ -132,7 +132,7 @@ TEST_CASE("scratch buffers grow with the batch's rows only where each row needs 
   const int page = 16;
   // Device bytes one forward() adds for a prefill of `rows` rows wanting one logits row.
   const auto growth = [&](int rows) {
-    cuda::CudaExecutor executor(weights, {DType::Float32, 0, false});
+    cuda::CudaExecutor executor(*weights, {DType::Float32, 0, false});
     cuda::DevicePageCache cache(config, rows / page + 1, page, DType::Float32);
     std::vector<int> prompt(size_t(rows), 7);
     REQUIRE(cache.admit(0, prompt).has_value());
@@ -158,13 +158,13 @@ TEST_CASE("scratch poisoned with NaN before every step changes no bit; graph rep
   const auto weights = test::tiny_model_weights(8);
   const std::vector<int> prompt = {1, 3, 5, 7, 11, 13};
   const int tokens = 10;  // the prefill's token, then 9 decode steps
-  cuda::CudaExecutor plain(weights, {DType::Float32, 0, false});
+  cuda::CudaExecutor plain(*weights, {DType::Float32, 0, false});
   cuda::DevicePageCache plain_cache(plain.config(), 8, 16, DType::Float32);
   const Recorded want = generate_recorded(plain, plain_cache, prompt, tokens);
 
   CudaOptions options{DType::Float32, 0, true};
   options.poison_scratch = true;
-  cuda::CudaExecutor executor(weights, options);
+  cuda::CudaExecutor executor(*weights, options);
   cuda::DevicePageCache cache(executor.config(), 8, 16, DType::Float32);
 #ifdef ASTRAI_CUDA_EMULATED
   const uint64_t graph_launches_before = emu::counters().graph_launches;
@@ -196,14 +196,14 @@ TEST_CASE("a request reading prefix pages another request wrote gets the bits it
   second_prompt.insert(second_prompt.end(), {60, 61, 62});
   const int page = 4;
 
-  cuda::CudaExecutor executor(weights, options);
+  cuda::CudaExecutor executor(*weights, options);
   cuda::DevicePageCache cache(executor.config(), 64, page, DType::Float32);
   generate_recorded(executor, cache, first_prompt, 5, 1);
   int hit = 0;
   const Recorded shared = generate_recorded(executor, cache, second_prompt, 12, 2, &hit);
   CHECK(hit == 12);  // three whole pages of the common 13 tokens
 
-  cuda::CudaExecutor alone_executor(weights, options);
+  cuda::CudaExecutor alone_executor(*weights, options);
   cuda::DevicePageCache alone_cache(executor.config(), 64, page, DType::Float32);
   const Recorded alone = generate_recorded(alone_executor, alone_cache, second_prompt, 12, 2);
   CHECK(shared.tokens == alone.tokens);

@@ -50,7 +50,7 @@ TEST_CASE("the report's decode step launches what CudaExecutor's decode step lau
   ModelConfig config = preset_config("tiny");
   config.n_layers = 2;
   const auto weights = std::make_shared<const ModelWeights>(make_synthetic_weights(config, 5));
-  cuda::CudaExecutor executor(weights, {cuda::DType::BFloat16, 0, false});
+  cuda::CudaExecutor executor(*weights, {cuda::DType::BFloat16, 0, false});
   cuda::DevicePageCache cache(config, 16, 16, cuda::DType::BFloat16);
   LaunchNames seen;
   {

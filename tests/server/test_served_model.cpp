@@ -168,23 +168,23 @@ TEST_CASE("No byte-level BPE token stands for more than longest_token_bytes byte
 
 namespace astrai::test {
 
-TEST_CASE("A served model is assembled from a loaded one without copying its weights", "[served_model]") {
-  LoadedModel model = tiny_loaded_model("");
+TEST_CASE("A served model is assembled from an opened one: the engine reads the weights from their source",
+          "[served_model]") {
+  const LoadedModel loaded = tiny_loaded_model("");
+  OpenedModel model{model_source(std::make_shared<const ModelWeights>(loaded.weights)), loaded.tokenizer, loaded.name,
+                    loaded.format, loaded.chat_template, std::nullopt};
   HfGenerationConfig generation;
   generation.temperature = 0.25f;
   generation.top_k = 7;
   model.generation = generation;
-  // Where the float buffers live before: a move keeps them, a copy would not.
-  std::vector<const float*> buffers = {model.weights.token_embedding.data(), model.weights.classifier.data()};
-  for (const auto& L : model.weights.layers) buffers.push_back(L.wq.data());
-  std::vector<const float*> engine_buffers;
-  const EngineMaker maker = [&](std::shared_ptr<const ModelWeights> w, std::shared_ptr<const Tokenizer> t) {
-    engine_buffers = {w->token_embedding.data(), w->classifier.data()};
-    for (const auto& L : w->layers) engine_buffers.push_back(L.wq.data());
-    return std::make_shared<InferenceEngine>(std::move(w), std::move(t), EngineConfig{});
+  const EngineMaker maker = [&](const ModelSource& source, std::shared_ptr<const Tokenizer> t) {
+    CHECK(source.config.describe() == loaded.weights.config.describe());
+    auto weights = std::make_shared<const ModelWeights>(read_model_weights(source));
+    CHECK(weights->token_embedding == loaded.weights.token_embedding);
+    return std::make_shared<InferenceEngine>(std::move(weights), std::move(t), EngineConfig{});
   };
   const auto served = make_served_model(std::move(model), maker, "auto");
-  CHECK(engine_buffers == buffers);
+  CHECK_FALSE(model.weights.read);  // the source (and a file it maps) is dropped once the engine is built
   CHECK(served->name == "tiny");
   CHECK(served->default_sampling.temperature == 0.25f);
   CHECK(served->default_sampling.top_k == 7);
@@ -192,12 +192,17 @@ TEST_CASE("A served model is assembled from a loaded one without copying its wei
 
 TEST_CASE("A bad chat template name fails before any engine is built", "[served_model]") {
   bool built = false;
-  const EngineMaker maker = [&](std::shared_ptr<const ModelWeights> w, std::shared_ptr<const Tokenizer> t) {
+  const EngineMaker maker = [&](const ModelSource& source, std::shared_ptr<const Tokenizer> t) {
     built = true;
-    return std::make_shared<InferenceEngine>(std::move(w), std::move(t), EngineConfig{});
+    return std::make_shared<InferenceEngine>(std::make_shared<const ModelWeights>(read_model_weights(source)),
+                                             std::move(t), EngineConfig{});
   };
-  CHECK_THROWS(make_served_model(tiny_loaded_model(""), maker, "vicuna"));
+  LoadedModel loaded = tiny_loaded_model("");
+  OpenedModel model{model_source(std::make_shared<const ModelWeights>(loaded.weights)), loaded.tokenizer, loaded.name,
+                    loaded.format, loaded.chat_template, std::nullopt};
+  CHECK_THROWS(make_served_model(std::move(model), maker, "vicuna"));
   CHECK_FALSE(built);
+  CHECK_THROWS(make_served_model(std::move(loaded), EngineConfig{}, "vicuna"));
 }
 
 }  // namespace astrai::test

@@ -12,6 +12,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "engine/model_files/architectures.h"
@@ -207,21 +209,32 @@ ModelConfig read_config(const GgufReader& g) {
   return c;
 }
 
-ModelWeights read_weights(const GgufReader& g, const ModelConfig& c) {
-  // llama.cpp omits output.weight for tied embeddings.
-  const bool tied = g.find_tensor("output.weight") == nullptr;
-  ModelWeights w = read_model_weights(c, tied, [&](const ModelTensor& t, const auto& shape) {
-    return g.read_tensor<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.gguf_name(), shape);
+// The file's weights as a source: each tensor decoded when read, the
+// quantized ones' blocks given as the mapping holds them. The source holds
+// the reader (and so the mapping) for as long as it lives.
+ModelSource weights_source(std::shared_ptr<const GgufReader> g, const ModelConfig& c) {
+  ModelSource source;
+  source.config = c;
+  source.tied = g->find_tensor("output.weight") == nullptr;  // llama.cpp omits output.weight for tied embeddings
+  for (const auto& t : g->tensors()) source.stored[t.name] = StoredTensor{ggml_type_name(t.type), t.n_bytes};
+  // Every tensor the model needs is there, of its shape and of a type this
+  // reader decodes, before anything is read: a bad file fails at once, not
+  // half-way through an upload to the GPU.
+  for_each_model_tensor(c, source.tied, [&](const ModelTensor& t) {
+    const GgufTensorInfo& info = g->tensor_with_shape(t.gguf_name(), t.shape);
+    const bool float_type = info.type == GgmlType::F32 || info.type == GgmlType::F16 || info.type == GgmlType::BF16;
+    if (!float_type && !quant::can_dequantize(info.type))
+      throw std::runtime_error(g->path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
+                               "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K");
   });
-  for (const auto& t : g.tensors()) {
-    w.stored[t.name] = StoredTensor{ggml_type_name(t.type), t.n_bytes};
-    if (quant::can_dequantize(t.type)) {  // quantized: its blocks too, for the devices that compute on them
-      const std::span<const std::byte> data = g.tensor_data(t);
-      w.quantized[t.name] = std::make_shared<const QuantizedBlocks>(
-          QuantizedBlocks{ggml_type_name(t.type), std::vector<std::byte>(data.begin(), data.end())});
-    }
-  }
-  return w;
+  source.read = [g](const ModelTensor& t) { return g->read_tensor_values(t.gguf_name(), t.shape); };
+  source.blocks = [g](const ModelTensor& t) -> std::optional<TensorBlocks> {
+    const GgufTensorInfo& info = g->tensor_with_shape(t.gguf_name(), t.shape);
+    if (!quant::can_dequantize(info.type)) return std::nullopt;
+    return TensorBlocks{ggml_type_name(info.type), g->tensor_data(info)};
+  };
+  source.release_blocks = [g](const TensorBlocks& done) { g->release(done.bytes); };
+  return source;
 }
 
 // ---- writing ----
@@ -306,14 +319,20 @@ std::string gguf_dtype_name(GgufDType dtype) {
   return "?";
 }
 
+GgufModelFile open_gguf_model(const std::string& path) {
+  const auto g = std::make_shared<const GgufReader>(path);
+  const ModelConfig config = read_config(*g);
+  ModelSource weights = weights_source(g, config);  // the tensors checked before the tokenizer is read
+  Tokenizer tokenizer = read_gguf_tokenizer(*g, config.vocab_size);
+  const std::string name = g->has("general.name") ? g->get_string("general.name") : "";
+  const std::string chat_template = g->has("tokenizer.chat_template") ? g->get_string("tokenizer.chat_template") : "";
+  return GgufModelFile{std::move(weights), std::move(tokenizer), name, chat_template};
+}
+
 GgufModel read_gguf_model(const std::string& path) {
-  const GgufReader g(path);
-  const ModelConfig config = read_config(g);
-  ModelWeights weights = read_weights(g, config);
-  Tokenizer tokenizer = read_gguf_tokenizer(g, config.vocab_size);
-  const std::string name = g.has("general.name") ? g.get_string("general.name") : "";
-  const std::string chat_template = g.has("tokenizer.chat_template") ? g.get_string("tokenizer.chat_template") : "";
-  return GgufModel{std::move(weights), std::move(tokenizer), name, chat_template};
+  GgufModelFile file = open_gguf_model(path);
+  return GgufModel{read_model_weights(file.weights), std::move(file.tokenizer), std::move(file.name),
+                   std::move(file.chat_template)};
 }
 
 void write_gguf_model(const std::string& path, const ModelSource& source, const Tokenizer& tokenizer, GgufDType dtype,

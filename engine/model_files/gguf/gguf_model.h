@@ -30,9 +30,23 @@ struct GgufModel {
   std::string chat_template;  // tokenizer.chat_template, "" when absent
 };
 
-// Reads a `llama`, `qwen2` or `qwen3` GGUF with F32/F16/BF16 tensors. A missing output.weight
+// A GGUF model with its weights left in the file: metadata, config and
+// tokenizer read and checked, `weights` reading (or decoding) each tensor
+// from the memory-mapped file when asked, and giving quantized tensors'
+// blocks as they are (the CUDA backend uploads those without a float32 copy).
+struct GgufModelFile {
+  ModelSource weights;  // holds the mapping
+  Tokenizer tokenizer;
+  std::string name;           // general.name, "" when absent
+  std::string chat_template;  // tokenizer.chat_template, "" when absent
+};
+
+// Opens a `llama`, `qwen2` or `qwen3` GGUF whose tensors are F32, F16, BF16
+// or a quantized type quant/dequantize.h decodes. A missing output.weight
 // means a classifier tied to the embedding. Throws std::runtime_error naming
-// the file and the key or tensor at fault.
+// the file and the key or tensor at fault (a tensor's: when it is read).
+GgufModelFile open_gguf_model(const std::string& path);
+// The same with every tensor read into float32 weights.
 GgufModel read_gguf_model(const std::string& path);
 
 // Writes weights and tokenizer (and a chat template when not empty) as a GGUF

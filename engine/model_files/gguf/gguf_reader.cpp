@@ -381,6 +381,19 @@ std::string format_dims(std::span<const size_t> dims) {
 
 }  // namespace
 
+const GgufTensorInfo& GgufReader::tensor_with_shape(const std::string& name, std::span<const size_t> shape) const {
+  const GgufTensorInfo& info = tensor(name);
+  check_shape(info, shape);
+  return info;
+}
+
+std::vector<float> GgufReader::read_tensor_values(const std::string& name, std::span<const size_t> shape) const {
+  const GgufTensorInfo& info = tensor_with_shape(name, shape);
+  std::vector<float> values(info.n_elements);
+  read_tensor_floats(info, values);
+  return values;
+}
+
 void GgufReader::check_shape(const GgufTensorInfo& info, std::span<const size_t> want) const {
   // Compare ne with `want` reversed; ne entries beyond want.size() must be 1.
   bool ok = info.ne.size() >= want.size();

@@ -76,19 +76,27 @@ class GgufReader {
   const GgufTensorInfo& tensor(const std::string& name) const;       // throws when absent
   // The tensor's bytes inside the mapped file (already bounds-checked).
   std::span<const std::byte> tensor_data(const GgufTensorInfo& info) const;
+  // Drops the pages of `range` (bytes of this file) from the process once a
+  // caller is done with them (MappedFile::release).
+  void release(std::span<const std::byte> range) const { file_.release(range); }
   // Converts an F32, F16 or BF16 tensor, or dequantizes a quantized one
   // (quant/dequantize.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K ... Q6_K),
   // to float32 into out (out.size() == n_elements). Other types throw, naming
   // the type.
   void read_tensor_floats(const GgufTensorInfo& info, std::span<float> out) const;
 
+  // Tensor `name` checked to have the row-major shape `shape` (outermost
+  // first, ne reversed, trailing ne entries of 1 allowed): throws naming the
+  // tensor when it is missing or has another shape.
+  const GgufTensorInfo& tensor_with_shape(const std::string& name, std::span<const size_t> shape) const;
+  // Its values as float32 (read_tensor_floats), row-major.
+  std::vector<float> read_tensor_values(const std::string& name, std::span<const size_t> shape) const;
   // The tensor as float32 with the row-major shape `shape` (outermost first,
   // i.e. ne reversed; trailing ne entries of 1 are allowed). Throws when the
   // tensor is missing, has another shape or an unsupported type.
   template <size_t N>
   xt::xtensor<float, N> read_tensor(const std::string& name, const std::array<size_t, N>& shape) const {
-    const auto& info = tensor(name);
-    check_shape(info, std::span<const size_t>(shape));
+    const auto& info = tensor_with_shape(name, std::span<const size_t>(shape));
     xt::xtensor<float, N> out(shape);
     read_tensor_floats(info, std::span<float>(out.data(), out.size()));
     return out;
