@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     print_report(std::cout, reports.back());
     std::cout.flush();
   }
+  print_summary(std::cout, reports);
   if (!json.empty()) {
     std::ofstream out(json);
     print_json(out, reports);

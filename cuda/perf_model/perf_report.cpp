@@ -136,7 +136,11 @@ StepReport report_decode_step(const ReferenceShape& shape, const ReportOptions& 
     r.parts.push_back(std::move(part));
   }
   ASTRAI_CUDA_CHECK(cudaStreamDestroy(stream));
-  r.floor_seconds = step_floor_bytes(shape) / gpu.hbm_bytes_per_s;
+  r.bytes = step_floor_bytes(shape);
+  ReferenceShape bf16 = shape;
+  bf16.weights = Weights::BF16;
+  r.bf16_bytes = step_floor_bytes(bf16).total();
+  r.floor_seconds = r.bytes.total() / gpu.hbm_bytes_per_s;
   return r;
 }
 
@@ -161,8 +165,8 @@ static std::string short_name(const std::string& full) {
 
 void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   char buf[512];
-  out << "## " << r.shape.name << ": Llama-3-8B shape, bf16, batch " << r.shape.batch << ", context "
-      << r.shape.context << " (" << gpu.name << " model; an estimate)\n\n";
+  out << "## " << r.shape.name << ": Llama-3-8B shape, " << weights_name(r.shape.weights) << ", batch "
+      << r.shape.batch << ", context " << r.shape.context << " (" << gpu.name << " model; an estimate)\n\n";
   out << "| part | x/step | kernel | blocks | occ (blk/SM, by) | regs | spill B | sector eff | bank x | est us | "
          "floor us | % floor |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const StepPart& p : r.parts) {
@@ -179,9 +183,11 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
     }
   }
   std::snprintf(buf, sizeof buf,
-                "\nStep: estimated %.3f ms against the HBM floor %.3f ms (%.2f GB at %.1f TB/s): %.0f%% of the floor.\n",
-                r.seconds * 1e3, r.floor_seconds * 1e3, r.floor_seconds * gpu.hbm_bytes_per_s / 1e9,
-                gpu.hbm_bytes_per_s / 1e12, r.percent_of_floor());
+                "\nStep: estimated %.3f ms against the HBM floor %.3f ms (%.2f GB at %.1f TB/s: weights %.2f GB + KV "
+                "%.2f GB, %.3f of bf16's %.2f GB): %.0f%% of the floor.\n",
+                r.seconds * 1e3, r.floor_seconds * 1e3, r.bytes.total() / 1e9, gpu.hbm_bytes_per_s / 1e12,
+                r.bytes.weights / 1e9, r.bytes.kv / 1e9, r.bytes.total() / r.bf16_bytes, r.bf16_bytes / 1e9,
+                r.percent_of_floor());
   out << buf;
   bool any_site = false;
   for (const StepPart& p : r.parts)
@@ -194,12 +200,28 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   out << "\n";
 }
 
+void print_summary(std::ostream& out, const std::vector<StepReport>& reports, const GpuSpec& gpu) {
+  char buf[512];
+  out << "## Summary (" << gpu.name << " model at " << gpu.hbm_bytes_per_s / 1e12 << " TB/s; estimates)\n\n"
+      << "| step | weights | batch | context | bytes/step (weights + KV) | vs bf16 | HBM floor | estimated | % of floor "
+         "|\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const StepReport& r : reports) {
+    std::snprintf(buf, sizeof buf, "| `%s` | %s | %d | %d | %.3f GB (%.3f + %.3f) | %.3f | %.3f ms | %.3f ms | %.0f%% |\n",
+                  r.shape.name.c_str(), weights_name(r.shape.weights).c_str(), r.shape.batch, r.shape.context,
+                  r.bytes.total() / 1e9, r.bytes.weights / 1e9, r.bytes.kv / 1e9, r.bytes.total() / r.bf16_bytes,
+                  r.floor_seconds * 1e3, r.seconds * 1e3, r.percent_of_floor());
+    out << buf;
+  }
+  out << "\n";
+}
+
 void print_json(std::ostream& out, const std::vector<StepReport>& reports) {
   out << "{\"steps\": [";
   for (size_t i = 0; i < reports.size(); ++i) {
     const StepReport& r = reports[i];
-    out << (i ? ", " : "") << "{\"shape\": \"" << r.shape.name << "\", \"estimated_s\": " << r.seconds
-        << ", \"floor_s\": " << r.floor_seconds << ", \"parts\": [";
+    out << (i ? ", " : "") << "{\"shape\": \"" << r.shape.name << "\", \"weights\": \"" << weights_name(r.shape.weights)
+        << "\", \"weights_bytes\": " << r.bytes.weights << ", \"kv_bytes\": " << r.bytes.kv
+        << ", \"estimated_s\": " << r.seconds << ", \"floor_s\": " << r.floor_seconds << ", \"parts\": [";
     for (size_t j = 0; j < r.parts.size(); ++j) {
       const StepPart& p = r.parts[j];
       out << (j ? ", " : "") << "{\"what\": \"" << p.kernel.what << "\", \"case\": \"" << p.kernel.case_name
