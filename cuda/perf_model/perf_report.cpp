@@ -167,17 +167,17 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   char buf[512];
   out << "## " << r.shape.name << ": Llama-3-8B shape, " << weights_name(r.shape.weights) << ", batch "
       << r.shape.batch << ", context " << r.shape.context << " (" << gpu.name << " model; an estimate)\n\n";
-  out << "| part | x/step | kernel | blocks | occ (blk/SM, by) | regs | spill B | sector eff | bank x | est us | "
-         "floor us | % floor |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "| part | x/step | kernel | blocks | occ (blk/SM, by) | regs | spill B | sector eff | B/load | bank x | est us | "
+         "floor us | % floor |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const StepPart& p : r.parts) {
     for (const KernelLine& l : p.launches) {
-      std::snprintf(buf, sizeof buf, "| %s | %d | %s | %lld | %d, %s | %s | %s | %s | %.2f | %.2f | %.2f | %.0f%% |\n",
+      std::snprintf(buf, sizeof buf, "| %s | %d | %s | %lld | %d, %s | %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.0f%% |\n",
                     p.kernel.what.c_str(), p.kernel.per_step, short_name(l.name).c_str(), l.figures.blocks,
                     l.figures.occupancy.blocks_per_sm, l.figures.occupancy.limited_by.c_str(),
                     l.resources_known ? std::to_string(l.resources.registers).c_str() : "?",
                     l.resources_known ? std::to_string(l.resources.spill_bytes).c_str() : "?",
                     l.traced ? (std::to_string(int(std::lround(100 * l.sector_efficiency))) + "%").c_str() : "(model)",
-                    l.bank_ratio, l.estimate.seconds * 1e6, l.estimate.floor_seconds * 1e6,
+                    l.figures.bytes_per_warp_load, l.bank_ratio, l.estimate.seconds * 1e6, l.estimate.floor_seconds * 1e6,
                     l.estimate.percent_of_floor());
       out << buf;
     }
@@ -203,13 +203,17 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
 void print_summary(std::ostream& out, const std::vector<StepReport>& reports, const GpuSpec& gpu) {
   char buf[512];
   out << "## Summary (" << gpu.name << " model at " << gpu.hbm_bytes_per_s / 1e12 << " TB/s; estimates)\n\n"
-      << "| step | weights | batch | context | bytes/step (weights + KV) | vs bf16 | HBM floor | estimated | % of floor "
-         "|\n|---|---|---|---|---|---|---|---|---|\n";
+      << "| step | weights | batch | context | bytes/step (weights + KV) | vs bf16 | HBM floor | estimated | of which "
+         "matrices | % of floor |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const StepReport& r : reports) {
-    std::snprintf(buf, sizeof buf, "| `%s` | %s | %d | %d | %.3f GB (%.3f + %.3f) | %.3f | %.3f ms | %.3f ms | %.0f%% |\n",
+    double matrices = 0;  // the GEMM and quantized mat-vec parts
+    for (const StepPart& p : r.parts)
+      if (p.kernel.case_name == "gemm" || p.kernel.case_name == "matvec_quant") matrices += p.seconds * p.kernel.per_step;
+    std::snprintf(buf, sizeof buf,
+                  "| `%s` | %s | %d | %d | %.3f GB (%.3f + %.3f) | %.3f | %.3f ms | %.3f ms | %.3f ms | %.0f%% |\n",
                   r.shape.name.c_str(), weights_name(r.shape.weights).c_str(), r.shape.batch, r.shape.context,
                   r.bytes.total() / 1e9, r.bytes.weights / 1e9, r.bytes.kv / 1e9, r.bytes.total() / r.bf16_bytes,
-                  r.floor_seconds * 1e3, r.seconds * 1e3, r.percent_of_floor());
+                  r.floor_seconds * 1e3, r.seconds * 1e3, matrices * 1e3, r.percent_of_floor());
     out << buf;
   }
   out << "\n";
