@@ -1,6 +1,8 @@
 #include "cuda/perf_model/perf_report.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -160,6 +162,16 @@ static std::string short_name(const std::string& full) {
   if (const size_t ns = s.find("::(anonymous namespace)::"); ns != std::string::npos) s.erase(0, ns + 25);
   if (const size_t colons = s.substr(0, s.find('<')).rfind("::"); colons != std::string::npos) s.erase(0, colons + 2);
   if (const size_t space = s.substr(0, s.find('<')).rfind(' '); space != std::string::npos) s.erase(0, space + 1);
+  // A template argument of the quantized mat-vec: "(astrai::cuda::QuantFormat)2" -> "Q4_K".
+  const std::string cast = "(astrai::cuda::QuantFormat)";
+  for (size_t at; (at = s.find(cast)) != std::string::npos;) {
+    size_t end = at + cast.size();
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    const int value = end > at + cast.size() ? std::stoi(s.substr(at + cast.size(), end - at - cast.size())) : -1;
+    s.replace(at, end - at, value >= 0 && value < int(std::size(kQuantFormats))
+                                ? std::string(quant_format_info(QuantFormat(value)).name)
+                                : "QuantFormat?");
+  }
   return s;
 }
 
