@@ -1,10 +1,10 @@
 // The performance report's inputs, checked on the emulated device:
 //  - its decode step is the executor's: the kernels of decode_launches(),
 //    run at a small shape in order, are the kernels a real decode step of
-//    CudaExecutor launches, in the same order, for a bf16 model and for one
-//    stored as llama.cpp stores Q4_K_M (Q4_K and, in some layers, Q6_K
-//    matrices), so a kernel added to enqueue() and not to decode_step.cpp,
-//    or a per-layer format the recipe gets wrong, fails here;
+//    CudaExecutor launches, in the same order, for a bf16 model and for
+//    ones stored as llama.cpp stores Q4_K_M (Q4_K and, in some layers, Q6_K
+//    matrices) and Q8_0, so a kernel added to enqueue() and not to
+//    decode_step.cpp, or a per-layer format the recipe gets wrong, fails here;
 //  - the quantized formats are llama.cpp's: matrix_format() against the
 //    types llama.cpp's own quantizer writes (the llama.cpp oracle), and a
 //    hand-made table of Llama-3-8B's Q6_K layers;
@@ -182,6 +182,13 @@ TEST_CASE("the report's Q4_K_M decode step launches what CudaExecutor launches o
   INFO("the executor ran " << quantized_kernels.size() << " quantized mat-vec instantiations");
   REQUIRE(quantized_kernels.size() == 2);  // Q4_K and Q6_K: the test sees per-layer formats
   CHECK(recipe_decode_step(shape_of(config, cuda::perf::Weights::Q4_K_M)) == executor);
+}
+
+TEST_CASE("the report's Q8_0 decode step launches what CudaExecutor launches on such a file", "[cuda][perf_model]") {
+  const ModelConfig config = quantizable_config(2);
+  auto w = std::make_shared<ModelWeights>(make_synthetic_weights(config, 6));
+  quantize_as(*w, cuda::perf::Weights::Q8_0);
+  CHECK(recipe_decode_step(shape_of(config, cuda::perf::Weights::Q8_0)) == executor_decode_step(w));
 }
 
 TEST_CASE("decode_step() counts decode_launches(): nothing lost in the merge", "[cuda][perf_model]") {
