@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The performance report without a GPU (docs/cuda-performance.md): each
 # kernel's registers and spills for sm_90 (bench/kernel-resources.sh, needs
-# nvcc), then the two reference decode steps run on the emulated device with
-# their memory accesses traced and priced. Writes the tables to stdout and
-# out-dir, and the step estimates to bench/perf-predictions.json (committed:
-# bench_cuda prints them beside its measured decode steps on a GPU).
+# nvcc), then the reference decode steps (bf16, Q4_K_M, Q8_0) run on the
+# emulated device with their memory accesses traced and priced. Writes the
+# tables and a summary to stdout and out-dir, and the step estimates to
+# bench/perf-predictions.json (committed: bench_cuda prints them beside its
+# measured decode steps on a GPU).
 # Usage: bench/perf-report.sh [build-dir] [out-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."

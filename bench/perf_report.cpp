@@ -1,5 +1,6 @@
 // The performance report without a GPU (cuda/perf_model/perf_report.h): the
-// two reference decode steps priced from the emulator's access stream.
+// reference decode steps (bf16, Q4_K_M, Q8_0) priced from the emulator's
+// access stream, then a summary table.
 // Usage: perf_report [--resources FILE.tsv] [--shape NAME] [--json FILE] [--max-traced-blocks N]
 // bench/perf-report.sh builds it, writes the resources table with nvcc and runs it.
 #include <cstdlib>
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
     print_report(std::cout, reports.back());
     std::cout.flush();
   }
+  print_summary(std::cout, reports);
   if (!json.empty()) {
     std::ofstream out(json);
     print_json(out, reports);

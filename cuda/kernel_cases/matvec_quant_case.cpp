@@ -197,13 +197,25 @@ KernelShape quant_shape(QuantFormat f, int rows, int in, int out) {
 
 KernelCase matvec_quant_case() {
   std::vector<KernelShape> bench;
-  // Llama-3-8B's decode GEMMs at one row in the formats of a Q4_K_M file
-  // (Q4_K, with Q6_K for some v and down projections) and of Q8_0.
-  for (const QuantFormat f : {QuantFormat::Q4_K, QuantFormat::Q6_K, QuantFormat::Q8_0}) {
-    bench.push_back(quant_shape(f, 1, 4096, 6144));
-    bench.push_back(quant_shape(f, 1, 4096, 28672));
+  // Llama-3-8B's decode mat-vecs at one row, each launch of the performance
+  // report's Q4_K_M and Q8_0 steps (cuda/perf_model/decode_step.cpp: one per
+  // matrix): q and output 4096->4096, k and v 4096->1024, gate and up
+  // 4096->14336, down 14336->4096, the classifier 4096->128256. Q4_K_M
+  // stores v and down in Q6_K in half the layers and the classifier in Q6_K
+  // (cuda/perf_model/weight_formats.cpp); Q8_0 stores every matrix in Q8_0.
+  // Then the stacked qkv width 4096->6144 in each format (beside the bf16
+  // GEMM's), and Q4_K at 8 rows, the mat-vec's most.
+  for (const QuantFormat f : {QuantFormat::Q4_K, QuantFormat::Q8_0}) {
+    bench.push_back(quant_shape(f, 1, 4096, 4096));
+    bench.push_back(quant_shape(f, 1, 4096, 1024));
+    bench.push_back(quant_shape(f, 1, 4096, 14336));
     bench.push_back(quant_shape(f, 1, 14336, 4096));
   }
+  bench.push_back(quant_shape(QuantFormat::Q6_K, 1, 4096, 1024));
+  bench.push_back(quant_shape(QuantFormat::Q6_K, 1, 14336, 4096));
+  for (const QuantFormat f : {QuantFormat::Q6_K, QuantFormat::Q8_0}) bench.push_back(quant_shape(f, 1, 4096, 128256));
+  for (const QuantFormat f : {QuantFormat::Q4_K, QuantFormat::Q6_K, QuantFormat::Q8_0})
+    bench.push_back(quant_shape(f, 1, 4096, 6144));
   bench.push_back(quant_shape(QuantFormat::Q4_K, 8, 4096, 6144));
   return {"matvec_quant", "cuda/kernels/matvec_quant.cu", "linear() in reference/linear.cpp on the host decoders' weights",
           1,

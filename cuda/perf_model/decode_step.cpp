@@ -1,5 +1,9 @@
 #include "cuda/perf_model/decode_step.h"
 
+#include <algorithm>
+#include <iterator>
+#include <stdexcept>
+
 #include "cuda/kernels/kernels.h"
 #include "cuda/paged_attention.h"
 
@@ -14,62 +18,138 @@ std::vector<ReferenceShape> reference_shapes() {
   b64.name = "8b-b64-c2k";
   b64.batch = 64;
   b64.context = 2048;
-  return {b1, b64};
+  ReferenceShape q4km = b1;
+  q4km.name = "8b-q4_k_m-b1-c1k";
+  q4km.weights = Weights::Q4_K_M;
+  ReferenceShape q8 = b1;
+  q8.name = "8b-q8_0-b1-c1k";
+  q8.weights = Weights::Q8_0;
+  return {b1, b64, q4km, q8};
 }
 
 namespace {
 
+constexpr double e = 2.0;  // bytes per bf16 element; activations between kernels are float32 (4 bytes)
+
 cases::KernelShape bf16(std::map<std::string, int> dims) { return {DType::BFloat16, 1, std::move(dims)}; }
+
+// One matrix of a stacked projection: its label, which matrix, its output features.
+struct Part {
+  const char* what;  // "layer: q projection"
+  Matrix matrix;
+  int out;
+};
+
+// A projection y[B, sum out] = x[B, in] W^T of layer `layer`: in bf16 the
+// stack is one GEMM ("layer: qkv projection"); quantized, each matrix is a
+// mat-vec on its blocks ("layer: v projection (Q6_K)"), writing its columns.
+void push_projection(std::vector<StepKernel>& step, const ReferenceShape& s, int layer, const char* stack_what,
+                     int in, std::initializer_list<Part> parts) {
+  const int B = s.batch;
+  if (s.weights == Weights::BF16) {
+    int out = 0;
+    for (const Part& p : parts) out += p.out;
+    step.push_back({stack_what, "gemm", bf16({{"rows", B}, {"in", in}, {"out", out}}), 1,
+                    e * double(in) * out + e * double(B) * in + 4.0 * double(B) * out});
+    return;
+  }
+  for (const Part& p : parts) {
+    const QuantFormat f = *matrix_format(s.weights, p.matrix, layer, s.layers);
+    const QuantFormatInfo info = quant_format_info(f);
+    const int format = int(std::find(std::begin(kQuantFormats), std::end(kQuantFormats), f) - std::begin(kQuantFormats));
+    step.push_back({std::string(p.what) + " (" + std::string(info.name) + ")", "matvec_quant",
+                    bf16({{"format", format}, {"rows", B}, {"blocks", in / info.block_elements}, {"out", p.out}}), 1,
+                    matrix_bytes(f, p.out, in) + e * double(B) * in + 4.0 * double(B) * p.out});
+  }
+}
 
 }  // namespace
 
-std::vector<StepKernel> decode_step(const ReferenceShape& s) {
-  const int B = s.batch, L = s.layers, kv_dim = s.n_kv_heads * s.head_dim, q_dim = s.n_heads * s.head_dim;
-  const double e = 2.0;  // bytes per bf16 element; activations between kernels are float32 (4 bytes)
-  const auto gemm = [&](const char* what, int in, int out, int per_step) {
-    return StepKernel{what, "gemm", bf16({{"rows", B}, {"in", in}, {"out", out}}), per_step,
-                      e * double(in) * out + e * double(B) * in + 4.0 * double(B) * out};
-  };
+std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
+  const int B = s.batch, kv_dim = s.n_kv_heads * s.head_dim, q_dim = s.n_heads * s.head_dim;
+  if (s.weights != Weights::BF16 && B > kMatvecMaxRows)
+    throw std::invalid_argument("decode step " + s.name + ": quantized weights are priced for 1 to " +
+                                std::to_string(kMatvecMaxRows) + " rows (the quantized mat-vec) only");
   std::vector<StepKernel> step;
-  // The embedding table's size does not change what a gather reads: a small
-  // table keeps the emulated run's memory down.
-  step.push_back({"embedding gather", "embedding", bf16({{"vocab", 1024}, {"dim", s.dim}, {"rows", B}}), 1,
-                  e * double(B) * s.dim + 4.0 * double(B) * s.dim});
+  // The table's size does not change what a gather reads (B rows): a small
+  // table keeps the emulated run's memory down. A quantized file's table
+  // stays in its blocks, whose rows the gather decodes.
+  if (const auto f = matrix_format(s.weights, Matrix::Embedding, 0, s.layers)) {
+    const QuantFormatInfo info = quant_format_info(*f);
+    const int format = int(std::find(std::begin(kQuantFormats), std::end(kQuantFormats), *f) - std::begin(kQuantFormats));
+    step.push_back({"embedding gather (" + std::string(info.name) + ")", "embedding_quant",
+                    bf16({{"format", format}, {"rows", B}, {"blocks", s.dim / info.block_elements}, {"out", 1024}}), 1,
+                    matrix_bytes(*f, B, s.dim) + 4.0 * double(B) * s.dim});
+  } else {
+    step.push_back({"embedding gather", "embedding", bf16({{"vocab", 1024}, {"dim", s.dim}, {"rows", B}}), 1,
+                    e * double(B) * s.dim + 4.0 * double(B) * s.dim});
+  }
   const double norm_bytes = 4.0 * 3 * double(B) * s.dim + e * double(B) * s.dim + e * s.dim;
-  step.push_back({"layer: attention norm (+ residual)", "rmsnorm",
-                  bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 0}}), L, norm_bytes});
-  step.push_back(gemm("layer: qkv projection", s.dim, q_dim + 2 * kv_dim, L));
-  step.push_back({"layer: rope + KV write", "rope_kv_write",
-                  bf16({{"rows", B}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
-                        {"head_dim", s.head_dim}, {"rotate_half", 1}, {"theta", 1}, {"bias", 0}, {"qk_norm", 0},
-                        {"scaling", 1}}),
-                  L, 4.0 * 2 * double(B) * (q_dim + 2 * kv_dim) + e * 2.0 * B * kv_dim});
-  step.push_back({"layer: decode attention (+ merge)", "paged_attention",
-                  bf16({{"head_dim", s.head_dim}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
-                        {"n_seqs", B}, {"len", s.context}, {"ragged", 0}, {"fresh", 1}, {"page", 16},
-                        {"split", split_len_for(s.max_seq_len)}, {"splits", 0}, {"chunk", kPrefillChunkRows}}),
-                  L, e * 2.0 * B * double(s.context) * kv_dim + 4.0 * B * double(q_dim) + e * B * double(q_dim)});
-  step.push_back(gemm("layer: output projection", q_dim, s.dim, L));
-  step.push_back({"layer: ffn norm (+ residual)", "rmsnorm",
-                  bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 0}}), L, norm_bytes});
-  step.push_back(gemm("layer: gate + up projection", s.dim, 2 * s.hidden, L));
-  step.push_back({"layer: SwiGLU", "swiglu", bf16({{"rows", B}, {"hidden", s.hidden}}), L,
-                  4.0 * 2 * double(B) * s.hidden + e * double(B) * s.hidden});
-  step.push_back(gemm("layer: down projection", s.hidden, s.dim, L));
+  for (int l = 0; l < s.layers; ++l) {
+    step.push_back({"layer: attention norm (+ residual)", "rmsnorm",
+                    bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 0}}), 1, norm_bytes});
+    push_projection(step, s, l, "layer: qkv projection", s.dim,
+                    {{"layer: q projection", Matrix::Q, q_dim},
+                     {"layer: k projection", Matrix::K, kv_dim},
+                     {"layer: v projection", Matrix::V, kv_dim}});
+    step.push_back({"layer: rope + KV write", "rope_kv_write",
+                    bf16({{"rows", B}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
+                          {"head_dim", s.head_dim}, {"rotate_half", 1}, {"theta", 1}, {"bias", 0}, {"qk_norm", 0},
+                          {"scaling", 1}}),
+                    1, 4.0 * 2 * double(B) * (q_dim + 2 * kv_dim) + e * 2.0 * B * kv_dim});
+    step.push_back({"layer: decode attention (+ merge)", "paged_attention",
+                    bf16({{"head_dim", s.head_dim}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
+                          {"n_seqs", B}, {"len", s.context}, {"ragged", 0}, {"fresh", 1}, {"page", 16},
+                          {"split", split_len_for(s.max_seq_len)}, {"splits", 0}, {"chunk", kPrefillChunkRows}}),
+                    1, e * 2.0 * B * double(s.context) * kv_dim + 4.0 * B * double(q_dim) + e * B * double(q_dim)});
+    push_projection(step, s, l, "layer: output projection", q_dim, {{"layer: output projection", Matrix::O, s.dim}});
+    step.push_back({"layer: ffn norm (+ residual)", "rmsnorm",
+                    bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 0}}), 1, norm_bytes});
+    push_projection(step, s, l, "layer: gate + up projection", s.dim,
+                    {{"layer: gate projection", Matrix::Gate, s.hidden}, {"layer: up projection", Matrix::Up, s.hidden}});
+    step.push_back({"layer: SwiGLU", "swiglu", bf16({{"rows", B}, {"hidden", s.hidden}}), 1,
+                    4.0 * 2 * double(B) * s.hidden + e * double(B) * s.hidden});
+    push_projection(step, s, l, "layer: down projection", s.hidden, {{"layer: down projection", Matrix::Down, s.dim}});
+  }
   step.push_back({"final norm", "rmsnorm", bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 1}}), 1,
                   norm_bytes});
-  step.push_back(gemm("classifier", s.dim, s.vocab, 1));
+  push_projection(step, s, 0, "classifier", s.dim, {{"classifier", Matrix::Classifier, s.vocab}});
   step.push_back({"sampling (top-k 50, top-p 0.9)", "sample",
                   {DType::Float32, 7, {{"rows", B}, {"vocab", s.vocab}, {"mode", 2}}}, 1, 4.0 * double(B) * s.vocab});
   return step;
 }
 
-double step_floor_bytes(const ReferenceShape& s) {
-  const double kv_dim = double(s.n_kv_heads) * s.head_dim, q_dim = double(s.n_heads) * s.head_dim;
-  const double per_layer = double(s.dim) * (q_dim + 2 * kv_dim) + q_dim * s.dim + 3.0 * s.dim * s.hidden + 2.0 * s.dim;
-  const double weights = 2.0 * (per_layer * s.layers + double(s.dim) * s.vocab + s.dim);
-  const double kv = 2.0 * 2.0 * kv_dim * double(s.context) * s.batch * s.layers;
-  return weights + kv;
+std::vector<StepKernel> decode_step(const ReferenceShape& s) {
+  std::vector<StepKernel> parts;
+  size_t previous = 0;  // the part the previous launch counted in
+  for (const StepKernel& k : decode_launches(s)) {
+    const auto same = std::find_if(parts.begin(), parts.end(), [&](const StepKernel& p) {
+      return p.what == k.what && p.case_name == k.case_name && p.shape.describe() == k.shape.describe();
+    });
+    if (same != parts.end()) {
+      ++same->per_step;
+      previous = size_t(same - parts.begin());
+    } else {
+      previous = parts.empty() ? 0 : previous + 1;
+      parts.insert(parts.begin() + std::ptrdiff_t(previous), k);
+    }
+  }
+  return parts;
+}
+
+StepBytes step_floor_bytes(const ReferenceShape& s) {
+  const int kv_dim = s.n_kv_heads * s.head_dim, q_dim = s.n_heads * s.head_dim;
+  StepBytes b;
+  for (int l = 0; l < s.layers; ++l) {
+    const auto f = [&](Matrix m) { return matrix_format(s.weights, m, l, s.layers); };
+    b.weights += matrix_bytes(f(Matrix::Q), q_dim, s.dim) + matrix_bytes(f(Matrix::K), kv_dim, s.dim) +
+                 matrix_bytes(f(Matrix::V), kv_dim, s.dim) + matrix_bytes(f(Matrix::O), s.dim, q_dim) +
+                 matrix_bytes(f(Matrix::Gate), s.hidden, s.dim) + matrix_bytes(f(Matrix::Up), s.hidden, s.dim) +
+                 matrix_bytes(f(Matrix::Down), s.dim, s.hidden) + e * 2.0 * s.dim;  // and the two norms
+  }
+  b.weights += matrix_bytes(matrix_format(s.weights, Matrix::Classifier, 0, s.layers), s.vocab, s.dim) + e * s.dim;
+  b.kv = 2.0 * e * double(kv_dim) * double(s.context) * s.batch * s.layers;  // K and V of every position read
+  return b;
 }
 
 }  // namespace astrai::cuda::perf

@@ -1,14 +1,18 @@
-// The two reference decode steps the performance report prices, as the
-// kernel cases that make them up: the launch sequence of
-// CudaExecutor's enqueue() (cuda/cuda_executor.cpp) for a Llama-3-8B-shaped
-// model in bf16, then the device sampler. tests/cuda/test_perf_report.cpp
-// checks this list against the kernels a real decode step launches.
+// The reference decode steps the performance report prices, as the kernel
+// cases that make them up: the launch sequence of CudaExecutor's enqueue()
+// (cuda/cuda_executor.cpp) for a Llama-3-8B-shaped model, then the device
+// sampler. In bf16 a stacked projection (q/k/v, gate/up) is one GEMM; with
+// quantized matrices it is one quantized mat-vec per matrix, as DeviceWeights
+// stacks them and GemmRunner::run multiplies them (cuda/device_matrix.h).
+// tests/cuda/test_perf_report.cpp checks the launches against the kernels a
+// real decode step launches, in bf16 and in Q4_K_M.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "cuda/kernel_cases/kernel_case.h"
+#include "cuda/perf_model/weight_formats.h"
 
 namespace astrai::cuda::perf {
 
@@ -17,9 +21,11 @@ struct ReferenceShape {
   int dim = 4096, n_heads = 32, n_kv_heads = 8, head_dim = 128, hidden = 14336, vocab = 128256, layers = 32;
   int batch = 1, context = 1024;  // decode rows, and the positions each row attends to (its own included)
   int max_seq_len = 8192;         // Llama 3's context: what the executor sizes its attention splits from
+  Weights weights = Weights::BF16;  // the matrices' formats (weight_formats.h); quantized: 1-8 rows only
 };
 
-// Llama-3-8B at batch 1 with 1k context, and at batch 64 with 2k context.
+// Llama-3-8B in bf16 at batch 1 with 1k context and at batch 64 with 2k
+// context; then at batch 1 with 1k context in Q4_K_M and in Q8_0.
 std::vector<ReferenceShape> reference_shapes();
 
 struct StepKernel {
@@ -30,10 +36,24 @@ struct StepKernel {
   double ideal_bytes = 0;  // what this part of the step must move: weights, activations, KV cache read and write
 };
 
+// Every launch of one decode step in the executor's order, layer by layer,
+// each once (per_step 1). Throws std::invalid_argument for quantized weights
+// above kMatvecMaxRows rows (those take dequantize + cuBLASLt, not priced).
+std::vector<StepKernel> decode_launches(const ReferenceShape& s);
+
+// The same launches with equal ones (what, case, shape) counted together in
+// per_step: what the report prices. A part first seen in a later layer (a
+// Q4_K v projection after layer 0's Q6_K one) is listed after the part
+// launched before it.
 std::vector<StepKernel> decode_step(const ReferenceShape& s);
 
-// Bytes of the model's weights a decode step reads (every matrix once, the
-// classifier for the wanted rows) plus the KV cache it reads: the HBM floor's numerator.
-double step_floor_bytes(const ReferenceShape& s);
+// What a decode step must read from HBM at the least: the model's weights
+// (every matrix once in its format, the classifier, the norms in bf16; a
+// gather reads one embedding row, not counted) and the KV cache (bf16).
+struct StepBytes {
+  double weights = 0, kv = 0;
+  double total() const { return weights + kv; }
+};
+StepBytes step_floor_bytes(const ReferenceShape& s);
 
 }  // namespace astrai::cuda::perf

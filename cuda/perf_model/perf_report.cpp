@@ -1,6 +1,8 @@
 #include "cuda/perf_model/perf_report.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -136,7 +138,11 @@ StepReport report_decode_step(const ReferenceShape& shape, const ReportOptions& 
     r.parts.push_back(std::move(part));
   }
   ASTRAI_CUDA_CHECK(cudaStreamDestroy(stream));
-  r.floor_seconds = step_floor_bytes(shape) / gpu.hbm_bytes_per_s;
+  r.bytes = step_floor_bytes(shape);
+  ReferenceShape bf16 = shape;
+  bf16.weights = Weights::BF16;
+  r.bf16_bytes = step_floor_bytes(bf16).total();
+  r.floor_seconds = r.bytes.total() / gpu.hbm_bytes_per_s;
   return r;
 }
 
@@ -156,32 +162,44 @@ static std::string short_name(const std::string& full) {
   if (const size_t ns = s.find("::(anonymous namespace)::"); ns != std::string::npos) s.erase(0, ns + 25);
   if (const size_t colons = s.substr(0, s.find('<')).rfind("::"); colons != std::string::npos) s.erase(0, colons + 2);
   if (const size_t space = s.substr(0, s.find('<')).rfind(' '); space != std::string::npos) s.erase(0, space + 1);
+  // A template argument of the quantized mat-vec: "(astrai::cuda::QuantFormat)2" -> "Q4_K".
+  const std::string cast = "(astrai::cuda::QuantFormat)";
+  for (size_t at; (at = s.find(cast)) != std::string::npos;) {
+    size_t end = at + cast.size();
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    const int value = end > at + cast.size() ? std::stoi(s.substr(at + cast.size(), end - at - cast.size())) : -1;
+    s.replace(at, end - at, value >= 0 && value < int(std::size(kQuantFormats))
+                                ? std::string(quant_format_info(QuantFormat(value)).name)
+                                : "QuantFormat?");
+  }
   return s;
 }
 
 void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   char buf[512];
-  out << "## " << r.shape.name << ": Llama-3-8B shape, bf16, batch " << r.shape.batch << ", context "
-      << r.shape.context << " (" << gpu.name << " model; an estimate)\n\n";
-  out << "| part | x/step | kernel | blocks | occ (blk/SM, by) | regs | spill B | sector eff | bank x | est us | "
-         "floor us | % floor |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "## " << r.shape.name << ": Llama-3-8B shape, " << weights_name(r.shape.weights) << ", batch "
+      << r.shape.batch << ", context " << r.shape.context << " (" << gpu.name << " model; an estimate)\n\n";
+  out << "| part | x/step | kernel | blocks | occ (blk/SM, by) | regs | spill B | sector eff | B/load | bank x | est us | "
+         "floor us | % floor |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const StepPart& p : r.parts) {
     for (const KernelLine& l : p.launches) {
-      std::snprintf(buf, sizeof buf, "| %s | %d | %s | %lld | %d, %s | %s | %s | %s | %.2f | %.2f | %.2f | %.0f%% |\n",
+      std::snprintf(buf, sizeof buf, "| %s | %d | %s | %lld | %d, %s | %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %.0f%% |\n",
                     p.kernel.what.c_str(), p.kernel.per_step, short_name(l.name).c_str(), l.figures.blocks,
                     l.figures.occupancy.blocks_per_sm, l.figures.occupancy.limited_by.c_str(),
                     l.resources_known ? std::to_string(l.resources.registers).c_str() : "?",
                     l.resources_known ? std::to_string(l.resources.spill_bytes).c_str() : "?",
                     l.traced ? (std::to_string(int(std::lround(100 * l.sector_efficiency))) + "%").c_str() : "(model)",
-                    l.bank_ratio, l.estimate.seconds * 1e6, l.estimate.floor_seconds * 1e6,
+                    l.figures.bytes_per_warp_load, l.bank_ratio, l.estimate.seconds * 1e6, l.estimate.floor_seconds * 1e6,
                     l.estimate.percent_of_floor());
       out << buf;
     }
   }
   std::snprintf(buf, sizeof buf,
-                "\nStep: estimated %.3f ms against the HBM floor %.3f ms (%.2f GB at %.1f TB/s): %.0f%% of the floor.\n",
-                r.seconds * 1e3, r.floor_seconds * 1e3, r.floor_seconds * gpu.hbm_bytes_per_s / 1e9,
-                gpu.hbm_bytes_per_s / 1e12, r.percent_of_floor());
+                "\nStep: estimated %.3f ms against the HBM floor %.3f ms (%.2f GB at %.1f TB/s: weights %.2f GB + KV "
+                "%.2f GB, %.3f of bf16's %.2f GB): %.0f%% of the floor.\n",
+                r.seconds * 1e3, r.floor_seconds * 1e3, r.bytes.total() / 1e9, gpu.hbm_bytes_per_s / 1e12,
+                r.bytes.weights / 1e9, r.bytes.kv / 1e9, r.bytes.total() / r.bf16_bytes, r.bf16_bytes / 1e9,
+                r.percent_of_floor());
   out << buf;
   bool any_site = false;
   for (const StepPart& p : r.parts)
@@ -194,12 +212,32 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   out << "\n";
 }
 
+void print_summary(std::ostream& out, const std::vector<StepReport>& reports, const GpuSpec& gpu) {
+  char buf[512];
+  out << "## Summary (" << gpu.name << " model at " << gpu.hbm_bytes_per_s / 1e12 << " TB/s; estimates)\n\n"
+      << "| step | weights | batch | context | bytes/step (weights + KV) | vs bf16 | HBM floor | estimated | of which "
+         "matrices | % of floor |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const StepReport& r : reports) {
+    double matrices = 0;  // the GEMM and quantized mat-vec parts
+    for (const StepPart& p : r.parts)
+      if (p.kernel.case_name == "gemm" || p.kernel.case_name == "matvec_quant") matrices += p.seconds * p.kernel.per_step;
+    std::snprintf(buf, sizeof buf,
+                  "| `%s` | %s | %d | %d | %.3f GB (%.3f + %.3f) | %.3f | %.3f ms | %.3f ms | %.3f ms | %.0f%% |\n",
+                  r.shape.name.c_str(), weights_name(r.shape.weights).c_str(), r.shape.batch, r.shape.context,
+                  r.bytes.total() / 1e9, r.bytes.weights / 1e9, r.bytes.kv / 1e9, r.bytes.total() / r.bf16_bytes,
+                  r.floor_seconds * 1e3, r.seconds * 1e3, matrices * 1e3, r.percent_of_floor());
+    out << buf;
+  }
+  out << "\n";
+}
+
 void print_json(std::ostream& out, const std::vector<StepReport>& reports) {
   out << "{\"steps\": [";
   for (size_t i = 0; i < reports.size(); ++i) {
     const StepReport& r = reports[i];
-    out << (i ? ", " : "") << "{\"shape\": \"" << r.shape.name << "\", \"estimated_s\": " << r.seconds
-        << ", \"floor_s\": " << r.floor_seconds << ", \"parts\": [";
+    out << (i ? ", " : "") << "{\"shape\": \"" << r.shape.name << "\", \"weights\": \"" << weights_name(r.shape.weights)
+        << "\", \"weights_bytes\": " << r.bytes.weights << ", \"kv_bytes\": " << r.bytes.kv
+        << ", \"estimated_s\": " << r.seconds << ", \"floor_s\": " << r.floor_seconds << ", \"parts\": [";
     for (size_t j = 0; j < r.parts.size(); ++j) {
       const StepPart& p = r.parts[j];
       out << (j ? ", " : "") << "{\"what\": \"" << p.kernel.what << "\", \"case\": \"" << p.kernel.case_name

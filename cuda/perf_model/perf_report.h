@@ -39,6 +39,8 @@ struct StepPart {
 struct StepReport {
   ReferenceShape shape;
   std::vector<StepPart> parts;
+  StepBytes bytes;          // step_floor_bytes(shape)
+  double bf16_bytes = 0;    // the same shape's with bf16 weights
   double seconds = 0, floor_seconds = 0;
   double percent_of_floor() const { return seconds > 0 ? 100.0 * floor_seconds / seconds : 0.0; }
 };
@@ -54,6 +56,9 @@ struct ReportOptions {
 StepReport report_decode_step(const ReferenceShape& shape, const ReportOptions& options, const GpuSpec& gpu = kH200);
 
 void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu = kH200);
+// One line per step: weights, bytes per step (weights + KV) and against
+// bf16's, the HBM floor, the estimate.
+void print_summary(std::ostream& out, const std::vector<StepReport>& reports, const GpuSpec& gpu = kH200);
 void print_json(std::ostream& out, const std::vector<StepReport>& reports);
 
 }  // namespace astrai::cuda::perf
