@@ -78,7 +78,7 @@ make_build() {  # make_build DIR: a configured build whose targets exist
 if [ "$ASTRAI_EXPECT_GPU" = 0 ]; then echo "SKIPPED: no GPU was found (fake)"; exit 0; fi
 echo "ceilings: device-to-device copy 4000 GB/s, bf16 GEMM 700 TFLOP/s (fake)"
 if [ "$ASTRAI_BENCH" = decode ]; then
-  echo "decode_step batch 1   context 1024     4.000 ms   15.14 GB    3786 GB/s  floor 3.155 ms (4800 GB/s: fake)  0.79 of floor"
+  echo "decode_step bf16   batch 1   context 1024     4.000 ms   15.14 GB    3786 GB/s  floor 3.155 ms (4800 GB/s: fake)  0.79 of floor"
 fi
 exit 0
 EOF
@@ -128,7 +128,7 @@ grep -q '^test_cuda_executor: a case whose name is long enough that Catch2 wraps
 checks=$((checks + 1))
 [ "$(wc -l < "$out/skipped.txt")" = 4 ] || fail "skipped.txt should list 4 cases"
 checks=$((checks + 1))
-tail -n 20 "$out/summary.txt" | grep -q '^decode_step batch 1 ' || fail "no decode_step line in the table"
+tail -n 20 "$out/summary.txt" | grep -q '^decode_step bf16 *batch 1 ' || fail "no decode_step line in the table"
 checks=$((checks + 1))
 [ "$(tail -n 1 "$work/run1.txt")" = "$(tail -n 1 "$out/summary.txt")" ] || fail "the table is not printed last"
 checks=$((checks + 1))

@@ -3,9 +3,10 @@
 # network), in one command that finishes in under 9 minutes, cold build
 # included. It builds the CUDA tests and bench_cuda for sm_90 only, runs every
 # CUDA test, the kernel-case test under compute-sanitizer (when the toolkit
-# has it), the kernel benchmarks, the decode step at the two reference shapes
-# (Llama-3-8B bf16: batch 1 at context 1k, batch 64 at context 2k, achieved
-# GB/s against the memory floor), the PyTorch comparison when torch is
+# has it), the kernel benchmarks, the decode step at the reference shapes
+# (Llama-3-8B bf16: batch 1 at context 1k, batch 64 at context 2k; Q4_K_M and
+# Q8_0 at batch 1, context 1k; achieved GB/s against the memory floor), the
+# PyTorch comparison when torch is
 # installed, and prints a short table last.
 #
 #   bench/gpu-check.sh [build-dir]          (default build-gpu-check)
@@ -46,7 +47,7 @@ declare -A budget=(
   [configure]=30 [build]=200
   [test_cuda]=10 [test_cuda_kernels]=35 [test_cuda_executor]=35 [test_cuda_batching]=35
   [memcheck]=25 [racecheck]=25
-  [bench_kernels]=45 [bench_decode]=60 [torch]=20
+  [bench_kernels]=45 [bench_decode]=75 [torch]=20
 )
 steps=(configure build test_cuda test_cuda_kernels test_cuda_executor test_cuda_batching memcheck racecheck
        bench_kernels bench_decode torch)

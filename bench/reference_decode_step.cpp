@@ -6,14 +6,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
-#include <fstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +25,8 @@
 #include "cuda/cuda_executor.h"
 #include "cuda/device_page_cache.h"
 #include "cuda/device_weights.h"
+#include "bench/quantized_model.h"
+#include "cuda/perf_model/weight_formats.h"
 #include "reference/sampling/sampler.h"
 
 namespace astrai::bench {
@@ -30,15 +34,25 @@ namespace {
 
 using cuda::DType;
 
+// "bf16", "q4_k_m", "q8_0": the weights' name in benchmark and report names.
+std::string lower_name(cuda::perf::Weights weights) {
+  std::string name = cuda::perf::weights_name(weights);
+  for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
+}
+
 // The performance report's estimate of this step (bench/perf-report.sh
 // writes bench/perf-predictions.json; docs/cuda-performance.md), so the
 // measured time prints beside the prediction; 0 when there is none.
-double predicted_ms(int batch, int context) {
+// The report names the steps "8b-b1-c1k" (bf16) and "8b-q4_k_m-b1-c1k".
+double predicted_ms(cuda::perf::Weights weights, int batch, int context) {
   std::ifstream in(std::string(ASTRAI_SOURCE_ROOT) + "/bench/perf-predictions.json");
   if (!in) return 0.0;
   try {
     const auto json = nlohmann::json::parse(in);
-    const std::string name = "8b-b" + std::to_string(batch) + "-c" + std::to_string(context / 1024) + "k";
+    const std::string format = weights == cuda::perf::Weights::BF16 ? "" : lower_name(weights) + "-";
+    const std::string name =
+        "8b-" + format + "b" + std::to_string(batch) + "-c" + std::to_string(context / 1024) + "k";
     for (const auto& step : json.at("steps"))
       if (step.at("shape") == name) return double(step.at("estimated_s")) * 1e3;
   } catch (const std::exception&) {
@@ -134,22 +148,26 @@ std::pair<double, std::string> peak_bandwidth_gbps() {
 #endif
 }
 
-// Bytes one decode step must move (see the counters above).
-double decode_step_bytes(const ModelConfig& c, int batch, int context) {
-  const double es = 2.0;  // bf16
-  const double weights = double(cuda::DeviceWeights::bytes_needed(c, DType::BFloat16)) -
-                         double(c.vocab_size) * c.dim * es + double(batch) * c.dim * es;
-  const double kv = 2.0 * c.n_layers * double(batch) * context * c.kv_dim() * es;
-  return weights + kv;
+// Bytes of the bf16 KV cache one decode step reads (see the counters above).
+double kv_step_bytes(const ModelConfig& c, int batch, int context) {
+  return 2.0 * c.n_layers * double(batch) * context * c.kv_dim() * 2.0;
 }
 
 std::vector<std::string> g_table;  // "decode_step ..." lines, printed after the run
 int g_decode_errors = 0;
-// The reference-shape model, made by the first benchmark that needs it and
+
+// A model the steps run, made by the first benchmark that needs it and
 // released at the end of main() (not by static destruction, which may run
-// after the CUDA runtime has shut down).
-std::shared_ptr<ModelWeights> g_reference_weights;
-std::unique_ptr<cuda::CudaExecutor> g_reference_executor;
+// after the CUDA runtime has shut down); the host's copy of its weights is
+// dropped once they are on the device.
+struct StepModel {
+  std::unique_ptr<cuda::CudaExecutor> executor;
+  // Bytes a step of `batch` rows reads of the weights (the KV cache apart):
+  // every matrix and norm once, plus `batch` rows of the embedding.
+  double fixed_bytes = 0.0, bytes_per_row = 0.0;
+  double weight_bytes(int batch) const { return fixed_bytes + bytes_per_row * batch; }
+};
+std::map<cuda::perf::Weights, StepModel> g_models;
 
 // The shape the decode-step benchmark runs: Llama-3-8B on a GPU; on the
 // emulated device a small model of the same proportions (GQA 4:1, RotateHalf,
@@ -161,18 +179,42 @@ ModelConfig reference_config() {
                      .rope_layout = RopeLayout::RotateHalf};
 }
 
-void reference_decode_step(benchmark::State& state, int batch, int context) {
-  const ModelConfig c = reference_config();
-  std::unique_ptr<cuda::CudaExecutor>& executor = g_reference_executor;
-  if (!executor) {
-    const auto t0 = std::chrono::steady_clock::now();
-    g_reference_weights = random_weights_fast(c);
-    const auto t1 = std::chrono::steady_clock::now();
-    executor = std::make_unique<cuda::CudaExecutor>(*g_reference_weights, CudaOptions{DType::BFloat16, 0, true});
-    std::printf("reference shape: %s; random weights %.1f s, on the device %.1f s\n", c.describe().c_str(),
-                std::chrono::duration<double>(t1 - t0).count(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+// The model at `weights`: bf16 random weights, or random blocks in the
+// formats a llama.cpp preset gives each matrix (quantized_model.h). The
+// emulated device's small shape is widened to whole 256-weight blocks when
+// quantized.
+StepModel& step_model(cuda::perf::Weights weights) {
+  StepModel& m = g_models[weights];
+  if (m.executor) return m;
+  ModelConfig c = reference_config();
+  if (weights != cuda::perf::Weights::BF16 && cuda_is_emulated()) c.hidden_dim = 1024;
+  const auto t0 = std::chrono::steady_clock::now();
+  const CudaOptions options{DType::BFloat16, 0, true};
+  double made_s = 0.0;
+  if (weights == cuda::perf::Weights::BF16) {
+    const auto w = random_weights_fast(c);
+    made_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.executor = std::make_unique<cuda::CudaExecutor>(*w, options);
+    m.fixed_bytes = double(cuda::DeviceWeights::bytes_needed(c, DType::BFloat16)) - 2.0 * double(c.vocab_size) * c.dim;
+    m.bytes_per_row = 2.0 * c.dim;
+  } else {
+    const QuantizedModel q = random_quantized_model(c, weights);  // host blocks, freed once uploaded
+    made_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.executor = std::make_unique<cuda::CudaExecutor>(q.source(), options);
+    m.fixed_bytes = q.step_weight_bytes(0);
+    m.bytes_per_row = q.step_weight_bytes(1) - m.fixed_bytes;
   }
+  std::printf("reference shape (%s): %s; random weights %.1f s, on the device %.1f s; %s\n",
+              cuda::perf::weights_name(weights).c_str(), c.describe().c_str(), made_s,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - made_s,
+              m.executor->weights_description().c_str());
+  return m;
+}
+
+void reference_decode_step(benchmark::State& state, cuda::perf::Weights weights, int batch, int context) {
+  StepModel& model = step_model(weights);
+  cuda::CudaExecutor* executor = model.executor.get();
+  const ModelConfig c = executor->config();
   const int page = 16;
   const int n_pages = batch * (context / page + 2);
   cuda::DevicePageCache cache(c, n_pages, page, DType::BFloat16);
@@ -219,7 +261,7 @@ void reference_decode_step(benchmark::State& state, int batch, int context) {
     return;
   }
   const double ms = total_ms / double(std::max(steps, 1L));
-  const double bytes = decode_step_bytes(c, batch, context);
+  const double bytes = model.weight_bytes(batch) + kv_step_bytes(c, batch, context);
   const auto [peak, peak_source] = peak_bandwidth_gbps();
   const double floor_ms = bytes / 1e9 / peak * 1e3;
   state.counters["ms"] = ms;
@@ -229,14 +271,14 @@ void reference_decode_step(benchmark::State& state, int batch, int context) {
   state.counters["floor_ms"] = floor_ms;
   state.counters["floor_frac"] = floor_ms / ms;
   state.counters["tokens/s"] = batch / (ms / 1e3);
-  const double predicted = predicted_ms(batch, context);
+  const double predicted = predicted_ms(weights, batch, context);
   state.counters["predicted_ms"] = predicted;  // the performance report's estimate, 0: none for this shape
   char line[320];
   std::snprintf(line, sizeof line,
-                "decode_step batch %-3d context %-5d %8.3f ms %7.2f GB %7.0f GB/s  floor %.3f ms (%.0f GB/s: %s)  %.2f of "
-                "floor  predicted %.3f ms",
-                batch, context, ms, bytes / 1e9, bytes / 1e9 / (ms / 1e3), floor_ms, peak, peak_source.c_str(),
-                floor_ms / ms, predicted);
+                "decode_step %-6s batch %-3d context %-5d %8.3f ms %7.2f GB %7.0f GB/s  floor %.3f ms (%.0f GB/s: %s)  "
+                "%.2f of floor  predicted %.3f ms",
+                cuda::perf::weights_name(weights).c_str(), batch, context, ms, bytes / 1e9, bytes / 1e9 / (ms / 1e3),
+                floor_ms, peak, peak_source.c_str(), floor_ms / ms, predicted);
   g_table.push_back(line);
 }
 
@@ -246,23 +288,29 @@ void register_reference_decode_steps() {
   // On the emulated device (16 GB of weights is not for it) a small model
   // at small shapes, batch 5 padded to 8.
   const bool emulated = cuda_is_emulated();
-  const std::string model = emulated ? "emulated_small_bf16" : "llama3_8b_bf16";
-  const std::vector<std::pair<int, int>> shapes = emulated ? std::vector<std::pair<int, int>>{{1, 64}, {5, 64}}
-                                                           : std::vector<std::pair<int, int>>{{1, 1024}, {64, 2048}};
-  for (const auto& [batch, context] : shapes)
-    benchmark::RegisterBenchmark(("decode_step/" + model + "/batch:" + std::to_string(batch) +
-                                  "/context:" + std::to_string(context)).c_str(),
-                                 [batch, context](benchmark::State& state) {
-                                   reference_decode_step(state, batch, context);
+  const std::string model = emulated ? "emulated_small" : "llama3_8b";
+  struct Step {
+    cuda::perf::Weights weights;
+    int batch, context;
+  };
+  using W = cuda::perf::Weights;
+  const std::vector<Step> steps =
+      emulated ? std::vector<Step>{{W::BF16, 1, 64}, {W::BF16, 5, 64}, {W::Q4_K_M, 1, 64}, {W::Q8_0, 1, 64}}
+               : std::vector<Step>{{W::BF16, 1, 1024}, {W::BF16, 64, 2048}, {W::Q4_K_M, 1, 1024}, {W::Q8_0, 1, 1024}};
+  for (const Step& s : steps) {
+    benchmark::RegisterBenchmark(("decode_step/" + model + "_" + lower_name(s.weights) + "/batch:" + std::to_string(s.batch) +
+                                  "/context:" + std::to_string(s.context)).c_str(),
+                                 [s](benchmark::State& state) {
+                                   reference_decode_step(state, s.weights, s.batch, s.context);
                                  })
         ->UseManualTime()
         ->Iterations(emulated ? 3 : 20)
         ->Unit(benchmark::kMillisecond);
+  }
 }
 
 int finish_reference_decode_steps() {
-  g_reference_executor.reset();
-  g_reference_weights.reset();
+  g_models.clear();
   for (const std::string& line : g_table) std::printf("%s\n", line.c_str());
   if (g_decode_errors > 0) std::printf("FAILED: %d decode-step benchmarks (above)\n", g_decode_errors);
   return g_decode_errors;
