@@ -19,15 +19,13 @@
 #include <functional>
 
 #include "cuda/emulation/emulated_device.h"
+#include "cuda/emulation/host_work.h"
 
 struct cublasLtContext {
   int magic = 0x1ab1a5;
 };
 
 namespace astrai::emu {
-
-// Defined in cudart_emulated.cpp: queues host work on a stream (or its capture).
-void enqueue_host_work(cudaStream_t stream, std::function<void()> work);
 
 namespace {
 

@@ -3,7 +3,9 @@
 // Host code keeps including the real <cuda_runtime_api.h>; these definitions
 // take its declarations (C linkage), so no line of the backend changes.
 //
-// Two emulated devices, "sm_90", whose memory is host memory:
+// Eight emulated devices, "sm_90", whose memory is host memory (of this
+// process: a tensor-parallel rank is a process of its own, so ranks never
+// share memory; emulation/nccl_emulated.cpp joins them):
 //  - The current device is per host thread (0 until cudaSetDevice), as in
 //    CUDA. A stream belongs to the device current when it was made; a launch
 //    or copy into a stream of another device than the calling thread's
@@ -62,6 +64,7 @@
 #include "cuda/emulation/access_context.h"
 #include "cuda/emulation/block_runner.h"
 #include "cuda/emulation/emulated_device.h"
+#include "cuda/emulation/host_work.h"
 
 // The runtime's opaque handles, defined here (the headers only declare them).
 struct CUstream_st {
@@ -91,7 +94,7 @@ constexpr size_t kDeviceMemory = size_t(16) << 30;        // what cudaMemGetInfo
 constexpr size_t kSharedPerBlock = 48 * 1024;              // without the opt-in
 constexpr size_t kSharedPerBlockOptin = 227 * 1024;        // sm_90
 constexpr int kMaxThreadsPerBlock = 1024;
-constexpr int kDevices = 2;
+constexpr int kDevices = 8;  // one per rank of an 8-way tensor-parallel node (docs/tensor-parallel.md)
 constexpr size_t kReuseCacheBytes = size_t(512) << 20;   // freed device memory kept for reuse, at most
 
 struct Queued {
@@ -415,6 +418,15 @@ bool is_device_address(const void* address) {
   std::lock_guard lock(s.mutex);
   return is_device(s, address, 1);
 }
+
+bool is_device_range(const void* address, size_t bytes) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return is_device(s, address, std::max<size_t>(bytes, 1));
+}
+
+int current_device() { return t_current_device; }
+int stream_device(cudaStream_t stream) { return stream == nullptr ? t_current_device : stream->device; }
 
 EmulationCounters counters() {
   State& s = state();

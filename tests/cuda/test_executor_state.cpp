@@ -60,7 +60,7 @@ TEST_CASE("forward() on another thread computes on the executor's device", "[cud
   int devices = 0;
   REQUIRE(cudaGetDeviceCount(&devices) == cudaSuccess);
   if (devices < 2) {
-    WARN("SKIPPED: one CUDA device; the emulated build has two and runs this test");
+    WARN("SKIPPED: one CUDA device; the emulated build has eight and runs this test");
     return;
   }
   const auto weights = test::tiny_model_weights(3);
