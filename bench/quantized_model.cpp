@@ -140,7 +140,7 @@ ModelSource QuantizedModel::source() const {
   s.blocks = [this](const ModelTensor& t) -> std::optional<TensorBlocks> {
     const auto it = blocks.find(t.gguf_name());
     if (it == blocks.end()) return std::nullopt;
-    return TensorBlocks{std::string(cuda::quant_format_info(it->second.first).name), it->second.second};
+    return TensorBlocks{std::string(cuda::quant_format_info(it->second.first).name), it->second.second, nullptr};
   };
   for (const auto& [name, b] : blocks)
     s.stored[name] = StoredTensor{std::string(cuda::quant_format_info(b.first).name), b.second.size()};

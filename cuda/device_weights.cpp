@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <set>
@@ -49,6 +50,7 @@ size_t elements(const ModelTensor& t) {
 struct KeptBlocks {
   QuantFormat format;
   std::span<const std::byte> bytes;
+  std::shared_ptr<const void> owner;  // TensorBlocks::owner: keeps gathered bytes alive
 };
 std::optional<KeptBlocks> kept_blocks(const ModelSource& source, const ModelTensor& t) {
   if (!source.blocks) return std::nullopt;
@@ -61,7 +63,7 @@ std::optional<KeptBlocks> kept_blocks(const ModelSource& source, const ModelTens
     throw std::runtime_error("the blocks of " + t.gguf_name() + " are " + std::to_string(blocks->bytes.size()) +
                              " bytes where a [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
                              blocks->type + " matrix takes " + std::to_string(quant_matrix_bytes(*f, rows, cols)));
-  return KeptBlocks{*f, blocks->bytes};
+  return KeptBlocks{*f, blocks->bytes, blocks->owner};
 }
 
 // Reads the tensors one at a time and uploads them one after another into
@@ -125,7 +127,7 @@ DeviceMatrix upload_matrix(const ModelSource& source, DType dtype, const std::st
     const std::string type(quant_format_info(kept[i]->format).name);
     DeviceBuffer data(kept[i]->bytes.size(), what + " (" + type + ")");
     ASTRAI_CUDA_CHECK(cudaMemcpy(data.get(), kept[i]->bytes.data(), kept[i]->bytes.size(), cudaMemcpyHostToDevice));
-    if (source.release_blocks) source.release_blocks(TensorBlocks{type, kept[i]->bytes});
+    if (source.release_blocks) source.release_blocks(TensorBlocks{type, kept[i]->bytes, kept[i]->owner});
     out.parts.push_back(WeightPart{std::move(data), kept[i]->format, rows});
   }
   return out;

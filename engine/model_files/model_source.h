@@ -25,10 +25,14 @@ namespace astrai {
 
 // A quantized tensor's blocks as its GGUF file stores them: ggml's block
 // layout for `type` ("Q4_K", ...), rows back to back. The bytes are the
-// file's (memory-mapped), valid while the ModelSource that gave them lives.
+// file's (memory-mapped), valid while the ModelSource that gave them lives,
+// or, where a source had to gather them (a tensor-parallel rank's columns of
+// a matrix: engine/distributed/tensor_parallel_shard.h), held by `owner`
+// for as long as this value or a copy of it lives.
 struct TensorBlocks {
   std::string type;
   std::span<const std::byte> bytes;
+  std::shared_ptr<const void> owner;
 };
 
 struct ModelSource {

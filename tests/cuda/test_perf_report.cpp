@@ -142,7 +142,7 @@ struct QuantizedModel {
     s.blocks = [this](const ModelTensor& t) -> std::optional<TensorBlocks> {
       const auto it = blocks.find(t.gguf_name());
       if (it == blocks.end()) return std::nullopt;
-      return TensorBlocks{it->second.first, it->second.second};
+      return TensorBlocks{it->second.first, it->second.second, nullptr};
     };
     return s;
   }

@@ -231,7 +231,7 @@ ModelSource weights_source(std::shared_ptr<const GgufReader> g, const ModelConfi
   source.blocks = [g](const ModelTensor& t) -> std::optional<TensorBlocks> {
     const GgufTensorInfo& info = g->tensor_with_shape(t.gguf_name(), t.shape);
     if (!quant::can_dequantize(info.type)) return std::nullopt;
-    return TensorBlocks{ggml_type_name(info.type), g->tensor_data(info)};
+    return TensorBlocks{ggml_type_name(info.type), g->tensor_data(info), nullptr};
   };
   source.release_blocks = [g](const TensorBlocks& done) { g->release(done.bytes); };
   return source;

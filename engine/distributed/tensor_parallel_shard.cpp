@@ -1,0 +1,149 @@
+// A tensor-parallel rank's part of a model (see tensor_parallel_shard.h).
+#include "engine/distributed/tensor_parallel_shard.h"
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/model_files/gguf/gguf_types.h"
+
+namespace astrai {
+namespace {
+
+// A [first, first + count) slice of one axis, in elements.
+struct Slice {
+  size_t first = 0, count = 0;
+};
+
+// The slice of axis `axis` (0: rows, 1: columns) of a tensor whose extent
+// there is `extent`, or nullopt where the rank holds the whole axis.
+std::optional<Slice> axis_slice(Extent extent, const ModelConfig& full, const ShardRanges& s) {
+  const size_t hd = size_t(full.head_dim());
+  switch (extent) {
+    case Extent::QDim: return Slice{size_t(s.q_first) * hd, size_t(s.q_heads) * hd};
+    case Extent::KvDim: return Slice{size_t(s.kv_first) * hd, size_t(s.kv_heads) * hd};
+    case Extent::Hidden: return Slice{size_t(s.hidden_first), size_t(s.hidden_rows)};
+    default: return std::nullopt;
+  }
+}
+
+// The full model's tensor of which `local` is the rank's part.
+ModelTensor full_tensor(const ModelTensor& local, const ModelConfig& full) {
+  ModelTensor t{local.row, local.layer, {extent_of(local.row->shape[0], full)}};
+  if (local.row->rank() == 2) t.shape.push_back(extent_of(local.row->shape[1], full));
+  return t;
+}
+
+// The traits of a ggml type by name ("Q4_K"), or nullopt.
+std::optional<GgmlTypeTraits> traits_named(const std::string& name) {
+  for (uint32_t id = 0; id < 64; ++id)
+    if (const auto t = ggml_type_traits(id); t && t->name == name) return t;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void check_tensor_parallel(const ModelConfig& c, TensorParallelRank r) {
+  const int w = r.world;
+  if (w < 1) throw std::invalid_argument("tensor parallel: " + std::to_string(w) + " ranks");
+  if (r.rank < 0 || r.rank >= w)
+    throw std::invalid_argument("tensor parallel: rank " + std::to_string(r.rank) + " of " + std::to_string(w));
+  const auto refuse = [&](const std::string& what) {
+    throw std::invalid_argument("tensor parallel " + std::to_string(w) + " does not divide the model (" +
+                                c.describe() + "): " + what);
+  };
+  if (c.n_heads % w != 0) refuse(std::to_string(c.n_heads) + " query heads");
+  if (c.hidden_dim % w != 0) refuse("a feed-forward size of " + std::to_string(c.hidden_dim));
+  if (c.n_kv_heads % w != 0 && w % c.n_kv_heads != 0)
+    refuse(std::to_string(c.n_kv_heads) + " KV heads (they must divide by the ranks, or the ranks by them)");
+}
+
+ShardRanges shard_ranges(const ModelConfig& c, TensorParallelRank r) {
+  check_tensor_parallel(c, r);
+  const int w = r.world;
+  ShardRanges s;
+  s.q_heads = c.n_heads / w;
+  s.q_first = r.rank * s.q_heads;
+  s.hidden_rows = c.hidden_dim / w;
+  s.hidden_first = r.rank * s.hidden_rows;
+  if (c.n_kv_heads % w == 0) {
+    s.kv_heads = c.n_kv_heads / w;
+    s.kv_first = r.rank * s.kv_heads;
+  } else {  // fewer KV heads than ranks: the one head this rank's queries use
+    s.kv_heads = 1;
+    s.kv_first = r.rank * c.n_kv_heads / w;
+  }
+  return s;
+}
+
+ModelConfig shard_config(const ModelConfig& full, TensorParallelRank r) {
+  const ShardRanges s = shard_ranges(full, r);
+  ModelConfig c = full;
+  c.explicit_head_dim = full.head_dim();
+  c.n_heads = s.q_heads;
+  c.n_kv_heads = s.kv_heads;
+  c.hidden_dim = s.hidden_rows;
+  return c;
+}
+
+ModelSource shard_model_source(const ModelSource& full, TensorParallelRank r) {
+  const ShardRanges ranges = shard_ranges(full.config, r);
+  ModelSource out;
+  out.config = shard_config(full.config, r);
+  out.tied = full.tied;
+  out.stored = full.stored;
+  const ModelSource* source = &full;
+  const ModelConfig fc = full.config;
+  out.read = [source, fc, ranges](const ModelTensor& local) {
+    const ModelTensor t = full_tensor(local, fc);
+    std::vector<float> values = source->read(t);
+    const auto rows = axis_slice(t.row->shape[0], fc, ranges);
+    const auto cols = t.row->rank() == 2 ? axis_slice(t.row->shape[1], fc, ranges) : std::nullopt;
+    if (!rows && !cols) return values;
+    const size_t n_cols = t.row->rank() == 2 ? t.shape[1] : 1;
+    const Slice rs = rows.value_or(Slice{0, t.shape[0]}), cs = cols.value_or(Slice{0, n_cols});
+    std::vector<float> part(rs.count * cs.count);
+    for (size_t i = 0; i < rs.count; ++i)
+      std::memcpy(part.data() + i * cs.count, values.data() + (rs.first + i) * n_cols + cs.first,
+                  cs.count * sizeof(float));
+    return part;
+  };
+  if (full.blocks) {
+    out.blocks = [source, fc, ranges](const ModelTensor& local) -> std::optional<TensorBlocks> {
+      const ModelTensor t = full_tensor(local, fc);
+      std::optional<TensorBlocks> blocks = source->blocks(t);
+      if (!blocks) return blocks;
+      if (t.row->rank() != 2)  // a vector: whole, or (a sliced bias) its values read instead
+        return axis_slice(t.row->shape[0], fc, ranges) ? std::nullopt : blocks;
+      const auto traits = traits_named(blocks->type);
+      const size_t n_rows = t.shape[0], n_cols = t.shape[1];
+      if (!traits || n_cols % traits->block_size != 0) return std::nullopt;  // rows not whole blocks: read values
+      const size_t row_bytes = n_cols / traits->block_size * traits->block_bytes;
+      if (blocks->bytes.size() != n_rows * row_bytes) return std::nullopt;
+      if (const auto rows = axis_slice(t.row->shape[0], fc, ranges))
+        return TensorBlocks{blocks->type, blocks->bytes.subspan(rows->first * row_bytes, rows->count * row_bytes),
+                            blocks->owner};
+      const auto cols = axis_slice(t.row->shape[1], fc, ranges);
+      if (!cols) return blocks;
+      if (cols->first % traits->block_size != 0 || cols->count % traits->block_size != 0) return std::nullopt;
+      const size_t first = cols->first / traits->block_size * traits->block_bytes;
+      const size_t part_bytes = cols->count / traits->block_size * traits->block_bytes;
+      auto gathered = std::make_shared<std::vector<std::byte>>(n_rows * part_bytes);
+      for (size_t i = 0; i < n_rows; ++i)
+        std::memcpy(gathered->data() + i * part_bytes, blocks->bytes.data() + i * row_bytes + first, part_bytes);
+      if (source->release_blocks) source->release_blocks(*blocks);  // the file's pages are not needed again
+      return TensorBlocks{blocks->type, std::span<const std::byte>(*gathered), gathered};
+    };
+  }
+  if (full.release_blocks) {
+    out.release_blocks = [source](const TensorBlocks& done) {
+      if (!done.owner) source->release_blocks(done);  // the file's own bytes (a row slice); gathered ones go with their owner
+    };
+  }
+  return out;
+}
+
+}  // namespace astrai
