@@ -12,11 +12,12 @@ namespace {
 
 #ifdef ASTRAI_HAVE_CUDA
 std::shared_ptr<InferenceEngine> make_cuda_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
-                                                  const EngineConfig& config,
-                                                  const std::string& cuda_dtype, std::string* description) {
+                                                  const EngineConfig& config, const std::string& cuda_dtype,
+                                                  const TensorParallelOptions& tp, std::string* description) {
   CudaOptions options;
   options.dtype = cuda_dtype == "f32" ? cuda::DType::Float32 : cuda::DType::BFloat16;
-  auto executor = make_cuda_executor(weights, options);
+  auto executor = tp.launch.world > 1 ? make_tensor_parallel_executor(weights, options, tp)
+                                      : make_cuda_executor(weights, options);
   // The device cache takes what the weights left (90% of free memory; on the
   // emulated device at most 256 MiB of host memory), at least one whole context.
   const int page_size = config.page_size;
@@ -52,20 +53,27 @@ bool cuda_usable(const std::string& requested, std::string* why) {
 std::shared_ptr<InferenceEngine> make_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
                                              const EngineConfig& config,
                                              const std::string& requested, std::string* description,
-                                             const std::string& cuda_dtype) {
+                                             const std::string& cuda_dtype, const TensorParallelOptions& tp) {
   if (requested != "auto" && requested != "reference" && requested != "cuda")
     throw std::invalid_argument("unknown backend '" + requested + "' (auto, reference, cuda)");
   if (cuda_dtype != "bf16" && cuda_dtype != "f32")
     throw std::invalid_argument("unknown CUDA dtype '" + cuda_dtype + "' (bf16, f32)");
+  const bool parallel = tp.launch.world > 1;
+  if (parallel && requested == "reference")
+    throw std::invalid_argument("--tensor-parallel needs the CUDA backend, not the reference");
+  // Tensor parallelism is the CUDA backend's: asking for it asks for CUDA.
+  const std::string backend = parallel ? "cuda" : requested;
   std::string why;
-  const bool use_cuda = requested != "reference" && cuda_usable(requested, &why);
-  if (requested == "cuda" && !use_cuda) throw std::invalid_argument("the CUDA backend is not usable: " + why);
+  const bool use_cuda = backend != "reference" && cuda_usable(backend, &why);
+  if (backend == "cuda" && !use_cuda)
+    throw std::invalid_argument(std::string(parallel ? "--tensor-parallel needs the CUDA backend, which" : "the CUDA backend") +
+                                " is not usable: " + why);
 #ifdef ASTRAI_HAVE_CUDA
   if (use_cuda && cuda_is_emulated())
     std::cerr << "astrai: --backend cuda: this build (-Dcuda=emulated) runs the CUDA kernels on the CPU emulation of "
                  "a device, for tests only; it is slow (far slower than the reference backend)"
               << std::endl;
-  if (use_cuda) return make_cuda_engine(weights, std::move(tokenizer), config, cuda_dtype, description);
+  if (use_cuda) return make_cuda_engine(weights, std::move(tokenizer), config, cuda_dtype, tp, description);
 #endif
   *description = "cpu-reference" + (requested == "auto" && !why.empty() ? " (no CUDA: " + why + ")" : std::string());
   return std::make_shared<InferenceEngine>(std::make_shared<const ModelWeights>(read_model_weights(weights)),

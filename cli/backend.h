@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/tensor_parallel/tensor_parallel_options.h"
 #include "engine/inference_engine.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/model_files/model_source.h"
@@ -26,9 +27,13 @@ namespace astrai::cli {
 // The weights are read from `weights` (their files): the CUDA backend
 // uploads them tensor by tensor and keeps no host copy; the reference reads
 // them into float32 once.
+// tp: with tp.launch.world > 1, this process is rank 0 of a tensor-parallel
+// group on the CUDA backend (which `auto` then picks; the reference cannot):
+// the engine's executor runs every step on all the ranks.
 std::shared_ptr<InferenceEngine> make_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
                                              const EngineConfig& config,
                                              const std::string& requested, std::string* description,
-                                             const std::string& cuda_dtype = "bf16");
+                                             const std::string& cuda_dtype = "bf16",
+                                             const TensorParallelOptions& tp = {});
 
 }  // namespace astrai::cli

@@ -7,6 +7,7 @@
 #include "cli/arguments.h"
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/tensor_parallel_args.h"
 #include "engine/model_files/load_model.h"
 
 namespace astrai::cli {
@@ -24,6 +25,7 @@ int run_generate(std::span<const std::string_view> argv) {
       .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
       .option("--cuda-dtype", "the CUDA backend's weights and cache: bf16, or f32 (exact comparisons)", "bf16")
       .flag("--print-ids", "after the text, print one line with the generated token ids");
+  add_tensor_parallel_options(args);
   if (int status = args.parse(argv); status >= 0) return status;
   return run_reporting_errors("generate", [&] {
     if (!args.has("--model")) throw std::invalid_argument("--model is required");
@@ -36,6 +38,8 @@ int run_generate(std::span<const std::string_view> argv) {
     request.sampling.top_p = float(args.get_double("--top-p"));
     if (args.has("--seed")) request.sampling.seed = uint64_t(args.get_int("--seed"));
     request.sampling.validate();
+    const TensorParallelOptions tp = tensor_parallel_options(args, args.get("--model"), args.get("--tokenizer"));
+    if (const auto status = run_rank_unless_first(tp, args.get("--model"), args.get("--tokenizer"))) return *status;
 
     OpenedModel model = open_model(args.get("--model"), args.get("--tokenizer"));
     const std::string shape = model.weights.config.describe();
@@ -44,7 +48,7 @@ int run_generate(std::span<const std::string_view> argv) {
     std::string backend;
     // Read from the file by the backend: the host never holds the weights twice.
     const auto engine = make_engine(model.weights, std::make_shared<const Tokenizer>(std::move(model.tokenizer)),
-                                    config, args.get("--backend"), &backend, args.get("--cuda-dtype"));
+                                    config, args.get("--backend"), &backend, args.get("--cuda-dtype"), tp);
     model.weights = ModelSource{};  // closes the file
     std::cerr << "astrai generate: " << model.name << " (" << shape << ") on " << backend << "\n";
 

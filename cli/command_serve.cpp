@@ -22,6 +22,7 @@
 #include "cli/arguments.h"
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/tensor_parallel_args.h"
 #include "engine/chat/chat_template.h"
 #include "engine/tool_calls/tool_call_family.h"
 #include "engine/model_files/load_model.h"
@@ -187,6 +188,7 @@ int run_serve(std::span<const std::string_view> argv) {
       .option("--shutdown-grace",
               "on SIGINT/SIGTERM, seconds running requests may take to finish before they are cancelled", "10")
       .flag("--quiet", "do not log one line per request");
+  add_tensor_parallel_options(args);
   if (int status = args.parse(argv); status >= 0) return status;
 
   std::string model_path;
@@ -235,6 +237,16 @@ int run_serve(std::span<const std::string_view> argv) {
       std::cerr << default_model_warning(path);
       model_path = path.string();
     }
+    // A tensor-parallel rank other than 0 (started by a launcher, or the
+    // first on another machine) runs its part of each step; rank 0 serves.
+    TensorParallelOptions tp;
+    try {
+      tp = tensor_parallel_options(args, model_path, args.get("--tokenizer"));
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "astrai serve: " << e.what() << "\n";
+      return 2;
+    }
+    if (const auto status = run_rank_unless_first(tp, model_path, args.get("--tokenizer"))) return *status;
     HttpServer server(options);
     const int port = server.start();
     std::cerr << "astrai serve: listening on http://" << options.host << ":" << port << " (loading " << model_path
@@ -249,7 +261,7 @@ int run_serve(std::span<const std::string_view> argv) {
         const bool has_generation_config = model.generation.has_value();
         std::string description, note;
         const EngineMaker engine_maker = [&](const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer) {
-          return make_engine(weights, std::move(tokenizer), config, backend, &description, cuda_dtype);
+          return make_engine(weights, std::move(tokenizer), config, backend, &description, cuda_dtype, tp);
         };
         auto served = make_served_model(std::move(model), engine_maker, template_name, &note);
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;

@@ -14,5 +14,6 @@ int run_chat_template(std::span<const std::string_view> args);
 int run_convert(std::span<const std::string_view> args);
 int run_make_model(std::span<const std::string_view> args);
 int run_serve(std::span<const std::string_view> args);
+int run_rank_worker(std::span<const std::string_view> args);  // cli/tensor_parallel_args.cpp
 
 }  // namespace astrai::cli

@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "  chat-template  render a model's own chat template (Jinja) for JSON requests\n"
     "  convert      convert a llama2.c checkpoint and tokenizer to GGUF\n"
     "  make-model   write a synthetic model with seeded random weights as GGUF\n"
+    "  rank-worker  one tensor-parallel rank (serve and generate start them)\n"
     "\n"
     "`astrai <command> --help` describes a command's options.\n";
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   if (command == "chat-template") return astrai::cli::run_chat_template(rest);
   if (command == "convert") return astrai::cli::run_convert(rest);
   if (command == "make-model") return astrai::cli::run_make_model(rest);
+  if (command == "rank-worker") return astrai::cli::run_rank_worker(rest);
   std::cerr << "astrai: unknown command '" << command << "'\n\n" << kUsage;
   return 2;
 }

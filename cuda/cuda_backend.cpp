@@ -11,14 +11,10 @@
 #include "cuda/cuda_executor.h"
 #include "cuda/device_info.h"
 #include "cuda/device_page_cache.h"
+#include "cuda/tensor_parallel/rank_worker.h"
+#include "cuda/tensor_parallel/tensor_parallel_executor.h"
 
 namespace astrai {
-
-#ifdef ASTRAI_CUDA_EMULATED
-namespace {
-constexpr size_t kEmulatedCacheBytes = size_t(256) << 20;  // cuda_kv_pages_that_fit's cap on the emulated device
-}  // namespace
-#endif
 
 bool cuda_available(std::string* why) {
   const cuda::DeviceInfo info = cuda::query_devices();
@@ -67,6 +63,15 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelWeights& weights, CudaOp
   return std::make_unique<cuda::CudaExecutor>(weights, options);
 }
 
+std::unique_ptr<Executor> make_tensor_parallel_executor(const ModelSource& source, CudaOptions options,
+                                                        TensorParallelOptions tp) {
+  return std::make_unique<cuda::TensorParallelExecutor>(source, options, std::move(tp));
+}
+
+int run_tensor_parallel_rank(const ModelSource& source, const TensorParallelOptions& tp) {
+  return cuda::run_rank(source, tp);
+}
+
 namespace {
 
 const cuda::CudaExecutor& as_cuda(const Executor& executor) {
@@ -79,28 +84,24 @@ const cuda::CudaExecutor& as_cuda(const Executor& executor) {
 }  // namespace
 
 std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size) {
+  if (const auto* tp = dynamic_cast<const cuda::TensorParallelExecutor*>(&executor))
+    return tp->make_cache(n_pages, page_size);
   const cuda::CudaExecutor& e = as_cuda(executor);
   return std::make_unique<cuda::DevicePageCache>(e.config(), n_pages, page_size, e.dtype());
 }
 
 int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction) {
+  if (const auto* tp = dynamic_cast<const cuda::TensorParallelExecutor*>(&executor))
+    return tp->pages_that_fit(page_size, fraction);
   const cuda::CudaExecutor& e = as_cuda(executor);
   size_t free_bytes = 0, total_bytes = 0;
   ASTRAI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t per_page = cuda::DevicePageCache::bytes_needed(e.config(), 1, page_size, e.dtype());
-  double pages = double(free_bytes) * fraction / double(per_page);
-#ifdef ASTRAI_CUDA_EMULATED
-  // The emulated device reports 16 GiB, but its memory is host memory that
-  // cudaMalloc fills with NaN bytes at once: 90% of it would take 14 GiB of
-  // the machine's RAM. Its cache takes at most 256 MiB (ample for the small
-  // models it serves in tests), or one whole context if that is more.
-  const int one_context = (e.config().max_seq_len + page_size - 1) / page_size;
-  pages = std::min(pages, std::max(double(kEmulatedCacheBytes / per_page), double(one_context)));
-#endif
-  return pages > 2e9 ? 2000000000 : int(pages);
+  return cuda::DevicePageCache::pages_that_fit(e.config(), page_size, e.dtype(), free_bytes, fraction);
 }
 
 std::string cuda_memory_description(const Executor& executor, int n_pages, int page_size) {
+  if (const auto* tp = dynamic_cast<const cuda::TensorParallelExecutor*>(&executor))
+    return tp->memory_description(n_pages, page_size);
   const cuda::CudaExecutor& e = as_cuda(executor);
   const size_t cache = cuda::DevicePageCache::bytes_needed(e.config(), n_pages, page_size, e.dtype());
   return "weights " + e.weights_description() + "; KV cache " + std::to_string(n_pages) + " pages of " +

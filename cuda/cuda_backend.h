@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cuda/cuda_options.h"
+#include "cuda/tensor_parallel/tensor_parallel_options.h"
 #include "engine/executor/executor.h"
 #include "engine/kv_cache/kv_cache.h"
 #include "engine/model_files/model_source.h"
@@ -50,6 +51,21 @@ std::unique_ptr<Executor> make_cuda_executor(const ModelSource& source, CudaOpti
 // The same from weights in memory (tests, synthetic models); they may be
 // dropped once this returns.
 std::unique_ptr<Executor> make_cuda_executor(const ModelWeights& weights, CudaOptions options = {});
+
+// Tensor parallelism over tp.launch.world GPUs (docs/tensor-parallel.md):
+// this process is rank 0 and serves; it starts this node's other ranks (or
+// waits for those a launcher started), and returns an executor whose steps
+// run on every rank. make_cuda_kv_cache, cuda_kv_pages_that_fit and
+// cuda_memory_description take it as they take a one-GPU executor. Throws
+// std::invalid_argument when the model does not divide by the ranks and
+// std::runtime_error when a rank fails to start (naming it).
+std::unique_ptr<Executor> make_tensor_parallel_executor(const ModelSource& source, CudaOptions options,
+                                                        TensorParallelOptions tp);
+// A rank other than 0 (tp.launch.rank > 0): joins rank 0, uploads its shard
+// of `source` and runs rank 0's steps until rank 0 stops it. Returns the
+// process's exit status: 0 after rank 0's shutdown, 1 after a failure
+// (reported to rank 0 and on stderr).
+int run_tensor_parallel_rank(const ModelSource& source, const TensorParallelOptions& tp);
 
 // The KV cache a CUDA executor reads and writes: paged, on the device, in the
 // executor's dtype, with PageManager's bookkeeping (prefix sharing included).

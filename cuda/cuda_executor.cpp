@@ -25,6 +25,7 @@
 #include "cuda/kernels/kernels.h"
 #include "cuda/paged_attention.h"
 #include "cuda/pinned_buffer.h"
+#include "cuda/tensor_parallel/communicator.h"
 #include "reference/rope.h"
 
 namespace astrai::cuda {
@@ -45,6 +46,7 @@ void check_supported(const ModelConfig& c) {
 
 struct CudaExecutor::Impl {
   CudaOptions options;
+  RankRole role;
   ModelConfig c;
   int split_len = 0, max_splits = 0;
   cudaStream_t stream = nullptr;
@@ -86,8 +88,8 @@ struct CudaExecutor::Impl {
   long replays = 0, captures = 0;
   int last_rows = 0;  // rows of the last step, padding included
 
-  Impl(const ModelSource& source, CudaOptions o)
-      : options(o), c(checked(source.config)), weights((select_device(o.device), source), o.dtype),
+  Impl(const ModelSource& source, CudaOptions o, RankRole r)
+      : options(o), role(std::move(r)), c(checked(source.config)), weights((select_device(o.device), source), o.dtype),
         gemm(o.batch_invariant ? GemmAlgorithms::OnePerShape : GemmAlgorithms::PerRowBucket) {
     split_len = split_len_for(c.max_seq_len);
     max_splits = max_splits_for(c.max_seq_len, split_len);
@@ -170,7 +172,7 @@ struct CudaExecutor::Impl {
       o_partial = DeviceBuffer(floats * 4, "attention split outputs" + text);
       lse = DeviceBuffer(floats / size_t(c.head_dim()) * 4, "attention split log-sum-exps" + text);
     }
-    if (wanted > wanted_capacity) {
+    if (role.logits && wanted > wanted_capacity) {
       wanted_capacity = std::max({wanted, 2 * wanted_capacity, 16});
       const size_t floats = size_t(wanted_capacity) * size_t(c.vocab_size);
       logits = DeviceBuffer(floats * 4, "logits for " + std::to_string(wanted_capacity) + " rows");
@@ -220,12 +222,15 @@ struct CudaExecutor::Impl {
                            meta_at(PlanLayout::kSlot), a.kv, pre, stream);
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);
+      if (role.comm) role.comm->all_reduce_sum(proj.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
       launch_residual_rmsnorm(x.as<float>(), proj.as<float>(), L.ffn_norm.get(), t, c.dim, c.norm_eps, nullptr, R,
                               h.get(), stream);
       gemm.run(h.get(), L.w_gate_up, t, R, gate_up.as<float>(), stream);
       launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream);
       gemm.run(hidden.get(), L.w_down, t, R, ffn_out.as<float>(), stream);
+      if (role.comm) role.comm->all_reduce_sum(ffn_out.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
     }
+    if (!role.logits) return;
     // The final norm and the classifier for the wanted rows only, gathered to rows 0..W-1.
     launch_residual_rmsnorm(x.as<float>(), ffn_out.as<float>(), weights.final_norm().get(), t, c.dim, c.norm_eps,
                             meta_at(PlanLayout::kWanted), W, h.get(), stream);
@@ -318,6 +323,7 @@ struct CudaExecutor::Impl {
     if (sampler.generation() != sampler_generation) clear_graphs();  // they copy to and from the old buffers
     if (options.poison_scratch) poison_scratch();
     layout.pack(plan, meta_host.as<int>());
+    if (role.plan_ready) role.plan_ready(plan, padded, kv);
     const auto body = [&] {
       upload_plan(plan.rows);
       enqueue(plan, kv);
@@ -334,6 +340,26 @@ struct CudaExecutor::Impl {
     }
     if (sampling && !sample_in_graph) sampler.enqueue(logits.as<float>(), c.vocab_size, stream);
     return wanted;
+  }
+
+  // A rank other than 0: rank 0's padded plan, on this rank's cache.
+  void run_rank_step(const BatchPlan& plan, bool padded, const DevicePageCache& kv) {
+    if (role.logits) throw std::logic_error("CudaExecutor::run_rank_step is for the ranks that compute no logits");
+    if (plan.rows == 0) return;
+    ASTRAI_CUDA_CHECK(cudaSetDevice(options.device));
+    last_rows = plan.rows;
+    ensure_capacity(plan);
+    if (options.poison_scratch) poison_scratch();
+    layout.pack(plan, meta_host.as<int>());
+    const auto body = [&] {
+      upload_plan(plan.rows);
+      enqueue(plan, kv);
+    };
+    if (options.cuda_graphs)
+      run_graph_step(graph_key(plan, kv, kForwardOnly), padded, body);
+    else
+      body();
+    ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
   const DevicePageCache& checked_cache(KVCacheView& view) const {
@@ -381,8 +407,8 @@ struct CudaExecutor::Impl {
   }
 };
 
-CudaExecutor::CudaExecutor(const ModelSource& source, CudaOptions options)
-    : impl_(std::make_unique<Impl>(source, options)) {}
+CudaExecutor::CudaExecutor(const ModelSource& source, CudaOptions options, RankRole role)
+    : impl_(std::make_unique<Impl>(source, options, std::move(role))) {}
 
 CudaExecutor::CudaExecutor(const ModelWeights& weights, CudaOptions options)
     : CudaExecutor((weights.validate_shapes(), model_source(weights)), options) {}
@@ -397,6 +423,9 @@ std::vector<SampledToken> CudaExecutor::forward_and_sample(std::span<const Batch
   return impl_->forward_and_sample(batch, cache, rows);
 }
 int CudaExecutor::last_host_sampled_rows() const { return impl_->sampler.last_host_rows(); }
+void CudaExecutor::run_rank_step(const BatchPlan& plan, bool padded, DevicePageCache& cache) {
+  impl_->run_rank_step(plan, padded, cache);
+}
 std::string CudaExecutor::name() const { return std::string("cuda-") + dtype_name(impl_->options.dtype); }
 std::string CudaExecutor::weights_description() const { return impl_->weights.describe(); }
 size_t CudaExecutor::weights_bytes() const { return impl_->weights.bytes(); }

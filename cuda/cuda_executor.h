@@ -27,6 +27,7 @@
 // graphs serve every batch size.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,11 +38,30 @@
 
 namespace astrai::cuda {
 
+class Communicator;
+class DevicePageCache;
+struct BatchPlan;
+
+// One rank's part in a tensor-parallel group (cuda/tensor_parallel/,
+// docs/tensor-parallel.md): the executor runs the rank's shard of the model
+// (engine/distributed/tensor_parallel_shard.h) as a model of its own, and
+// sums the row-parallel products (the attention output and down
+// projections) over the ranks with one all-reduce each, inside the step's
+// graph. Rank 0 samples; the other ranks compute no logits.
+struct RankRole {
+  Communicator* comm = nullptr;  // null: one GPU, no collectives
+  // Rank 0: called with each step's plan once it is checked and the step's
+  // buffers are ready, before any of its work is queued, so that the other
+  // ranks run the same plan (run_rank_step) while this one runs it.
+  std::function<void(const BatchPlan& plan, bool padded, const DevicePageCache& cache)> plan_ready;
+  bool logits = true;  // false on the other ranks: no final norm, classifier or sampling
+};
+
 class CudaExecutor final : public Executor {
  public:
   // Uploads the weights tensor by tensor (DeviceWeights); keeps nothing of
   // `source` (the host may drop the file or the weights once this returns).
-  CudaExecutor(const ModelSource& source, CudaOptions options);
+  CudaExecutor(const ModelSource& source, CudaOptions options, RankRole role = {});
   // The same from weights in memory (tests, synthetic models).
   CudaExecutor(const ModelWeights& weights, CudaOptions options);
   ~CudaExecutor() override;
@@ -76,6 +96,10 @@ class CudaExecutor final : public Executor {
   int last_step_rows() const;
   // Rows the last forward_and_sample() sampled on the host (see above).
   int last_host_sampled_rows() const;
+  // A rank other than 0 (role.logits false): one step of rank 0's plan (the
+  // padded plan rank 0's plan_ready gave) on this rank's cache, as rank 0
+  // runs it, graph replays included; returns when the step is done.
+  void run_rank_step(const BatchPlan& plan, bool padded, DevicePageCache& cache);
 
  private:
   struct Impl;

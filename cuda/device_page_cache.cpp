@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -38,6 +39,24 @@ DevicePageCache::DevicePageCache(const ModelConfig& config, int n_pages, int pag
               "the KV cache values"),
       view_(*this) {}
 
+DevicePageCache::~DevicePageCache() {
+  if (destroy_listener_) destroy_listener_();
+}
+
+int DevicePageCache::pages_that_fit(const ModelConfig& config, int page_size, DType dtype, size_t free_bytes,
+                                    double fraction) {
+  const size_t per_page = bytes_needed(config, 1, page_size, dtype);
+  double pages = double(free_bytes) * fraction / double(per_page);
+#ifdef ASTRAI_CUDA_EMULATED
+  // The emulated device reports 16 GiB, but 90% of it would take 14 GiB of
+  // the machine's RAM; the small models it serves in tests need far less.
+  constexpr size_t kEmulatedCacheBytes = size_t(256) << 20;
+  const int one_context = (config.max_seq_len + page_size - 1) / page_size;
+  pages = std::min(pages, std::max(double(kEmulatedCacheBytes / per_page), double(one_context)));
+#endif
+  return pages > 2e9 ? 2000000000 : int(pages);
+}
+
 void* DevicePageCache::element(const DeviceBuffer& buffer, int layer) const {
   const size_t layer_rows = size_t(n_pages()) * size_t(page_size()) + size_t(kPaddingSlots);
   const size_t layer_elements = layer_rows * size_t(config_.kv_dim());
@@ -53,6 +72,7 @@ void DevicePageCache::copy_page(int from, int to) {
                                    cudaMemcpyDeviceToDevice));
     }
   }
+  if (page_copy_listener_) page_copy_listener_(from, to);
 }
 
 namespace {

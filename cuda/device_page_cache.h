@@ -17,6 +17,7 @@
 // (slow; for tests and for running the CPU reference on this cache).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -57,6 +58,7 @@ class DevicePageCache final : public PagedKVCache {
   // page_size < 1, and std::runtime_error (saying how much was needed) when
   // the storage does not fit in device memory.
   DevicePageCache(const ModelConfig& config, int n_pages, int page_size, DType dtype);
+  ~DevicePageCache() override;
 
   KVCacheView& view() override { return view_; }
   size_t storage_bytes() const override { return keys_.bytes() + values_.bytes(); }  // device memory
@@ -72,6 +74,21 @@ class DevicePageCache final : public PagedKVCache {
   // Bytes of device storage of the pages (the padding slots add
   // 2 * n_layers * kPaddingSlots rows: 2 MB for Llama-3-8B in bf16).
   static size_t bytes_needed(const ModelConfig& config, int n_pages, int page_size, DType dtype);
+  // Called after this cache copies a page (copy-on-write in reserve()): a
+  // tensor-parallel rank 0 tells the other ranks, whose caches hold the same
+  // pages' rows of their own heads, to copy it too (cuda/tensor_parallel/).
+  void on_page_copy(std::function<void(int from, int to)> listener) { page_copy_listener_ = std::move(listener); }
+  // Called when this cache is destroyed (a tensor-parallel rank 0 tells the
+  // other ranks to free their caches of the same pages).
+  void on_destroy(std::function<void()> listener) { destroy_listener_ = std::move(listener); }
+  // Copies page `from`'s rows into page `to` (a rank other than 0, told by rank 0).
+  void copy_page_rows(int from, int to) { copy_page(from, to); }
+  // Pages of `page_size` tokens a cache of `config` may take in `fraction`
+  // of `free_bytes` of device memory. On the emulated device, whose memory
+  // is host memory (cudaMalloc fills it with NaN bytes at once), at most 256
+  // MiB of pages, or one whole context if that is more.
+  static int pages_that_fit(const ModelConfig& config, int page_size, DType dtype, size_t free_bytes,
+                            double fraction);
 
  private:
   void* element(const DeviceBuffer& buffer, int layer) const;
@@ -82,6 +99,8 @@ class DevicePageCache final : public PagedKVCache {
   DeviceBuffer keys_;
   DeviceBuffer values_;
   DevicePageCacheView view_;
+  std::function<void(int, int)> page_copy_listener_;
+  std::function<void()> destroy_listener_;
 };
 
 }  // namespace astrai::cuda

@@ -17,6 +17,7 @@ packages=(
   python3-jsonschema                                              # an independent JSON Schema validator (tests/engine/grammar)
   clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh), the emulated kernels
   libboost-context-dev                                            # the emulated device's fibers (cuda/emulation/block_runner.cpp)
+  libmsgpack-cxx-dev                                              # tensor-parallel ranks' messages (cuda/tensor_parallel/rank_messages.cpp)
 )
 # The official OpenAI/Anthropic clients in tests/clients run on Node.js; a
 # machine that has it already (from anywhere) needs no Debian nodejs/npm.
