@@ -6,7 +6,7 @@
 
 namespace astrai::test {
 
-std::vector<int> cuda_generate(cuda::CudaExecutor& executor, cuda::DevicePageCache& cache, std::vector<int> prompt,
+std::vector<int> cuda_generate(Executor& executor, KVCache& cache, std::vector<int> prompt,
                                const GenerateOptions& options, const TokenChooser& choose, int task,
                                int* prefix_hit) {
   const auto hit = cache.admit(task, prompt);

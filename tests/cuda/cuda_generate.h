@@ -16,7 +16,7 @@ namespace astrai::test {
 // Tokens chosen by `choose` (the same stop rules as astrai::generate), as task
 // `task` of `cache`, which is released at the end. *prefix_hit (when given)
 // receives the prompt tokens the cache already held.
-std::vector<int> cuda_generate(cuda::CudaExecutor& executor, cuda::DevicePageCache& cache, std::vector<int> prompt,
+std::vector<int> cuda_generate(Executor& executor, KVCache& cache, std::vector<int> prompt,
                                const GenerateOptions& options, const TokenChooser& choose, int task = 1,
                                int* prefix_hit = nullptr);
 
