@@ -61,7 +61,10 @@ class DevicePageCache final : public PagedKVCache {
   ~DevicePageCache() override;
 
   KVCacheView& view() override { return view_; }
-  size_t storage_bytes() const override { return keys_.bytes() + values_.bytes(); }  // device memory
+  // Device memory: this cache's, and as much again on each tensor-parallel
+  // rank that mirrors its pages (set_mirrors).
+  size_t storage_bytes() const override { return (keys_.bytes() + values_.bytes()) * size_t(1 + mirrors_); }
+  void set_mirrors(int other_ranks) { mirrors_ = other_ranks; }
 
   const ModelConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
@@ -101,6 +104,7 @@ class DevicePageCache final : public PagedKVCache {
   DevicePageCacheView view_;
   std::function<void(int, int)> page_copy_listener_;
   std::function<void()> destroy_listener_;
+  int mirrors_ = 0;
 };
 
 }  // namespace astrai::cuda

@@ -73,7 +73,8 @@ if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
   configure build-emu --buildtype=release -Dcuda=emulated -Dbenchmarks=false
   # cli/astrai: the suite's cli_golden_cuda runs `astrai generate --backend cuda` (below, the SDK clients too).
   ninja -C build-emu -j "$jobs" tests/cuda/test_cuda tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor \
-    tests/cuda/test_cuda_batching tests/cuda/test_emulated_device tests/cuda/test_perf_model tests/cuda/test_perf_report cli/astrai
+    tests/cuda/test_cuda_batching tests/cuda/test_emulated_device tests/cuda/test_perf_model tests/cuda/test_perf_report \
+    tests/cuda/test_emulated_nccl tests/cuda/emulated_nccl_rank tests/cuda/test_tensor_parallel cli/astrai
   meson test -C build-emu --no-rebuild --print-errorlogs --num-processes "$jobs" --suite cuda
   emu_logs=(build-emu/meson-logs/testlog.json)
   # ---- astrai serve --backend cuda on the emulated device (docs/cuda.md, issue 24) ----

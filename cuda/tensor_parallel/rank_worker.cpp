@@ -31,8 +31,10 @@ std::string host_name() {
   return name;
 }
 
-// Ends the process when rank 0's connection closes while a step runs: the
-// step may be waiting in a collective for a rank 0 that will never come.
+// Ends the process when rank 0's connection closes while this rank is busy
+// (loading, joining the communicator, running a step): it may be waiting in
+// NCCL for a rank 0 that will never come. While the rank waits for a
+// message, the closed connection reaches it as the end of the stream.
 class Rank0Watch {
  public:
   Rank0Watch(const FrameSocket& socket, int rank) : socket_(socket), rank_(rank), thread_([this] { loop(); }) {}
@@ -40,14 +42,14 @@ class Rank0Watch {
     stop_ = true;
     thread_.join();
   }
-  std::atomic<bool> in_step{false};
+  std::atomic<bool> busy{true};
 
  private:
   void loop() {
     while (!stop_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (in_step && socket_.peer_closed()) {
-        std::cerr << "astrai rank " << rank_ << ": rank 0 went away during a step; exiting" << std::endl;
+      if (busy && socket_.peer_closed()) {
+        std::cerr << "astrai rank " << rank_ << ": rank 0 went away; exiting" << std::endl;
         std::_Exit(1);
       }
     }
@@ -59,12 +61,13 @@ class Rank0Watch {
 };
 
 // The steps loop, once the shard is loaded; returns on Shutdown (0) or when rank 0 goes (1).
-int serve_steps(FrameSocket& socket, CudaExecutor& executor, int rank) {
+int serve_steps(FrameSocket& socket, CudaExecutor& executor, Rank0Watch& watch, int rank) {
   std::map<int, std::unique_ptr<DevicePageCache>> caches;
-  Rank0Watch watch(socket, rank);
   const ModelConfig& c = executor.config();
   while (true) {
+    watch.busy = false;
     const std::optional<std::string> frame = socket.receive();
+    watch.busy = true;
     if (!frame) {
       std::cerr << "astrai rank " << rank << ": rank 0 closed its connection; exiting" << std::endl;
       return 1;
@@ -91,9 +94,7 @@ int serve_steps(FrameSocket& socket, CudaExecutor& executor, int rank) {
           cache.copy_page_rows(m.copies[i], m.copies[i + 1]);
         }
         tp::check_rank_plan(m.plan, cache.n_pages(), cache.page_size(), DevicePageCache::kPaddingSlots, c.vocab_size);
-        watch.in_step = true;
         executor.run_rank_step(m.plan, m.padded, cache);
-        watch.in_step = false;
         break;
       }
       case tp::Kind::Shutdown:
@@ -121,7 +122,10 @@ int run_rank(const ModelSource& full, const TensorParallelOptions& tp) {
     socket = FrameSocket::connect(l.master_addr, l.master_port, tp.startup_timeout_s);
     socket->send(tp::encode(tp::Hello{l.rank, l.world, int(getpid()), host_name(),
                                       full.config.describe() + (full.tied ? ", classifier tied" : "")}));
+    Rank0Watch watch(*socket, l.rank);
+    watch.busy = false;
     const std::optional<std::string> frame = socket->receive();
+    watch.busy = true;
     if (!frame) throw std::runtime_error("rank 0 closed its connection before the setup (it refused this rank)");
     const tp::Setup setup = tp::decode_setup(*frame);
     CudaOptions options;
@@ -136,7 +140,7 @@ int run_rank(const ModelSource& full, const TensorParallelOptions& tp) {
     size_t free_bytes = 0, total_bytes = 0;
     ASTRAI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     socket->send(tp::encode(tp::Ready{executor.weights_bytes(), free_bytes}));
-    const int status = serve_steps(*socket, executor, l.rank);
+    const int status = serve_steps(*socket, executor, watch, l.rank);
     for (auto& [rank, child] : children) child.wait();
     return status;
   } catch (const std::exception& e) {

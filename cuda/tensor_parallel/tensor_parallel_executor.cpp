@@ -162,6 +162,7 @@ const CudaExecutor& TensorParallelExecutor::rank0() const { return *group_->loca
 std::unique_ptr<KVCache> TensorParallelExecutor::make_cache(int n_pages, int page_size) const {
   Group& g = *group_;
   auto cache = std::make_unique<DevicePageCache>(g.local->config(), n_pages, page_size, g.local->dtype());
+  cache->set_mirrors(world() - 1);  // each other rank holds the same pages of its heads
   std::lock_guard lock(g.mutex);
   const int id = g.next_cache++;
   g.cache_ids[cache.get()] = id;

@@ -1,7 +1,9 @@
 // A child process started from an argument vector, as the tensor-parallel
-// ranks of one node are (docs/tensor-parallel.md): fork and exec, the child
-// killed when its parent dies (PR_SET_PDEATHSIG) so that no rank outlives the
-// server, and reaped by its owner. No shell is involved.
+// ranks of one node are (docs/tensor-parallel.md): fork and exec, no shell,
+// reaped by its owner (killed first if it still runs). Nothing ties the
+// child's life to its parent's here (PR_SET_PDEATHSIG fires when the thread
+// that forked exits, not the process): a rank ends when rank 0's connection
+// closes (cuda/tensor_parallel/rank_worker.h).
 #pragma once
 
 #include <optional>
