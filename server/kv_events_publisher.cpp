@@ -53,8 +53,8 @@ struct KVEventsPublisher::State {
   bool loss_after_tail = false;  // the newest batch was dropped: a resync follows the queue's tail
   bool stopping = false;
 
-  // The publisher's thread alone.
-  bool resync_due = false;
+  // The publisher's thread writes it alone; counts() reads it.
+  std::atomic<bool> resync_due = false;
   uint64_t next_seq = 0;
   std::deque<std::pair<uint64_t, std::string>> sent;  // (seq, payload) for replay, oldest first
   std::thread thread;
@@ -200,9 +200,14 @@ void KVEventsPublisher::publish(std::vector<KVCacheEvent> events) {
 }
 
 KVEventsPublisher::Counts KVEventsPublisher::counts() const {
-  const State& s = *state_;
+  State& s = *state_;
+  bool loss_queued = false;
+  {
+    std::lock_guard lock(s.mutex);
+    loss_queued = s.loss_after_tail;
+  }
   return {s.batches.load(), s.published.load(), s.dropped_queue_full.load(), s.dropped_subscriber_full.load(),
-          s.resyncs.load(), s.queued.load()};
+          s.resyncs.load(), s.queued.load(), s.resync_due.load() || loss_queued};
 }
 
 const KVEventStamp& KVEventsPublisher::stamp() const { return state_->stamp; }

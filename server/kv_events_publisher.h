@@ -43,6 +43,7 @@ class KVEventsPublisher final : public KVEventSink {
     uint64_t dropped_subscriber_full = 0;  // batches not sent because a subscriber was at its high-water mark
     uint64_t resyncs = 0;                  // AllBlocksCleared batches sent after a loss
     uint64_t queued = 0;                   // waiting for the publisher's thread now
+    bool resync_pending = false;           // a loss not yet followed by a resync (a subscriber is still full)
   };
 
   // Binds or connects the PUB socket (endpoint_binds), binds the replay
