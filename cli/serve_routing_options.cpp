@@ -49,7 +49,11 @@ std::shared_ptr<KVEventsPublisher> start_kv_events(const KVEventsConfig& config,
   // vLLM's medium names where the blocks live: device memory on CUDA, host memory on the reference.
   stamp.medium = engine.executor_name().rfind("cuda", 0) == 0 ? "GPU" : "CPU";
   auto publisher = std::make_shared<KVEventsPublisher>(config, stamp);
-  engine.set_kv_event_sink(publisher);  // throws for a cache without prefixes
+  try {
+    engine.set_kv_event_sink(publisher);
+  } catch (const std::invalid_argument& e) {  // a cache without prefixes
+    throw std::invalid_argument(std::string("KV cache events need --cache paged: ") + e.what());
+  }
   return publisher;
 }
 
