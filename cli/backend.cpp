@@ -19,9 +19,10 @@ std::shared_ptr<InferenceEngine> make_cuda_engine(const ModelSource& weights, st
   auto executor = tp.launch.world > 1 ? make_tensor_parallel_executor(weights, options, tp)
                                       : make_cuda_executor(weights, options);
   // The device cache takes what the weights left (90% of free memory; on the
-  // emulated device at most 256 MiB of host memory), at least one whole context.
+  // emulated device at most 256 MiB of host memory), at least one whole
+  // context; or the pages asked for (--kv-cache-pages).
   const int page_size = config.page_size;
-  const int pages = cuda_kv_pages_that_fit(*executor, page_size);
+  const int pages = config.cache_pages > 0 ? config.cache_pages : cuda_kv_pages_that_fit(*executor, page_size);
   auto cache = make_cuda_kv_cache(*executor, pages, page_size);
   *description = executor->name() + " on " + cuda_device_description() + "; " +
                  cuda_memory_description(*executor, pages, page_size);

@@ -22,6 +22,7 @@
 #include "cli/arguments.h"
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/serve_routing_options.h"
 #include "cli/tensor_parallel_args.h"
 #include "engine/chat/chat_template.h"
 #include "engine/tool_calls/tool_call_family.h"
@@ -189,12 +190,14 @@ int run_serve(std::span<const std::string_view> argv) {
               "on SIGINT/SIGTERM, seconds running requests may take to finish before they are cancelled", "10")
       .flag("--quiet", "do not log one line per request");
   add_tensor_parallel_options(args);
+  add_routing_options(args);  // KV cache events, the cache's size, debug routes (cli/serve_routing_options.h)
   if (int status = args.parse(argv); status >= 0) return status;
 
   std::string model_path;
   ServerOptions options;
   EngineConfig config;
   std::chrono::seconds grace{};
+  KVEventsConfig kv_events;
   const std::string template_name = args.get("--chat-template");
   const std::string backend = args.get("--backend");
   const std::string cuda_dtype = args.get("--cuda-dtype");
@@ -211,6 +214,7 @@ int run_serve(std::span<const std::string_view> argv) {
     options = server_options(args);
     config = engine_config(args);
     grace = std::chrono::seconds(int_in_range(args, "--shutdown-grace", 0, 3600));
+    kv_events = read_routing_options(args, config, options);
     if (template_name != "auto" && template_name != "jinja" && !std::filesystem::is_regular_file(template_name))
       make_chat_template(template_name);  // throws for an unknown name
     if (backend != "auto" && backend != "reference" && backend != "cuda")
@@ -265,6 +269,11 @@ int run_serve(std::span<const std::string_view> argv) {
         };
         auto served = make_served_model(std::move(model), engine_maker, template_name, &note);
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;
+        served->kv_events = start_kv_events(kv_events, *served->engine);
+        if (served->kv_events)
+          std::cerr << "astrai serve: KV cache events on " << kv_events.endpoint << " (topic '" << kv_events.topic
+                    << "', blocks of " << served->kv_events->stamp().block_size << " tokens, medium "
+                    << served->kv_events->stamp().medium << ")" << std::endl;
         if (generation_config != "auto") served->default_sampling = SamplingParams{};
         if (tool_parser != "auto") served->tool_call_family = *tool_call_family_named(tool_parser);
         if (reasoning_parser != "auto") served->split_reasoning = reasoning_parser == "think";

@@ -45,6 +45,18 @@ InferenceEngine::InferenceEngine(std::shared_ptr<const ModelWeights> weights,
                                  std::shared_ptr<const Tokenizer> tokenizer, EngineConfig config)
     : InferenceEngine(std::make_unique<ReferenceExecutor>(std::move(weights)), std::move(tokenizer), config) {}
 
+std::vector<KVCachedBlock> InferenceEngine::cached_blocks() const {
+  std::vector<KVCachedBlock> blocks;
+  scheduler_->with_cache([&](KVCache& cache) { blocks = cache.registered_blocks(); });
+  return blocks;
+}
+
+bool InferenceEngine::reset_prefix_cache() {
+  bool reset = false;
+  scheduler_->with_cache([&](KVCache& cache) { reset = cache.reset_prefix_cache(); });
+  return reset;
+}
+
 InferenceEngine::~InferenceEngine() {
   if (scheduler_) scheduler_->shutdown();
 }

@@ -133,6 +133,14 @@ class InferenceEngine {
   // Stops accepting work; running requests get `grace` to finish, then are cancelled.
   void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0)) { scheduler_->shutdown(grace); }
 
+  // KV cache events and the prefix cache behind them (engine/kv_cache/kv_events.h), each done on
+  // the scheduler's thread between two steps: InferenceScheduler::set_kv_event_sink; the cache's
+  // registered prefix pages now (each after its parent); and a prefix cache reset (vLLM's
+  // reset_prefix_cache), false while any request holds cache room.
+  void set_kv_event_sink(std::shared_ptr<KVEventSink> sink) { scheduler_->set_kv_event_sink(std::move(sink)); }
+  std::vector<KVCachedBlock> cached_blocks() const;
+  bool reset_prefix_cache();
+
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelConfig& model_config() const { return scheduler_->model_config(); }
   std::string executor_name() const { return scheduler_->executor_name(); }

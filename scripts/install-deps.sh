@@ -15,9 +15,11 @@ packages=(
   python3-jinja2                                                  # chat template oracle (what transformers renders with)
   python3-prometheus-client                                       # an independent parser of GET /metrics (tests/reliability)
   python3-jsonschema                                              # an independent JSON Schema validator (tests/engine/grammar)
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev                       # KV cache events: ZeroMQ PUB/ROUTER, msgpack (server/kv_events_publisher.h);
+                                                                  # msgpack also carries the tensor-parallel ranks' messages (cuda/tensor_parallel/)
+  python3-zmq python3-msgpack                                     # a subscriber reading the events' wire format (tests/reliability/test_kv_events.py)
   clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh), the emulated kernels
   libboost-context-dev                                            # the emulated device's fibers (cuda/emulation/block_runner.cpp)
-  libmsgpack-cxx-dev                                              # tensor-parallel ranks' messages (cuda/tensor_parallel/rank_messages.cpp)
 )
 # The official OpenAI/Anthropic clients in tests/clients run on Node.js; a
 # machine that has it already (from anywhere) needs no Debian nodejs/npm.

@@ -12,6 +12,7 @@
 
 #include "server/api_key.h"
 #include "server/json_text.h"
+#include "server/kv_events_json.h"
 #include "server/protocol_handler.h"
 #include "server/protocols.h"
 
@@ -212,19 +213,28 @@ void HttpServer::install_routes() {
   });
   s.Get("/stats", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
-    if (auto model = loaded_model(res))
-      send_json(res, 200, stats_json(model->engine->get_stats(),
-                                     connections_ ? connections_->counts() : ConnectionManager::Counts{},
-                                     *model->engine));
+    if (auto model = loaded_model(res)) {
+      json stats = stats_json(model->engine->get_stats(),
+                              connections_ ? connections_->counts() : ConnectionManager::Counts{}, *model->engine);
+      if (model->kv_events) stats["kv_events"] = kv_events_json(model->kv_events->counts());
+      send_json(res, 200, stats);
+    }
   });
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
     const auto model = this->model();  // before it loads: the HTTP figures only
     const SchedulerStats engine = model ? model->engine->get_stats() : SchedulerStats{};
+    ServerMetrics::Served served;
+    if (model) {
+      served.loaded_at = model->created;
+      if (model->kv_events) served.kv_events = model->kv_events->counts();
+    }
     res.set_content(metrics_->render(model ? &engine : nullptr,
-                                     connections_ ? connections_->counts() : ConnectionManager::Counts{}),
+                                     connections_ ? connections_->counts() : ConnectionManager::Counts{},
+                                     model ? &served : nullptr),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
+  if (options_.debug_routes) install_debug_routes();
   s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
     if (auto model = loaded_model(res)) send_json(res, 200, models_json(*model));
@@ -287,6 +297,23 @@ void HttpServer::install_routes() {
     // Method, path and status only: request and response content is never logged.
     if (options_.log_requests)
       std::cerr << "astrai serve: " << req.method << " " << req.path << " " << res.status << "\n";
+  });
+}
+
+// Both read or change the cache on the scheduler's thread, between two steps.
+void HttpServer::install_debug_routes() {
+  server_->Get("/debug/kv_blocks", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    if (auto model = loaded_model(res)) send_json(res, 200, kv_blocks_json(*model));
+  });
+  server_->Post("/reset_prefix_cache", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    auto model = loaded_model(res);
+    if (!model) return;
+    if (model->engine->reset_prefix_cache())
+      send_json(res, 200, {{"reset", true}});
+    else
+      send_json(res, 409, {{"reset", false}, {"detail", "requests hold KV cache blocks; reset when idle"}});
   });
 }
 

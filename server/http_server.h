@@ -5,6 +5,7 @@
 //   GET  /health               {"status": "ok", "model_loaded": bool}; never needs the API key
 //   GET  /stats                the scheduler's counters, the KV cache's occupancy, memory used
 //   GET  /metrics              the same and request latencies, for Prometheus (server_metrics.h)
+//   GET  /debug/kv_blocks, POST /reset_prefix_cache   with options.debug_routes only (server_options.h)
 // The listener starts before the model is loaded: until set_model(), /health
 // says model_loaded false and the other routes answer 503 "Engine not
 // initialized". See docs/server.md for formats and errors.
@@ -61,6 +62,7 @@ class HttpServer {
 
  private:
   void install_routes();
+  void install_debug_routes();
   // False (with a 401 written in the protocol's error shape) when an API key
   // is required and the request does not carry it.
   bool authorized(const httplib::Request& request, httplib::Response& response) const;

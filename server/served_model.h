@@ -15,6 +15,7 @@
 #include "engine/tool_calls/tool_call_family.h"
 #include "reference/sampling/sampling_params.h"
 #include "server/constraint_cache.h"
+#include "server/kv_events_publisher.h"
 
 namespace astrai {
 
@@ -39,6 +40,9 @@ struct ServedModel {
   // whether <think>...</think> reasoning is split out of chat outputs.
   ToolCallFamily tool_call_family = ToolCallFamily::None;
   bool split_reasoning = false;
+  // The KV cache events publisher (`astrai serve --kv-events-config`), also
+  // the engine's event sink; null when events are off.
+  std::shared_ptr<KVEventsPublisher> kv_events;
 
   // The prompt's token ids for a conversation (BOS first).
   std::vector<int> encode(const std::vector<ChatMessage>& messages) const;

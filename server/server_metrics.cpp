@@ -7,8 +7,9 @@ namespace astrai {
 namespace {
 
 // The routes counted under their own label; every other path is "other".
-constexpr std::array<std::string_view, 7> kRoutes = {
-    "/v1/chat/completions", "/v1/messages", "/v1/models", "/health", "/stats", "/metrics", "other"};
+constexpr std::array<std::string_view, 10> kRoutes = {
+    "/v1/chat/completions", "/v1/messages", "/v1/completions", "/v1/models", "/health", "/stats", "/metrics",
+    "/debug/kv_blocks", "/reset_prefix_cache", "other"};
 
 size_t route_index(std::string_view path) {
   for (size_t i = 0; i + 1 < kRoutes.size(); ++i)
@@ -106,7 +107,8 @@ void RequestMetrics::on_finish(const TaskOutput& output) {
   metrics_->finished_[reason_index(output.reason)].add();
 }
 
-std::string ServerMetrics::render(const SchedulerStats* engine, const ConnectionManager::Counts& http) const {
+std::string ServerMetrics::render(const SchedulerStats* engine, const ConnectionManager::Counts& http,
+                                  const Served* served) const {
   PrometheusText out;
   out.family("astrai_http_requests_total", "HTTP responses by route and status code, counted before they are sent.",
              "counter");
@@ -159,7 +161,42 @@ std::string ServerMetrics::render(const SchedulerStats* engine, const Connection
   out.sample("astrai_prefix_cache_hits_total", {}, s.prefix_hit_tokens);
   out.family("astrai_num_preemptions_total", "Requests preempted to make KV cache room.", "counter");
   out.sample("astrai_num_preemptions_total", {}, s.preemptions);
+  // vLLM's info gauges, which the Gateway API Inference Extension's endpoint
+  // picker reads (docs/deployment.md): the cache's block size and block count
+  // (the prefix scorer's), and the LoRA adapters (none: AstrAI serves none).
+  out.family("astrai_cache_config_info", "KV cache configuration: block size in tokens and number of blocks.",
+             "gauge");
+  out.sample("astrai_cache_config_info",
+             {{"block_size", std::to_string(s.cache.block_tokens)},
+              {"num_gpu_blocks", std::to_string(s.cache.blocks_total)}},
+             uint64_t(1));
+  if (served) {
+    out.family("astrai_lora_requests_info", "LoRA adapters running and waiting (none), as vLLM's; the value is "
+               "when they last changed (Unix time).", "gauge");
+    out.sample("astrai_lora_requests_info",
+               {{"max_lora", "0"}, {"running_lora_adapters", ""}, {"waiting_lora_adapters", ""}},
+               double(served->loaded_at));
+  }
+  if (served && served->kv_events) render_kv_events(out, *served->kv_events);
   return out.text();
+}
+
+void ServerMetrics::render_kv_events(PrometheusText& out, const KVEventsPublisher::Counts& k) {
+  out.family("astrai_kv_events_batches_total", "KV cache event batches the scheduler handed to the publisher.",
+             "counter");
+  out.sample("astrai_kv_events_batches_total", {}, k.batches);
+  out.family("astrai_kv_events_published_total",
+             "KV event messages ZeroMQ accepted, resyncs included (the next sequence number).", "counter");
+  out.sample("astrai_kv_events_published_total", {}, k.published);
+  out.family("astrai_kv_events_dropped_total",
+             "KV event batches lost: the publisher's queue was full, or a subscriber was at its high-water mark.",
+             "counter");
+  out.sample("astrai_kv_events_dropped_total", {{"reason", "queue_full"}}, k.dropped_queue_full);
+  out.sample("astrai_kv_events_dropped_total", {{"reason", "subscriber_full"}}, k.dropped_subscriber_full);
+  out.family("astrai_kv_events_resyncs_total", "AllBlocksCleared batches sent after a loss.", "counter");
+  out.sample("astrai_kv_events_resyncs_total", {}, k.resyncs);
+  out.family("astrai_kv_events_queued", "KV event batches waiting for the publisher's thread now.", "gauge");
+  out.sample("astrai_kv_events_queued", {}, k.queued);
 }
 
 }  // namespace astrai

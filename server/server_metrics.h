@@ -21,6 +21,7 @@
 #include "engine/generation_request.h"
 #include "engine/scheduler/inference_scheduler.h"
 #include "server/connection_manager.h"
+#include "server/kv_events_publisher.h"
 #include "server/prometheus.h"
 
 namespace astrai {
@@ -70,9 +71,15 @@ class ServerMetrics : public std::enable_shared_from_this<ServerMetrics> {
   // A chat request whose body has just been read.
   std::shared_ptr<RequestMetrics> start_request() { return std::make_shared<RequestMetrics>(shared_from_this()); }
 
-  // The exposition text. `engine` is null before the model has loaded (its
-  // gauges and counters are then left out).
-  std::string render(const SchedulerStats* engine, const ConnectionManager::Counts& http) const;
+  // What the served model adds beside the engine's statistics.
+  struct Served {
+    int64_t loaded_at = 0;  // Unix time: the LoRA info gauge's value (its adapters never change)
+    std::optional<KVEventsPublisher::Counts> kv_events;  // none: KV cache events are off
+  };
+  // The exposition text. `engine` (and `served`) are null before the model
+  // has loaded (their gauges and counters are then left out).
+  std::string render(const SchedulerStats* engine, const ConnectionManager::Counts& http,
+                     const Served* served = nullptr) const;
 
   // Bucket bounds, in seconds: vLLM's for the metric of the same name.
   static const std::vector<double>& ttft_buckets();
@@ -81,6 +88,7 @@ class ServerMetrics : public std::enable_shared_from_this<ServerMetrics> {
 
  private:
   friend class RequestMetrics;
+  static void render_kv_events(PrometheusText& out, const KVEventsPublisher::Counts& counts);
 
   static constexpr int kMinStatus = 100, kMaxStatus = 599;
   static constexpr size_t kStatuses = kMaxStatus - kMinStatus + 2;  // the last: anything outside

@@ -15,6 +15,10 @@ struct ServerOptions {
   int threads = 64;                          // httplib workers; each open stream holds one
   bool log_requests = true;                  // method, path, status per request (never content)
   std::chrono::milliseconds stream_heartbeat{1000};  // idle time before a stream writes an SSE comment
+  // GET /debug/kv_blocks (the prefix cache's registered blocks) and POST
+  // /reset_prefix_cache, as vLLM serves the latter in its dev mode: for
+  // tests and operators, never needed to serve (`astrai serve --debug-routes`).
+  bool debug_routes = false;
   // Slow or silent clients (see docs/reliability.md). A client whose request
   // bytes stop arriving for read_timeout is dropped; a request body must
   // arrive whole within request_timeout of its headers (else 408), so that

@@ -22,7 +22,9 @@
 
 #include <optional>
 #include <span>
+#include <vector>
 
+#include "engine/kv_cache/kv_events.h"
 #include "reference/kv_cache_view.h"
 
 namespace astrai {
@@ -86,6 +88,16 @@ class KVCache {
   // Bytes of K/V storage (host memory, or device memory for a device cache);
   // 0: not reported (test stand-ins). `/stats` reports it.
   virtual size_t storage_bytes() const { return 0; }
+
+  // KV cache events and the prefixes behind them (kv_events.h). A cache
+  // without shared prefixes (ContiguousCache) has none: record_events(true)
+  // answers false there, and a PagedKVCache true.
+  virtual bool record_events(bool on) { return !on; }
+  virtual std::vector<KVCacheEvent> take_events() { return {}; }
+  virtual std::vector<KVCachedBlock> registered_blocks() const { return {}; }
+  // Drops every cached prefix (vLLM's reset_prefix_cache); false, changing
+  // nothing, while any task is admitted.
+  virtual bool reset_prefix_cache() { return stats().tasks == 0; }
 
   int capacity_tokens() const {
     const KVCacheStats s = stats();

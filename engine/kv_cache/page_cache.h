@@ -48,6 +48,13 @@ class PagedKVCache : public KVCache {
   void release(int task_id) final { pages_.release(task_id); }
   bool has_task(int task_id) const final { return pages_.has_task(task_id); }
   KVCacheStats stats() const final { return pages_.stats(); }
+  bool record_events(bool on) final {
+    pages_.record_events(on);
+    return true;
+  }
+  std::vector<KVCacheEvent> take_events() final { return pages_.take_events(); }
+  std::vector<KVCachedBlock> registered_blocks() const final { return pages_.registered_blocks(); }
+  bool reset_prefix_cache() final { return pages_.reset_prefix_cache(); }
 
   // Page tables, prefix registrations, invariants.
   const PageManager& pages() const { return pages_; }

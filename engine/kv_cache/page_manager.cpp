@@ -144,6 +144,7 @@ void PageManager::commit(int task_id, std::span<const int> tokens_so_far) {
   // A page duplicating a prefix registered meanwhile by another task stays
   // private, and so do all later pages of this task (their parent is private).
   const int full_pages = n / page_size_;
+  const int first_new = t.n_registered_pages;
   while (t.registering && t.n_registered_pages < full_pages) {
     const int i = t.n_registered_pages;
     const int parent = i == 0 ? -1 : t.pages[size_t(i - 1)];
@@ -154,6 +155,18 @@ void PageManager::commit(int task_id, std::span<const int> tokens_so_far) {
     }
     ++t.n_registered_pages;
   }
+  // The pages just registered are one chain: one event, as vLLM reports a
+  // request's newly full blocks.
+  if (recording_ && t.n_registered_pages > first_new) {
+    KVBlockStored stored;
+    if (first_new > 0) stored.parent_block_hash = pages_[size_t(t.pages[size_t(first_new - 1)])].hash;
+    for (int i = first_new; i < t.n_registered_pages; ++i)
+      stored.block_hashes.push_back(pages_[size_t(t.pages[size_t(i)])].hash);
+    const auto chain = tokens_so_far.subspan(size_t(first_new) * size_t(page_size_),
+                                             size_t(t.n_registered_pages - first_new) * size_t(page_size_));
+    stored.token_ids.assign(chain.begin(), chain.end());
+    record(std::move(stored));
+  }
 }
 
 void PageManager::release(int task_id) {
@@ -162,6 +175,58 @@ void PageManager::release(int task_id) {
   // recently used, so eviction trims prefixes from their ends.
   for (auto page = t.pages.rbegin(); page != t.pages.rend(); ++page) drop_reference(*page);
   tasks_.erase(task_id);
+}
+
+bool PageManager::reset_prefix_cache() {
+  if (!tasks_.empty()) return false;
+  // No task: every page is free or cached, and every registered page cached.
+  while (lru_head_ >= 0) {
+    const int page = lru_head_;
+    lru_unlink(page);
+    Page& p = pages_[size_t(page)];
+    p.registered = false;
+    p.parent = -1;
+    p.n_children = 0;
+    p.tokens.clear();
+    set_free(page, true);
+  }
+  by_hash_.clear();
+  record(KVAllBlocksCleared{});
+  return true;
+}
+
+void PageManager::record_events(bool on) {
+  recording_ = on;
+  if (!on) events_.clear();
+}
+
+void PageManager::record(KVCacheEvent event) {
+  if (recording_) events_.push_back(std::move(event));
+}
+
+std::vector<KVCachedBlock> PageManager::registered_blocks() const {
+  // Depth first from the first pages: a parent is listed before its children.
+  std::vector<std::vector<int>> children(pages_.size());
+  std::vector<int> stack;
+  for (int i = 0; i < n_pages(); ++i) {
+    const Page& p = pages_[size_t(i)];
+    if (!p.registered) continue;
+    if (p.parent == -1)
+      stack.push_back(i);
+    else
+      children[size_t(p.parent)].push_back(i);
+  }
+  std::vector<KVCachedBlock> blocks;
+  while (!stack.empty()) {
+    const int page = stack.back();
+    stack.pop_back();
+    const Page& p = pages_[size_t(page)];
+    KVCachedBlock block{p.hash, std::nullopt, p.tokens};
+    if (p.parent != -1) block.parent_block_hash = pages_[size_t(p.parent)].hash;
+    blocks.push_back(std::move(block));
+    stack.insert(stack.end(), children[size_t(page)].begin(), children[size_t(page)].end());
+  }
+  return blocks;
 }
 
 KVCacheStats PageManager::stats() const {
@@ -257,6 +322,7 @@ void PageManager::unregister(int page) {
     throw std::logic_error("PageManager: evicting " + page_name(page) + " would orphan the " +
                            std::to_string(p.n_children) + " pages registered after it");
   if (p.parent != -1) --pages_[size_t(p.parent)].n_children;
+  record(KVBlockRemoved{{p.hash}});
   const auto [first, last] = by_hash_.equal_range(p.hash);
   for (auto it = first; it != last; ++it) {
     if (it->second == page) {

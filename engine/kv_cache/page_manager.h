@@ -36,6 +36,12 @@
 // and releases its pages last first, so a cached page is always more recently
 // used than its cached descendants: the LRU order trims prefixes from their
 // ends, and a page is never evicted before the pages registered after it.
+//
+// Events (kv_events.h), recorded only once record_events(true) is called,
+// for a publisher to take after each step: commit() reports the pages it
+// registers (one KVBlockStored per commit, the chain in order), eviction the
+// page it unregisters (KVBlockRemoved), reset_prefix_cache() KVAllBlocksCleared.
+// Those are the only places a page's registration changes.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +53,7 @@
 #include <vector>
 
 #include "engine/kv_cache/kv_cache.h"
+#include "engine/kv_cache/kv_events.h"
 
 namespace astrai {
 
@@ -100,6 +107,19 @@ class PageManager {
   // Pages a new task with this prompt needs beyond the free and cached ones
   // it could get now (0: admit() would succeed). For scheduler decisions.
   int pages_short_for(std::span<const int> prompt) const;
+
+  // Drops every registered prefix (vLLM's reset_prefix_cache): false,
+  // changing nothing, while any task is admitted (its pages are in use);
+  // else every cached page becomes free and KVAllBlocksCleared is recorded.
+  bool reset_prefix_cache();
+
+  // KV cache events: off by default (nothing is kept); when on, the events
+  // since the last take_events(), oldest first.
+  void record_events(bool on);
+  std::vector<KVCacheEvent> take_events() { return std::exchange(events_, {}); }
+  // Every registered page, each after its parent (so a replay in this order
+  // meets every parent first).
+  std::vector<KVCachedBlock> registered_blocks() const;
 
   // The task's page table: page_table[i] holds positions [i*P, (i+1)*P).
   // Throws std::invalid_argument for an unknown task.
@@ -176,6 +196,7 @@ class PageManager {
   void set_free(int page, bool free);
   void lru_push_back(int page);
   void lru_unlink(int page);
+  void record(KVCacheEvent event);
 
   int max_seq_len_;
   int page_size_;
@@ -188,6 +209,8 @@ class PageManager {
   int lru_tail_ = -1;  // most recently used
   std::unordered_multimap<uint64_t, int> by_hash_;  // chained hash -> registered page
   std::unordered_map<int, Task> tasks_;
+  bool recording_ = false;
+  std::vector<KVCacheEvent> events_;
 };
 
 }  // namespace astrai

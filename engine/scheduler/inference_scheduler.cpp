@@ -137,27 +137,75 @@ void InferenceScheduler::shutdown(std::chrono::milliseconds grace) {
   if (thread_.joinable()) thread_.join();
 }
 
+void InferenceScheduler::with_cache(const std::function<void(KVCache&)>& job) {
+  std::packaged_task<void()> task([&] { job(*cache_); });
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (loop_done_) {
+      task();  // no loop to race with; the lock keeps two late callers apart
+    } else {
+      jobs_.push_back(std::move(task));
+      wake_.notify_all();
+    }
+  }
+  done.get();
+}
+
+void InferenceScheduler::set_kv_event_sink(std::shared_ptr<KVEventSink> sink) {
+  with_cache([&](KVCache& cache) {
+    if (!cache.record_events(sink != nullptr))
+      throw std::invalid_argument("KV cache events need a cache with shared prefixes (the paged cache), not this one");
+    kv_event_sink_ = std::move(sink);
+  });
+}
+
 // The loop: one iteration per forward step, in the four phases of the design.
 void InferenceScheduler::run() {
   std::unordered_set<int> cancelled;
-  while (wait_for_work(cancelled)) {
+  std::deque<std::packaged_task<void()>> jobs;
+  while (wait_for_work(cancelled, jobs)) {
+    run_jobs(jobs);                       // 0. with_cache() callers, between two steps
     policy_.cancel(cancelled);            // 1. cancelled tasks end and give their cache room back
     policy_.refill();                     // 2. admit waiting tasks while places and cache room last
     const StepPlan plan = policy_.plan_step();  // 3+4. decode rows and prefill chunks, planned as one batch;
     count_waiting();                      //      (callers see the queue as admission and preemption left it)
     if (!plan.empty()) run_step(plan);    //      run, then each task whose last position was computed samples
     policy_.remove_finished();
+    publish_events();                     // what the step did to the prefix cache, to the event sink
     publish_stats();
   }
+  run_jobs(jobs);
+  {
+    std::lock_guard lock(mutex_);
+    loop_done_ = true;  // from now on with_cache() runs jobs itself
+    jobs.swap(jobs_);
+  }
+  run_jobs(jobs);
+  publish_events();
   publish_stats();
+}
+
+void InferenceScheduler::run_jobs(std::deque<std::packaged_task<void()>>& jobs) {
+  for (; !jobs.empty(); jobs.pop_front()) jobs.front()();  // a job's exception goes to its caller's future
+}
+
+// One batch per step, as vLLM publishes: the events the cache recorded since
+// the last one, in order.
+void InferenceScheduler::publish_events() {
+  if (!kv_event_sink_) return;
+  std::vector<KVCacheEvent> events = cache_->take_events();
+  if (!events.empty()) kv_event_sink_->publish(std::move(events));
 }
 
 // Sleeps until there is work or shutdown, then hands the policy what callers
 // queued: new tasks, and the ids to cancel (every task's once shutdown's grace
 // is over). False once shutdown has nothing left to wait for.
-bool InferenceScheduler::wait_for_work(std::unordered_set<int>& cancelled) {
+bool InferenceScheduler::wait_for_work(std::unordered_set<int>& cancelled,
+                                       std::deque<std::packaged_task<void()>>& jobs) {
   std::unique_lock lock(mutex_);
-  wake_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !policy_.idle(); });
+  wake_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !jobs_.empty() || !policy_.idle(); });
+  jobs.swap(jobs_);
   for (; !submitted_.empty(); submitted_.pop_front()) policy_.enqueue(std::move(submitted_.front()));
   policy_waiting_ = policy_.waiting();
   cancelled.clear();

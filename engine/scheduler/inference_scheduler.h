@@ -27,6 +27,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -96,6 +98,16 @@ class InferenceScheduler {
   // `grace`, cancels the rest, and joins the thread. Idempotent.
   void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
 
+  // Runs job(cache) on the scheduler thread between two steps and waits for
+  // it (the cache is not thread-safe); what it throws is thrown here. After
+  // the loop has ended it runs on the calling thread. For inspection and
+  // rare commands (KV events, the prefix cache reset), not per request.
+  void with_cache(const std::function<void(KVCache&)>& job);
+  // From now on the cache's events go to `sink` after every step that made
+  // any (kv_events.h). Throws std::invalid_argument when the cache has none
+  // to give (ContiguousCache); a null sink stops them.
+  void set_kv_event_sink(std::shared_ptr<KVEventSink> sink);
+
   const ModelConfig& model_config() const { return executor_->config(); }
   const std::string executor_name() const { return executor_->name(); }
   size_t weights_bytes() const { return executor_->weights_bytes(); }
@@ -106,9 +118,11 @@ class InferenceScheduler {
   std::unique_ptr<Task> started(TokenRequest request) const;
   void enqueue(std::unique_ptr<Task> task, int n_tasks);
   void run();
-  bool wait_for_work(std::unordered_set<int>& cancelled);
+  bool wait_for_work(std::unordered_set<int>& cancelled, std::deque<std::packaged_task<void()>>& jobs);
   void count_waiting();
   void run_step(const StepPlan& plan);
+  void run_jobs(std::deque<std::packaged_task<void()>>& jobs);
+  void publish_events();
   void publish_stats();
 
   std::unique_ptr<Executor> executor_;
@@ -121,6 +135,8 @@ class InferenceScheduler {
   mutable std::condition_variable idle_;  // the loop published new stats
   std::deque<std::unique_ptr<Task>> submitted_;  // not yet handed to the policy
   std::unordered_set<int> cancel_requests_;
+  std::deque<std::packaged_task<void()>> jobs_;  // with_cache()'s, for the loop to run
+  bool loop_done_ = false;                        // the loop has ended: with_cache() runs jobs itself
   SchedulerStats stats_;
   bool accepting_ = true;
   bool stopping_ = false;
@@ -130,6 +146,7 @@ class InferenceScheduler {
 
   // Owned by the scheduler thread alone (its hooks run there).
   StepPolicy policy_;
+  std::shared_ptr<KVEventSink> kv_event_sink_;
 
   std::thread thread_;
 };
