@@ -67,12 +67,15 @@ int serve_steps(FrameSocket& socket, CudaExecutor& executor, Rank0Watch& watch, 
   while (true) {
     watch.busy = false;
     const std::optional<std::string> frame = socket.receive();
-    watch.busy = true;
     if (!frame) {
       std::cerr << "astrai rank " << rank << ": rank 0 closed its connection; exiting" << std::endl;
       return 1;
     }
-    switch (tp::kind_of(*frame)) {
+    const tp::Kind kind = tp::kind_of(*frame);
+    // Busy only with work that may wait on rank 0 in NCCL: a Shutdown may
+    // arrive with rank 0's end of the connection already closed behind it.
+    watch.busy = kind == tp::Kind::Step;
+    switch (kind) {
       case tp::Kind::CreateCache: {
         const tp::CreateCache m = tp::decode_create_cache(*frame);
         caches[m.id] = std::make_unique<DevicePageCache>(c, m.n_pages, m.page_size, executor.dtype());

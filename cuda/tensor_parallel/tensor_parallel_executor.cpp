@@ -128,7 +128,10 @@ TensorParallelExecutor::~TensorParallelExecutor() {
     if (g.closed) return;
     g.closed = true;
   }
-  g.ranks->close(tp::encode(tp::Shutdown{}), 30.0);
+  for (const auto& [rank, status] : g.ranks->close(tp::encode(tp::Shutdown{}), 30.0))
+    if (status != 0)
+      std::cerr << "astrai: tensor parallel: rank " << rank << " ended with " << describe_exit_status(status)
+                << " at shutdown" << std::endl;
   g.local.reset();
   g.comm.reset();
 }

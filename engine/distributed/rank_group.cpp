@@ -162,7 +162,7 @@ void RankGroup::watch_loop(FailureHandler on_failure) {
   }
 }
 
-void RankGroup::close(std::string_view farewell, double timeout_s) {
+std::map<int, int> RankGroup::close(std::string_view farewell, double timeout_s) {
   stopping_ = true;
   if (watcher_.joinable()) watcher_.join();
   {
@@ -176,13 +176,13 @@ void RankGroup::close(std::string_view farewell, double timeout_s) {
     }
   }
   const auto deadline = after(timeout_s);
+  std::map<int, int> statuses;
   for (auto& [rank, child] : children_) {
     while (!child.try_wait() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (!child.try_wait()) {
-      child.signal(SIGKILL);
-      child.wait();
-    }
+    if (!child.try_wait()) child.signal(SIGKILL);
+    statuses[rank] = child.wait();
   }
+  return statuses;
 }
 
 }  // namespace astrai

@@ -79,7 +79,8 @@ class RankGroup {
 
   // Stops the watch, sends `farewell` to every rank and waits up to
   // timeout_s for the processes it started to exit (then kills them).
-  void close(std::string_view farewell, double timeout_s);
+  // Returns those processes' exit statuses, by rank.
+  std::map<int, int> close(std::string_view farewell, double timeout_s);
 
  private:
   struct Member {
