@@ -14,6 +14,8 @@
 //    summation order of the same terms, whose error bound (Higham's
 //    gamma_n times the sum of |terms|) is the one-GPU order's;
 //  - TP 1 (the one-GPU executor) against TP 2 and 4: the same, twice the bound;
+//  - quantized files (Q8_0, Q4_K) at 2 ranks: the blocks sliced by rank, a
+//    slice that would split blocks decoded on its rank instead;
 //  - batching: requests through InferenceEngine on the group and its cache
 //    (a cache small enough to preempt, prompts sharing prefixes, n choices
 //    forking pages with copy-on-write) get exactly the tokens the sequential
@@ -148,59 +150,94 @@ std::vector<Shape> shapes() {
   return {{"llama", llama}, {"qwen2", qwen2}, {"qwen3", qwen3}, {"tied", llama, true}};
 }
 
+// The model at `path` on TP 1, then on each of `worlds`, against the
+// reference on the file's weights decoded: the prompt's logits and 8
+// teacher-forced decode steps, then the free-running greedy tokens.
+// `rank0_holds`: what the description of rank 0's weights must say at 2 or more ranks.
+void check_group_against_reference(const std::filesystem::path& path, std::vector<int> worlds,
+                                   const std::string& label, const std::string& rank0_holds = "") {
+  const std::vector<int> prompt = {1, 200, 201, 202, 7, 99, 4, 250, 17, 3, 60, 111};  // 12 rows: above the mat-vec's 8
+  const auto weights = std::make_shared<const ModelWeights>(load_model(path.string()).weights);
+  // The reference: the prompt's logits, and 8 greedy steps' logits and margins.
+  DenseKVCache dense(weights->config, 1);
+  std::vector<BatchToken> batch;
+  for (int pos = 0; pos < int(prompt.size()); ++pos) batch.push_back({prompt[size_t(pos)], 0, pos, true});
+  const auto want_prompt = forward(*weights, batch, dense);
+  GenerateOptions options;
+  options.max_new_tokens = 8;
+  std::vector<GreedyStep> steps;
+  std::vector<std::vector<float>> want;
+  for (size_t r = 0; r < want_prompt.shape(0); ++r)
+    want.emplace_back(want_prompt.data() + r * want_prompt.shape(1), want_prompt.data() + (r + 1) * want_prompt.shape(1));
+  const TokenChooser record = recording_argmax(steps);
+  // generate()'s first row is the prompt's last (already in `want`); then one per decode step.
+  bool first = true;
+  const auto greedy = generate(*weights, prompt, options, [&](std::span<const float> row) {
+    if (!first) want.emplace_back(row.begin(), row.end());
+    first = false;
+    return record(row);
+  });
+  const std::vector<int> forced(greedy.begin(), greedy.end() - 1);  // the last token is not fed back
+  REQUIRE(want.size() == prompt.size() + forced.size());
+  REQUIRE(decided_steps(steps, 2 * kTolerance) == steps.size());  // every step decided beyond the bound
+
+  std::vector<std::vector<float>> one_gpu;
+  worlds.insert(worlds.begin(), 1);
+  for (const int world : worlds) {
+    INFO(label << ", " << world << " ranks");
+    auto executor = group(path, world);
+    if (world > 1 && !rank0_holds.empty())
+      CHECK_THAT(dynamic_cast<const cuda::TensorParallelExecutor&>(*executor).rank0().weights_description(),
+                 Catch::Contains(rank0_holds));
+    auto cache = cache_of(*executor, 16, 8);
+    const auto got = logits_of(*executor, *cache, prompt, forced);
+    REQUIRE(got.size() == want.size());
+    for (size_t r = 0; r < got.size(); ++r) {
+      INFO("row " << r << " (the prompt's first " << prompt.size() << ", then decode steps)");
+      CHECK(compare(got[r], want[r], kTolerance) == "");
+      if (world == 1) continue;
+      CHECK(compare(got[r], one_gpu[r], 2 * kTolerance) == "");
+    }
+    if (world == 1) one_gpu = got;
+    // Free-running greedy tokens, through graphs and the group's own cache.
+    CHECK(cuda_generate(*executor, *cache, prompt, options, [](std::span<const float> row) { return argmax(row); }) ==
+          greedy);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("tensor parallel: 2 and 4 ranks give the reference's logits and greedy tokens", "[cuda][tensor_parallel]") {
   ASTRAI_REQUIRE_GPU();
   REQUIRE_DEVICES(4);
-  const std::vector<int> prompt = {1, 200, 201, 202, 7, 99, 4, 250, 17, 3, 60, 111};  // 12 rows: above the mat-vec's 8
   for (const Shape& s : shapes()) {
     ModelWeights w = make_synthetic_weights(s.config, 31);
     if (s.tied) w.classifier = w.token_embedding;
-    const auto path = write_model(w, s.name);
-    const auto weights = std::make_shared<const ModelWeights>(load_model(path.string()).weights);
-    // The reference: the prompt's logits, and 8 greedy steps' logits and margins.
-    DenseKVCache dense(weights->config, 1);
-    std::vector<BatchToken> batch;
-    for (int pos = 0; pos < int(prompt.size()); ++pos) batch.push_back({prompt[size_t(pos)], 0, pos, true});
-    const auto want_prompt = forward(*weights, batch, dense);
-    GenerateOptions options;
-    options.max_new_tokens = 8;
-    std::vector<GreedyStep> steps;
-    std::vector<std::vector<float>> want;
-    for (size_t r = 0; r < want_prompt.shape(0); ++r)
-      want.emplace_back(want_prompt.data() + r * want_prompt.shape(1),
-                        want_prompt.data() + (r + 1) * want_prompt.shape(1));
-    const TokenChooser record = recording_argmax(steps);
-    // generate()'s first row is the prompt's last (already in `want`); then one per decode step.
-    bool first = true;
-    const auto greedy = generate(*weights, prompt, options, [&](std::span<const float> row) {
-      if (!first) want.emplace_back(row.begin(), row.end());
-      first = false;
-      return record(row);
-    });
-    const std::vector<int> forced(greedy.begin(), greedy.end() - 1);  // the last token is not fed back
-    REQUIRE(want.size() == prompt.size() + forced.size());
-    REQUIRE(decided_steps(steps, 2 * kTolerance) == steps.size());  // every step decided beyond the bound
+    check_group_against_reference(write_model(w, s.name), {2, 4}, s.name);
+  }
+}
 
-    std::vector<std::vector<float>> one_gpu;
-    for (const int world : {1, 2, 4}) {
-      INFO(s.name << ", " << world << " ranks");
-      auto executor = group(path, world);
-      auto cache = cache_of(*executor, 16, 8);
-      const auto got = logits_of(*executor, *cache, prompt, forced);
-      REQUIRE(got.size() == want.size());
-      for (size_t r = 0; r < got.size(); ++r) {
-        INFO("row " << r << " (the prompt's first " << prompt.size() << ", then decode steps)");
-        CHECK(compare(got[r], want[r], kTolerance) == "");
-        if (world == 1) continue;
-        CHECK(compare(got[r], one_gpu[r], 2 * kTolerance) == "");
-      }
-      if (world == 1) one_gpu = got;
-      // Free-running greedy tokens, through graphs and the group's own cache.
-      CHECK(cuda_generate(*executor, *cache, prompt, options,
-                          [](std::span<const float> row) { return argmax(row); }) == greedy);
-    }
+TEST_CASE("tensor parallel: quantized files keep their blocks on 2 ranks and match the reference",
+          "[cuda][tensor_parallel]") {
+  ASTRAI_REQUIRE_GPU();
+  REQUIRE_DEVICES(2);
+  // Rows of whole 256-weight blocks. At 2 ranks a rank's w_down columns (256)
+  // are whole Q4_K blocks and its wo columns (128) are not: that matrix is
+  // decoded on the rank instead; Q8_0's 32-weight blocks divide both.
+  ModelConfig c{.dim = 256, .hidden_dim = 512, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 300,
+                .max_seq_len = 64};
+  // Kept on rank 0: the embedding, the classifier and per layer q, k, v, gate, up, down, and o for Q8_0.
+  struct Case {
+    GgufDType dtype;
+    const char* name;
+    const char* kept;
+  };
+  for (const Case& k : {Case{GgufDType::Q8_0, "q8_0", "16 matrices quantized (Q8_0 16)"},
+                        Case{GgufDType::Q4_K, "q4_k", "14 matrices quantized (Q4_K 14)"}}) {
+    const auto path = scratch_dir() / (std::string("tp-") + k.name + ".gguf");
+    write_gguf_model(path.string(), synthetic_model_source(c, 5, false), make_synthetic_tokenizer(c.vocab_size),
+                     k.dtype, "tp-quantized");
+    check_group_against_reference(path, {2}, k.name, k.kept);
   }
 }
 
