@@ -295,12 +295,21 @@ void sum_in_rank_order(Segment* s, int nranks, size_t offset_bytes, size_t n, T*
   }
 }
 
+// Calls chunk(done, n) for consecutive pieces [done, done + n) of `total`
+// units, `per_round` at most each: one round of the staging area a piece.
+template <typename Chunk>
+void in_rounds(size_t total, size_t per_round, Chunk&& chunk) {
+  for (size_t done = 0; done < total;) {
+    const size_t n = std::min(per_round, total - done);
+    chunk(done, n);
+    done += n;
+  }
+}
+
 void all_reduce(ncclComm* c, Collective op, const void* send, void* recv) {
   op.index = ++c->next_collective;
-  const size_t es = type_size(ncclDataType_t(op.dtype)), per_round = kStagingBytes / es;
-  size_t done = 0;
-  do {
-    const size_t n = std::min(per_round, size_t(op.count) - done);
+  const size_t es = type_size(ncclDataType_t(op.dtype));
+  in_rounds(op.count, kStagingBytes / es, [&](size_t done, size_t n) {  // in elements
     round(c, op, done == 0, static_cast<const unsigned char*>(send) + done * es, n * es, [&] {
       Segment* s = c->segment;
       switch (ncclDataType_t(op.dtype)) {
@@ -311,36 +320,28 @@ void all_reduce(ncclComm* c, Collective op, const void* send, void* recv) {
         default: break;  // refused when called
       }
     });
-    done += n;
-  } while (done < op.count);
+  });
 }
 
 void broadcast(ncclComm* c, Collective op, const void* send, void* recv) {
   op.index = ++c->next_collective;
-  const size_t bytes = size_t(op.count) * type_size(ncclDataType_t(op.dtype));
-  size_t done = 0;
-  do {
-    const size_t n = std::min(kStagingBytes, bytes - done);
-    const bool root = c->rank == op.root;
+  const bool root = c->rank == op.root;
+  in_rounds(op.count * type_size(ncclDataType_t(op.dtype)), kStagingBytes, [&](size_t done, size_t n) {  // bytes
     round(c, op, done == 0, static_cast<const unsigned char*>(send) + (root ? done : 0), root ? n : 0, [&] {
       std::memmove(static_cast<unsigned char*>(recv) + done, c->segment->staging(op.root), n);
     });
-    done += n;
-  } while (done < bytes);
+  });
 }
 
 void all_gather(ncclComm* c, Collective op, const void* send, void* recv) {
   op.index = ++c->next_collective;
   const size_t bytes = size_t(op.count) * type_size(ncclDataType_t(op.dtype));
-  size_t done = 0;
-  do {
-    const size_t n = std::min(kStagingBytes, bytes - done);
+  in_rounds(bytes, kStagingBytes, [&](size_t done, size_t n) {
     round(c, op, done == 0, static_cast<const unsigned char*>(send) + done, n, [&] {
       for (int r = 0; r < c->nranks; ++r)
         std::memmove(static_cast<unsigned char*>(recv) + size_t(r) * bytes + done, c->segment->staging(r), n);
     });
-    done += n;
-  } while (done < bytes);
+  });
 }
 
 // The checks every collective call makes before it is queued.

@@ -18,6 +18,7 @@
 #include "cuda/cuda_executor.h"
 #include "cuda/device_page_cache.h"
 #include "reference/sampling/sampler.h"
+#include "tests/cuda/cuda_expected.h"
 #include "tests/cuda/cuda_generate.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/engine/scheduler/engine_harness.h"
@@ -34,21 +35,12 @@ CudaOptions invariant(DType t) {
   return options;
 }
 
-// Each request's tokens from the sequential loop alone, on the CUDA executor,
-// with the reference oracle's stop rules (EOS and BOS unless ignore_eos).
+// Each request's tokens from the sequential loop alone, on the CUDA executor.
 void compute_expected_on_cuda(std::vector<PlannedRequest>& requests, DType t = DType::Float32) {
   const TinyModel& m = tiny_model();
   cuda::CudaExecutor executor(*m.weights, invariant(t));
-  for (auto& r : requests) {
-    cuda::DevicePageCache cache(executor.config(), 64, 4, t);
-    GenerateOptions options;
-    options.max_new_tokens = r.max_tokens;
-    if (!r.ignore_eos) options.stop_tokens = {m.tokenizer->eos_id(), m.tokenizer->bos_id()};
-    for (int id : r.stop_token_ids) options.stop_tokens.push_back(id);
-    SamplerState sampler(r.sampling, r.prompt);  // the prompt counts for the repetition penalty
-    r.expected = cuda_generate(executor, cache, r.prompt, options,
-                               [&](std::span<const float> logits) { return sampler.next(logits); });
-  }
+  cuda::DevicePageCache cache(executor.config(), 64, 4, t);
+  compute_expected_on(executor, cache, requests);
 }
 
 // An engine on the CUDA executor: `max_running` tasks, `tokens_per_step`

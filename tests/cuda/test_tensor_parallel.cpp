@@ -43,6 +43,7 @@
 #include "reference/forward.h"
 #include "reference/generate.h"
 #include "reference/synthetic_model.h"
+#include "tests/cuda/cuda_expected.h"
 #include "tests/cuda/cuda_generate.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/engine/scheduler/engine_harness.h"
@@ -242,20 +243,6 @@ TEST_CASE("tensor parallel: quantized files keep their blocks on 2 ranks and mat
 }
 
 namespace {
-
-// Each request's tokens from the sequential loop alone, on `executor`.
-void compute_expected_on(Executor& executor, KVCache& cache, std::vector<PlannedRequest>& requests) {
-  const TinyModel& m = tiny_model();
-  for (auto& r : requests) {
-    GenerateOptions options;
-    options.max_new_tokens = r.max_tokens;
-    if (!r.ignore_eos) options.stop_tokens = {m.tokenizer->eos_id(), m.tokenizer->bos_id()};
-    for (int id : r.stop_token_ids) options.stop_tokens.push_back(id);
-    SamplerState sampler(r.sampling, r.prompt);
-    r.expected = cuda_generate(executor, cache, r.prompt, options,
-                               [&](std::span<const float> logits) { return sampler.next(logits); });
-  }
-}
 
 std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {
   a.insert(a.end(), b.begin(), b.end());

@@ -32,21 +32,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../support"))
-from missing_data import missing  # noqa: E402
+from missing_data import debian_import, missing  # noqa: E402
 from server_process import Results, ServerProcess, chat, chat_body, make_model, request, scratch_dir, wait_idle
 
-try:
-    import msgpack
-    import zmq
-except ImportError:
-    # Debian's packages install for Debian's python3; a python3 of its own
-    # (pyenv, same 3.11 ABI) finds them there.
-    sys.path.append("/usr/lib/python3/dist-packages")
-    try:
-        import msgpack
-        import zmq
-    except ImportError:
-        msgpack = zmq = None
+msgpack = debian_import("msgpack")
+zmq = debian_import("zmq")
+if msgpack is None or zmq is None:
+    msgpack = zmq = None
 
 TOPIC = "kv@test@stories"
 HANG = 120  # seconds: a hang guard, never a speed claim

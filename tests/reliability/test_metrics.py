@@ -31,19 +31,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../support"))
-from missing_data import missing  # noqa: E402
+from missing_data import debian_import, missing  # noqa: E402
 from server_process import Results, ServerProcess, chat, chat_body, make_model, request, scratch_dir, wait_idle
 
-try:
-    from prometheus_client.parser import text_string_to_metric_families
-except ImportError:
-    # Debian's package installs for Debian's python3; a python3 of its own
-    # (pyenv) does not see it. The parser is pure Python.
-    sys.path.append("/usr/lib/python3/dist-packages")
-    try:
-        from prometheus_client.parser import text_string_to_metric_families
-    except ImportError:
-        text_string_to_metric_families = None
+_parser = debian_import("prometheus_client.parser")  # pure Python
+text_string_to_metric_families = _parser.text_string_to_metric_families if _parser else None
 
 LONG = ("Once upon a time there was a little girl who lived in a village near the forest. "
         "Whenever she went out, the little girl wore a red riding cloak, so everyone in the village called her")

@@ -20,3 +20,20 @@ def missing(message):
         return True
     print(f"SKIPPED: {message}", flush=True)
     return False
+
+
+def debian_import(name):
+    """The module `name` ("msgpack", "prometheus_client.parser"), or None.
+    Debian's python3-* packages install for Debian's python3; a python3 of
+    its own (pyenv, the same 3.11 ABI) finds them in Debian's dist-packages."""
+    import importlib
+    import sys
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if "/usr/lib/python3/dist-packages" not in sys.path:
+            sys.path.append("/usr/lib/python3/dist-packages")
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            return None
