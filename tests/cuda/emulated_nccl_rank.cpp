@@ -160,6 +160,31 @@ int main(int argc, char** argv) {
     Device buf(n * 4);
     if (ncclAllReduce(buf.p, buf.p, n, ncclFloat32, ncclSum, comm, stream) != ncclSuccess) return failed("call");
     if (cudaStreamSynchronize(stream) != cudaSuccess) return failed("synchronize");
+  } else if (scenario == "foreign-buffer") {
+    // Rank 1 is handed rank 0's device pointer (through a file) and has made
+    // no allocation of its own: in its process that address is nothing.
+    const char* file = std::getenv("ASTRAI_NCCL_POINTER_FILE");
+    if (file == nullptr) return 2;
+    if (rank == 0) {
+      Device buf(n * 4);
+      if (FILE* f = std::fopen(file, "w")) {
+        std::fprintf(f, "%p\n", buf.p);
+        std::fclose(f);
+      }
+      if (ncclAllReduce(buf.p, buf.p, n, ncclFloat32, ncclSum, comm, stream) != ncclSuccess) return failed("call");
+      if (cudaStreamSynchronize(stream) != cudaSuccess) return failed("synchronize");
+    } else {
+      void* theirs = nullptr;
+      for (int i = 0; i < 10000 && theirs == nullptr; ++i) {
+        if (FILE* f = std::fopen(file, "r")) {
+          if (std::fscanf(f, "%p", &theirs) != 1) theirs = nullptr;
+          std::fclose(f);
+        }
+        if (theirs == nullptr) usleep(1000);
+      }
+      if (ncclAllReduce(theirs, theirs, n, ncclFloat32, ncclSum, comm, stream) != ncclSuccess) return failed("call");
+      return 0;  // a GPU would have faulted later; here the call refuses it
+    }
   } else if (scenario == "host-buffer") {
     std::vector<float> host(n);
     if (ncclAllReduce(host.data(), host.data(), n, ncclFloat32, ncclSum, comm, stream) != ncclSuccess)

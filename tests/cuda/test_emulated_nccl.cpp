@@ -142,6 +142,18 @@ TEST_CASE("emulated NCCL: a rank that exits, never arrives or aborts fails the o
   }
 }
 
+TEST_CASE("emulated NCCL: ranks share no memory: another rank's device pointer is refused", "[cuda][nccl]") {
+  const auto file = std::filesystem::temp_directory_path() / ("astrai-nccl-pointer-" + std::to_string(::getpid()));
+  std::filesystem::remove(file);
+  const auto runs = run_ranks("foreign-buffer", 2, -1, {"ASTRAI_NCCL_POINTER_FILE=" + file.string()});
+  std::filesystem::remove(file);
+  INFO("rank 1: " << runs[1].err << "rank 0: " << runs[0].err);
+  CHECK(runs[1].status == 3);
+  CHECK(runs[1].err.find("is not device memory of this process") != std::string::npos);
+  CHECK(runs[0].status == 3);  // its partner never came: it exited first
+  CHECK(runs[0].err.find("rank 1 (pid ") != std::string::npos);
+}
+
 TEST_CASE("emulated NCCL: a rank told another rank count, and a host buffer, are refused", "[cuda][nccl]") {
   const auto wrong = run_ranks("wrong-nranks", 2);
   for (size_t r = 0; r < 2; ++r) {
