@@ -93,8 +93,9 @@ std::unique_ptr<Executor> group(const std::filesystem::path& path, int world, Cu
   do {                                                                                                  \
     int astrai_devices_ = 0;                                                                            \
     if (cudaGetDeviceCount(&astrai_devices_) != cudaSuccess || astrai_devices_ < (n)) {                 \
-      WARN("SKIPPED: tensor parallelism over " << (n) << " ranks needs " << (n) << " CUDA devices, this " \
-                                               "machine has " << astrai_devices_);                        \
+      WARN("SKIPPED: " << (astrai_devices_ == 1 ? "one CUDA device" : "too few CUDA devices")           \
+                       << ": tensor parallelism over " << (n) << " ranks needs " << (n) << ", this machine has " \
+                       << astrai_devices_ << " (NCCL cannot make one GPU two ranks)");                     \
       return;                                                                                           \
     }                                                                                                   \
   } while (0)
