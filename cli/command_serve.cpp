@@ -233,9 +233,6 @@ int run_serve(std::span<const std::string_view> argv) {
   }
 
   try {
-    install_stop_handlers();
-    raise_open_file_limit();
-    bound_retained_memory();
     if (model_path.empty()) {
       const auto path = ensure_default_model(default_cache_dir());
       std::cerr << default_model_warning(path);
@@ -243,6 +240,7 @@ int run_serve(std::span<const std::string_view> argv) {
     }
     // A tensor-parallel rank other than 0 (started by a launcher, or the
     // first on another machine) runs its part of each step; rank 0 serves.
+    // Before the stop handlers: a launcher's SIGTERM ends such a rank.
     TensorParallelOptions tp;
     try {
       tp = tensor_parallel_options(args, model_path, args.get("--tokenizer"));
@@ -251,6 +249,9 @@ int run_serve(std::span<const std::string_view> argv) {
       return 2;
     }
     if (const auto status = run_rank_unless_first(tp, model_path, args.get("--tokenizer"))) return *status;
+    install_stop_handlers();
+    raise_open_file_limit();
+    bound_retained_memory();
     HttpServer server(options);
     const int port = server.start();
     std::cerr << "astrai serve: listening on http://" << options.host << ":" << port << " (loading " << model_path
