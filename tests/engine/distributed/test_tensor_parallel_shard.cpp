@@ -183,7 +183,9 @@ TEST_CASE("tensor parallel: a quantized file's blocks are sliced as its values",
   c.n_kv_heads = 4;
   c.vocab_size = 300;  // the synthetic tokenizer's 259 pieces and more
   c.max_seq_len = 16;
-  for (const auto& [dtype, type] : {std::pair{GgufDType::Q8_0, GgmlType::Q8_0}, std::pair{GgufDType::Q4_K, GgmlType::Q4_K}}) {
+  for (const auto& formats : {std::pair{GgufDType::Q8_0, GgmlType::Q8_0}, std::pair{GgufDType::Q4_K, GgmlType::Q4_K}}) {
+    const GgufDType dtype = formats.first;  // not structured bindings: clang 14's lambdas cannot capture those
+    const GgmlType type = formats.second;
     const auto path = test::scratch_dir() / ("tp-shard-" + gguf_dtype_name(dtype) + ".gguf");
     write_gguf_model(path.string(), synthetic_model_source(c, 5, false), make_synthetic_tokenizer(c.vocab_size), dtype,
                      "tp-shard");
