@@ -10,7 +10,7 @@ namespace astrai::cli {
 void add_routing_options(Arguments& args) {
   args.option("--kv-events-config",
               "KV cache events as vLLM's --kv-events-config JSON: enable_kv_cache_events, publisher, endpoint, "
-              "replay_endpoint, buffer_steps, hwm, max_queue_size, topic (needs the paged cache)")
+              "replay_endpoint, buffer_steps, hwm, max_queue_size, topic, and AstrAI's sndbuf (needs the paged cache)")
       .option("--kv-events-endpoint",
               "shorthand: publish KV cache events on this ZeroMQ endpoint (tcp://*:5557 binds; a host connects)")
       .option("--kv-events-topic", "the topic of every KV event message (llm-d reads kv@<pod>@<model>)")

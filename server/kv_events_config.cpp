@@ -55,9 +55,11 @@ KVEventsConfig parse_kv_events_config(const std::string& json_text) {
       config.max_queue_size = count_field(value, key);
     } else if (key == "topic") {
       config.topic = text_field(value, key);
+    } else if (key == "sndbuf") {
+      config.sndbuf = count_field(value, key);
     } else {
       refuse("'" + key + "'", "is not a field (enable_kv_cache_events, publisher, endpoint, replay_endpoint, "
-                              "buffer_steps, hwm, max_queue_size, topic)");
+                              "buffer_steps, hwm, max_queue_size, topic; and AstrAI's sndbuf)");
     }
   }
   check_endpoint(config.endpoint, "endpoint");

@@ -18,6 +18,10 @@ struct KVEventsConfig {
   int hwm = 100'000;                      // ZMQ_SNDHWM of the PUB socket, in batches
   int max_queue_size = 100'000;           // batches waiting for the publisher thread; more are dropped
   std::string topic;                      // the first frame of every message
+  // AstrAI's own field (not vLLM's): the PUB socket's kernel send buffer
+  // (ZMQ_SNDBUF), in bytes; 0 = the system's, which Linux grows to
+  // net.ipv4.tcp_wmem's maximum (4 MB) for a subscriber that stops reading.
+  int sndbuf = 0;
 
   // Events are published: enabled, and the publisher is (or defaults to) zmq.
   bool publishing() const { return enable_kv_cache_events && publisher != "null"; }

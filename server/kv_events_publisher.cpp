@@ -68,6 +68,7 @@ struct KVEventsPublisher::State {
         own_context(context ? nullptr : std::make_unique<zmq::context_t>(1)),
         pub(context ? *context : *own_context, zmq::socket_type::pub) {
     pub.set(zmq::sockopt::sndhwm, config.hwm);
+    if (config.sndbuf > 0) pub.set(zmq::sockopt::sndbuf, config.sndbuf);
     pub.set(zmq::sockopt::xpub_nodrop, 1);  // a full subscriber fails the send (counted) instead of losing it silently
     pub.set(zmq::sockopt::linger, 0);
     open(pub, config.endpoint, endpoint_binds(config.endpoint));

@@ -290,6 +290,9 @@ TEST_CASE("--kv-events-config reads vLLM's KVEventsConfig fields", "[kv_events]"
   CHECK(c.topic == "kv@10.0.0.7@m");
   CHECK((c.hwm == 7 && c.buffer_steps == 8 && c.max_queue_size == 9));
   CHECK_FALSE(parse_kv_events_config(R"({"enable_kv_cache_events": true, "publisher": "null"})").publishing());
+  CHECK(d.sndbuf == 0);  // AstrAI's own field: the system's send buffer unless asked
+  CHECK(parse_kv_events_config(R"({"sndbuf": 4096})").sndbuf == 4096);
+  CHECK_THROWS_AS(parse_kv_events_config(R"({"sndbuf": 0})"), std::invalid_argument);
   for (const char* bad : {R"({"endpiont": "tcp://*:1"})", R"({"hwm": 0})", R"({"hwm": "5"})",
                           R"({"publisher": "kafka"})", R"({"endpoint": "localhost:5557"})", "[]", "{"})
     CHECK_THROWS_AS(parse_kv_events_config(bad), std::invalid_argument);
