@@ -34,20 +34,26 @@ size_t TextStream::held_for_stop_prefix() const {
   return held;
 }
 
-// Ends the text before the earliest stop sequence in pending_ (the longest on
-// a tie), if there is one. Invariant: text already shown never ends with the
-// start of a stop sequence, so any occurrence lies wholly inside pending_.
+// Ends the text before the stop sequence that completed first in pending_,
+// if one did: the occurrence that ends first (a stop counts once it is
+// complete, as a server checking after each token sees it), and of those
+// ending at the same byte the longest, so none of it is shown. The outcome
+// is then the same whatever pieces the text came in. Invariant: text
+// already shown never ends with the start of a stop sequence, so any
+// occurrence lies wholly inside pending_.
 bool TextStream::cut_at_stop() {
-  size_t first = std::string::npos;
+  size_t start = std::string::npos, end = std::string::npos;
   for (const auto& stop : stops_) {
-    const size_t at = pending_.find(stop);
-    if (at < first || (at == first && at != std::string::npos && stop.size() > matched_stop_.size())) {
-      first = at;
+    const size_t at = pending_.find(stop);  // a stop's first occurrence is also the first to end
+    if (at == std::string::npos) continue;
+    if (at + stop.size() < end || (at + stop.size() == end && stop.size() > matched_stop_.size())) {
+      start = at;
+      end = at + stop.size();
       matched_stop_ = stop;
     }
   }
-  if (first == std::string::npos) return false;
-  pending_.resize(first);
+  if (start == std::string::npos) return false;
+  pending_.resize(start);
   unfinished_.clear();
   return true;
 }

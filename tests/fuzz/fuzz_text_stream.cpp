@@ -12,8 +12,9 @@
 // does not start a well-formed character replaced by U+FFFD; a character that
 // may still be completed by later bytes is not decided yet. Generation stops
 // at the first piece after which the decided text contains a stop string, and
-// the answer is that text cut before the earliest occurrence; otherwise it is
-// all bytes, decided at the end.
+// the answer is that text cut before the stop that completed first (the
+// occurrence that ends first; of those ending at one byte, the longest);
+// otherwise it is all bytes, decided at the end.
 //  1. the pieces returned by push() and finish() concatenate to text();
 //  2. text() equals the oracle's answer, and stopped() whether it stopped;
 //  3. text() and every streamed piece are valid UTF-8; text() contains no
@@ -103,10 +104,18 @@ struct Expected {
   bool stopped = false;
 };
 
+// Where the text ends: before the occurrence that ends first (a stop counts
+// when it is complete), the longest of those ending at the same byte.
 size_t earliest_stop(const std::string& text, const std::vector<std::string>& shown_stops) {
-  size_t cut = std::string::npos;
-  for (const auto& stop : shown_stops)
-    if (!stop.empty()) cut = std::min(cut, text.find(stop));
+  size_t cut = std::string::npos, end = std::string::npos;
+  for (const auto& stop : shown_stops) {
+    const size_t at = stop.empty() ? std::string::npos : text.find(stop);
+    if (at == std::string::npos) continue;
+    if (at + stop.size() < end || (at + stop.size() == end && at < cut)) {
+      end = at + stop.size();
+      cut = at;
+    }
+  }
   return cut;
 }
 

@@ -97,30 +97,39 @@ inline size_t unfinished_tail(std::string_view s) {
 // stop sequences, by definition rather than by streaming. After each token the
 // text as it will be shown is final up to any unfinished character:
 // oracle_sanitize(bytes without that tail). The first token after which it
-// contains a stop sequence ends the text just before that stop's earliest
-// occurrence (the longest stop on a tie). At the end the unfinished tail
-// becomes U+FFFD too, which may still complete a stop.
+// contains a stop sequence ends the text just before the stop that completed
+// first (first_completed_stop). At the end the unfinished tail becomes U+FFFD
+// too, which may still complete a stop.
 struct StopOutcome {
   std::string text;
   size_t n_tokens = 0;  // tokens up to and including the one completing the stop (all without one)
   std::string matched;  // the stop sequence, "" when none appeared
 };
 
-// The earliest stop in `shown` (longest on a tie): {position, stop}, or {npos, ""}.
-inline std::pair<size_t, std::string> first_stop(const std::string& shown, const std::vector<std::string>& stops) {
-  size_t first = std::string::npos;
+// The stop rule, as a generating server can honour it (docs/sampling.md,
+// "Stop sequences"): a stop counts when it is complete, so the text ends
+// before the occurrence that ENDS first in `shown`; of stops ending at the
+// same byte, the longest (it starts first, so none of it is shown). Text
+// that grows one character at a time meets the stops in exactly this order,
+// which makes the outcome the same whatever pieces the text arrives in.
+// Returns {where the text ends, the stop}, or {npos, ""}.
+inline std::pair<size_t, std::string> first_completed_stop(const std::string& shown,
+                                                            const std::vector<std::string>& stops) {
+  size_t first_end = std::string::npos, start = std::string::npos;
   std::string matched;
   for (const auto& raw : stops) {
     if (raw.empty()) continue;
     const std::string s = oracle_sanitize(raw);  // a stop is read as it would be shown
-    const size_t at = shown.find(s);
+    const size_t at = shown.find(s);             // a stop's first occurrence is also its first to end
     if (at == std::string::npos) continue;
-    if (at < first || (at == first && s.size() > matched.size())) {
-      first = at;
+    const size_t end = at + s.size();
+    if (end < first_end || (end == first_end && s.size() > matched.size())) {
+      first_end = end;
+      start = at;
       matched = s;
     }
   }
-  return {first, matched};
+  return {start, matched};
 }
 
 inline StopOutcome expected_stop_outcome(const std::vector<std::string>& token_bytes,
@@ -129,10 +138,10 @@ inline StopOutcome expected_stop_outcome(const std::vector<std::string>& token_b
   for (size_t k = 0; k < token_bytes.size(); ++k) {
     bytes += token_bytes[k];
     const std::string shown = oracle_sanitize(std::string_view(bytes).substr(0, bytes.size() - unfinished_tail(bytes)));
-    if (const auto [at, stop] = first_stop(shown, stops); !stop.empty()) return {shown.substr(0, at), k + 1, stop};
+    if (const auto [at, stop] = first_completed_stop(shown, stops); !stop.empty()) return {shown.substr(0, at), k + 1, stop};
   }
   const std::string shown = oracle_sanitize(bytes);
-  if (const auto [at, stop] = first_stop(shown, stops); !stop.empty())
+  if (const auto [at, stop] = first_completed_stop(shown, stops); !stop.empty())
     return {shown.substr(0, at), token_bytes.size(), stop};
   return {shown, token_bytes.size(), ""};
 }

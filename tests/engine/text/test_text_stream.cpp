@@ -75,13 +75,31 @@ TEST_CASE("TextStream on known inputs", "[text][stream]") {
     CHECK(s.push("\xC3") == "");
     CHECK(s.finish() == "\xEF\xBF\xBD");
   }
-  SECTION("of two stops at the same place the longer one is reported; the earlier one wins otherwise") {
+  SECTION("the stop that completes first wins, whatever the pieces; of two ending together, the longer") {
     TextStream a({"ab", "abc"});
     CHECK(a.push("xabcd") == "x");
-    CHECK(a.matched_stop() == "abc");
+    CHECK(a.matched_stop() == "ab");  // "ab" is complete one character before "abc"
     TextStream b({"bc", "abcd"});
-    CHECK(b.push("abc") == "a");  // "bc" completes first
+    CHECK(b.push("abcd") == "a");  // "bc" completes first, though "abcd" starts earlier
     CHECK(b.matched_stop() == "bc");
+    TextStream c({"b", "xab"});
+    CHECK(c.push("xabc") == "");  // both end at the same byte: the longer, none of it shown
+    CHECK(c.matched_stop() == "xab");
+    // The case a fresh-clone run found: "aa" completes inside "baab" before it
+    // does, so one character per piece and the whole text at once both cut
+    // before "aa" (the old rule cut whole texts before "baab").
+    for (const bool whole : {false, true}) {
+      TextStream d({"baab", "aa"});
+      const std::string text = "\n..baab\n\n\n\na.";
+      std::string shown;
+      if (whole) shown = d.push(text);
+      else
+        for (const char ch : text)
+          if (!d.stopped()) shown += d.push(std::string(1, ch));
+      shown += d.finish();
+      CHECK(shown == "\n..b");
+      CHECK(d.matched_stop() == "aa");
+    }
   }
   SECTION("empty stop sequences are ignored") {
     TextStream s({""});
@@ -124,9 +142,10 @@ TEST_CASE("TextStream pieces concatenate to text(), which follows the stop rule 
 // Self-overlapping stop strings ("...", "\n\n\n", "aab", "abab"), stops that
 // are prefixes of one another, text over a tiny alphabet arriving one
 // character per token, in three pieces or in random pieces. The model, from
-// the definition and written here: after the input so far, P, the text shown
-// is P up to the first occurrence of any stop (std::string::find) when there
-// is one, else P less its longest suffix that is a proper prefix of some stop
+// the definition: after the input so far, P, the text shown is P up to the
+// stop that completed first (first_completed_stop: the occurrence that ends
+// first, not the one that starts first) when there is one, else P less its
+// longest suffix that is a proper prefix of some stop
 // (that suffix may still become a stop: it must not show; anything shorter
 // held back would be shown late). A hold-back that forgets the earlier
 // candidates after a partial mismatch (no KMP failure links) shows "a" of
@@ -136,9 +155,7 @@ namespace {
 const std::vector<std::string> kOverlappingStops = {"...", "\n\n\n", "aab", "abab", "aa", "aba", "aaba", "a.a", "baab"};
 
 std::string first_stop_cut(const std::string& text, const std::vector<std::string>& stops) {
-  size_t first = std::string::npos;
-  for (const auto& s : stops)
-    if (!s.empty()) first = std::min(first, text.find(s));
+  const size_t first = first_completed_stop(text, stops).first;
   return first == std::string::npos ? text : text.substr(0, first);
 }
 
@@ -229,7 +246,7 @@ TEST_CASE("Self-overlapping stop strings in any pieces: shown as soon as ruled o
     }
     RC_LOG() << "stops " << nlohmann::json(stops).dump() << "\n";
     const std::string streamed = stream_checked(pieces, stops);
-    // The oracle: the text up to the first occurrence of any stop.
+    // The oracle: the text up to the stop that completed first.
     RC_ASSERT(streamed == first_stop_cut(text, stops));
     // Non-streamed: the whole text at once.
     TextStream whole(stops);
