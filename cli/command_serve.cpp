@@ -27,7 +27,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/tool_calls/tool_call_family.h"
 #include "engine/model_files/load_model.h"
-#include "server/default_model.h"
+#include "cli/default_model.h"
 #include "server/http_server.h"
 
 namespace astrai::cli {

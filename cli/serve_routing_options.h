@@ -9,8 +9,8 @@
 
 #include "cli/arguments.h"
 #include "engine/inference_engine.h"
-#include "server/kv_events_config.h"
-#include "server/kv_events_publisher.h"
+#include "engine/kv_cache/events/kv_events_config.h"
+#include "engine/kv_cache/events/kv_events_publisher.h"
 #include "server/server_options.h"
 
 namespace astrai::cli {

@@ -15,7 +15,7 @@ packages=(
   python3-jinja2                                                  # chat template oracle (what transformers renders with)
   python3-prometheus-client                                       # an independent parser of GET /metrics (tests/reliability)
   python3-jsonschema                                              # an independent JSON Schema validator (tests/engine/grammar)
-  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev                       # KV cache events: ZeroMQ PUB/ROUTER, msgpack (server/kv_events_publisher.h);
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev                       # KV cache events: ZeroMQ PUB/ROUTER, msgpack (engine/kv_cache/events/kv_events_publisher.h);
                                                                   # msgpack also carries the tensor-parallel ranks' messages (cuda/tensor_parallel/)
   python3-zmq python3-msgpack                                     # a subscriber reading the events' wire format (tests/reliability/test_kv_events.py)
   clang-14 libclang-rt-14-dev                                     # libFuzzer targets (scripts/fuzz.sh), the emulated kernels

@@ -10,11 +10,11 @@
 
 #include <httplib.h>
 
-#include "server/api_key.h"
-#include "server/json_text.h"
+#include "server/http/api_key.h"
+#include "server/http/json_text.h"
 #include "server/kv_events_json.h"
 #include "server/protocol_handler.h"
-#include "server/protocols.h"
+#include "server/protocols/protocols.h"
 
 namespace astrai {
 

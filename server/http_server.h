@@ -15,9 +15,9 @@
 #include <mutex>
 #include <thread>
 
-#include "server/connection_manager.h"
+#include "server/http/connection_manager.h"
 #include "server/served_model.h"
-#include "server/server_metrics.h"
+#include "server/metrics/server_metrics.h"
 #include "server/server_options.h"
 
 namespace httplib {

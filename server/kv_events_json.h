@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/kv_events_publisher.h"
+#include "engine/kv_cache/events/kv_events_publisher.h"
 #include "server/served_model.h"
 
 namespace astrai {

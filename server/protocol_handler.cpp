@@ -5,16 +5,16 @@
 #include <httplib.h>
 
 #include "engine/scheduler/prompt_limit.h"
-#include "server/chat_request_parser.h"
-#include "server/choice_output.h"
-#include "server/client_socket.h"
-#include "server/json_text.h"
-#include "server/logprobs_content.h"
-#include "server/openai_sampling_fields.h"
-#include "server/piece_queue.h"
-#include "server/request_id.h"
-#include "server/sse.h"
-#include "server/tool_request.h"
+#include "server/protocols/chat_request_parser.h"
+#include "engine/chat_planning/choice_output.h"
+#include "server/http/client_socket.h"
+#include "server/http/json_text.h"
+#include "server/protocols/logprobs_content.h"
+#include "server/protocols/openai_sampling_fields.h"
+#include "server/http/piece_queue.h"
+#include "server/protocols/request_id.h"
+#include "server/http/sse.h"
+#include "server/protocols/tool_request.h"
 
 namespace astrai {
 

@@ -21,11 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/choices_result.h"
-#include "server/choice_output.h"
-#include "server/logprobs_content.h"
-#include "server/response_builder.h"
+#include "engine/chat_planning/choice_output.h"
+#include "server/protocols/logprobs_content.h"
+#include "server/protocols/response_builder.h"
 #include "server/served_model.h"
-#include "server/server_metrics.h"
+#include "server/metrics/server_metrics.h"
 
 namespace httplib {
 struct Request;

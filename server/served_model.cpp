@@ -8,7 +8,7 @@
 #include "engine/chat/jinja_chat_template.h"
 #include "engine/chat/prompt_encoder.h"
 #include "engine/tokenizer/hf_tokenizer.h"
-#include "server/request_id.h"
+#include "server/protocols/request_id.h"
 
 namespace astrai {
 

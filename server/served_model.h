@@ -14,8 +14,8 @@
 #include "engine/model_files/load_model.h"
 #include "engine/tool_calls/tool_call_family.h"
 #include "reference/sampling/sampling_params.h"
-#include "server/constraint_cache.h"
-#include "server/kv_events_publisher.h"
+#include "engine/chat_planning/constraint_cache.h"
+#include "engine/kv_cache/events/kv_events_publisher.h"
 
 namespace astrai {
 

@@ -47,10 +47,10 @@
 #include "engine/chat/chat_template.h"
 #include "engine/chat/prompt_encoder.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
-#include "server/api_key.h"
-#include "server/chat_request_parser.h"
-#include "server/json_text.h"
-#include "server/protocols.h"
+#include "server/http/api_key.h"
+#include "server/protocols/chat_request_parser.h"
+#include "server/http/json_text.h"
+#include "server/protocols/protocols.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace astrai::fuzz {

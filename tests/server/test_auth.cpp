@@ -2,7 +2,7 @@
 // x-api-key; refusals come in the protocol's own error shape.
 #include <catch2/catch.hpp>
 
-#include "server/api_key.h"
+#include "server/http/api_key.h"
 #include "tests/server/server_fixture.h"
 
 namespace astrai::test {

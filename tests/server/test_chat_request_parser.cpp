@@ -6,9 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "server/chat_request_parser.h"
+#include "server/protocols/chat_request_parser.h"
 #include "reference/sampling/sampling_params.h"
-#include "server/protocols.h"
+#include "server/protocols/protocols.h"
 
 namespace astrai::test {
 namespace {

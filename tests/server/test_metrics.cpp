@@ -18,8 +18,8 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "server/prometheus.h"
-#include "server/server_metrics.h"
+#include "server/metrics/prometheus.h"
+#include "server/metrics/server_metrics.h"
 #include "tests/server/server_fixture.h"
 
 namespace astrai::test {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "server/request_head.h"
+#include "server/http/request_head.h"
 
 namespace astrai::test {
 

@@ -8,7 +8,6 @@
 
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
-#include "server/default_model.h"
 #include "server/served_model.h"
 #include "tests/support/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
@@ -77,23 +76,6 @@ TEST_CASE("The chat template shapes the prompt the server submits", "[served_mod
   request.sampling.temperature = 0;
   CHECK(reply["choices"][0]["message"]["content"] ==
         server.engine().generate_with_request(std::move(request))->wait().text);
-}
-
-TEST_CASE("The default synthetic model is written once to the cache folder and loads", "[served_model]") {
-  const auto cache = scratch_dir() / "server-default-model";
-  std::filesystem::remove_all(cache);
-  const auto path = ensure_default_model(cache);
-  REQUIRE(std::filesystem::exists(path));
-  CHECK(path.parent_path() == cache);
-  const auto written = std::filesystem::last_write_time(path);
-  CHECK(ensure_default_model(cache) == path);  // reused, not rewritten
-  CHECK(std::filesystem::last_write_time(path) == written);
-  const LoadedModel model = load_model(path.string());
-  CHECK(model.format == ModelFormat::Gguf);
-  CHECK(model.weights.config.max_seq_len == 512);
-  CHECK(model.tokenizer.vocab_size() == 512);
-  CHECK(default_model_warning(path).find("MEANINGLESS") != std::string::npos);
-  CHECK(default_model_warning(path).find("--model") != std::string::npos);
 }
 
 // The server refuses a prompt from its bytes alone when B bytes of text

@@ -1,0 +1,45 @@
+#include "engine/chat_planning/choice_output.h"
+
+namespace astrai {
+
+ChoiceParts parse_choice_output(std::string_view text, const OutputParsing& how) {
+  ChoiceParts parts;
+  std::string content(text);
+  if (how.reasoning) {
+    ReasoningSplit split = split_reasoning(text, how.starts_in_reasoning);
+    parts.reasoning = std::move(split.reasoning);
+    content = std::move(split.content);
+  }
+  ParsedToolCalls parsed = parse_tool_calls(content, how.tools);
+  parts.content = std::move(parsed.content);
+  parts.calls = std::move(parsed.calls);
+  if (!how.parallel_tool_calls && parts.calls.size() > 1) parts.calls.resize(1);
+  return parts;
+}
+
+ChoiceParts ChoiceOutputStream::from_split(ReasoningSplit split, bool last) {
+  ChoiceParts parts;
+  parts.reasoning = std::move(split.reasoning);
+  ParsedToolCalls parsed = tool_calls_.feed(split.content);
+  if (last) {
+    ParsedToolCalls tail = tool_calls_.finish();
+    parsed.content += tail.content;
+    for (auto& c : tail.calls) parsed.calls.push_back(std::move(c));
+  }
+  parts.content = std::move(parsed.content);
+  for (auto& c : parsed.calls)
+    if (how_.parallel_tool_calls || calls_++ == 0) parts.calls.push_back(std::move(c));
+  return parts;
+}
+
+ChoiceParts ChoiceOutputStream::feed(std::string_view piece) {
+  if (!how_.reasoning) return from_split({"", std::string(piece)}, false);
+  return from_split(reasoning_.feed(piece), false);
+}
+
+ChoiceParts ChoiceOutputStream::finish() {
+  if (!how_.reasoning) return from_split({}, true);
+  return from_split(reasoning_.finish(), true);
+}
+
+}  // namespace astrai

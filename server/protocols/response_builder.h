@@ -1,0 +1,74 @@
+// One chat protocol's shapes (strategy pattern): how its requests read and
+// how its responses, streamed or whole, and its errors are written.
+// ProtocolHandler does the work the protocols share (parse, encode the prompt,
+// run the engine, stream) and asks a ResponseBuilder for every byte that goes
+// out, so adding a protocol is writing one builder (and registering it in
+// protocols.cpp).
+//
+// A builder serves one request: it is made per request with the served
+// model's name, and holds that response's id and creation time.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/chat_planning/chat_request.h"
+
+namespace astrai {
+
+// What went wrong, in words every protocol has; each builder names them its
+// own way (OpenAI's type/code, Anthropic's error.type).
+enum class ErrorKind {
+  InvalidRequest,  // 400
+  ContextLength,   // 400: the prompt does not fit the model's context
+  Authentication,  // 401
+  Overloaded,      // 503 with Retry-After: the waiting queue is full
+  Unavailable,     // 503: shutting down, or the request was cancelled
+  Internal,        // 500
+};
+int http_status(ErrorKind kind);
+
+class ResponseBuilder {
+ public:
+  virtual ~ResponseBuilder() = default;
+
+  // Reads the request body (a JSON object) into the common request. Throws
+  // ValidationError naming every bad field.
+  virtual ChatRequest prepare(const nlohmann::ordered_json& body) = 0;
+
+  // A stream's first bytes, before any text.
+  virtual std::string format_stream_start(int prompt_tokens) = 0;
+  // The bytes carrying one piece of choice `index`'s text, and the logprobs
+  // entries of its tokens that came since its last chunk (null when not
+  // asked for; a protocol without logprobs ignores them).
+  virtual std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) = 0;
+  // The bytes that end one choice (its finish reason), as it ends normally;
+  // "" for a protocol whose stream ending says it all.
+  virtual std::string format_choice_end(const CompletionResult& choice) = 0;
+  // A stream's last bytes, once every choice ended normally (in index order).
+  virtual std::string format_stream_end(const std::vector<CompletionResult>& choices) = 0;
+  // Streams of chat outputs that are parsed (reasoning, tool calls; see
+  // choice_output.h): told before format_stream_start, so that a protocol
+  // whose content comes in typed blocks opens them as the parts come.
+  virtual void set_output_parsing(bool /*parsed*/) {}
+  // The bytes carrying a piece of choice `index`'s reasoning ("" for a
+  // protocol without reasoning output).
+  virtual std::string format_reasoning_chunk(int /*index*/, std::string_view /*text*/) { return ""; }
+  // The bytes carrying one whole tool call of choice `index`, the
+  // `call_index`-th of that choice ("" for a protocol without tools).
+  virtual std::string format_tool_call(int /*index*/, int /*call_index*/, const ToolCall& /*call*/) { return ""; }
+  // The prefix of this protocol's tool call ids.
+  virtual std::string tool_call_id_prefix() const { return "call_"; }
+  // The non-streamed response body (the choices in index order).
+  virtual nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) = 0;
+
+  // An error response body, and the same error as a stream's last bytes (for
+  // a request that fails after its stream began).
+  virtual nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const = 0;
+  virtual std::string format_stream_error(ErrorKind kind, const std::string& message) = 0;
+};
+
+}  // namespace astrai

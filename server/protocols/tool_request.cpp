@@ -1,0 +1,191 @@
+#include "server/protocols/tool_request.h"
+
+#include <set>
+
+#include "server/protocols/request_error.h"
+
+namespace astrai {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& message) { throw InvalidRequestError(message); }
+
+// OpenAI's rule for function names (a-z, A-Z, 0-9, _ and -, at most 64),
+// with "." as well (vLLM and many MCP servers use dotted names).
+void check_name(const json& name, const std::string& where) {
+  if (!name.is_string()) refuse(where + " must be a string");
+  const std::string s = name.get<std::string>();
+  if (s.empty() || s.size() > 64) refuse(where + " must be 1 to 64 characters, got " + std::to_string(s.size()));
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      refuse(where + " may hold only letters, digits, '_', '-' and '.', got '" + s + "'");
+}
+
+// A parameters schema: a JSON object (a JSON Schema; its content is the
+// grammar's to check once constrained decoding enforces it).
+void check_schema(const json& schema, const std::string& where) {
+  if (!schema.is_object()) refuse(where + " must be a JSON Schema object");
+  if (schema.contains("type") && !(schema["type"].is_string() || schema["type"].is_array()))
+    refuse(where + ".type must be a string or a list of them");
+}
+
+void check_unique(std::set<std::string>& seen, const std::string& name, const std::string& where) {
+  if (!seen.insert(name).second) refuse(where + ": the name '" + name + "' is defined twice");
+}
+
+void check_named_choice(const ChatRequest& request, const std::string& where) {
+  if (request.tool_choice.mode == ToolChoice::Mode::None || request.tool_choice.mode == ToolChoice::Mode::Auto) return;
+  if (request.tools.is_null()) refuse(where + " needs tools");
+  if (request.tool_choice.mode != ToolChoice::Mode::Named) return;
+  for (const json& tool : request.tools)
+    if (tool["function"]["name"] == request.tool_choice.name) return;
+  refuse(where + " names '" + request.tool_choice.name + "', which is not among the tools");
+}
+
+}  // namespace
+
+void read_openai_tools(const json& body, ChatRequest& request) {
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    const json& tools = body["tools"];
+    if (!tools.is_array()) refuse("tools must be a list");
+    std::set<std::string> seen;
+    request.tools = json::array();
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const std::string where = "tools[" + std::to_string(i) + "]";
+      const json& tool = tools[i];
+      if (!tool.is_object()) refuse(where + " must be an object");
+      if (!tool.contains("type") || tool["type"] != "function")
+        refuse(where + ".type must be 'function' (the only kind of tool this server calls)");
+      if (!tool.contains("function") || !tool["function"].is_object()) refuse(where + ".function must be an object");
+      const json& f = tool["function"];
+      if (!f.contains("name")) refuse(where + ".function.name is required");
+      check_name(f["name"], where + ".function.name");
+      check_unique(seen, f["name"], where + ".function.name");
+      json function = {{"name", f["name"]}};
+      if (f.contains("description") && !f["description"].is_null()) {
+        if (!f["description"].is_string()) refuse(where + ".function.description must be a string");
+        function["description"] = f["description"];
+      }
+      if (f.contains("parameters") && !f["parameters"].is_null()) {
+        check_schema(f["parameters"], where + ".function.parameters");
+        function["parameters"] = f["parameters"];
+      }
+      if (f.contains("strict") && !f["strict"].is_null() && !f["strict"].is_boolean())
+        refuse(where + ".function.strict must be true or false");
+      request.tools.push_back({{"type", "function"}, {"function", std::move(function)}});
+    }
+    request.tool_choice.mode = request.tools.empty() ? ToolChoice::Mode::None : ToolChoice::Mode::Auto;
+    if (request.tools.empty()) request.tools = nullptr;
+  }
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const json& choice = body["tool_choice"];
+    if (choice == "none") request.tool_choice.mode = ToolChoice::Mode::None;
+    else if (choice == "auto") request.tool_choice.mode = ToolChoice::Mode::Auto;
+    else if (choice == "required") request.tool_choice.mode = ToolChoice::Mode::Required;
+    else if (choice.is_object() && choice.value("type", json()) == "function" && choice.contains("function") &&
+             choice["function"].is_object() && choice["function"].contains("name") &&
+             choice["function"]["name"].is_string()) {
+      request.tool_choice = {ToolChoice::Mode::Named, choice["function"]["name"].get<std::string>()};
+    } else {
+      refuse("tool_choice must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    check_named_choice(request, "tool_choice");
+  }
+  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
+    if (!body["parallel_tool_calls"].is_boolean()) refuse("parallel_tool_calls must be true or false");
+    request.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
+  }
+  if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+    if (!body["chat_template_kwargs"].is_object()) refuse("chat_template_kwargs must be an object");
+    request.chat_template_kwargs = body["chat_template_kwargs"];
+  }
+}
+
+void read_anthropic_tools(const json& body, ChatRequest& request) {
+  // Extended thinking on or off: the template's enable_thinking (what an
+  // OpenAI request says with chat_template_kwargs). budget_tokens is not
+  // enforced: max_tokens bounds the thinking and the answer together.
+  if (body.contains("thinking") && !body["thinking"].is_null()) {
+    const json& thinking = body["thinking"];
+    if (!thinking.is_object() || !thinking.contains("type") || (thinking["type"] != "enabled" && thinking["type"] != "disabled"))
+      refuse("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}");
+    request.chat_template_kwargs = {{"enable_thinking", thinking["type"] == "enabled"}};
+  }
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    const json& tools = body["tools"];
+    if (!tools.is_array()) refuse("tools must be a list");
+    std::set<std::string> seen;
+    request.tools = json::array();
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const std::string where = "tools." + std::to_string(i);
+      const json& tool = tools[i];
+      if (!tool.is_object()) refuse(where + " must be an object");
+      if (tool.contains("type") && !tool["type"].is_null() && tool["type"] != "custom")
+        refuse(where + ".type '" + tool["type"].dump() + "' is not supported (client tools only: name, description, input_schema)");
+      if (!tool.contains("name")) refuse(where + ".name is required");
+      check_name(tool["name"], where + ".name");
+      check_unique(seen, tool["name"], where + ".name");
+      if (!tool.contains("input_schema")) refuse(where + ".input_schema is required");
+      check_schema(tool["input_schema"], where + ".input_schema");
+      json function = {{"name", tool["name"]}};
+      if (tool.contains("description") && !tool["description"].is_null()) {
+        if (!tool["description"].is_string()) refuse(where + ".description must be a string");
+        function["description"] = tool["description"];
+      }
+      function["parameters"] = tool["input_schema"];
+      request.tools.push_back({{"type", "function"}, {"function", std::move(function)}});
+    }
+    request.tool_choice.mode = request.tools.empty() ? ToolChoice::Mode::None : ToolChoice::Mode::Auto;
+    if (request.tools.empty()) request.tools = nullptr;
+  }
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const json& choice = body["tool_choice"];
+    if (!choice.is_object() || !choice.contains("type") || !choice["type"].is_string())
+      refuse("tool_choice must be {\"type\": \"auto\" | \"any\" | \"tool\" | \"none\"}");
+    const std::string type = choice["type"];
+    if (type == "auto") request.tool_choice.mode = ToolChoice::Mode::Auto;
+    else if (type == "any") request.tool_choice.mode = ToolChoice::Mode::Required;
+    else if (type == "none") request.tool_choice.mode = ToolChoice::Mode::None;
+    else if (type == "tool") {
+      if (!choice.contains("name") || !choice["name"].is_string()) refuse("tool_choice.name is required with type 'tool'");
+      request.tool_choice = {ToolChoice::Mode::Named, choice["name"].get<std::string>()};
+    } else {
+      refuse("tool_choice.type must be 'auto', 'any', 'tool' or 'none', got '" + type + "'");
+    }
+    if (choice.contains("disable_parallel_tool_use") && !choice["disable_parallel_tool_use"].is_null()) {
+      if (!choice["disable_parallel_tool_use"].is_boolean()) refuse("tool_choice.disable_parallel_tool_use must be true or false");
+      request.parallel_tool_calls = !choice["disable_parallel_tool_use"].get<bool>();
+    }
+    check_named_choice(request, "tool_choice");
+  }
+}
+
+std::optional<ToolCallConstraint> tool_call_constraint(const ChatRequest& request, ToolCallFamily family) {
+  if (request.tools.is_null() || request.tool_choice.mode == ToolChoice::Mode::None || family == ToolCallFamily::None)
+    return std::nullopt;
+  ToolCallConstraint c;
+  c.family = family;
+  c.mode = request.tool_choice.mode;
+  c.parallel = request.parallel_tool_calls;
+  for (const json& tool : request.tools) {
+    const json& f = tool["function"];
+    if (c.mode == ToolChoice::Mode::Named && f["name"] != request.tool_choice.name) continue;
+    c.tools.push_back({{"name", f["name"]}, {"parameters", f.value("parameters", json::object())}});
+  }
+  return c;
+}
+
+std::optional<grammar::ConstraintSpec> tool_call_spec(const ToolCallConstraint& c) {
+  if (c.mode == ToolChoice::Mode::None) return std::nullopt;
+  grammar::ConstraintSpec spec;
+  spec.kind = grammar::ConstraintSpec::Kind::ToolCalls;
+  spec.lazy = c.mode == ToolChoice::Mode::Auto;
+  spec.text = c.tools.dump();
+  spec.tool_format = to_string(c.family);
+  spec.single_call = !c.parallel;
+  return spec;
+}
+
+}  // namespace astrai
