@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat_planning/reasoning_split.h"
+#include "engine/chat_planning/tool_call_formats.h"
 #include "engine/grammar/compile_constraint.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -143,10 +145,11 @@ struct LateCase {
 std::vector<LateCase> late_cases() {
   ConstraintSpec tools{ConstraintSpec::Kind::ToolCalls,
                        R"([{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city"]}},{"name":"get_time","parameters":{"type":"object","properties":{"tz":{"type":"string"}}}}])",
-                       {}, "hermes", false};
+                       {}, astrai::tool_call_format(astrai::ToolCallFamily::Hermes)->syntax, false};
   tools.lazy = true;
   ConstraintSpec thinking{ConstraintSpec::Kind::JsonSchema, kSchemas[0].schema, {}};
   thinking.start = ConstraintSpec::Start::AfterOptionalReasoning;
+  thinking.reasoning = astrai::reasoning_markers();
   return {
       {"auto_tools_hermes", tools,
        "Let me look that up for you: I will check the current weather in Paris first, then the time there.\n"

@@ -25,7 +25,7 @@
 #include "cli/serve_routing_options.h"
 #include "cli/tensor_parallel_args.h"
 #include "engine/chat/chat_template.h"
-#include "engine/tool_calls/tool_call_family.h"
+#include "engine/chat_planning/tool_call_formats.h"
 #include "engine/model_files/load_model.h"
 #include "cli/default_model.h"
 #include "server/http_server.h"

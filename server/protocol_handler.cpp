@@ -4,17 +4,14 @@
 
 #include <httplib.h>
 
-#include "engine/scheduler/prompt_limit.h"
+#include "engine/chat_planning/chat_plan.h"
+#include "engine/scheduler/inference_scheduler.h"
 #include "server/protocols/chat_request_parser.h"
-#include "engine/chat_planning/choice_output.h"
-#include "server/http/client_socket.h"
+#include "server/http/connection_manager.h"
 #include "server/http/json_text.h"
 #include "server/protocols/logprobs_content.h"
-#include "server/protocols/openai_sampling_fields.h"
 #include "server/http/piece_queue.h"
-#include "server/protocols/request_id.h"
 #include "server/http/sse.h"
-#include "server/protocols/tool_request.h"
 
 namespace astrai {
 
@@ -24,51 +21,6 @@ namespace {
 
 // How often a non-streamed request looks whether its client is still there.
 constexpr std::chrono::milliseconds kClientCheckInterval{250};
-
-ToolCall tool_call_of(const ResponseBuilder& builder, const OutputParsing& parsing, ParsedToolCall parsed);
-
-CompletionResult completion_of(const TaskOutput& out) {
-  CompletionResult r;
-  r.index = out.index;
-  r.text = out.text;
-  r.reason = out.reason;
-  r.stop_sequence = out.stop_sequence;
-  r.prompt_tokens = out.prompt_tokens;
-  r.cached_prompt_tokens = out.cached_prompt_tokens;
-  r.completion_tokens = int(out.tokens.size());
-  return r;
-}
-
-void apply_parts(CompletionResult& r, ChoiceParts parts, const OutputParsing& parsing, const ResponseBuilder& builder) {
-  r.text = std::move(parts.content);
-  r.reasoning = std::move(parts.reasoning);
-  for (ParsedToolCall& call : parts.calls) r.tool_calls.push_back(tool_call_of(builder, parsing, std::move(call)));
-}
-
-// A refused constraint, as the 400's message: what is wrong, the keyword and
-// its JSON pointer in the schema ("" for a regex).
-std::string constraint_error_message(const grammar::ConstraintError& e) {
-  std::string message = std::string("invalid output constraint: ") + e.what();
-  if (!e.keyword.empty()) message += " (keyword \"" + e.keyword + "\"";
-  if (!e.keyword.empty()) message += e.pointer.empty() ? ")" : " at \"" + e.pointer + "\")";
-  else if (!e.pointer.empty()) message += " (at \"" + e.pointer + "\")";
-  return message;
-}
-
-// A request that ended without a normal finish, as an error to report.
-std::optional<std::pair<ErrorKind, std::string>> failure_of(const TaskOutput& out) {
-  if (out.reason == FinishReason::Error) return std::pair{ErrorKind::Internal, "generation failed: " + out.error};
-  if (out.reason == FinishReason::Cancelled)
-    return std::pair{ErrorKind::Unavailable, std::string("the request was cancelled (the server is shutting down)")};
-  return std::nullopt;
-}
-
-// A new tool call of `builder`'s protocol. Mistral's templates require ids
-// of exactly 9 letters and digits.
-ToolCall tool_call_of(const ResponseBuilder& builder, const OutputParsing& parsing, ParsedToolCall parsed) {
-  std::string id = parsing.tools == ToolCallFamily::Mistral ? random_id("", 9) : random_id(builder.tool_call_id_prefix());
-  return {std::move(id), std::move(parsed.name), std::move(parsed.arguments)};
-}
 
 // Everything a stream needs after the handler has returned.
 struct StreamState {
@@ -92,7 +44,7 @@ std::string format_parts(StreamState& s, int index, ChoiceParts parts, const jso
   if (!parts.content.empty() || !logprobs.is_null()) out += s.builder->format_chunk(index, parts.content, logprobs);
   for (ParsedToolCall& parsed : parts.calls) {
     std::vector<ToolCall>& calls = s.tool_calls[size_t(index)];
-    calls.push_back(tool_call_of(*s.builder, s.parsing, std::move(parsed)));
+    calls.push_back(tool_call_of(s.parsing, std::move(parsed), s.builder->tool_call_id_prefix()));
     out += s.builder->format_tool_call(index, int(calls.size()) - 1, calls.back());
   }
   return out;
@@ -142,15 +94,15 @@ bool write_stream(StreamState& s, httplib::DataSink& sink) {
         text_sent = text_sent || !piece.text.empty();
       }
       if (!piece.output) continue;
-      if (s.parsing.active() && !failure_of(*piece.output)) {  // what the parsers held back
-        const std::string rest = format_parts(s, piece.index, s.parsers[size_t(piece.index)].finish(), json(nullptr));
-        if (!rest.empty() && !send(rest)) return abandon();
-      }
       if (const auto failure = failure_of(*piece.output)) {
         cancel_running_choices(s, piece.index);  // the response failed: they are for nobody
-        if (!send(s.builder->format_stream_error(failure->first, failure->second))) return false;
+        if (!send(s.builder->format_stream_error(failure->kind(), failure->what()))) return false;
         sink.done();
         return true;
+      }
+      if (s.parsing.active()) {  // what the parsers held back
+        const std::string rest = format_parts(s, piece.index, s.parsers[size_t(piece.index)].finish(), json(nullptr));
+        if (!rest.empty() && !send(rest)) return abandon();
       }
       ended.push_back(completion_of(*piece.output));
       if (s.parsing.active()) ended.back().tool_calls = s.tool_calls[size_t(piece.index)];
@@ -188,196 +140,78 @@ void ProtocolHandler::send_error(httplib::Response& response, ErrorKind kind, co
 
 void ProtocolHandler::handle(httplib::Response& response) {
   const auto timing = metrics_ ? metrics_->start_request() : nullptr;
-  ParsedChatRequest parsed = parse_chat_request(*builder_, request_.body);
+  InferenceEngine& engine = *model_->engine;
+  ParsedChatRequest parsed = parse_chat_request(*builder_, request_.body, engine.model_config().vocab_size);
   if (!parsed.ok()) {
     response.status = parsed.status;
     response.set_content(json_text(parsed.error_body), "application/json");
     return;
   }
-  ChatRequest chat = std::move(*parsed.request);
-
-  InferenceEngine& engine = *model_->engine;
-  try {  // ids past the vocabulary: 422 naming the field, as every other bad value
-    FieldChecker check;
-    check_token_ids(check, chat, engine.model_config().vocab_size);
-    check.throw_if_any();
-  } catch (const ValidationError& e) {
-    response.status = 422;
-    response.set_content(json_text(e.body()), "application/json");
-    return;
-  }
-  // tool_choice "required" or a named tool: the output is the calls, by
-  // grammar; "auto": text, or valid calls once the family's opener appears
-  // (a lazy grammar), unless response_format constrains the text instead.
-  if (const auto tools = chat.prompts.empty() ? tool_call_constraint(chat, model_->tool_call_family) : std::nullopt)
-    if (auto spec = tool_call_spec(*tools)) {
-      if (chat.constraint && !spec->lazy)
-        return send_error(response, ErrorKind::InvalidRequest,
-                          "tool_choice 'required' (or a named tool) and an output constraint (response_format or the "
-                          "structured-output fields) cannot both apply: the output is either the calls or the constrained text");
-      if (!chat.constraint) chat.constraint = std::move(*spec);
-    }
-  const int context = engine.model_config().max_seq_len;
-  std::vector<std::vector<int>> prompts;  // one (chat), or each of a completions request's
-  std::vector<std::string> echoes;        // completions with echo: each prompt's text
-  OutputParsing parsing;  // chat outputs only: completions are text as it came
-  if (chat.prompts.empty()) {
-    std::vector<int> prompt;
-    bool opens_reasoning = false, closes_reasoning = false;
-    if (const auto error = encode_chat(chat, prompt, opens_reasoning, closes_reasoning))
-      return send_error(response, error->first, error->second);
-    prompts.push_back(std::move(prompt));
-    parsing.reasoning = model_->split_reasoning;
-    parsing.starts_in_reasoning = opens_reasoning;
-    // A reasoning model thinks first: the constraint applies after "</think>"
-    // (the rule of the reasoning split, engine/grammar/reasoning_grammar.h),
-    // unless the template closed the thinking in the prompt.
-    if (chat.constraint && model_->split_reasoning && !closes_reasoning)
-      chat.constraint->start = opens_reasoning ? grammar::ConstraintSpec::Start::AfterReasoning
-                                               : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
-    if (!chat.tools.is_null() && chat.tool_choice.mode != ToolChoice::Mode::None) parsing.tools = model_->tool_call_family;
-    parsing.parallel_tool_calls = chat.parallel_tool_calls;
-  } else {
-    for (RawPrompt& raw : chat.prompts) {
-      if (!raw.ids && prompt_surely_too_long(raw.text.size(), model_->max_token_bytes, context))
-        return send_error(response, ErrorKind::ContextLength, *prompt_surely_too_long(raw.text.size(), model_->max_token_bytes, context));
-      prompts.push_back(raw.ids ? *raw.ids : engine.tokenize(raw.text));  // BOS first, as `astrai generate`
-      if (chat.echo) echoes.push_back(raw.ids ? engine.tokenizer().decode(*raw.ids) : raw.text);
-    }
-  }
-  for (const std::vector<int>& prompt : prompts)
-    if (const auto too_long = prompt_too_long(prompt.size(), context))
-      return send_error(response, ErrorKind::ContextLength, *too_long);
-  std::shared_ptr<const grammar::CompiledConstraint> constraint;
-  if (chat.constraint) {
-    try {
-      constraint = model_->constraints->get(*chat.constraint, engine.tokenizer());
-    } catch (const grammar::ConstraintError& e) {  // a schema or regex outside the subset: 400 naming where
-      return send_error(response, ErrorKind::InvalidRequest, constraint_error_message(e));
-    }
-  }
-  const int prompt_tokens = int(prompts.front().size());
-
-  const size_t choices = prompts.size() * size_t(chat.n);
-  std::shared_ptr<PieceQueue> queue;
-  if (chat.stream) queue = std::make_shared<PieceQueue>(int(choices));
-  // Echoed prompts are each choice's first text, streamed or not.
-  for (size_t i = 0; queue && i < echoes.size(); ++i)
-    for (int c = 0; c < chat.n; ++c) queue->push(int(i) * chat.n + c, echoes[i]);
-  ChoicesResult result;
-  std::vector<LogprobsContent> logprobs;  // each choice's entries start after its prompt's last token
-  std::vector<int> last_prompt_tokens;    // per choice
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const int offset = int(i) * chat.n;  // this prompt's choices' first index
-    GenerationRequest request;
-    const int tokens = int(prompts[i].size());
-    // Omitted (OpenAI): what the context leaves. The engine ends a request when
-    // the context is full (finish reason ContextLimit), which for a prompt of
-    // P tokens is after context - P + 1 tokens (prompt_limit.h), so this bound
-    // never ends a request before the context does.
-    request.max_tokens = chat.max_tokens.value_or(context - tokens + 1);
-    request.sampling = chat.sampling;
-    request.stop = chat.stop;
-    request.ignore_eos = chat.ignore_eos;
-    request.stop_token_ids = chat.stop_token_ids;
-    request.logprobs = chat.logprobs;
-    request.n = chat.n;
-    request.constraint = constraint;  // compiled once, shared by every prompt's choices
-    for (int c = 0; c < chat.n; ++c) last_prompt_tokens.push_back(prompts[i].back());
-    request.prompt_ids = std::move(prompts[i]);
-    if (queue) {
-      request.on_token = [queue, offset](const TokenEvent& event) {
-        queue->push(offset + event.index, event.text, event.token, event.logprobs);
-      };
-      request.on_finish = [queue, offset](const TaskOutput& output) {
-        TaskOutput renumbered = output;
-        renumbered.index += offset;
-        queue->finish(renumbered);
-      };
-    }
-    if (timing && i == 0) timing->attach(request, tokens);
-    try {
-      // n = 1 too: one choice is exactly one request (seed + 0, no fork).
-      ChoicesResult part = engine.generate_choices(std::move(request));
-      result.choices.insert(result.choices.end(), part.choices.begin(), part.choices.end());
-    } catch (const QueueFullError& e) {
-      engine.cancel(result);  // the prompts already submitted are for nobody
-      response.set_header("Retry-After", "1");
-      return send_error(response, ErrorKind::Overloaded, std::string(e.what()) + "; retry later");
-    } catch (const std::invalid_argument& e) {  // n above --max-running, among others: 400 with the engine's words
-      engine.cancel(result);
-      return send_error(response, ErrorKind::InvalidRequest, e.what());
-    } catch (const std::runtime_error& e) {
-      engine.cancel(result);
-      return send_error(response, ErrorKind::Unavailable, e.what());
-    }
-  }
-  for (size_t i = 0; chat.logprobs >= 0 && i < choices; ++i) logprobs.emplace_back(engine.tokenizer(), last_prompt_tokens[i]);
-  if (chat.stream)
-    respond_stream(response, std::move(result), prompt_tokens, std::move(queue), std::move(logprobs), parsing);
-  else
-    respond_whole(response, result, chat.logprobs >= 0 ? last_prompt_tokens : std::vector<int>{}, echoes, chat.n,
-                  parsing);
-}
-
-std::optional<std::pair<ErrorKind, std::string>> ProtocolHandler::encode_chat(const ChatRequest& chat,
-                                                                              std::vector<int>& prompt,
-                                                                              bool& opens_reasoning,
-                                                                              bool& closes_reasoning) const {
-  const int context = model_->engine->model_config().max_seq_len;
-  Prompt rendered;
+  const bool stream = parsed.request->stream;
+  const int logprobs = parsed.request->logprobs;
+  ChatPlan plan;
   try {
-    rendered = model_->chat_template->render(chat.messages, ChatOptions{chat.tools, chat.chat_template_kwargs});
-  } catch (const std::exception& e) {  // the model's own template refused the conversation
-    return std::pair{ErrorKind::InvalidRequest, std::string("chat template: ") + e.what()};
+    plan = plan_chat(std::move(*parsed.request), *model_);
+  } catch (const ChatError& e) {
+    return send_error(response, e.kind(), e.what());
   }
-  // Bytes first: a prompt that cannot fit whatever its tokens is refused
-  // without tokenizing it (which costs time, and memory that a stream of
-  // oversized prompts would make the allocator hold).
-  size_t text_bytes = 0;
-  for (const PromptPart& part : rendered)
-    if (part.kind == PromptPart::Kind::Text || part.kind == PromptPart::Kind::Rendered) text_bytes += part.text.size();
-  if (const auto too_long = prompt_surely_too_long(text_bytes, model_->max_token_bytes, context))
-    return std::pair{ErrorKind::ContextLength, *too_long};
-  const std::string text = prompt_text(rendered);
-  opens_reasoning = prompt_opens_reasoning(text);
-  closes_reasoning = prompt_closes_reasoning(text);
-  prompt = model_->encode(rendered);
-  return std::nullopt;
+  std::shared_ptr<PieceQueue> queue;
+  if (stream) {
+    queue = std::make_shared<PieceQueue>(int(plan.choices()));
+    // Echoed prompts are each choice's first text.
+    for (size_t c = 0; c < plan.echoes.size() * size_t(plan.n); ++c) queue->push(int(c), plan.echoes[c / size_t(plan.n)]);
+    route_choice_events(plan, {[queue](const TokenEvent& e) { queue->push(e.index, e.text, e.token, e.logprobs); },
+                               [queue](const TaskOutput& output) { queue->finish(output); }});
+  }
+  if (timing) timing->attach(plan.requests.front(), plan.prompt_tokens);  // wraps the callbacks
+  ChoicesResult result;
+  try {
+    result = submit_plan(engine, plan);
+  } catch (const QueueFullError& e) {
+    response.set_header("Retry-After", "1");
+    return send_error(response, ErrorKind::Overloaded, std::string(e.what()) + "; retry later");
+  } catch (const std::invalid_argument& e) {  // n above --max-running, among others: 400 with the engine's words
+    return send_error(response, ErrorKind::InvalidRequest, e.what());
+  } catch (const std::runtime_error& e) {
+    return send_error(response, ErrorKind::Unavailable, e.what());
+  }
+  if (stream) {
+    std::vector<LogprobsContent> entries;  // each choice's entries start after its prompt's last token
+    for (size_t i = 0; logprobs >= 0 && i < plan.choices(); ++i)
+      entries.emplace_back(engine.tokenizer(), plan.last_prompt_tokens[i]);
+    respond_stream(response, std::move(result), plan, std::move(queue), std::move(entries));
+  } else {
+    respond_whole(response, result, plan, logprobs >= 0);
+  }
 }
 
-void ProtocolHandler::respond_whole(httplib::Response& response, const ChoicesResult& result,
-                                    const std::vector<int>& logprobs_after, const std::vector<std::string>& echoes,
-                                    int n, const OutputParsing& parsing) const {
+void ProtocolHandler::respond_whole(httplib::Response& response, const ChoicesResult& result, const ChatPlan& plan,
+                                    bool with_logprobs) const {
   // Waits in slices, looking between them whether the client is still there:
   // a client that left must not keep its task generating (and holding cache)
   // for nobody. A cancelled task ends at once with FinishReason::Cancelled.
-  const auto client = ClientSocket::find(request_.local_port, request_.remote_addr, request_.remote_port);
   std::optional<std::vector<TaskOutput>> waited;
   while (!(waited = result.wait_for(kClientCheckInterval))) {
-    if (client && client->closed_by_peer()) model_->engine->cancel(result);
+    if (ConnectionManager::client_gone()) model_->engine->cancel(result);
   }
   std::vector<CompletionResult> choices;
   for (size_t i = 0; i < waited->size(); ++i) {  // in choice order
     const TaskOutput& out = (*waited)[i];
-    if (const auto failure = failure_of(out)) return send_error(response, failure->first, failure->second);
-    choices.push_back(completion_of(out));
-    choices.back().index = int(i);  // the engine numbers each prompt's choices from 0
-    if (!echoes.empty()) choices.back().text = echoes[i / size_t(n)] + choices.back().text;
-    if (!logprobs_after.empty()) choices.back().logprobs_content = logprobs_content_of(*model_, logprobs_after[i], out);
-    if (parsing.active()) apply_parts(choices.back(), parse_choice_output(out.text, parsing), parsing, *builder_);
+    if (const auto failure = failure_of(out)) return send_error(response, failure->kind(), failure->what());
+    choices.push_back(choice_result(plan, out, int(i), builder_->tool_call_id_prefix()));
+    if (with_logprobs) choices.back().logprobs_content = logprobs_content_of(*model_, plan.last_prompt_tokens[i], out);
   }
   response.status = 200;
   response.set_content(json_text(builder_->format_response(choices)), "application/json");
 }
 
-void ProtocolHandler::respond_stream(httplib::Response& response, ChoicesResult result, int prompt_tokens,
-                                     std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs,
-                                     const OutputParsing& parsing) const {
+void ProtocolHandler::respond_stream(httplib::Response& response, ChoicesResult result, const ChatPlan& plan,
+                                     std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs) const {
   const size_t choices = result.choices.size();
   auto state = std::make_shared<StreamState>(StreamState{model_, builder_, std::move(queue), std::move(result),
-                                                         prompt_tokens, heartbeat_, std::move(logprobs), parsing});
-  if (parsing.active()) state->parsers.assign(choices, ChoiceOutputStream(parsing));
+                                                         plan.prompt_tokens, heartbeat_, std::move(logprobs),
+                                                         plan.parsing});
+  if (plan.parsing.active()) state->parsers.assign(choices, ChoiceOutputStream(plan.parsing));
   state->tool_calls.resize(choices);
   response.status = 200;
   response.set_header("Cache-Control", "no-cache");

@@ -1,7 +1,9 @@
-// Serves one chat request, whatever its protocol: parses the body, has the
-// protocol's ResponseBuilder read it, builds the prompt with the model's chat
-// template, submits it to the engine, and answers whole or as a stream of
-// server-sent events, every byte of which the builder formats.
+// Serves one chat request over HTTP, whatever its protocol: the protocol's
+// ResponseBuilder reads the body into a ChatRequest, the planner makes it a
+// plan and submits it (engine/chat_planning/chat_plan.h), and this answers
+// whole or as a stream of server-sent events, every byte of which the
+// builder formats. What is left here is HTTP: statuses, the stream's writer,
+// and noticing a client that left.
 //
 // Streams: the request's on_token callback feeds a PieceQueue that this
 // request's HTTP worker thread drains (never the scheduler thread). A write
@@ -20,8 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat_planning/chat_plan.h"
 #include "engine/choices_result.h"
-#include "engine/chat_planning/choice_output.h"
 #include "server/protocols/logprobs_content.h"
 #include "server/protocols/response_builder.h"
 #include "server/served_model.h"
@@ -50,21 +52,12 @@ class ProtocolHandler {
 
  private:
   void send_error(httplib::Response& response, ErrorKind kind, const std::string& message) const;
-  // A chat request's prompt (its messages through the chat template), or
-  // the error to answer with.
-  // opens_reasoning: whether the prompt ends inside <think>; closes_reasoning:
-  // whether it ends with a closed think block (engine/chat/reasoning_split.h).
-  std::optional<std::pair<ErrorKind, std::string>> encode_chat(const ChatRequest& chat, std::vector<int>& prompt,
-                                                               bool& opens_reasoning, bool& closes_reasoning) const;
-  // logprobs_after: each choice's prompt's last token when the request asked
-  // for logprobs (else empty); echoes: each prompt's text when a completions
-  // request asked for echo (else empty); n: choices per prompt.
-  void respond_whole(httplib::Response& response, const ChoicesResult& result, const std::vector<int>& logprobs_after,
-                     const std::vector<std::string>& echoes, int n, const OutputParsing& parsing) const;
+  // with_logprobs: the request asked for each token's logprobs.
+  void respond_whole(httplib::Response& response, const ChoicesResult& result, const ChatPlan& plan,
+                     bool with_logprobs) const;
   // logprobs: one per choice, or none when the request did not ask.
-  void respond_stream(httplib::Response& response, ChoicesResult result, int prompt_tokens,
-                      std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs,
-                      const OutputParsing& parsing) const;
+  void respond_stream(httplib::Response& response, ChoicesResult result, const ChatPlan& plan,
+                      std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs) const;
 
   const httplib::Request& request_;
   std::shared_ptr<ServedModel> model_;

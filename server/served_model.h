@@ -1,82 +1,28 @@
-// The model the server serves: its engine, the name it answers to, and the
-// chat template that turns conversations into its prompts.
+// The model the server serves: a ChatModel (engine, chat template, output
+// families, constraint cache, sampling defaults: what a chat request is
+// planned against, engine/chat_planning/chat_model.h), the name it answers
+// to, and what only the server keeps beside it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
-#include "engine/chat/chat_template.h"
-#include "engine/inference_engine.h"
-#include "engine/model_files/load_model.h"
-#include "engine/tool_calls/tool_call_family.h"
-#include "reference/sampling/sampling_params.h"
-#include "engine/chat_planning/constraint_cache.h"
+#include "engine/chat_planning/chat_model.h"
 #include "engine/kv_cache/events/kv_events_publisher.h"
+#include "engine/model_files/load_model.h"
 
 namespace astrai {
 
-struct ServedModel {
-  std::shared_ptr<InferenceEngine> engine;
+struct ServedModel : ChatModel {
   std::string name;
-  std::unique_ptr<ChatTemplate> chat_template;
   int64_t created = 0;  // Unix time it was loaded
-  // The most bytes of text one token of the tokenizer stands for (see
-  // longest_token_bytes): a prompt of B bytes of text has at least
-  // B / max_token_bytes tokens.
-  size_t max_token_bytes = 1;
-  // What a request gets for the sampling fields it leaves out: the model's
-  // own defaults (sampling_defaults), overridden field by field.
-  SamplingParams default_sampling{};
-  // Output constraints (response_format, ...) compiled for this model's
-  // vocabulary, shared by the requests that send the same spec.
-  std::shared_ptr<ConstraintCache> constraints = std::make_shared<ConstraintCache>();
-  // How outputs are read (detected from the chat template; `astrai serve
-  // --tool-call-parser` and `--reasoning-parser` override): the family whose
-  // tool calls are parsed out of the text of requests with tools, and
-  // whether <think>...</think> reasoning is split out of chat outputs.
-  ToolCallFamily tool_call_family = ToolCallFamily::None;
-  bool split_reasoning = false;
   // The KV cache events publisher (`astrai serve --kv-events-config`), also
   // the engine's event sink; null when events are off.
   std::shared_ptr<KVEventsPublisher> kv_events;
-
-  // The prompt's token ids for a conversation (BOS first).
-  std::vector<int> encode(const std::vector<ChatMessage>& messages) const;
-  std::vector<int> encode(const Prompt& prompt) const;
 };
 
-// The most input bytes one token of `tokenizer` can stand for when text is
-// encoded, at least 1: the longest normal, user-defined or control piece
-// (pieces hold their bytes, spaces as spaces). Every token encode() or
-// encode_with_special_tokens makes of text is such a piece, a <0xXX> byte
-// piece (one byte), or the unknown piece standing for one byte (no byte
-// pieces). The pieces' bytes concatenate to the text (SentencePiece puts a
-// dummy space in front), so no token stands for more. Three times that when
-// a byte-level tokenizer normalizes to NFC, which shrinks text at most
-// threefold before it is encoded.
-size_t longest_token_bytes(const Tokenizer& tokenizer);
-
-// The sampling defaults a model is served with, as vLLM applies
-// generation_config.json: its temperature, top_p and top_k where set, the
-// server's own defaults (SamplingParams{}) for the rest and for models
-// without one. do_sample is ignored (vLLM ignores it too): a client asks for
-// greedy decoding with temperature 0.
-SamplingParams sampling_defaults(const std::optional<HfGenerationConfig>& generation);
-
-// The chat template a model is served with. template_name: a built-in name
-// (plain, llama2, chatml, llama3); "jinja", the model's own template, which
-// must be there and parse; or "" / "auto": the model's own when it has one
-// and this engine's Jinja subset runs it, else the built-in its metadata
-// looks like (plain when none). When auto falls back, *note (if given) says
-// why. Throws std::invalid_argument for an unknown name, and the Jinja
-// engine's error for a "jinja" template it cannot parse.
-// model_template and tokenizer: the model's own.
-std::unique_ptr<ChatTemplate> choose_chat_template(const std::string& model_template, const Tokenizer& tokenizer,
-                                                   const std::string& template_name, std::string* note = nullptr);
 template <class Weights>
 std::unique_ptr<ChatTemplate> choose_chat_template(const LoadedModelOf<Weights>& model,
                                                    const std::string& template_name, std::string* note = nullptr) {

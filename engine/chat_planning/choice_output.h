@@ -1,6 +1,6 @@
 // How one choice's generated text becomes a chat response's parts: the
-// reasoning split out first (engine/chat/reasoning_split.h), then the tool
-// calls parsed out of what follows it (engine/tool_calls/tool_call_parser.h),
+// reasoning split out first (engine/chat_planning/reasoning_split.h), then the tool
+// calls parsed out of what follows it (engine/chat_planning/tool_call_parser.h),
 // the rest being the content. Whole responses read the whole text; streams
 // read it piece by piece, and their parts joined are the whole's (each
 // reader's stream equals its whole parse, and the tool calls are read from
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/chat/reasoning_split.h"
-#include "engine/tool_calls/tool_call_parser.h"
+#include "engine/chat_planning/reasoning_split.h"
+#include "engine/chat_planning/tool_call_parser.h"
 
 namespace astrai {
 

@@ -5,13 +5,28 @@
 
 namespace astrai {
 
+namespace {
+
+// A string with its length first, so that no two lists of them join alike.
+std::string framed(const std::string& s) { return std::to_string(s.size()) + ":" + s; }
+
+}  // namespace
+
 std::string constraint_key(const grammar::ConstraintSpec& spec) {
   // Where the grammar starts and whether it is lazy: one digit and one letter, first.
   std::string key = std::to_string(int(spec.start)) + (spec.lazy ? "L" : "-") + std::to_string(int(spec.kind)) + ":" +
-                    std::to_string(spec.text.size()) + ":" + spec.text;
-  for (const std::string& choice : spec.choices) key += "|" + std::to_string(choice.size()) + ":" + choice;
-  if (spec.kind == grammar::ConstraintSpec::Kind::ToolCalls)  // the kind is first: no other key has this tail
-    key += "/" + std::to_string(spec.tool_format.size()) + ":" + spec.tool_format + (spec.single_call ? "1" : "*");
+                    framed(spec.text);
+  for (const std::string& choice : spec.choices) key += "|" + framed(choice);
+  if (spec.kind == grammar::ConstraintSpec::Kind::ToolCalls) {  // the kind is first: no other key has this tail
+    const grammar::ToolCallSyntax& t = spec.tool_syntax;
+    key += "/";
+    for (const std::string* part : {&t.list_open, &t.call_open, &t.before_arguments, &t.call_close, &t.separator,
+                                    &t.list_close, &t.lazy_opener})
+      key += framed(*part);
+    key += spec.single_call ? "1" : "*";
+  }
+  if (spec.start != grammar::ConstraintSpec::Start::Output)  // the start is first too
+    key += "^" + framed(spec.reasoning.open) + framed(spec.reasoning.close);
   return key;
 }
 

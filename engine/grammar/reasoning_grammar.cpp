@@ -6,19 +6,16 @@
 
 namespace astrai::grammar {
 
-namespace {
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
-}  // namespace
-
-// The finished grammar gains two rules: the thinking (an automaton up to
-// "</think>") and a new root that reads [<think>] thinking, whitespace, then
+// The finished grammar gains two rules: the thinking (an automaton up to the
+// close marker) and a new root that reads [open] thinking, whitespace, then
 // calls the old root. Neither can make the old rules unproductive or left
 // recursive, so the checks of GrammarBuilder::finish still hold.
-Grammar after_reasoning(Grammar answer, bool optional) {
+Grammar after_reasoning(Grammar answer, const ReasoningMarkers& markers, bool optional) {
+  if (markers.open.empty() || markers.close.empty())
+    throw ConstraintError("", "", "a grammar after reasoning needs the model's reasoning markers");
   const int old_root = answer.root;
   const int thinking = int(answer.rules.size());
-  answer.rules.push_back(Rule{"reasoning (up to </think>)", text_through_marker(kClose)});
+  answer.rules.push_back(Rule{"reasoning (up to " + markers.close + ")", text_through_marker(markers.close)});
 
   Rule top{optional ? "optional reasoning, then the answer" : "reasoning, then the answer", {}};
   auto add_state = [&top] {
@@ -28,7 +25,7 @@ Grammar after_reasoning(Grammar answer, bool optional) {
   const int32_t first = add_state();
   int32_t at = first;
   if (optional)
-    for (const char c : kOpen) {  // "<think>" byte by byte
+    for (const char c : markers.open) {  // the open marker byte by byte
       const int32_t next = add_state();
       top.states[size_t(at)].bytes.push_back({uint8_t(c), uint8_t(c), next});
       at = next;

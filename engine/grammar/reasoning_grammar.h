@@ -1,5 +1,6 @@
 // A grammar that applies only after a reasoning model's thinking: the
-// structured output or the tool calls come after "</think>", and the thinking
+// structured output or the tool calls come after its close marker
+// ("</think>": the markers are the model's, ReasoningMarkers), and the thinking
 // itself is free (ConstraintSpec::Start). vLLM applies its structured-output
 // backends once the reasoning parser sees the end of the reasoning; here the
 // same rule is part of the grammar, so the token cache and the masks need
@@ -7,14 +8,16 @@
 #pragma once
 
 #include "engine/grammar/grammar.h"
+#include "engine/grammar/token_constraint.h"
 
 namespace astrai::grammar {
 
-// `answer` behind its reasoning: any text up to the first "</think>" (not
+// `answer` behind its reasoning: any text up to the first markers.close (not
 // containing it), then whitespace (" \t\n\r", as many as the model writes),
 // then `answer`. optional: the output may instead be `answer` from its first
-// byte, and the reasoning must then open with "<think>" at that first byte
-// (the rule of engine/chat/reasoning_split.h).
-Grammar after_reasoning(Grammar answer, bool optional);
+// byte, and the reasoning must then open with markers.open at that first
+// byte (the rule of engine/chat_planning/reasoning_split.h). Throws
+// ConstraintError for empty markers.
+Grammar after_reasoning(Grammar answer, const ReasoningMarkers& markers, bool optional);
 
 }  // namespace astrai::grammar

@@ -43,7 +43,7 @@ Grammar answer_grammar(const ConstraintSpec& spec) {
     }
     case ConstraintSpec::Kind::ToolCalls: {
       if (spec.text.size() > kMaxSchemaBytes) throw ConstraintError("tools", "", "the tools are over the size bound");
-      return tool_call_grammar(spec.tool_format, spec.text, spec.single_call, spec.lazy);
+      return tool_call_grammar(spec.tool_syntax, spec.text, spec.single_call, spec.lazy);
     }
   }
   throw ConstraintError("", "", "unknown constraint kind");
@@ -55,8 +55,8 @@ Grammar grammar_for(const ConstraintSpec& spec) {
   Grammar answer = answer_grammar(spec);
   switch (spec.start) {
     case ConstraintSpec::Start::Output: return answer;
-    case ConstraintSpec::Start::AfterReasoning: return after_reasoning(std::move(answer), false);
-    case ConstraintSpec::Start::AfterOptionalReasoning: return after_reasoning(std::move(answer), true);
+    case ConstraintSpec::Start::AfterReasoning: return after_reasoning(std::move(answer), spec.reasoning, false);
+    case ConstraintSpec::Start::AfterOptionalReasoning: return after_reasoning(std::move(answer), spec.reasoning, true);
   }
   throw ConstraintError("", "", "unknown constraint start");
 }

@@ -32,6 +32,26 @@ class TokenConstraint {
   virtual std::unique_ptr<TokenConstraint> fork() const = 0;
 };
 
+// How a tool-call family writes its calls, around the names and arguments
+// the grammar fills in (tool_call_grammar.h): list_open, then the calls
+// joined by separator, each call_open + "\"NAME\"" + before_arguments + ARGS +
+// call_close; then list_close. Each family's row spells it
+// (engine/chat_planning/tool_call_formats.cpp); the grammar knows no family.
+struct ToolCallSyntax {
+  std::string list_open, call_open, before_arguments, call_close, separator, list_close;
+  // tool_choice "auto" (a lazy grammar): where free text gives way to calls.
+  // Set (hermes: "<tool_call>", the start of call_open): any text without it,
+  // or such text and then the calls from it on. Empty: the output is calls
+  // when its first non-space byte opens them, else all text.
+  std::string lazy_opener;
+};
+
+// The marks around a reasoning model's thinking (its row:
+// engine/chat_planning/reasoning_split.h).
+struct ReasoningMarkers {
+  std::string open, close;
+};
+
 // What a request asks for (OpenAI response_format / vLLM's structured_outputs),
 // or the tool calls that tool_choice "required" / a named tool demands
 // (ToolCalls: tool_call_grammar.h).
@@ -40,19 +60,20 @@ struct ConstraintSpec {
   Kind kind = Kind::JsonObject;
   std::string text;                  // the schema's JSON text, or the regex; ToolCalls: [{"name", "parameters"}]
   std::vector<std::string> choices;  // Kind::Choice
-  std::string tool_format = {};      // ToolCalls: "hermes", "llama3" or "mistral"
+  ToolCallSyntax tool_syntax = {};   // ToolCalls: how the model's family writes calls
   bool single_call = false;          // ToolCalls: exactly one call (parallel_tool_calls false)
   // ToolCalls for tool_choice "auto": the output is free text, or the calls
   // once the family's opener starts one (tool_call_grammar.h).
   bool lazy = false;
   // Where the grammar starts, for reasoning models (reasoning_grammar.h):
   //   Output                  the output's first byte;
-  //   AfterReasoning          the prompt left "<think>" open: any text up to the
-  //                           first "</think>", whitespace, then the grammar;
-  //   AfterOptionalReasoning  the same behind the output's own "<think>" (Qwen 3),
-  //                           or the grammar from the first byte.
+  //   AfterReasoning          the prompt left the thinking open: any text up to
+  //                           the first reasoning.close, whitespace, then the grammar;
+  //   AfterOptionalReasoning  the same behind the output's own reasoning.open
+  //                           (Qwen 3), or the grammar from the first byte.
   enum class Start { Output, AfterReasoning, AfterOptionalReasoning };
   Start start = Start::Output;
+  ReasoningMarkers reasoning = {};  // Start other than Output: "<think>", "</think>" (the model's row)
 };
 
 // A bad schema/regex: a 400 for the API, naming the keyword and its JSON pointer.

@@ -13,19 +13,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The fixed text of one family's calls: list_open, then calls joined by
-// `separator`, each call_open + "\"N\"" + before_arguments + ARGS + call_close; then list_close.
-struct CallFormat {
-  std::string list_open, call_open, before_arguments, call_close, separator, list_close;
-};
-
-CallFormat format_named(std::string_view format) {
-  if (format == "hermes") return {"", "<tool_call>\n{\"name\": ", ", \"arguments\": ", "}\n</tool_call>", "\n", ""};
-  if (format == "llama3") return {"", "{\"name\": ", ", \"parameters\": ", "}", "; ", ""};
-  if (format == "mistral") return {"[", "{\"name\": ", ", \"arguments\": ", "}", ", ", "]"};
-  throw ConstraintError("", "", "no tool-call grammar for the format '" + std::string(format) + "'");
-}
-
 // Arguments are a JSON object in every family (the parsers take nothing
 // else), so the parameters schema must describe objects only: a missing type
 // becomes "object" ({} is then any object), a list of types must hold
@@ -69,13 +56,15 @@ Expr text_not_opening(uint8_t opener) {
   return seq({star(kSpace), optional(seq({bytes(std::move(first)), star(bytes({{0, 255}}))}))});
 }
 
-Grammar build(const CallFormat& f, const Json& tools, bool single_call, bool lazy) {
+Grammar build(const ToolCallSyntax& f, const Json& tools, bool single_call, bool lazy) {
   GrammarBuilder b(kMaxGrammarStates);
   const JsonRules json(b);
-  // Each call in full, and (hermes, lazy) without its "<tool_call>", which
-  // the text before it already read.
+  // Each call in full, and (lazy, with an opener: hermes) without its
+  // opener, which the text before it already read.
   std::vector<Expr> calls, calls_after_opener;
-  const std::string_view hermes_opener = "<tool_call>";
+  const std::string& opener = f.lazy_opener;
+  if (lazy && !opener.empty() && !(f.list_open.empty() && f.call_open.starts_with(opener)))
+    throw ConstraintError("", "", "a lazy tool-call opener must start each call (and the calls have no list)");
   for (const Json& tool : tools) {
     if (!tool.is_object() || !tool.contains("name") || !tool["name"].is_string())
       throw ConstraintError("", "", "each tool needs a string name");
@@ -90,8 +79,8 @@ Grammar build(const CallFormat& f, const Json& tools, bool single_call, bool laz
     // The name as JSON text (dump escapes what needs it; tool names need none).
     const std::string head = f.call_open + Json(name).dump() + f.before_arguments;
     calls.push_back(seq({literal(head), call(arguments), literal(f.call_close)}));
-    if (head.starts_with(hermes_opener))
-      calls_after_opener.push_back(seq({literal(head.substr(hermes_opener.size())), call(arguments), literal(f.call_close)}));
+    if (!opener.empty())
+      calls_after_opener.push_back(seq({literal(head.substr(opener.size())), call(arguments), literal(f.call_close)}));
   }
   const int one_call = b.add("call", alt(std::move(calls)));
   const Expr more_calls = single_call ? empty_expr() : star(seq({literal(f.separator), call(one_call)}));
@@ -100,16 +89,16 @@ Grammar build(const CallFormat& f, const Json& tools, bool single_call, bool laz
     return b.finish(root);
   }
   // tool_choice "auto": text, or calls where the family's parser starts reading them.
-  if (f.list_open.empty() && f.call_open.starts_with(hermes_opener)) {  // hermes: calls after any text without "<tool_call>"
-    const int plain = b.declare("text without <tool_call>");
-    b.define_automaton(plain, text_without_marker(hermes_opener));
-    const int before = b.declare("text up to <tool_call>");
-    b.define_automaton(before, text_through_marker(hermes_opener));
-    const int first = b.add("call after its <tool_call>", alt(std::move(calls_after_opener)));
+  if (!opener.empty()) {  // hermes: calls after any text without the opener
+    const int plain = b.declare("text without " + opener);
+    b.define_automaton(plain, text_without_marker(opener));
+    const int before = b.declare("text up to " + opener);
+    b.define_automaton(before, text_through_marker(opener));
+    const int first = b.add("call after its " + opener, alt(std::move(calls_after_opener)));
     const int root = b.add("text or tool calls", alt({call(plain), seq({call(before), call(first), more_calls})}));
     return b.finish(root);
   }
-  // llama3 and mistral: the output is calls when it starts (after whitespace) with their opener.
+  // No opener (llama3, mistral): the output is calls when it starts (after whitespace) with them.
   const std::string opening = f.list_open.empty() ? f.call_open : f.list_open;
   const Expr listed = seq({star(kSpace), literal(f.list_open), call(one_call), more_calls, literal(f.list_close)});
   const int root = b.add("text or tool calls", alt({text_not_opening(uint8_t(opening[0])), listed}));
@@ -118,8 +107,8 @@ Grammar build(const CallFormat& f, const Json& tools, bool single_call, bool laz
 
 }  // namespace
 
-Grammar tool_call_grammar(std::string_view format, std::string_view tools_json, bool single_call, bool lazy) {
-  const CallFormat f = format_named(format);
+Grammar tool_call_grammar(const ToolCallSyntax& f, std::string_view tools_json, bool single_call, bool lazy) {
+  if (f.call_open.empty()) throw ConstraintError("", "", "a tool-call grammar needs the family's call syntax");
   const Json tools = Json::parse(tools_json, nullptr, false);
   if (!tools.is_array() || tools.empty()) throw ConstraintError("", "", "a tool-call grammar needs a non-empty list of tools");
   try {

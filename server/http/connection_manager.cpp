@@ -34,6 +34,9 @@ constexpr std::chrono::milliseconds kSweepInterval{100};
 constexpr std::chrono::milliseconds kLinger{2000};
 
 thread_local bool tls_close_after_response = false;
+// The socket of the request this worker thread is serving (-1 between
+// requests): what client_gone() looks at.
+thread_local int tls_client_fd = -1;
 
 const char* reason_phrase(int status) {
   switch (status) {
@@ -172,6 +175,15 @@ class ConnectionStream final : public httplib::Stream {
 }  // namespace
 
 void ConnectionManager::close_after_response() { tls_close_after_response = true; }
+
+bool ConnectionManager::client_gone() {
+  if (tls_client_fd < 0) return false;
+  char byte;
+  const ssize_t n = recv(tls_client_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  return false;
+}
 
 ConnectionManager::ConnectionManager(ConnectionLimits limits, ServeOne serve)
     : limits_(limits), serve_(std::move(serve)) {
@@ -431,7 +443,9 @@ void ConnectionManager::serve(std::unique_ptr<Connection> c) {
     bool ok;
     {
       ConnectionStream stream(c->buffer, c->offset, c->fd, limits_.read_timeout, limits_.write_timeout);
+      tls_client_fd = c->fd;
       ok = serve_(stream, connection_closed);
+      tls_client_fd = -1;
     }
     c->since = c->last_byte = Clock::now();
     if (!ok) return release(std::move(c));

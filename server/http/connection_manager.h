@@ -91,6 +91,16 @@ class ConnectionManager {
   // Called by a handler's thread (the logger) once its response is written:
   // the connection ends after it (the response said "Connection: close").
   static void close_after_response();
+  // Called by a handler on the worker thread serving its request: whether
+  // that request's client has closed its end (end of file, or an error such
+  // as a reset, is waiting on the socket). Bytes waiting (a pipelined next
+  // request) or none mean it is still there; a client that only half-closes
+  // after sending its request counts as gone, as in other servers that poll
+  // for this. A handler waiting for a non-streamed generation asks, so that
+  // a client that left does not keep its task generating (httplib 0.11 hands
+  // handlers no socket, and writes nothing that could fail until the end).
+  // False on any other thread.
+  static bool client_gone();
 
   struct Counts {
     uint64_t open = 0;       // connections open now

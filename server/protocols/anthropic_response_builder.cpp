@@ -13,7 +13,7 @@
 //             stop_sequence, usage), message_stop.
 #include "server/protocols/anthropic_response_builder.h"
 
-#include "server/protocols/request_id.h"
+#include "engine/chat_planning/request_id.h"
 #include "server/protocols/tool_messages.h"
 #include "server/protocols/tool_request.h"
 #include "server/http/sse.h"

@@ -1,6 +1,7 @@
 #include "server/protocols/chat_request_parser.h"
 
 #include "server/protocols/request_error.h"
+#include "server/protocols/openai_sampling_fields.h"
 #include "server/protocols/validation.h"
 
 namespace astrai {
@@ -58,7 +59,7 @@ json json_invalid_detail(size_t error_byte, const std::string& what) {
   return {{"detail", json::array({error})}};
 }
 
-ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view body) {
+ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view body, int vocab_size) {
   json value;
   try {
     value = json::parse(body);
@@ -72,7 +73,11 @@ ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view 
     if (!value.is_object())
       throw ValidationError({{json::array({"body"}), "Input should be a valid dictionary", "dict_type"}});
     parsed.request = builder.prepare(value);
+    FieldChecker check;  // ids past the vocabulary: 422 naming the field, as every other bad value
+    check_token_ids(check, *parsed.request, vocab_size);
+    check.throw_if_any();
   } catch (const ValidationError& e) {
+    parsed.request.reset();
     parsed.status = 422;
     parsed.error_body = e.body();
   } catch (const InvalidRequestError& e) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,9 +32,11 @@ struct ParsedChatRequest {
 // dict_type error at ["body"]; an object that the builder rejects gives its
 // ValidationError's detail, one entry per bad field; a request the builder
 // refuses with InvalidRequestError (request_error.h) gives a 400 in the
-// protocol's error shape. Never throws for any
-// body (short of running out of memory).
-ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view body);
+// protocol's error shape; token ids at or past `vocab_size` (logit_bias,
+// stop_token_ids, prompts of ids) give a 422 naming each. Never throws for
+// any body (short of running out of memory).
+ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view body,
+                                     int vocab_size = std::numeric_limits<int>::max());
 
 // The {"detail": [...]} body of a 422 for a body that is not JSON: type
 // json_invalid, loc ["body", offset of the offending byte].

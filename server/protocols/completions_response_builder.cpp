@@ -26,7 +26,7 @@
 #include "server/protocols/openai_sampling_fields.h"
 #include "server/protocols/structured_output_fields.h"
 #include "server/protocols/request_error.h"
-#include "server/protocols/request_id.h"
+#include "engine/chat_planning/request_id.h"
 #include "server/http/sse.h"
 #include "server/protocols/validation.h"
 

@@ -29,7 +29,7 @@
 #include "server/protocols/structured_output_fields.h"
 #include "server/protocols/tool_messages.h"
 #include "server/protocols/tool_request.h"
-#include "server/protocols/request_id.h"
+#include "engine/chat_planning/request_id.h"
 #include "server/http/sse.h"
 #include "server/protocols/validation.h"
 

@@ -15,20 +15,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat_planning/chat_error.h"
 #include "engine/chat_planning/chat_request.h"
 
 namespace astrai {
 
-// What went wrong, in words every protocol has; each builder names them its
-// own way (OpenAI's type/code, Anthropic's error.type).
-enum class ErrorKind {
-  InvalidRequest,  // 400
-  ContextLength,   // 400: the prompt does not fit the model's context
-  Authentication,  // 401
-  Overloaded,      // 503 with Retry-After: the waiting queue is full
-  Unavailable,     // 503: shutting down, or the request was cancelled
-  Internal,        // 500
-};
+// The HTTP status of each kind of error (protocols.cpp).
 int http_status(ErrorKind kind);
 
 class ResponseBuilder {

@@ -162,30 +162,4 @@ void read_anthropic_tools(const json& body, ChatRequest& request) {
   }
 }
 
-std::optional<ToolCallConstraint> tool_call_constraint(const ChatRequest& request, ToolCallFamily family) {
-  if (request.tools.is_null() || request.tool_choice.mode == ToolChoice::Mode::None || family == ToolCallFamily::None)
-    return std::nullopt;
-  ToolCallConstraint c;
-  c.family = family;
-  c.mode = request.tool_choice.mode;
-  c.parallel = request.parallel_tool_calls;
-  for (const json& tool : request.tools) {
-    const json& f = tool["function"];
-    if (c.mode == ToolChoice::Mode::Named && f["name"] != request.tool_choice.name) continue;
-    c.tools.push_back({{"name", f["name"]}, {"parameters", f.value("parameters", json::object())}});
-  }
-  return c;
-}
-
-std::optional<grammar::ConstraintSpec> tool_call_spec(const ToolCallConstraint& c) {
-  if (c.mode == ToolChoice::Mode::None) return std::nullopt;
-  grammar::ConstraintSpec spec;
-  spec.kind = grammar::ConstraintSpec::Kind::ToolCalls;
-  spec.lazy = c.mode == ToolChoice::Mode::Auto;
-  spec.text = c.tools.dump();
-  spec.tool_format = to_string(c.family);
-  spec.single_call = !c.parallel;
-  return spec;
-}
-
 }  // namespace astrai

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/reasoning_split.h"
-#include "engine/tool_calls/tool_call_parser.h"
+#include "engine/chat_planning/reasoning_split.h"
+#include "engine/chat_planning/tool_call_parser.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/support/joined_streams.h"
 

@@ -3,7 +3,7 @@
 // for the text: the server must only carry it).
 #include <catch2/catch.hpp>
 
-#include "server/protocols/request_id.h"
+#include "engine/chat_planning/request_id.h"
 #include "tests/server/server_fixture.h"
 #include "tests/server/stop_sequence_oracle.h"
 

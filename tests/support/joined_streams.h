@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat/reasoning_split.h"
-#include "engine/tool_calls/tool_call_parser.h"
+#include "engine/chat_planning/reasoning_split.h"
+#include "engine/chat_planning/tool_call_parser.h"
 
 namespace astrai::test {
 

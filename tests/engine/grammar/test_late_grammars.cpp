@@ -5,13 +5,13 @@
 //  - text automata: std::string::find over random texts (markers that
 //    overlap themselves, "aab" "abab" "aaa", where a Knuth-Morris-Pratt
 //    failure link is easy to get wrong);
-//  - reasoning: the rule of engine/chat/reasoning_split.h written here with
+//  - reasoning: the rule of engine/chat_planning/reasoning_split.h written here with
 //    find, around a regex whose language std::regex decides;
 //  - lazy calls: texts built from pieces whose verdict the builder knows
 //    (free text without the opener, well-formed calls, broken calls);
 //  - the real Qwen 3 vocabulary: masks equal the brute-force oracle (every
 //    token a fork accepts) along random walks, the walks' outputs read back
-//    by the parsers (engine/tool_calls, engine/chat/reasoning_split) as
+//    by the parsers (engine/tool_calls, engine/chat_planning/reasoning_split) as
 //    valid calls or JSON, and a Qwen 3-style answer accepted token by token.
 // Random cases come from RapidCheck or a fresh seed, printed on failure.
 #include <random>
@@ -22,11 +22,13 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "engine/chat/reasoning_split.h"
+#include "engine/chat_planning/reasoning_split.h"
+#include "tests/support/tool_call_syntax.h"
+#include "engine/chat_planning/reasoning_split.h"
 #include "engine/grammar/compile_constraint.h"
 #include "engine/grammar/text_automata.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tool_calls/tool_call_parser.h"
+#include "engine/chat_planning/tool_call_parser.h"
 #include "tests/engine/grammar/token_helpers.h"
 #include "tests/support/bpe_oracle_files.h"
 #include "tests/support/sanitized_build.h"
@@ -59,6 +61,7 @@ rc::Gen<std::string> text_around(const std::string& marker) {
 ConstraintSpec regex_spec(const std::string& regex, ConstraintSpec::Start start) {
   ConstraintSpec spec{ConstraintSpec::Kind::Regex, regex, {}};
   spec.start = start;
+  spec.reasoning = astrai::reasoning_markers();
   return spec;
 }
 
@@ -76,9 +79,10 @@ bool answer_after_thinking(const std::string& text, const std::regex& answer) {
 const char* kTool = R"([{"name":"f","parameters":{"type":"object","properties":{"x":{"type":"integer","minimum":0,"maximum":99}},"required":["x"],"additionalProperties":false}}])";
 
 ConstraintSpec tool_spec(const std::string& format, bool single, ConstraintSpec::Start start = ConstraintSpec::Start::Output) {
-  ConstraintSpec spec{ConstraintSpec::Kind::ToolCalls, kTool, {}, format, single};
+  ConstraintSpec spec{ConstraintSpec::Kind::ToolCalls, kTool, {}, astrai::test::tool_syntax(format), single};
   spec.lazy = true;
   spec.start = start;
+  spec.reasoning = astrai::reasoning_markers();
   return spec;
 }
 
@@ -268,6 +272,7 @@ TEST_CASE("late grammars on the real Qwen 3 vocabulary: masks, walks and a Qwen 
     ConstraintSpec spec{ConstraintSpec::Kind::JsonSchema,
                         R"({"type":"object","properties":{"a":{"type":"integer","minimum":0,"maximum":9}},"required":["a"],"additionalProperties":false})", {}};
     spec.start = ConstraintSpec::Start::AfterOptionalReasoning;
+    spec.reasoning = astrai::reasoning_markers();
     const auto compiled = compile_constraint(spec, q->vocab);
     for (int w = 0; w < walks; ++w) {
       const auto out = biased_walk(*q, *compiled, rng, {think, end_think}, 3, checked, 400);

@@ -17,8 +17,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/tool_call_syntax.h"
 #include "engine/grammar/compile_constraint.h"
-#include "engine/tool_calls/tool_call_parser.h"
+#include "engine/chat_planning/tool_call_parser.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/engine/grammar/random_schema.h"
 #include "tests/engine/grammar/token_helpers.h"
@@ -177,7 +178,7 @@ void run(const std::string& vocab_name, const Format& format, uint64_t seed) {
     const bool single = rng() % 2 == 0;
     const std::string list = tools_json(tools);
     INFO("tools " << list << (single ? " (one call)" : " (one or more)"));
-    ConstraintSpec spec{ConstraintSpec::Kind::ToolCalls, list, {}, format.name, single};
+    ConstraintSpec spec{ConstraintSpec::Kind::ToolCalls, list, {}, astrai::test::tool_syntax(format.name), single};
     const auto compiled = compile_constraint(spec, v.vocab);
     // Written calls: 1 (single) or 1 to 3, each to a random tool.
     for (int w = 0; w < 2; ++w) {
@@ -221,9 +222,9 @@ TEST_CASE("tool-call grammar: random walks parse as valid calls, written calls a
 }
 
 TEST_CASE("tool-call grammar: refused parameters and formats name the tool", "[grammar][tool_calls]") {
-  auto refusal = [](const std::string& tools, const std::string& format = "hermes") {
+  auto refusal = [](const std::string& tools, const astrai::grammar::ToolCallSyntax& syntax = astrai::test::tool_syntax("hermes")) {
     try {
-      grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, format, false});
+      grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, syntax, false});
     } catch (const ConstraintError& e) {
       return std::string(e.what());
     }
@@ -233,15 +234,15 @@ TEST_CASE("tool-call grammar: refused parameters and formats name the tool", "[g
   CHECK_THAT(refusal(R"([{"name":"g","parameters":{"anyOf":[{"type":"object"},{"type":"null"}]}}])"), Catch::Contains("tool 'g'"));
   CHECK_THAT(refusal(R"([{"name":"h","parameters":{"type":"object","not":{}}}])"), Catch::Contains("tool 'h'"));
   CHECK_THAT(refusal(R"([])"), Catch::Contains("non-empty"));
-  CHECK_THAT(refusal(R"([{"name":"f"}])", "pythonic"), Catch::Contains("pythonic"));
+  CHECK_THAT(refusal(R"([{"name":"f"}])", {}), Catch::Contains("syntax"));  // no family's row: nothing to write calls in
   CHECK(refusal(R"([{"name":"f","parameters":{"type":["object","null"]}}])") == "accepted");
 }
 
 // Byte-level checks that need no vocabulary: exactly the calls, nothing around them.
 TEST_CASE("tool-call grammar: the text around the calls is fixed", "[grammar][tool_calls]") {
   const std::string tools = R"([{"name":"a","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},{"name":"b"}])";
-  const Grammar one = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, "hermes", true});
-  const Grammar many = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, "hermes", false});
+  const Grammar one = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, astrai::test::tool_syntax("hermes"), true});
+  const Grammar many = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, astrai::test::tool_syntax("hermes"), false});
   const std::string a = "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>";
   const std::string b = "<tool_call>\n{\"name\": \"b\", \"arguments\": {\"k\": [true]}}\n</tool_call>";
   CHECK(grammar_matches(one, a));
@@ -253,9 +254,9 @@ TEST_CASE("tool-call grammar: the text around the calls is fixed", "[grammar][to
   CHECK_FALSE(grammar_matches(one, "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>"));  // x required
   CHECK_FALSE(grammar_matches(one, "<tool_call>\n{\"name\": \"c\", \"arguments\": {}}\n</tool_call>"));  // no such tool
   CHECK_FALSE(grammar_matches(one, "<tool_call>\n{\"name\": \"b\", \"arguments\": 3}\n</tool_call>"));   // an object only
-  const Grammar llama = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, "llama3", false});
+  const Grammar llama = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, astrai::test::tool_syntax("llama3"), false});
   CHECK(grammar_matches(llama, "{\"name\": \"b\", \"parameters\": {}}; {\"name\": \"a\", \"parameters\": {\"x\": -2}}"));
-  const Grammar mistral = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, "mistral", false});
+  const Grammar mistral = grammar_for({ConstraintSpec::Kind::ToolCalls, tools, {}, astrai::test::tool_syntax("mistral"), false});
   CHECK(grammar_matches(mistral, "[{\"name\": \"b\", \"arguments\": {}}, {\"name\": \"a\", \"arguments\": {\"x\": 0}}]"));
 }
 

@@ -8,7 +8,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "engine/chat/reasoning_split.h"
+#include "engine/chat_planning/reasoning_split.h"
 #include "tests/support/joined_streams.h"
 
 namespace astrai {

@@ -2,7 +2,7 @@
 // between <think> and </think>, then the answer. The chat APIs return the two
 // apart: OpenAI's message.reasoning_content (and `reasoning`, vLLM's newer
 // name), Anthropic's thinking blocks. Two implementations of one rule, so
-// that each checks the other (tests/engine/chat/test_reasoning_split.cpp):
+// that each checks the other (tests/engine/chat_planning/test_reasoning_split.cpp):
 // split_reasoning reads a whole output, ReasoningStream reads it piece by
 // piece as it is generated, holding back only what may still become a tag.
 //
@@ -19,7 +19,18 @@
 #include <string>
 #include <string_view>
 
+#include "engine/grammar/token_constraint.h"
+
 namespace astrai {
+
+// The marks around the thinking, "<think>" and "</think>": spelled here only.
+// The split below, the grammar that applies after the thinking
+// (ConstraintSpec::reasoning) and the template check take them from here.
+const grammar::ReasoningMarkers& reasoning_markers();
+
+// Whether a chat template writes reasoning between the markers (Qwen 3, QwQ,
+// DeepSeek-R1): the reasoning is then split out of outputs.
+bool template_has_reasoning(std::string_view chat_template);
 
 struct ReasoningSplit {
   std::string reasoning;  // "" when there was none

@@ -1,4 +1,4 @@
-#include "engine/chat/reasoning_split.h"
+#include "engine/chat_planning/reasoning_split.h"
 
 #include <algorithm>
 
@@ -6,8 +6,8 @@ namespace astrai {
 
 namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
+std::string_view open_marker() { return reasoning_markers().open; }
+std::string_view close_marker() { return reasoning_markers().close; }
 
 // The longest suffix of `text` that is a proper prefix of `tag`: bytes that a
 // later piece may complete into the tag.
@@ -19,20 +19,30 @@ size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
 
 }  // namespace
 
+const grammar::ReasoningMarkers& reasoning_markers() {
+  static const grammar::ReasoningMarkers markers{"<think>", "</think>"};
+  return markers;
+}
+
+bool template_has_reasoning(std::string_view chat_template) {
+  return chat_template.find(open_marker()) != std::string_view::npos &&
+         chat_template.find(close_marker()) != std::string_view::npos;
+}
+
 ReasoningSplit split_reasoning(std::string_view output, bool starts_in_reasoning) {
   if (!starts_in_reasoning) {
-    if (!output.starts_with(kOpen)) return {"", std::string(output)};
-    output.remove_prefix(kOpen.size());
+    if (!output.starts_with(open_marker())) return {"", std::string(output)};
+    output.remove_prefix(open_marker().size());
   }
-  const size_t close = output.find(kClose);
+  const size_t close = output.find(close_marker());
   if (close == std::string_view::npos) return {std::string(output), ""};
-  return {std::string(output.substr(0, close)), std::string(output.substr(close + kClose.size()))};
+  return {std::string(output.substr(0, close)), std::string(output.substr(close + close_marker().size()))};
 }
 
 bool prompt_opens_reasoning(std::string_view prompt) {
-  const size_t open = prompt.rfind(kOpen);
+  const size_t open = prompt.rfind(open_marker());
   if (open == std::string_view::npos) return false;
-  const size_t close = prompt.rfind(kClose);
+  const size_t close = prompt.rfind(close_marker());
   return close == std::string_view::npos || close < open;
 }
 
@@ -40,7 +50,7 @@ bool prompt_closes_reasoning(std::string_view prompt) {
   size_t end = prompt.size();
   while (end > 0 && (prompt[end - 1] == ' ' || prompt[end - 1] == '\n' || prompt[end - 1] == '\t' || prompt[end - 1] == '\r'))
     --end;
-  return prompt.substr(0, end).ends_with(kClose);
+  return prompt.substr(0, end).ends_with(close_marker());
 }
 
 ReasoningSplit ReasoningStream::feed(std::string_view piece) {
@@ -51,25 +61,25 @@ ReasoningSplit ReasoningStream::feed(std::string_view piece) {
   }
   held_ += piece;
   if (state_ == State::Start) {
-    if (held_.size() < kOpen.size() && kOpen.starts_with(held_)) return out;  // may still become <think>
-    if (!held_.starts_with(kOpen)) {
+    if (held_.size() < open_marker().size() && open_marker().starts_with(held_)) return out;  // may still become <think>
+    if (!held_.starts_with(open_marker())) {
       state_ = State::Content;
       out.content = std::move(held_);
       held_.clear();
       return out;
     }
-    held_.erase(0, kOpen.size());
+    held_.erase(0, open_marker().size());
     state_ = State::Reasoning;
   }
   // Reasoning: up to </think>, holding back what may be its start.
-  if (const size_t close = held_.find(kClose); close != std::string::npos) {
+  if (const size_t close = held_.find(close_marker()); close != std::string::npos) {
     out.reasoning = held_.substr(0, close);
-    out.content = held_.substr(close + kClose.size());
+    out.content = held_.substr(close + close_marker().size());
     held_.clear();
     state_ = State::Content;
     return out;
   }
-  const size_t keep = partial_tag_suffix(held_, kClose);
+  const size_t keep = partial_tag_suffix(held_, close_marker());
   out.reasoning = held_.substr(0, held_.size() - keep);
   held_.erase(0, held_.size() - keep);
   return out;

@@ -10,7 +10,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
-#include "engine/tool_calls/tool_call_parser.h"
+#include "engine/chat_planning/tool_call_parser.h"
 #include "tests/support/joined_streams.h"
 
 namespace astrai {

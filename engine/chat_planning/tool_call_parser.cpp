@@ -1,4 +1,4 @@
-#include "engine/tool_calls/tool_call_parser.h"
+#include "engine/chat_planning/tool_call_parser.h"
 
 #include <algorithm>
 #include <optional>
@@ -11,10 +11,11 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
-constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+// The markers, from each family's row (tool_call_formats.h).
+std::string_view hermes_open() { return tool_call_format(ToolCallFamily::Hermes)->call_marker; }
+std::string_view hermes_close() { return tool_call_format(ToolCallFamily::Hermes)->call_end_marker; }
+std::string_view python_tag() { return tool_call_format(ToolCallFamily::Llama3)->call_marker; }
+std::string_view mistral_marker() { return tool_call_format(ToolCallFamily::Mistral)->call_marker; }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool all_space(std::string_view s) { return std::all_of(s.begin(), s.end(), is_space); }
@@ -101,11 +102,11 @@ size_t hermes_close(std::string_view body, bool complete) {
     if (end != std::string_view::npos) {
       const size_t tag = skip_space(body, end);
       const std::string_view rest = body.substr(tag);
-      if (rest.starts_with(kHermesClose)) return tag;
-      if (!complete && (tag == body.size() || kHermesClose.starts_with(rest))) return std::string_view::npos;
+      if (rest.starts_with(hermes_close())) return tag;
+      if (!complete && (tag == body.size() || hermes_close().starts_with(rest))) return std::string_view::npos;
     }
   }
-  return body.find(kHermesClose);
+  return body.find(hermes_close());
 }
 
 ParsedToolCalls drop_space_only_content(ParsedToolCalls parsed) {
@@ -117,16 +118,16 @@ ParsedToolCalls parse_hermes(std::string_view text) {
   ParsedToolCalls out;
   size_t pos = 0;
   for (;;) {
-    const size_t open = text.find(kHermesOpen, pos);
+    const size_t open = text.find(hermes_open(), pos);
     if (open == std::string_view::npos) {
       out.content += text.substr(pos);
       break;
     }
     out.content += text.substr(pos, open - pos);
-    const size_t body_at = open + kHermesOpen.size();
+    const size_t body_at = open + hermes_open().size();
     const size_t found = hermes_close(text.substr(body_at), true);
     const size_t close = found == std::string_view::npos ? found : body_at + found;
-    const size_t end = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
+    const size_t end = close == std::string_view::npos ? text.size() : close + hermes_close().size();
     const std::string_view body =
         text.substr(body_at, (close == std::string_view::npos ? text.size() : close) - body_at);
     if (auto call = call_of_text(body)) out.calls.push_back(std::move(*call));
@@ -139,7 +140,7 @@ ParsedToolCalls parse_hermes(std::string_view text) {
 ParsedToolCalls parse_llama3(std::string_view text) {
   const ParsedToolCalls as_content{std::string(text), {}};
   size_t i = skip_space(text, 0);
-  if (text.substr(i).starts_with(kPythonTag)) i = skip_space(text, i + kPythonTag.size());
+  if (text.substr(i).starts_with(python_tag())) i = skip_space(text, i + python_tag().size());
   if (i >= text.size() || text[i] != '{') return as_content;
   ParsedToolCalls out;
   while (i < text.size()) {
@@ -159,9 +160,9 @@ ParsedToolCalls parse_mistral(std::string_view text) {
   const ParsedToolCalls as_content{std::string(text), {}};
   size_t list_at;
   ParsedToolCalls out;
-  if (const size_t marker = text.find(kMistralMarker); marker != std::string_view::npos) {
+  if (const size_t marker = text.find(mistral_marker()); marker != std::string_view::npos) {
     out.content = text.substr(0, marker);
-    list_at = marker + kMistralMarker.size();
+    list_at = marker + mistral_marker().size();
   } else {
     list_at = skip_space(text, 0);
     if (list_at >= text.size() || text[list_at] != '[') return as_content;
@@ -206,15 +207,15 @@ void ToolCallStream::emit_content(std::string_view text, ParsedToolCalls& out) {
 void ToolCallStream::hermes_step(ParsedToolCalls& out, bool complete) {
   for (;;) {
     if (!inside_block_) {
-      const size_t open = held_.find(kHermesOpen);
+      const size_t open = held_.find(hermes_open());
       if (open == std::string::npos) {
-        const size_t keep = partial_tag_suffix(held_, kHermesOpen);
+        const size_t keep = partial_tag_suffix(held_, hermes_open());
         emit_content(std::string_view(held_).substr(0, held_.size() - keep), out);
         held_.erase(0, held_.size() - keep);
         return;
       }
       emit_content(std::string_view(held_).substr(0, open), out);
-      held_.erase(0, open + kHermesOpen.size());
+      held_.erase(0, open + hermes_open().size());
       inside_block_ = true;
     }
     const size_t close = hermes_close(held_, complete);
@@ -224,9 +225,9 @@ void ToolCallStream::hermes_step(ParsedToolCalls& out, bool complete) {
       out.calls.push_back(std::move(*call));
       ++calls_;
     } else {
-      emit_content(std::string(kHermesOpen) + body + std::string(kHermesClose), out);
+      emit_content(std::string(hermes_open()) + body + std::string(hermes_close()), out);
     }
-    held_.erase(0, close + kHermesClose.size());
+    held_.erase(0, close + hermes_close().size());
     inside_block_ = false;
   }
 }
@@ -253,8 +254,8 @@ ParsedToolCalls ToolCallStream::feed(std::string_view piece) {
     if (i == held_.size()) return out;
     const std::string_view rest = std::string_view(held_).substr(i);
     if (family_ == ToolCallFamily::Llama3) {
-      if (rest.size() < kPythonTag.size() && kPythonTag.starts_with(rest)) return out;
-      if (rest.starts_with(kPythonTag) || rest[0] == '{') {
+      if (rest.size() < python_tag().size() && python_tag().starts_with(rest)) return out;
+      if (rest.starts_with(python_tag()) || rest[0] == '{') {
         deferred_ = true;
         return out;
       }
@@ -270,12 +271,12 @@ ParsedToolCalls ToolCallStream::feed(std::string_view piece) {
     plain_ = true;
   }
   // mistral: content until [TOOL_CALLS], then the list to the end.
-  if (const size_t marker = held_.find(kMistralMarker); marker != std::string::npos) {
+  if (const size_t marker = held_.find(mistral_marker()); marker != std::string::npos) {
     emit_content(std::string_view(held_).substr(0, marker), out);
     deferred_ = true;
     return out;
   }
-  const size_t keep = partial_tag_suffix(held_, kMistralMarker);
+  const size_t keep = partial_tag_suffix(held_, mistral_marker());
   emit_content(std::string_view(held_).substr(0, held_.size() - keep), out);
   held_.erase(0, held_.size() - keep);
   return out;
@@ -297,7 +298,7 @@ ParsedToolCalls ToolCallStream::finish() {
       out.calls.push_back(std::move(*call));
       ++calls_;
     } else {
-      emit_content(std::string(kHermesOpen) + held_, out);
+      emit_content(std::string(hermes_open()) + held_, out);
     }
   } else {
     emit_content(held_, out);

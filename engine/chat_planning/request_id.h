@@ -1,4 +1,5 @@
-// Identifiers for responses ("chatcmpl-…", "msg_…") and the time they carry.
+// Identifiers for responses ("chatcmpl-…", "msg_…") and the tool calls they
+// return, and the time they carry.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "server/protocols/request_id.h"
+#include "engine/chat_planning/request_id.h"
 
 #include <chrono>
 #include <random>

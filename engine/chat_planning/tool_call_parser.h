@@ -1,7 +1,7 @@
 // A model's tool calls read out of its output text, per family
 // (tool_call_family.h). Two readers: parse_tool_calls reads a whole output;
 // ToolCallStream reads it piece by piece as it is generated. Joining the
-// stream's pieces gives the whole parse exactly (tests/engine/tool_calls/
+// stream's pieces gives the whole parse exactly (tests/engine/chat_planning/
 // feed every recorded output one token at a time, and RapidCheck cuts them
 // anywhere).
 //
@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/tool_calls/tool_call_family.h"
+#include "engine/chat_planning/tool_call_formats.h"
 
 namespace astrai {
 

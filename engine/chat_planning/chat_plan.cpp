@@ -1,0 +1,224 @@
+#include "engine/chat_planning/chat_plan.h"
+
+#include "engine/chat_planning/reasoning_split.h"
+#include "engine/scheduler/inference_scheduler.h"
+#include "engine/scheduler/prompt_limit.h"
+
+namespace astrai {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// The grammar that enforces a request's tools, or nullopt when there is
+// nothing to enforce (no tools, tool_choice none, or a model whose calls
+// this server cannot read). required: one or more calls (exactly one when
+// !parallel_tool_calls) in the family's syntax, each to one of the tools
+// with arguments valid against its parameters schema; named: the same with
+// the one tool; auto: free text, but once the family's opener appears the
+// calls must be valid (a lazy grammar, as llama.cpp's: ConstraintSpec::lazy).
+std::optional<grammar::ConstraintSpec> tool_call_spec(const ChatRequest& request, ToolCallFamily family) {
+  const ToolCallFormat* format = tool_call_format(family);
+  if (request.tools.is_null() || request.tool_choice.mode == ToolChoice::Mode::None || !format) return std::nullopt;
+  json tools = json::array();  // [{"name", "parameters"}] the output may call
+  for (const json& tool : request.tools) {
+    const json& f = tool["function"];
+    if (request.tool_choice.mode == ToolChoice::Mode::Named && f["name"] != request.tool_choice.name) continue;
+    tools.push_back({{"name", f["name"]}, {"parameters", f.value("parameters", json::object())}});
+  }
+  grammar::ConstraintSpec spec;
+  spec.kind = grammar::ConstraintSpec::Kind::ToolCalls;
+  spec.lazy = request.tool_choice.mode == ToolChoice::Mode::Auto;
+  spec.text = tools.dump();
+  spec.tool_syntax = format->syntax;
+  spec.single_call = !request.parallel_tool_calls;
+  return spec;
+}
+
+// A refused constraint, as the 400's message: what is wrong, the keyword and
+// its JSON pointer in the schema ("" for a regex).
+std::string constraint_error_message(const grammar::ConstraintError& e) {
+  std::string message = std::string("invalid output constraint: ") + e.what();
+  if (!e.keyword.empty()) message += " (keyword \"" + e.keyword + "\"";
+  if (!e.keyword.empty()) message += e.pointer.empty() ? ")" : " at \"" + e.pointer + "\")";
+  else if (!e.pointer.empty()) message += " (at \"" + e.pointer + "\")";
+  return message;
+}
+
+// A chat request's prompt ids, and whether the prompt leaves the thinking
+// open or closed (reasoning_split.h). The bytes are checked first: a prompt
+// that cannot fit whatever its tokens is refused without tokenizing it
+// (which costs time, and memory that a stream of oversized prompts would
+// make the allocator hold).
+struct EncodedChat {
+  std::vector<int> ids;
+  bool opens_reasoning = false, closes_reasoning = false;
+};
+
+EncodedChat encode_chat(const ChatRequest& request, const ChatModel& model) {
+  const int context = model.engine->model_config().max_seq_len;
+  const Prompt rendered = render_chat(request, *model.chat_template);
+  size_t text_bytes = 0;
+  for (const PromptPart& part : rendered)
+    if (part.kind == PromptPart::Kind::Text || part.kind == PromptPart::Kind::Rendered) text_bytes += part.text.size();
+  if (const auto too_long = prompt_surely_too_long(text_bytes, model.max_token_bytes, context))
+    throw ChatError(ErrorKind::ContextLength, *too_long);
+  const std::string text = prompt_text(rendered);
+  return {model.encode(rendered), prompt_opens_reasoning(text), prompt_closes_reasoning(text)};
+}
+
+}  // namespace
+
+Prompt render_chat(const ChatRequest& request, const ChatTemplate& chat_template) {
+  try {
+    return chat_template.render(request.messages, ChatOptions{request.tools, request.chat_template_kwargs});
+  } catch (const std::exception& e) {  // the model's own template refused the conversation
+    throw ChatError(ErrorKind::InvalidRequest, std::string("chat template: ") + e.what());
+  }
+}
+
+ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
+  const InferenceEngine& engine = *model.engine;
+  const int context = engine.model_config().max_seq_len;
+  ChatPlan plan;
+  plan.n = chat.n;
+  std::vector<std::vector<int>> prompts;  // one (chat), or each of a completions request's
+  if (chat.prompts.empty()) {
+    // tool_choice "required" or a named tool: the output is the calls, by
+    // grammar; "auto": text, or valid calls once the family's opener appears
+    // (a lazy grammar), unless response_format constrains the text instead.
+    if (auto spec = tool_call_spec(chat, model.tool_call_family)) {
+      if (chat.constraint && !spec->lazy)
+        throw ChatError(ErrorKind::InvalidRequest,
+                        "tool_choice 'required' (or a named tool) and an output constraint (response_format or the "
+                        "structured-output fields) cannot both apply: the output is either the calls or the "
+                        "constrained text");
+      if (!chat.constraint) chat.constraint = std::move(*spec);
+    }
+    EncodedChat encoded = encode_chat(chat, model);
+    prompts.push_back(std::move(encoded.ids));
+    plan.parsing.reasoning = model.split_reasoning;
+    plan.parsing.starts_in_reasoning = encoded.opens_reasoning;
+    // A reasoning model thinks first: the constraint applies after the
+    // thinking (reasoning_grammar.h), unless the template closed it in the prompt.
+    if (chat.constraint && model.split_reasoning && !encoded.closes_reasoning) {
+      chat.constraint->start = encoded.opens_reasoning ? grammar::ConstraintSpec::Start::AfterReasoning
+                                                       : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
+      chat.constraint->reasoning = reasoning_markers();
+    }
+    if (!chat.tools.is_null() && chat.tool_choice.mode != ToolChoice::Mode::None)
+      plan.parsing.tools = model.tool_call_family;
+    plan.parsing.parallel_tool_calls = chat.parallel_tool_calls;
+  } else {
+    for (RawPrompt& raw : chat.prompts) {
+      if (!raw.ids)
+        if (const auto too_long = prompt_surely_too_long(raw.text.size(), model.max_token_bytes, context))
+          throw ChatError(ErrorKind::ContextLength, *too_long);
+      prompts.push_back(raw.ids ? *raw.ids : engine.tokenize(raw.text));  // BOS first, as `astrai generate`
+      if (chat.echo) plan.echoes.push_back(raw.ids ? engine.tokenizer().decode(*raw.ids) : raw.text);
+    }
+  }
+  for (const std::vector<int>& prompt : prompts)
+    if (const auto too_long = prompt_too_long(prompt.size(), context)) throw ChatError(ErrorKind::ContextLength, *too_long);
+  std::shared_ptr<const grammar::CompiledConstraint> constraint;
+  if (chat.constraint) {
+    try {
+      constraint = model.constraints->get(*chat.constraint, engine.tokenizer());
+    } catch (const grammar::ConstraintError& e) {  // a schema or regex outside the subset: 400 naming where
+      throw ChatError(ErrorKind::InvalidRequest, constraint_error_message(e));
+    }
+  }
+  plan.prompt_tokens = int(prompts.front().size());
+  for (std::vector<int>& prompt : prompts) {
+    GenerationRequest request;
+    // Omitted (OpenAI): what the context leaves. The engine ends a request when
+    // the context is full (finish reason ContextLimit), which for a prompt of
+    // P tokens is after context - P + 1 tokens (prompt_limit.h), so this bound
+    // never ends a request before the context does.
+    request.max_tokens = chat.max_tokens.value_or(context - int(prompt.size()) + 1);
+    request.sampling = chat.sampling;
+    request.stop = chat.stop;
+    request.ignore_eos = chat.ignore_eos;
+    request.stop_token_ids = chat.stop_token_ids;
+    request.logprobs = chat.logprobs;
+    request.n = chat.n;
+    request.constraint = constraint;  // compiled once, shared by every prompt's choices
+    for (int c = 0; c < chat.n; ++c) plan.last_prompt_tokens.push_back(prompt.back());
+    request.prompt_ids = std::move(prompt);
+    plan.requests.push_back(std::move(request));
+  }
+  return plan;
+}
+
+void route_choice_events(ChatPlan& plan, const ChoiceEvents& events) {
+  for (size_t i = 0; i < plan.requests.size(); ++i) {
+    GenerationRequest& request = plan.requests[i];
+    const int offset = int(i) * plan.n;  // this prompt's choices' first number
+    if (events.on_token)
+      request.on_token = [on_token = events.on_token, offset](const TokenEvent& event) {
+        TokenEvent renumbered = event;
+        renumbered.index += offset;
+        on_token(renumbered);
+      };
+    if (events.on_finish)
+      request.on_finish = [on_finish = events.on_finish, offset](const TaskOutput& output) {
+        TaskOutput renumbered = output;
+        renumbered.index += offset;
+        on_finish(renumbered);
+      };
+  }
+}
+
+ChoicesResult submit_plan(InferenceEngine& engine, ChatPlan& plan) {
+  ChoicesResult result;
+  for (GenerationRequest& request : plan.requests) {
+    try {
+      // n = 1 too: one choice is exactly one request (seed + 0, no fork).
+      ChoicesResult part = engine.generate_choices(std::move(request));
+      result.choices.insert(result.choices.end(), part.choices.begin(), part.choices.end());
+    } catch (...) {
+      engine.cancel(result);  // the prompts already submitted are for nobody
+      throw;
+    }
+  }
+  plan.requests.clear();
+  return result;
+}
+
+ToolCall tool_call_of(const OutputParsing& parsing, ParsedToolCall parsed, std::string_view id_prefix) {
+  return {new_tool_call_id(parsing.tools, id_prefix), std::move(parsed.name), std::move(parsed.arguments)};
+}
+
+CompletionResult completion_of(const TaskOutput& out) {
+  CompletionResult r;
+  r.index = out.index;
+  r.text = out.text;
+  r.reason = out.reason;
+  r.stop_sequence = out.stop_sequence;
+  r.prompt_tokens = out.prompt_tokens;
+  r.cached_prompt_tokens = out.cached_prompt_tokens;
+  r.completion_tokens = int(out.tokens.size());
+  return r;
+}
+
+CompletionResult choice_result(const ChatPlan& plan, const TaskOutput& out, int choice, std::string_view id_prefix) {
+  CompletionResult r = completion_of(out);
+  r.index = choice;  // the engine numbers each prompt's choices from 0
+  if (!plan.echoes.empty()) r.text = plan.echoes[size_t(choice / plan.n)] + r.text;
+  if (plan.parsing.active()) {
+    ChoiceParts parts = parse_choice_output(out.text, plan.parsing);
+    r.text = std::move(parts.content);
+    r.reasoning = std::move(parts.reasoning);
+    for (ParsedToolCall& call : parts.calls) r.tool_calls.push_back(tool_call_of(plan.parsing, std::move(call), id_prefix));
+  }
+  return r;
+}
+
+std::optional<ChatError> failure_of(const TaskOutput& out) {
+  if (out.reason == FinishReason::Error) return ChatError(ErrorKind::Internal, "generation failed: " + out.error);
+  if (out.reason == FinishReason::Cancelled)
+    return ChatError(ErrorKind::Unavailable, "the request was cancelled (the server is shutting down)");
+  return std::nullopt;
+}
+
+}  // namespace astrai
