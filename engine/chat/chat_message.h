@@ -19,10 +19,11 @@ struct ChatMessage {
   ChatMessage(ChatRole role, std::string content) : role(role), content(std::move(content)) {}
 
   ChatRole role = ChatRole::User;
+  // An assistant turn that only called tools (OpenAI's content: null, an
+  // Anthropic turn of tool_use blocks) has "": templates get a string, as
+  // vLLM hands them one (Qwen 3's template tests `in message.content`, which
+  // None fails).
   std::string content;
-  // An assistant turn that only called tools (OpenAI's content: null): the
-  // template sees None, as transformers passes it.
-  bool content_null = false;
   // Assistant: the calls it made, as chat templates read them (transformers'
   // and vLLM's shape): [{"id", "type": "function", "function": {"name",
   // "arguments": an object}}]; null when none.

@@ -51,8 +51,8 @@ HfTemplateConfig template_config_for(std::string chat_template, const Tokenizer&
 // std::invalid_argument when the stripped message is not in `rendered`.
 std::string continue_final_message(std::string rendered, std::string_view final_message);
 
-// A message as transformers hands it to a template: {"role", "content"
-// (None for a tools-only assistant turn)}, plus "tool_calls" (assistant),
+// A message as vLLM hands it to a template: {"role", "content" (a string,
+// "" for a tools-only assistant turn)}, plus "tool_calls" (assistant),
 // "tool_call_id" and "name" (tool) when set.
 nlohmann::ordered_json template_message(const ChatMessage& m);
 

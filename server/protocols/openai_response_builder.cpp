@@ -116,7 +116,7 @@ void read_messages(FieldChecker& check, const json& body, ChatRequest& request) 
     if (const json* c = check.field(item, item_loc, "content", message.tool_calls.is_null()))
       content = read_text_content(check, *c, loc_append(item_loc, "content"));
     else if (!message.tool_calls.is_null())
-      message.content_null = true, content = "";
+      content = "";  // null beside tool_calls: the template gets "" (chat_message.h)
     if (ok && content) {
       message.content = std::move(*content);
       request.messages.push_back(std::move(message));

@@ -112,7 +112,6 @@ void read_anthropic_turn(FieldChecker& check, const json& content, const json& l
   }
   for (ChatMessage& r : results) out.push_back(std::move(r));
   if (has_text || !turn.tool_calls.is_null()) {
-    turn.content_null = !has_text;
     out.push_back(std::move(turn));
   }
 }

@@ -153,6 +153,132 @@ def random_tool_request(rng, template_name):
     return request
 
 
+def sdk_call_id(rng, template_name, api):
+    """An id as the server returns it for the model's family: 9 letters and
+    digits for Mistral's templates, else the protocol's prefix."""
+    alphabet = "abcdef0123456789"
+    if template_name == "mistral-v0.3":
+        return "".join(rng.choice(alphabet) for _ in range(9))
+    return ("call_" if api == "openai" else "toolu_") + "".join(rng.choice(alphabet) for _ in range(24))
+
+
+def sdk_agent_request(rng, template_name, api):
+    """An agent's conversation in the exact shape the official SDKs send back
+    to the server at its second and later turns: OpenAI's assistant message as
+    the API returned it (content null, refusal null, annotations [], arguments
+    as JSON text) and tool messages with tool_call_id; Anthropic's assistant
+    turn of text and tool_use blocks and a user turn of tool_result blocks.
+    Returns (the request body, the same conversation as transformers' shape
+    the way vLLM hands it to a template: a null content becomes "", arguments
+    JSON text becomes an object, tool results become tool messages)."""
+    tools = rng.sample(TOOLS, rng.randint(1, len(TOOLS)))
+    system = (random_text(rng) or "You are a helpful agent.") if rng.random() < 0.4 else None  # the APIs refuse ""
+    hf = [{"role": "system", "content": system}] if system is not None else []
+    body_messages = []
+    if api == "openai" and system is not None:
+        body_messages.append({"role": rng.choice(["system", "developer"]), "content": system})
+    first = random_text(rng) or "Hi"
+    body_messages.append({"role": "user", "content": first})
+    hf.append({"role": "user", "content": first})
+    for turn in range(rng.randint(1, 3)):
+        calls = []
+        for tool in rng.sample(tools, rng.randint(1, min(2, len(tools)))):
+            arguments = {"city": random_text(rng), "limit": rng.randint(0, 9)} if rng.random() < 0.7 else {}
+            calls.append((sdk_call_id(rng, template_name, api), tool["function"]["name"], arguments))
+        text = random_text(rng) if rng.random() < 0.3 else ""
+        results = [random_text(rng) or "ok" for _ in calls]
+        hf.append({"role": "assistant", "content": text,
+                   "tool_calls": [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                                  for i, n, a in calls]})
+        hf.extend({"role": "tool", "content": r, "tool_call_id": i} for (i, _, _), r in zip(calls, results))
+        if api == "openai":
+            body_messages.append({"role": "assistant", "content": text or None, "refusal": None, "annotations": [],
+                                  "tool_calls": [{"id": i, "type": "function",
+                                                  "function": {"name": n, "arguments": json.dumps(a)}}
+                                                 for i, n, a in calls]})
+            body_messages.extend({"role": "tool", "tool_call_id": i, "content": r}
+                                 for (i, _, _), r in zip(calls, results))
+        else:
+            blocks = [{"type": "text", "text": text}] if text else []
+            blocks += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
+            body_messages.append({"role": "assistant", "content": blocks})
+            body_messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": r}
+                                                              for (i, _, _), r in zip(calls, results)]})
+        if turn + 1 < 3 and rng.random() < 0.3:  # the agent's user speaks again
+            again = random_text(rng) or "Thanks"
+            body_messages.append({"role": "user", "content": again})
+            hf.append({"role": "user", "content": again})
+            if rng.random() < 0.5:
+                break
+    hf_tools = [{"type": "function", "function": dict(t["function"])} for t in tools]
+    if api == "openai":
+        body = {"model": "any", "messages": body_messages, "tools": tools}
+    else:
+        anthropic_tools = []
+        for t in tools:
+            f = t["function"]
+            tool = {"name": f["name"]}
+            if "description" in f:
+                tool["description"] = f["description"]
+            tool["input_schema"] = f["parameters"]
+            anthropic_tools.append(tool)
+        body = {"model": "any", "max_tokens": 64, "messages": body_messages, "tools": anthropic_tools}
+        if system is not None:
+            body["system"] = system
+    expected = {"messages": hf, "tools": hf_tools, "add_generation_prompt": True}
+    if template_name == "qwen3" and rng.random() < 0.5:
+        thinking = rng.random() < 0.5
+        expected["enable_thinking"] = thinking
+        if api == "openai":
+            body["chat_template_kwargs"] = {"enable_thinking": thinking}
+        else:
+            body["thinking"] = {"type": "enabled", "budget_tokens": 1024} if thinking else {"type": "disabled"}
+    return body, expected
+
+
+def check_sdk_conversations(exe, name, path, rng, api, cases=60):
+    """Agent conversations in the SDKs' exact shapes through `astrai
+    chat-template --api` (the server's own reader and rendering) against
+    jinja2 on the conversation as vLLM hands it over. On Qwen 3 this is where
+    a null content used to fail ("argument of type 'NoneType' is not
+    iterable"), so every agent loop broke at its second turn."""
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    template = hf_jinja_oracle.environment().from_string(config["chat_template"])
+    rendered, refused = [], []
+    for _ in range(cases):
+        body, expected_request = sdk_agent_request(rng, name, api)
+        try:
+            rendered.append((body, hf_jinja_oracle.render_request(template, config, expected_request)))
+        except Exception as e:
+            refused.append((body, e))
+    failures = 0
+    lines = "".join(json.dumps(b, ensure_ascii=False) + "\n" for b, _ in rendered)
+    result = subprocess.run([exe, "chat-template", "--tokenizer-config", path, "--jsonl", "--api", api],
+                            input=lines.encode(), capture_output=True, timeout=120)
+    outputs = [json.loads(line) for line in result.stdout.decode().split("\n") if line]
+    if result.returncode != 0 or len(outputs) != len(rendered):
+        print(f"FAIL {name} ({api} SDK shapes): the CLI failed on a conversation jinja2 renders:\n"
+              f"{result.stderr.decode()[:2000]}")
+        return 1
+    for (body, expected), got in zip(rendered, outputs):
+        if got != expected:
+            failures += 1
+            if failures <= 3:
+                print(f"FAIL {name} ({api} SDK shapes): {json.dumps(body, ensure_ascii=False)}\n"
+                      f"  jinja2: {expected!r}\n  astrai: {got!r}")
+    for body, error in refused[:MAX_FAILING_CASES_RUN]:
+        result = subprocess.run([exe, "chat-template", "--tokenizer-config", path, "--jsonl", "--api", api],
+                                input=(json.dumps(body) + "\n").encode(), capture_output=True, timeout=60)
+        if result.returncode == 0:
+            failures += 1
+            print(f"FAIL {name} ({api} SDK shapes): jinja2 raised {error!r} but the CLI rendered {result.stdout.decode()!r}")
+    print(f"{name} with {api} SDK-shaped agent turns: {len(rendered)} prompts equal jinja2's, "
+          f"{min(len(refused), MAX_FAILING_CASES_RUN)} of {len(refused)} refused conversations refused too; "
+          f"{failures} failures")
+    return failures
+
+
 def check_template(exe, name, path, rng, make_request=random_request, cases=CASES_PER_TEMPLATE, label=None):
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
@@ -445,6 +571,11 @@ def main():
     # Tools, tool calls and tool results (issue 28) through the templates that show them.
     failures += sum(check_template(exe, name, path, rng, random_tool_request, TOOL_CASES_PER_TEMPLATE, name + " with tools")
                     for name, path in templates(root) if name in ("llama3.1", "qwen3", "qwen2.5", "llama3.2", "mistral-v0.3"))
+    # The same agents' conversations as the official SDKs send them (null
+    # contents, arguments as JSON text, tool_result blocks), read as the server reads them.
+    failures += sum(check_sdk_conversations(exe, name, path, rng, api)
+                    for name, path in templates(root) if name in ("llama3.1", "qwen3", "qwen2.5", "llama3.2", "mistral-v0.3")
+                    for api in ("openai", "anthropic"))
     failures += second_oracle(SECOND_ORACLE) or 0
     failures += check_strftime_default(exe, templates(root)[-1][1])
     failures += check_bad_input(exe, templates(root)[0][1])
