@@ -1,4 +1,6 @@
 #include "engine/scheduler/inference_scheduler.h"
+
+#include "engine/scheduler/admission.h"
 #include "engine/scheduler/prompt_limit.h"
 
 #include <string>
@@ -87,12 +89,16 @@ void InferenceScheduler::submit_choices(std::vector<TokenRequest> choices) {
 void InferenceScheduler::enqueue(std::unique_ptr<Task> task, int n_tasks) {
   std::lock_guard lock(mutex_);
   if (!accepting_) throw std::runtime_error("the engine is shutting down");
-  // The policy's waiting tasks as the loop last counted them (count_waiting):
-  // exact from a step's plan to its end (a choice that cannot fork comes
-  // back to waiting inside the step and is counted at the next plan).
+  // The policy's queue and running places as the loop last counted them
+  // (note_policy_queue): exact from a step's plan to its end (a choice that
+  // cannot fork comes back to waiting inside the step and is counted at the
+  // next plan). Then the tasks submitted since, in order, and this one.
+  std::vector<int> queued = policy_waiting_places_;
+  for (const auto& t : submitted_) queued.push_back(1 + int(t->forks.size()));
+  if (!queue_has_room(config_.max_running_tasks - policy_places_taken_, queued, n_tasks, config_.max_waiting_tasks))
+    throw QueueFullError("the waiting queue is full (" + std::to_string(config_.max_waiting_tasks) +
+                         " requests wait for " + std::to_string(config_.max_running_tasks) + " running places)");
   const int waiting = int(submitted_.size()) + policy_waiting_;
-  if (waiting >= config_.max_waiting_tasks)
-    throw QueueFullError("the waiting queue is full (" + std::to_string(config_.max_waiting_tasks) + " requests)");
   submitted_.push_back(std::move(task));
   stats_.total_tasks += uint64_t(n_tasks);
   stats_.waiting_queue = waiting + 1;
@@ -207,7 +213,7 @@ bool InferenceScheduler::wait_for_work(std::unordered_set<int>& cancelled,
   wake_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !jobs_.empty() || !policy_.idle(); });
   jobs.swap(jobs_);
   for (; !submitted_.empty(); submitted_.pop_front()) policy_.enqueue(std::move(submitted_.front()));
-  policy_waiting_ = policy_.waiting();
+  note_policy_queue();
   cancelled.clear();
   cancelled.swap(cancel_requests_);
   if (stopping_ && std::chrono::steady_clock::now() >= cancel_deadline_)
@@ -219,12 +225,20 @@ bool InferenceScheduler::wait_for_work(std::unordered_set<int>& cancelled,
 // policy has admitted and preempted for the step and before its hooks run.
 void InferenceScheduler::count_waiting() {
   std::lock_guard lock(mutex_);
-  policy_waiting_ = policy_.waiting();
+  note_policy_queue();
   stats_.waiting_queue = int(submitted_.size()) + policy_waiting_;
 }
 
 // The step's forward pass and the tokens it samples: one for each task whose
 // last position is computed, and one for each choice that forks from it.
+// What admission reads of the policy (under the lock): its queue and the
+// running places taken.
+void InferenceScheduler::note_policy_queue() {
+  policy_waiting_ = policy_.waiting();
+  policy_waiting_places_ = policy_.waiting_places();
+  policy_places_taken_ = policy_.places_taken();
+}
+
 void InferenceScheduler::run_step(const StepPlan& plan) {
   std::vector<SampledToken> tokens;
   try {
@@ -243,7 +257,7 @@ void InferenceScheduler::publish_stats() {
   stats_.total_tasks = total_tasks;  // both counted by the callers' threads, not the loop
   stats_.cancel_requests = cancel_requests;
   stats_.active_tasks = policy_.running();
-  policy_waiting_ = policy_.waiting();
+  note_policy_queue();
   stats_.waiting_queue = int(submitted_.size()) + policy_waiting_;
   stats_.cache = cache_->stats();
   finished_published_ = policy_.finished();

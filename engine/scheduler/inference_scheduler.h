@@ -60,8 +60,9 @@ class InferenceScheduler {
 
   // Queues a request; its hooks report what it generates. Throws
   // std::invalid_argument for an empty or too long prompt, a token id outside
-  // the vocabulary or bad sampling parameters, QueueFullError when
-  // max_waiting_tasks are waiting, and std::runtime_error after shutdown (no
+  // the vocabulary or bad sampling parameters, QueueFullError when it would
+  // make more than max_waiting_tasks wait (admission.h: requests that will
+  // take a free running place do not), and std::runtime_error after shutdown (no
   // hook is ever called then).
   void submit(TokenRequest request);
 
@@ -120,6 +121,7 @@ class InferenceScheduler {
   void run();
   bool wait_for_work(std::unordered_set<int>& cancelled, std::deque<std::packaged_task<void()>>& jobs);
   void count_waiting();
+  void note_policy_queue();
   void run_step(const StepPlan& plan);
   void run_jobs(std::deque<std::packaged_task<void()>>& jobs);
   void publish_events();
@@ -142,6 +144,8 @@ class InferenceScheduler {
   bool stopping_ = false;
   std::chrono::steady_clock::time_point cancel_deadline_;
   int policy_waiting_ = 0;           // the policy's waiting tasks when the loop last looked (the queue's length)
+  std::vector<int> policy_waiting_places_;  // and the places each needs, in order (admission.h)
+  int policy_places_taken_ = 0;             // and the running places taken
   uint64_t finished_published_ = 0;  // tasks finished when stats_ was last published
 
   // Owned by the scheduler thread alone (its hooks run there).

@@ -92,10 +92,16 @@ void StepPolicy::refill() {
   }
 }
 
-// Running places: the running tasks and the choices each will fork.
 int StepPolicy::places_taken() const {
   int places = 0;
   for (const auto& t : running_) places += 1 + int(t->forks.size());
+  return places;
+}
+
+std::vector<int> StepPolicy::waiting_places() const {
+  std::vector<int> places;
+  places.reserve(waiting_.size());
+  for (const auto& t : waiting_) places.push_back(1 + int(t->forks.size()));
   return places;
 }
 

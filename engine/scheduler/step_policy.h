@@ -89,13 +89,16 @@ class StepPolicy {
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int running() const { return int(running_.size()); }
   int waiting() const { return int(waiting_.size()); }
+  // Running places: the running tasks and the choices each will fork.
+  int places_taken() const;
+  // The places each waiting task needs (1 + its forks), in the queue's order.
+  std::vector<int> waiting_places() const;
   uint64_t finished() const { return finished_; }  // tasks ended since start, forks included
   // The loop's counters: total_tokens, steps, prefill, prefix and fork
   // tokens, preemptions (the rest of SchedulerStats is the loop's).
   const SchedulerStats& counters() const { return counters_; }
 
  private:
-  int places_taken() const;
   bool make_room(Task& t, const std::vector<PlannedRows>& planned);
   void plan_forks(StepPlan& plan);
   void fork_choices(Task& first, const StepPlan& plan, std::span<const SampledToken> fork_tokens);

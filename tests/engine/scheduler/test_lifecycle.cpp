@@ -13,6 +13,8 @@
 #include <catch2/catch.hpp>
 
 #include "engine/executor/reference_executor.h"
+#include "engine/scheduler/admission.h"
+#include "engine/scheduler/inference_scheduler.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/scheduler/engine_harness.h"
 #include "tests/engine/scheduler/reference_oracle.h"
@@ -60,6 +62,79 @@ TEST_CASE("Statistics count every task and token, and show nothing active at the
   CHECK(stats.steps > 0);
   CHECK(stats.cache.blocks_free == 3);
   CHECK(engine.get_stats().total_tasks == requests.size());
+}
+
+// Admission counts as waiting only the requests that will not get a running
+// place (engine/scheduler/admission.h): with max_running_tasks 1 and
+// max_waiting_tasks 1 the queue holds two requests, whether or not the loop
+// has yet moved the first one to running. The loop is held between two steps
+// (a with_cache job waits on a latch) while a burst arrives, so every request
+// of the burst is still in the submission queue: the state a burst met when
+// the loop was slow, where the old count refused all but the first. Then the
+// first request holds the loop inside its first token (it runs, the second
+// waits): one more is refused. The outcome depends on no thread's timing.
+TEST_CASE("Admission: running places plus the waiting bound, before and after the loop moves a request",
+          "[engine][queue]") {
+  const TinyModel& m = tiny_model();
+  EngineConfig config = paged_config(1, 8);
+  config.scheduler.max_waiting_tasks = 1;
+  InferenceScheduler scheduler(std::make_unique<ReferenceExecutor>(m.weights), make_kv_cache(m.weights->config, config),
+                               config.scheduler);
+  std::promise<void> release_loop, loop_held;
+  std::thread holder([&, released = release_loop.get_future().share()] {
+    scheduler.with_cache([&](KVCache&) {
+      loop_held.set_value();
+      released.wait_for(kWaitTimeout);
+    });
+  });
+  loop_held.get_future().wait();
+  Gate gate;
+  std::vector<int> accepted;
+  int refused = 0;
+  for (int id = 1; id <= 6; ++id) {
+    TokenRequest r;
+    r.task_id = id;
+    r.prompt = {1, 2, 3};
+    r.max_tokens = 8;
+    r.sampling.temperature = 0.0f;
+    if (id == 1) r.on_token = [cb = gate.callback()](int token, const TokenLogprobs*) {
+      cb(TokenEvent{1, token});
+      return false;
+    };
+    try {
+      scheduler.submit(std::move(r));
+      accepted.push_back(id);
+    } catch (const QueueFullError&) {
+      ++refused;
+    }
+  }
+  CHECK(accepted == std::vector<int>{1, 2});  // one to run, one to wait
+  CHECK(refused == 4);
+  release_loop.set_value();
+  holder.join();
+  gate.wait_entered();  // request 1 runs (held in its first token), request 2 waits
+  TokenRequest late;
+  late.task_id = 7;
+  late.prompt = {1, 2, 3};
+  CHECK_THROWS_AS(scheduler.submit(std::move(late)), QueueFullError);
+  gate.open();
+  const SchedulerStats stats = scheduler.wait_until_idle();
+  CHECK(stats.total_tasks == 2);
+  scheduler.shutdown();
+}
+
+// The same count with requests of several choices (forks take running
+// places too): of 4 places, a request of 3 choices runs; one of 2 cannot
+// fit beside it and waits; one of 1 would fit, but the policy admits first
+// come first served, so it would wait behind the other: refused.
+TEST_CASE("Admission: choices take running places, first come first served", "[engine][queue]") {
+  CHECK(queue_has_room(4, std::vector<int>{}, 3, 1));
+  CHECK(queue_has_room(4, std::vector<int>{3}, 2, 1));
+  CHECK_FALSE(queue_has_room(4, std::vector<int>{3, 2}, 1, 1));
+  CHECK(queue_has_room(4, std::vector<int>{3, 1}, 2, 1));    // 3 and 1 run, 2 waits
+  CHECK_FALSE(queue_has_room(0, std::vector<int>{1}, 1, 1));  // nothing free: both would wait
+  CHECK(queue_has_room(1, std::vector<int>{}, 1, 0));         // max_waiting 0: only what runs at once
+  CHECK_FALSE(queue_has_room(1, std::vector<int>{1}, 1, 0));
 }
 
 TEST_CASE("A full waiting queue rejects a request with QueueFullError; a waiting request can be cancelled",
