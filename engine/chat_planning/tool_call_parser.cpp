@@ -116,24 +116,36 @@ ParsedToolCalls drop_space_only_content(ParsedToolCalls parsed) {
 
 ParsedToolCalls parse_hermes(std::string_view text) {
   ParsedToolCalls out;
+  std::string run;          // text since the last call: content, unless it only separates calls
+  bool after_call = false;  // a call came before `run`
+  auto place_run = [&] {    // a call or the end follows `run`
+    if (!(after_call && all_space(run))) out.content += run;
+    run.clear();
+  };
   size_t pos = 0;
   for (;;) {
     const size_t open = text.find(hermes_open(), pos);
     if (open == std::string_view::npos) {
-      out.content += text.substr(pos);
+      run += text.substr(pos);
       break;
     }
-    out.content += text.substr(pos, open - pos);
+    run += text.substr(pos, open - pos);
     const size_t body_at = open + hermes_open().size();
     const size_t found = hermes_close(text.substr(body_at), true);
     const size_t close = found == std::string_view::npos ? found : body_at + found;
     const size_t end = close == std::string_view::npos ? text.size() : close + hermes_close().size();
     const std::string_view body =
         text.substr(body_at, (close == std::string_view::npos ? text.size() : close) - body_at);
-    if (auto call = call_of_text(body)) out.calls.push_back(std::move(*call));
-    else out.content += text.substr(open, end - open);
+    if (auto call = call_of_text(body)) {
+      place_run();
+      out.calls.push_back(std::move(*call));
+      after_call = true;
+    } else {
+      run += text.substr(open, end - open);  // not a call: the block is content
+    }
     pos = end;
   }
+  place_run();
   return drop_space_only_content(std::move(out));
 }
 
@@ -193,6 +205,15 @@ ParsedToolCalls parse_tool_calls(std::string_view output, ToolCallFamily family)
 }
 
 void ToolCallStream::emit_content(std::string_view text, ParsedToolCalls& out) {
+  std::string joined;
+  if (after_call_) {  // whitespace after a call is content only when text follows it before the next call
+    between_space_ += text;
+    if (all_space(between_space_)) return;
+    joined = std::move(between_space_);
+    between_space_.clear();
+    after_call_ = false;
+    text = joined;
+  }
   if (!content_started_) {
     held_space_ += text;
     if (all_space(held_space_)) return;
@@ -224,6 +245,8 @@ void ToolCallStream::hermes_step(ParsedToolCalls& out, bool complete) {
     if (auto call = call_of_text(body)) {
       out.calls.push_back(std::move(*call));
       ++calls_;
+      between_space_.clear();  // it only separated two calls
+      after_call_ = true;
     } else {
       emit_content(std::string(hermes_open()) + body + std::string(hermes_close()), out);
     }

@@ -11,7 +11,10 @@
 // (compact, keys in the model's order). Text that looks like a call but is
 // not one (bad JSON, no name) stays content, as vLLM's parsers leave it.
 // When the output made calls and the rest of its text is only whitespace (the
-// newlines around Qwen's blocks), the content is "".
+// newlines around Qwen's blocks), the content is "". Whitespace that only
+// separates a hermes call from the next call or from the end is no content
+// either, so "Text\n<call>\n<call>" has the content "Text\n" (what Anthropic's
+// responses show as the text block before their tool_use blocks).
 //
 // A hermes block ends at the "</tool_call>" after its JSON object, so a
 // string argument may hold that text (the grammar allows it); a block whose
@@ -68,6 +71,8 @@ class ToolCallStream {
   bool plain_ = false;           // llama3: the output is content; mistral: content until [TOOL_CALLS]
   std::string held_space_;       // whitespace content not yet shown
   bool content_started_ = false;  // some non-space content was shown
+  bool after_call_ = false;       // hermes: a call ended and no content came since
+  std::string between_space_;     // hermes: whitespace since that call (dropped if a call or the end follows)
   size_t shown_content_ = 0;     // bytes of content shown (llama3/mistral: a prefix of the whole parse's)
   size_t calls_ = 0;             // calls shown
 };

@@ -152,6 +152,26 @@ TEST_CASE("Completions: token ids, lists of prompts and n", "[completions]") {
       CHECK(text == texts[1] + expected[1]);
     }
   }
+  SECTION("echo with several prompts and n > 1: each choice carries its own prompt's text, streamed or not") {
+    // Choice i belongs to prompt i / n: echoing prompt i % n, or the first
+    // prompt for all, or echoing once per prompt rather than per choice,
+    // gives another text to some choice.
+    for (const bool stream : {false, true}) {
+      json request = completion_body(json::array({texts[0], texts[1]}), 12, stream);
+      request["n"] = 3;
+      request["echo"] = true;
+      const Reply reply = post(server, kCompletionsPath, request);
+      REQUIRE(reply.status == 200);
+      const Joined j = stream ? join_stream(reply.body) : Joined{};
+      const json body = stream ? json() : reply.body_json();
+      if (!stream) REQUIRE(body["choices"].size() == 6);
+      for (int i = 0; i < 6; ++i) {
+        INFO("choice " << i << (stream ? " streamed" : " whole"));
+        const std::string text = stream ? j.text.at(i) : body["choices"][i]["text"].get<std::string>();
+        CHECK(text == texts[size_t(i / 3)] + expected[size_t(i / 3)]);  // greedy: every choice of a prompt alike
+      }
+    }
+  }
 }
 
 TEST_CASE("Completions: legacy logprobs agree with the text, streamed and whole", "[completions][logprobs]") {
@@ -262,6 +282,46 @@ TEST_CASE("cached_tokens: the prompt tokens a prefix-cache hit served, as /stats
       CHECK(value.get<int64_t>() == counted);
       if (round == 1) CHECK(counted > 0);  // the same prompt again hits its own pages
     }
+  }
+}
+
+// cached_tokens of an n-choice chat request whose prompt hit the prefix
+// cache: the prompt is computed once (by choice 0; the other choices fork
+// its pages), so the hit is counted once, as /stats counts it, whole and in
+// the streamed usage; prompt_tokens counts the prompt once too. Reading the
+// last choice's hit (a fork's: 0), or any one choice's but the first,
+// passed the suite before.
+TEST_CASE("cached_tokens with n > 1: the prompt's hit once, whole and streamed", "[openai][n][prefix]") {
+  TestServerOptions options;
+  options.cache = KVCacheKind::Paged;
+  options.max_running = 4;
+  TestServer server(options);
+  const std::string prompt(200, 'a');  // many pages long
+  auto hits = [&] { return server.wait_until_idle()["prefix_hit_tokens"].get<int64_t>(); };
+  REQUIRE(post(server, "/v1/chat/completions", openai_body(prompt, 2)).status == 200);  // fills the cache
+  for (const bool stream : {false, true}) {
+    INFO((stream ? "streamed" : "whole"));
+    json body = openai_body(prompt, 3, stream);
+    body["n"] = 3;
+    body["temperature"] = 1.0;
+    body["seed"] = 5;
+    if (stream) body["stream_options"] = {{"include_usage", true}};
+    const int64_t before = hits();
+    const Reply reply = post(server, "/v1/chat/completions", body);
+    REQUIRE(reply.status == 200);
+    const int64_t counted = hits() - before;
+    REQUIRE(counted > 0);
+    json usage;
+    if (stream) {
+      for (const SseEvent& e : parse_sse(reply.body))
+        if (e.data != "[DONE]" && json::parse(e.data)["choices"].empty()) usage = json::parse(e.data)["usage"];
+    } else {
+      usage = reply.body_json()["usage"];
+      CHECK(reply.body_json()["choices"].size() == 3);
+    }
+    REQUIRE(usage.is_object());
+    CHECK(usage["prompt_tokens_details"]["cached_tokens"].get<int64_t>() == counted);
+    CHECK(usage["prompt_tokens"].get<int64_t>() < 2 * counted);  // the prompt once, not once per choice
   }
 }
 

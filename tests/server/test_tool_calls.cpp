@@ -148,6 +148,43 @@ const json kExpectedCalls = json::array(
     {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}},
      {{"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", R"({"tz":"CET"})"}}}}});
 
+// An Anthropic stream's content blocks rebuilt from its events (each
+// block's deltas joined; tool_use inputs parsed), checking the events'
+// order: blocks open one at a time, each stopped before the next starts.
+json anthropic_stream_blocks(const std::string& stream, json& stop_reason) {
+  INFO(stream);
+  json blocks = json::array();
+  int open = -1;
+  for (const SseEvent& e : parse_sse(stream)) {
+    const json data = json::parse(e.data);
+    if (e.event == "content_block_start") {
+      REQUIRE(data["index"] == blocks.size());
+      REQUIRE(open == -1);  // the one before was stopped
+      open = data["index"];
+      json block = data["content_block"];
+      if (block["type"] == "tool_use") block["input"] = "";  // filled by input_json_delta
+      blocks.push_back(block);
+    } else if (e.event == "content_block_delta") {
+      REQUIRE(data["index"] == open);
+      json& block = blocks[size_t(open)];
+      const json& d = data["delta"];
+      if (d["type"] == "thinking_delta") block["thinking"] = block["thinking"].get<std::string>() + d["thinking"].get<std::string>();
+      else if (d["type"] == "text_delta") block["text"] = block["text"].get<std::string>() + d["text"].get<std::string>();
+      else if (d["type"] == "input_json_delta") block["input"] = block["input"].get<std::string>() + d["partial_json"].get<std::string>();
+      else FAIL("unknown delta " << d.dump());
+    } else if (e.event == "content_block_stop") {
+      REQUIRE(data["index"] == open);
+      open = -1;
+    } else if (e.event == "message_delta") {
+      stop_reason = data["delta"]["stop_reason"];
+    }
+  }
+  CHECK(open == -1);
+  for (json& block : blocks)
+    if (block["type"] == "tool_use") block["input"] = json::parse(block["input"].get<std::string>());
+  return blocks;
+}
+
 }  // namespace
 
 TEST_CASE("OpenAI tool calls and reasoning: whole and streamed", "[tool_calls][openai]") {
@@ -237,38 +274,45 @@ TEST_CASE("Anthropic tool use and thinking: whole and streamed", "[tool_calls][a
   CHECK(body["stop_reason"] == "tool_use");
 
   // The stream's blocks, rebuilt from its events, equal the whole content.
-  json blocks = json::array();
   json stop_reason = nullptr;
-  int open = -1;
-  const std::string stream = post(server, path, anthropic_tools_body(true)).body;
-  INFO(stream);
-  for (const SseEvent& e : parse_sse(stream)) {
-    const json data = json::parse(e.data);
-    if (e.event == "content_block_start") {
-      REQUIRE(data["index"] == blocks.size());
-      REQUIRE(open == -1);  // the one before was stopped
-      open = data["index"];
-      json block = data["content_block"];
-      if (block["type"] == "tool_use") block["input"] = "";  // filled by input_json_delta
-      blocks.push_back(block);
-    } else if (e.event == "content_block_delta") {
-      REQUIRE(data["index"] == open);
-      json& block = blocks[size_t(open)];
-      const json& d = data["delta"];
-      if (d["type"] == "thinking_delta") block["thinking"] = block["thinking"].get<std::string>() + d["thinking"].get<std::string>();
-      else if (d["type"] == "text_delta") block["text"] = block["text"].get<std::string>() + d["text"].get<std::string>();
-      else if (d["type"] == "input_json_delta") block["input"] = block["input"].get<std::string>() + d["partial_json"].get<std::string>();
-      else FAIL("unknown delta " << d.dump());
-    } else if (e.event == "content_block_stop") {
-      REQUIRE(data["index"] == open);
-      open = -1;
-    } else if (e.event == "message_delta") {
-      stop_reason = data["delta"]["stop_reason"];
-    }
+  const json blocks = anthropic_stream_blocks(post(server, path, anthropic_tools_body(true)).body, stop_reason);
+  REQUIRE(blocks.size() == content.size());
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    json a = blocks[i], b = content[i];
+    a.erase("id");
+    b.erase("id");
+    CHECK(a == b);
   }
-  CHECK(open == -1);
-  for (json& block : blocks)
-    if (block["type"] == "tool_use") block["input"] = json::parse(block["input"].get<std::string>());
+  CHECK(stop_reason == "tool_use");
+}
+
+// Text the model writes before its calls is the response's first block, a
+// text block, then the tool_use blocks in the model's order (Anthropic's own
+// responses: "I'll check the weather." then tool_use), whole and streamed.
+// Dropping that text whenever calls were made, or writing it after them,
+// passed the suite before this test.
+TEST_CASE("Anthropic: the text before tool_use blocks is a text block first, whole and streamed",
+          "[tool_calls][anthropic]") {
+  TestServer server(jinja_options());
+  const std::string path = "/v1/messages";
+  const std::string output =
+      "Let me check the weather and the time.\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>";
+  script_output(server, path, anthropic_tools_body(false), output);
+  const Reply whole = post(server, path, anthropic_tools_body(false));
+  REQUIRE(whole.status == 200);
+  const json content = whole.body_json()["content"];
+  INFO(content.dump());
+  REQUIRE(content.size() == 3);
+  CHECK(content[0] == json({{"type", "text"}, {"text", "Let me check the weather and the time.\n"}}));
+  CHECK(content[1]["type"] == "tool_use");
+  CHECK(content[1]["input"] == json({{"city", "Paris"}}));
+  CHECK(content[2]["type"] == "tool_use");
+  CHECK(content[2]["input"] == json({{"tz", "CET"}}));
+  CHECK(whole.body_json()["stop_reason"] == "tool_use");
+  json stop_reason = nullptr;
+  const json blocks = anthropic_stream_blocks(post(server, path, anthropic_tools_body(true)).body, stop_reason);
   REQUIRE(blocks.size() == content.size());
   for (size_t i = 0; i < blocks.size(); ++i) {
     json a = blocks[i], b = content[i];

@@ -164,6 +164,35 @@ TEST_CASE("Tool-call streams joined equal the whole parse, any output in any pie
   });
 }
 
+// A string argument that ends in a backslash ("C:\\" in JSON, C:\ as text):
+// the quote after the escaped backslash closes the string. A scanner that
+// takes every quote after a backslash for an escaped one runs past the
+// string's end: llama3's calls then never end and the output is content;
+// hermes falls back to the first </tool_call>, which cuts the second case's
+// block inside its "note" argument, so that call becomes content too.
+TEST_CASE("Tool calls: a string argument ending in a backslash, hermes and llama3", "[tool_calls][escapes]") {
+  check_recorded(ToolCallFamily::Hermes,
+                 {{R"(<tool_call>
+{"name": "list_dir", "arguments": {"path": "C:\\"}}
+</tool_call>)",
+                   "",
+                   {{"list_dir", R"({"path":"C:\\"})"}}},
+                  {R"(<tool_call>
+{"name": "list_dir", "arguments": {"path": "C:\\", "note": "a </tool_call> b", "pattern": "\"*\\\\"}}
+</tool_call>
+<tool_call>
+{"name": "list_dir", "arguments": {"path": "D:\\\\"}}
+</tool_call>)",
+                   "",
+                   {{"list_dir", R"({"path":"C:\\","note":"a </tool_call> b","pattern":"\"*\\\\"})"},
+                    {"list_dir", R"({"path":"D:\\\\"})"}}}});
+  check_recorded(ToolCallFamily::Llama3,
+                 {{R"({"name": "list_dir", "parameters": {"path": "C:\\"}})", "", {{"list_dir", R"({"path":"C:\\"})"}}},
+                  {R"(<|python_tag|>{"name": "list_dir", "parameters": {"path": "C:\\"}}; {"name": "cd", "parameters": {"to": "\\"}})",
+                   "",
+                   {{"list_dir", R"({"path":"C:\\"})"}, {"cd", R"({"to":"\\"})"}}}});
+}
+
 TEST_CASE("The tool-call family is recognised in chat templates", "[tool_calls][family]") {
   CHECK(detect_tool_call_family("{{- '<tool_call>\\n' }}") == ToolCallFamily::Hermes);
   CHECK(detect_tool_call_family("{{ '[TOOL_CALLS]' }}") == ToolCallFamily::Mistral);
