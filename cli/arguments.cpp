@@ -1,5 +1,7 @@
 #include "cli/arguments.h"
 
+#include <limits>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -108,6 +110,17 @@ int run_reporting_errors(std::string_view command, const std::function<int()>& b
     std::cerr << "astrai " << command << ": " << e.what() << "\n";
     return 1;
   }
+}
+
+std::string number_text(double value) {
+  std::ostringstream text;
+  text << std::setprecision(std::numeric_limits<float>::max_digits10) << value;
+  for (int digits = 1; digits <= std::numeric_limits<double>::max_digits10; ++digits) {
+    std::ostringstream shorter;
+    shorter << std::setprecision(digits) << value;
+    if (std::stod(shorter.str()) == value) return shorter.str();
+  }
+  return text.str();
 }
 
 }  // namespace astrai::cli

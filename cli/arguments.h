@@ -50,4 +50,8 @@ class Arguments {
 // usage error, 2; anything else a runtime failure, 1.
 int run_reporting_errors(std::string_view command, const std::function<int()>& body);
 
+// A default value as an option's text: the shortest that reads back as
+// `value` ("1", "0.95"), so an option's default can be the engine's own.
+std::string number_text(double value);
+
 }  // namespace astrai::cli

@@ -8,19 +8,21 @@
 #include "cli/backend.h"
 #include "cli/commands.h"
 #include "cli/tensor_parallel_args.h"
+#include "engine/request_defaults.h"
 #include "engine/model_files/load_model.h"
 
 namespace astrai::cli {
 
 int run_generate(std::span<const std::string_view> argv) {
   Arguments args("astrai generate --model M [--tokenizer T] --prompt TEXT [options]");
+  const SamplingParams defaults;  // the engine's own (reference/sampling/sampling_params.h)
   args.option("--model", "a GGUF file or a llama2.c checkpoint")
       .option("--tokenizer", "llama2.c tokenizer.bin (default: the GGUF's own, or tok<vocab>.bin beside a checkpoint)")
       .option("--prompt", "the text to continue", "")
-      .option("--max-tokens", "new tokens to generate at most", "256")
-      .option("--temperature", "0 = greedy (argmax)", "1.0")
-      .option("--top-k", "keep the k most likely tokens (0 = all)", "50")
-      .option("--top-p", "keep the smallest set of tokens whose probability reaches p", "1.0")
+      .option("--max-tokens", "new tokens to generate at most", std::to_string(kDefaultMaxTokens))
+      .option("--temperature", "0 = greedy (argmax)", number_text(defaults.temperature))
+      .option("--top-k", "keep the k most likely tokens (0 = all)", std::to_string(defaults.top_k))
+      .option("--top-p", "keep the smallest set of tokens whose probability reaches p", number_text(defaults.top_p))
       .option("--seed", "seed of the sampler (default: drawn at random)")
       .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
       .option("--cuda-dtype", "the CUDA backend's weights and cache: bf16, or f32 (exact comparisons)", "bf16")

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/request_defaults.h"
 #include "engine/grammar/token_constraint.h"
 #include "engine/scheduler/finish_reason.h"
 #include "engine/scheduler/token_request.h"
@@ -32,7 +33,7 @@ struct TokenEvent {
 struct GenerationRequest {
   std::string prompt;                       // tokenized with BOS first...
   std::optional<std::vector<int>> prompt_ids;  // ...unless the ids are given
-  int max_tokens = 256;                     // new tokens at most
+  int max_tokens = kDefaultMaxTokens;       // new tokens at most
   SamplingParams sampling;                  // temperature 0 = greedy
   std::vector<std::string> stop;            // stop sequences (not included in the text)
   bool ignore_eos = false;                  // keep going past EOS (benchmarks)

@@ -43,7 +43,7 @@ struct EngineConfig {
 
 // Options for the convenience calls (generate, generate_stream).
 struct GenerateParams {
-  int max_tokens = 256;
+  int max_tokens = kDefaultMaxTokens;
   SamplingParams sampling;
   std::vector<std::string> stop;
 };

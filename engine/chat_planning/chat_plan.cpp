@@ -1,6 +1,7 @@
 #include "engine/chat_planning/chat_plan.h"
 
 #include "engine/chat_planning/reasoning_split.h"
+#include "engine/request_defaults.h"
 #include "engine/scheduler/inference_scheduler.h"
 #include "engine/scheduler/prompt_limit.h"
 
@@ -131,11 +132,7 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
   plan.prompt_tokens = int(prompts.front().size());
   for (std::vector<int>& prompt : prompts) {
     GenerationRequest request;
-    // Omitted (OpenAI): what the context leaves. The engine ends a request when
-    // the context is full (finish reason ContextLimit), which for a prompt of
-    // P tokens is after context - P + 1 tokens (prompt_limit.h), so this bound
-    // never ends a request before the context does.
-    request.max_tokens = chat.max_tokens.value_or(context - int(prompt.size()) + 1);
+    request.max_tokens = chat.max_tokens.value_or(max_tokens_the_context_leaves(context, int(prompt.size())));
     request.sampling = chat.sampling;
     request.stop = chat.stop;
     request.ignore_eos = chat.ignore_eos;

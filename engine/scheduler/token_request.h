@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/request_defaults.h"
 #include "engine/grammar/token_constraint.h"
 #include "engine/scheduler/finish_reason.h"
 #include "reference/sampling/logprobs.h"
@@ -23,7 +24,7 @@ struct TokenRequest {
   // handle knows the id before any hook runs; unique among unfinished tasks.
   int task_id = 0;
   std::vector<int> prompt;       // ids; never empty, each inside the vocabulary
-  int max_tokens = 256;          // new tokens at most
+  int max_tokens = kDefaultMaxTokens;  // new tokens at most
   SamplingParams sampling;       // temperature 0 = greedy
   std::vector<int> stop_tokens;  // end the request with FinishReason::Eos (EOS, end-of-turn, stop_token_ids...)
   // -1: none; n in [0, kMaxTopLogprobs]: each token's log-probability and the

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/request_defaults.h"
 #include "reference/sampling/logprobs.h"
 #include "server/protocols/openai_response_builder.h"
 #include "server/protocols/openai_sampling_fields.h"
@@ -111,7 +112,7 @@ ChatRequest CompletionsResponseBuilder::prepare(const json& body) {
   FieldChecker check;
   ChatRequest request;
   request.sampling = default_sampling_;
-  request.max_tokens = 16;  // OpenAI's and vLLM's default for completions
+  request.max_tokens = kCompletionsDefaultMaxTokens;
   read_prompts(check, body, request.prompts);
   const CommonParameters p = read_common_parameters(check, body);
   const json loc = json::array({"body"});
