@@ -147,22 +147,27 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
   return plan;
 }
 
+namespace {
+
+// `report` called with the event's choice number moved by `offset` (a
+// prompt's choices are numbered after the earlier prompts').
+template <class Event>
+std::function<void(const Event&)> renumbered(const std::function<void(const Event&)>& report, int offset) {
+  if (!report) return nullptr;
+  return [report, offset](const Event& event) {
+    Event moved = event;
+    moved.index += offset;
+    report(moved);
+  };
+}
+
+}  // namespace
+
 void route_choice_events(ChatPlan& plan, const ChoiceEvents& events) {
   for (size_t i = 0; i < plan.requests.size(); ++i) {
-    GenerationRequest& request = plan.requests[i];
     const int offset = int(i) * plan.n;  // this prompt's choices' first number
-    if (events.on_token)
-      request.on_token = [on_token = events.on_token, offset](const TokenEvent& event) {
-        TokenEvent renumbered = event;
-        renumbered.index += offset;
-        on_token(renumbered);
-      };
-    if (events.on_finish)
-      request.on_finish = [on_finish = events.on_finish, offset](const TaskOutput& output) {
-        TaskOutput renumbered = output;
-        renumbered.index += offset;
-        on_finish(renumbered);
-      };
+    plan.requests[i].on_token = renumbered(events.on_token, offset);
+    plan.requests[i].on_finish = renumbered(events.on_finish, offset);
   }
 }
 

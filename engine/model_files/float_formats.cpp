@@ -3,6 +3,9 @@
 
 #include <bit>
 #include <cmath>
+#include <stdexcept>
+
+#include "engine/model_files/mapped_file.h"
 
 namespace astrai {
 namespace {
@@ -65,5 +68,14 @@ uint16_t float_to_bf16(float value) {
 }
 
 float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(uint32_t(bits) << 16); }
+
+void decode_floats(FloatEncoding encoding, std::span<const std::byte> bytes, std::span<float> out) {
+  if (encoding == FloatEncoding::F32) return copy_le_floats(bytes, out);
+  if (bytes.size() != out.size() * 2) throw std::logic_error("decode_floats: byte count is not 2 * float count");
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto bits = uint16_t(std::to_integer<uint16_t>(bytes[2 * i]) | (std::to_integer<uint16_t>(bytes[2 * i + 1]) << 8));
+    out[i] = encoding == FloatEncoding::F16 ? half_to_float(bits) : bf16_to_float(bits);
+  }
+}
 
 }  // namespace astrai

@@ -7,9 +7,20 @@
 // 16-bit -> float is exact.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace astrai {
+
+// The float encodings model files store whole tensors in (GGUF's and
+// safetensors' F32, F16 and BF16), little-endian.
+enum class FloatEncoding { F32, F16, BF16 };
+
+// Decodes `bytes` (4 or 2 per value, as `encoding` says) into `out`, exactly.
+// Throws std::logic_error when the sizes disagree. Both model file readers
+// decode through it.
+void decode_floats(FloatEncoding encoding, std::span<const std::byte> bytes, std::span<float> out);
 
 uint16_t float_to_half(float value);
 float half_to_float(uint16_t bits);

@@ -66,14 +66,7 @@ void read_messages(FieldChecker& check, const json& body, ChatRequest& request) 
   if (const json* system = check.field(body, body_loc, "system"))
     if (auto text = read_text_content(check, *system, loc_append(body_loc, "system")))
       request.messages.push_back({ChatRole::System, std::move(*text)});
-  const json loc = loc_append(body_loc, "messages");
-  const json* messages = check.field(body, body_loc, "messages", true);
-  if (!messages || !check.is_array(*messages, loc)) return;
-  if (messages->empty()) check.add(loc, "List should have at least 1 item after validation, not 0", "too_short");
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const json item_loc = loc_append(loc, i);
-    const json& item = (*messages)[i];
-    if (!check.is_object(item, item_loc)) continue;
+  read_object_list(check, body, body_loc, "messages", [&](const json& item, const json& item_loc) {
     std::optional<ChatRole> role;
     if (const json* r = check.field(item, item_loc, "role", true)) {
       auto name = check.string(*r, loc_append(item_loc, "role"));
@@ -83,29 +76,29 @@ void read_messages(FieldChecker& check, const json& body, ChatRequest& request) 
     }
     const json* content = check.field(item, item_loc, "content", true);
     if (role && content) read_anthropic_turn(check, *content, loc_append(item_loc, "content"), *role, request.messages);
-  }
+  });
 }
 
 }  // namespace
 
 AnthropicResponseBuilder::AnthropicResponseBuilder(std::string model, SamplingParams defaults)
-    : model_(std::move(model)), default_sampling_(defaults), id_(random_id("msg_")) {}
+    : ResponseBuilder(defaults), model_(std::move(model)), id_(random_id("msg_")) {}
 
-ChatRequest AnthropicResponseBuilder::prepare(const json& body) {
-  FieldChecker check;
-  ChatRequest request;
-  request.sampling = default_sampling_;
+void AnthropicResponseBuilder::read_input(FieldChecker& check, const json& body, ChatRequest& request) {
   read_messages(check, body, request);
-  const CommonParameters p = read_common_parameters(check, body);
+}
+
+void AnthropicResponseBuilder::read_fields(FieldChecker& check, const json& body, ChatRequest& request,
+                                           CommonParameters&) {
   const json loc = json::array({"body"});
-  // Anthropic's Messages API requires max_tokens (read with the others above).
+  // Anthropic's Messages API requires max_tokens (read with the common parameters).
   check.field(body, loc, "max_tokens", true);
   if (const json* v = check.field(body, loc, "stop_sequences"))
     read_stop_sequences(check, *v, loc_append(loc, "stop_sequences"), false, request.stop);
-  check.throw_if_any();
-  read_anthropic_tools(body, request);  // 400s, once the fields' types are known good
-  apply_common_parameters(p, request);
-  return request;
+}
+
+void AnthropicResponseBuilder::check_request(const json& body, ChatRequest& request) {
+  read_anthropic_tools(body, request);
 }
 
 std::string AnthropicResponseBuilder::format_stream_start(int prompt_tokens) {

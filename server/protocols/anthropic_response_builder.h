@@ -13,7 +13,6 @@ class AnthropicResponseBuilder : public ResponseBuilder {
   // defaults: the sampling a request gets for the fields it leaves out.
   AnthropicResponseBuilder(std::string model, SamplingParams defaults);
 
-  ChatRequest prepare(const nlohmann::ordered_json& body) override;
   std::string format_stream_start(int prompt_tokens) override;
   std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
   std::string format_choice_end(const CompletionResult& choice) override;
@@ -27,8 +26,12 @@ class AnthropicResponseBuilder : public ResponseBuilder {
   std::string format_stream_error(ErrorKind kind, const std::string& message) override;
 
  private:
+  void read_input(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request) override;
+  void read_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request,
+                   CommonParameters& common) override;
+  void check_request(const nlohmann::ordered_json& body, ChatRequest& request) override;
+
   std::string model_;
-  SamplingParams default_sampling_;
   std::string id_;
   // Streams: the content blocks. Without output parsing a text block opens
   // with the stream (index 0); with it, each block opens when its first part

@@ -103,18 +103,18 @@ void read_prompts(FieldChecker& check, const json& body, std::vector<RawPrompt>&
 }  // namespace
 
 CompletionsResponseBuilder::CompletionsResponseBuilder(std::string model, SamplingParams defaults)
-    : model_(std::move(model)), default_sampling_(defaults), id_(random_id("cmpl-")), created_(unix_time_now()) {}
+    : ResponseBuilder(defaults), model_(std::move(model)), id_(random_id("cmpl-")), created_(unix_time_now()) {}
 
-ChatRequest CompletionsResponseBuilder::prepare(const json& body) {
+void CompletionsResponseBuilder::read_input(FieldChecker& check, const json& body, ChatRequest& request) {
   for (const char* unsupported : {"suffix", "best_of"})
     if (body.contains(unsupported) && !body[unsupported].is_null())
       throw InvalidRequestError(std::string(unsupported) + " is not supported by this server");
-  FieldChecker check;
-  ChatRequest request;
-  request.sampling = default_sampling_;
-  request.max_tokens = kCompletionsDefaultMaxTokens;
+  request.max_tokens = kCompletionsDefaultMaxTokens;  // unless the body sets it
   read_prompts(check, body, request.prompts);
-  const CommonParameters p = read_common_parameters(check, body);
+}
+
+void CompletionsResponseBuilder::read_fields(FieldChecker& check, const json& body, ChatRequest& request,
+                                             CommonParameters&) {
   const json loc = json::array({"body"});
   if (const json* v = check.field(body, loc, "stop"))
     read_stop_sequences(check, *v, loc_append(loc, "stop"), true, request.stop);
@@ -133,13 +133,13 @@ ChatRequest CompletionsResponseBuilder::prepare(const json& body) {
   if (const json* v = check.field(body, loc, "echo"))
     if (auto b = check.boolean(*v, loc_append(loc, "echo"))) request.echo = *b;
   include_usage_ = read_choices_and_stream_options(check, body, request);
-  check.throw_if_any();
+}
+
+void CompletionsResponseBuilder::check_request(const json&, ChatRequest& request) {
   if (request.echo && request.logprobs >= 0)
     throw InvalidRequestError("echo with logprobs is not supported (the engine does not score prompt tokens)");
-  apply_common_parameters(p, request);
   n_ = request.n;
   text_offset_.assign(request.prompts.size() * size_t(request.n), 0);
-  return request;
 }
 
 json CompletionsResponseBuilder::legacy_logprobs(const json& entries, size_t offset) {

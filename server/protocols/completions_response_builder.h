@@ -15,7 +15,6 @@ class CompletionsResponseBuilder : public ResponseBuilder {
  public:
   CompletionsResponseBuilder(std::string model, SamplingParams defaults);
 
-  ChatRequest prepare(const nlohmann::ordered_json& body) override;
   std::string format_stream_start(int prompt_tokens) override;
   std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
   std::string format_choice_end(const CompletionResult& choice) override;
@@ -25,6 +24,10 @@ class CompletionsResponseBuilder : public ResponseBuilder {
   std::string format_stream_error(ErrorKind kind, const std::string& message) override;
 
  private:
+  void read_input(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request) override;
+  void read_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request,
+                   CommonParameters& common) override;
+  void check_request(const nlohmann::ordered_json& body, ChatRequest& request) override;
   nlohmann::ordered_json chunk(int index, std::string_view text, nlohmann::ordered_json logprobs,
                                const nlohmann::ordered_json& finish_reason) const;
   // The legacy logprobs object of chat-shaped entries (logprobs_content.h),
@@ -33,7 +36,6 @@ class CompletionsResponseBuilder : public ResponseBuilder {
   nlohmann::ordered_json usage_of(const std::vector<CompletionResult>& choices) const;
 
   std::string model_;
-  SamplingParams default_sampling_;
   std::string id_;
   int64_t created_;
   std::optional<bool> include_usage_;

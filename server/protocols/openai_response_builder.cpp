@@ -77,14 +77,7 @@ std::optional<ChatRole> openai_role(const std::string& role) {
 }
 
 void read_messages(FieldChecker& check, const json& body, ChatRequest& request) {
-  const json loc = json::array({"body", "messages"});
-  const json* messages = check.field(body, json::array({"body"}), "messages", true);
-  if (!messages || !check.is_array(*messages, loc)) return;
-  if (messages->empty()) check.add(loc, "List should have at least 1 item after validation, not 0", "too_short");
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const json item_loc = loc_append(loc, i);
-    const json& item = (*messages)[i];
-    if (!check.is_object(item, item_loc)) continue;
+  read_object_list(check, body, json::array({"body"}), "messages", [&](const json& item, const json& item_loc) {
     ChatMessage message;
     bool ok = true;
     if (const json* role = check.field(item, item_loc, "role", true)) {
@@ -121,38 +114,36 @@ void read_messages(FieldChecker& check, const json& body, ChatRequest& request) 
       message.content = std::move(*content);
       request.messages.push_back(std::move(message));
     }
-  }
+  });
 }
 }  // namespace
 
 OpenAIResponseBuilder::OpenAIResponseBuilder(std::string model, SamplingParams defaults)
-    : model_(std::move(model)), default_sampling_(defaults), id_(random_id("chatcmpl-")), created_(unix_time_now()) {}
+    : ResponseBuilder(defaults), model_(std::move(model)), id_(random_id("chatcmpl-")), created_(unix_time_now()) {}
 
-ChatRequest OpenAIResponseBuilder::prepare(const json& body) {
-  FieldChecker check;
-  ChatRequest request;
-  request.sampling = default_sampling_;
+void OpenAIResponseBuilder::read_input(FieldChecker& check, const json& body, ChatRequest& request) {
   read_messages(check, body, request);
-  const CommonParameters p = read_common_parameters(check, body);
+}
+
+void OpenAIResponseBuilder::read_fields(FieldChecker& check, const json& body, ChatRequest& request,
+                                        CommonParameters& common) {
   const json loc = json::array({"body"});
   // max_completion_tokens is the newer name of max_tokens; it wins when both are given.
-  std::optional<int> max_tokens = p.max_tokens;
   if (const json* v = check.field(body, loc, "max_completion_tokens"))
     if (auto n = check.integer(*v, loc_append(loc, "max_completion_tokens"))) {
       check.at_least(double(*n), 1, loc_append(loc, "max_completion_tokens"));
-      max_tokens = int(std::min<long long>(*n, 1 << 30));
+      common.max_tokens = int(std::min<long long>(*n, 1 << 30));
     }
   if (const json* v = check.field(body, loc, "stop"))
     read_stop_sequences(check, *v, loc_append(loc, "stop"), true, request.stop);
   read_openai_sampling_fields(check, body, request);
   read_structured_output_fields(check, body, request);
   include_usage_ = read_choices_and_stream_options(check, body, request);
-  check.throw_if_any();
-  read_openai_tools(body, request);  // 400s, once the fields' types are known good
+}
+
+void OpenAIResponseBuilder::check_request(const json& body, ChatRequest& request) {
+  read_openai_tools(body, request);
   n_ = request.n;
-  apply_common_parameters(p, request);
-  if (max_tokens) request.max_tokens = *max_tokens;  // max_completion_tokens when given
-  return request;
 }
 
 json OpenAIResponseBuilder::chunk(int index, json delta, const json& finish_reason) const {

@@ -23,7 +23,6 @@ class OpenAIResponseBuilder : public ResponseBuilder {
   // defaults: the sampling a request gets for the fields it leaves out.
   OpenAIResponseBuilder(std::string model, SamplingParams defaults);
 
-  ChatRequest prepare(const nlohmann::ordered_json& body) override;
   std::string format_stream_start(int prompt_tokens) override;
   std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
   std::string format_choice_end(const CompletionResult& choice) override;
@@ -35,11 +34,14 @@ class OpenAIResponseBuilder : public ResponseBuilder {
   std::string format_stream_error(ErrorKind kind, const std::string& message) override;
 
  private:
+  void read_input(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request) override;
+  void read_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request,
+                   CommonParameters& common) override;
+  void check_request(const nlohmann::ordered_json& body, ChatRequest& request) override;
   // A chat.completion.chunk with one choice, `index`, carrying `delta`.
   nlohmann::ordered_json chunk(int index, nlohmann::ordered_json delta, const nlohmann::ordered_json& finish_reason) const;
 
   std::string model_;
-  SamplingParams default_sampling_;
   std::string id_;
   int64_t created_;
   // stream_options.include_usage: true puts "usage": null in every chunk as

@@ -23,13 +23,22 @@ namespace astrai {
 // The HTTP status of each kind of error (protocols.cpp).
 int http_status(ErrorKind kind);
 
+class FieldChecker;
+struct CommonParameters;
+
 class ResponseBuilder {
  public:
   virtual ~ResponseBuilder() = default;
 
-  // Reads the request body (a JSON object) into the common request. Throws
-  // ValidationError naming every bad field.
-  virtual ChatRequest prepare(const nlohmann::ordered_json& body) = 0;
+  // Reads the request body (a JSON object) into the common request, the
+  // same steps for every protocol: a request on the model's sampling
+  // defaults; the protocol's input (read_input: messages, or prompts); the
+  // parameters the protocols spell alike (validation.h's CommonParameters);
+  // the protocol's other fields (read_fields); every field error raised
+  // together (ValidationError, a 422 naming each); then what can only be
+  // refused once the fields' types are known good (check_request: tools,
+  // InvalidRequestError, a 400); and last the common parameters given.
+  ChatRequest prepare(const nlohmann::ordered_json& body);
 
   // A stream's first bytes, before any text.
   virtual std::string format_stream_start(int prompt_tokens) = 0;
@@ -61,6 +70,20 @@ class ResponseBuilder {
   // a request that fails after its stream began).
   virtual nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const = 0;
   virtual std::string format_stream_error(ErrorKind kind, const std::string& message) = 0;
+
+ protected:
+  // defaults: the sampling a request gets for the fields it leaves out.
+  explicit ResponseBuilder(SamplingParams defaults) : default_sampling_(defaults) {}
+
+  // prepare()'s steps of each protocol (see there). read_fields may change
+  // the common parameters (a newer name of one that wins over it).
+  virtual void read_input(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request) = 0;
+  virtual void read_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request,
+                           CommonParameters& common) = 0;
+  virtual void check_request(const nlohmann::ordered_json& /*body*/, ChatRequest& /*request*/) {}
+
+ private:
+  SamplingParams default_sampling_;
 };
 
 }  // namespace astrai

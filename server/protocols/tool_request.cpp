@@ -35,6 +35,58 @@ void check_unique(std::set<std::string>& seen, const std::string& name, const st
   if (!seen.insert(name).second) refuse(where + ": the name '" + name + "' is defined twice");
 }
 
+// A tool's name, valid and not taken by another tool of the request.
+void check_tool_name(const json& name, const std::string& where, std::set<std::string>& seen) {
+  check_name(name, where);
+  check_unique(seen, name, where);
+}
+
+// One tool as chat templates read it (transformers' shape), from the fields
+// of either protocol: {"type": "function", "function": {"name",
+// "description"?, "parameters"?}}. The name is checked before
+// (check_tool_name); the description must be a string (description_at:
+// where the protocol spells it, for the message).
+struct ToolFields {
+  const json* name = nullptr;
+  const json* description = nullptr;  // null or absent: none
+  const json* parameters = nullptr;   // null or absent: none
+  std::string description_at;
+};
+
+json template_tool(const ToolFields& f) {
+  json function = {{"name", *f.name}};
+  if (f.description && !f.description->is_null()) {
+    if (!f.description->is_string()) refuse(f.description_at + " must be a string");
+    function["description"] = *f.description;
+  }
+  if (f.parameters && !f.parameters->is_null()) function["parameters"] = *f.parameters;
+  return {{"type", "function"}, {"function", std::move(function)}};
+}
+
+// The body's `tools` when it has them, whatever the protocol: a list of
+// objects, each read by `one` (given where it is, `where` with its index for
+// "%", and the names seen so far) into template_tool's shape. An empty list
+// is no tools; tools given let the model choose (auto) until tool_choice
+// says otherwise.
+template <class ReadOne>
+void read_tool_list(const json& body, ChatRequest& request, const std::string& where, ReadOne one) {
+  if (!body.contains("tools") || body["tools"].is_null()) return;
+  const json& tools = body["tools"];
+  if (!tools.is_array()) refuse("tools must be a list");
+  std::set<std::string> seen;
+  json read = json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    std::string at = where;
+    at.replace(at.find('%'), 1, std::to_string(i));
+    if (!tools[i].is_object()) refuse(at + " must be an object");
+    read.push_back(one(tools[i], at, seen));
+  }
+  request.tools = read.empty() ? json(nullptr) : std::move(read);
+  request.tool_choice.mode = request.tools.is_null() ? ToolChoice::Mode::None : ToolChoice::Mode::Auto;
+}
+
+const json* member(const json& object, const char* key) { return object.contains(key) ? &object[key] : nullptr; }
+
 void check_named_choice(const ChatRequest& request, const std::string& where) {
   if (request.tool_choice.mode == ToolChoice::Mode::None || request.tool_choice.mode == ToolChoice::Mode::Auto) return;
   if (request.tools.is_null()) refuse(where + " needs tools");
@@ -47,38 +99,20 @@ void check_named_choice(const ChatRequest& request, const std::string& where) {
 }  // namespace
 
 void read_openai_tools(const json& body, ChatRequest& request) {
-  if (body.contains("tools") && !body["tools"].is_null()) {
-    const json& tools = body["tools"];
-    if (!tools.is_array()) refuse("tools must be a list");
-    std::set<std::string> seen;
-    request.tools = json::array();
-    for (size_t i = 0; i < tools.size(); ++i) {
-      const std::string where = "tools[" + std::to_string(i) + "]";
-      const json& tool = tools[i];
-      if (!tool.is_object()) refuse(where + " must be an object");
-      if (!tool.contains("type") || tool["type"] != "function")
-        refuse(where + ".type must be 'function' (the only kind of tool this server calls)");
-      if (!tool.contains("function") || !tool["function"].is_object()) refuse(where + ".function must be an object");
-      const json& f = tool["function"];
-      if (!f.contains("name")) refuse(where + ".function.name is required");
-      check_name(f["name"], where + ".function.name");
-      check_unique(seen, f["name"], where + ".function.name");
-      json function = {{"name", f["name"]}};
-      if (f.contains("description") && !f["description"].is_null()) {
-        if (!f["description"].is_string()) refuse(where + ".function.description must be a string");
-        function["description"] = f["description"];
-      }
-      if (f.contains("parameters") && !f["parameters"].is_null()) {
-        check_schema(f["parameters"], where + ".function.parameters");
-        function["parameters"] = f["parameters"];
-      }
-      if (f.contains("strict") && !f["strict"].is_null() && !f["strict"].is_boolean())
-        refuse(where + ".function.strict must be true or false");
-      request.tools.push_back({{"type", "function"}, {"function", std::move(function)}});
-    }
-    request.tool_choice.mode = request.tools.empty() ? ToolChoice::Mode::None : ToolChoice::Mode::Auto;
-    if (request.tools.empty()) request.tools = nullptr;
-  }
+  read_tool_list(body, request, "tools[%]", [](const json& tool, const std::string& where, std::set<std::string>& seen) {
+    if (!tool.contains("type") || tool["type"] != "function")
+      refuse(where + ".type must be 'function' (the only kind of tool this server calls)");
+    if (!tool.contains("function") || !tool["function"].is_object()) refuse(where + ".function must be an object");
+    const json& f = tool["function"];
+    if (!f.contains("name")) refuse(where + ".function.name is required");
+    check_tool_name(f["name"], where + ".function.name", seen);
+    if (f.contains("description") && !f["description"].is_null() && !f["description"].is_string())
+      refuse(where + ".function.description must be a string");
+    if (f.contains("parameters") && !f["parameters"].is_null()) check_schema(f["parameters"], where + ".function.parameters");
+    if (f.contains("strict") && !f["strict"].is_null() && !f["strict"].is_boolean())
+      refuse(where + ".function.strict must be true or false");
+    return template_tool({&f["name"], member(f, "description"), member(f, "parameters"), where + ".function.description"});
+  });
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
     const json& choice = body["tool_choice"];
     if (choice == "none") request.tool_choice.mode = ToolChoice::Mode::None;
@@ -113,33 +147,15 @@ void read_anthropic_tools(const json& body, ChatRequest& request) {
       refuse("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}");
     request.chat_template_kwargs = {{"enable_thinking", thinking["type"] == "enabled"}};
   }
-  if (body.contains("tools") && !body["tools"].is_null()) {
-    const json& tools = body["tools"];
-    if (!tools.is_array()) refuse("tools must be a list");
-    std::set<std::string> seen;
-    request.tools = json::array();
-    for (size_t i = 0; i < tools.size(); ++i) {
-      const std::string where = "tools." + std::to_string(i);
-      const json& tool = tools[i];
-      if (!tool.is_object()) refuse(where + " must be an object");
-      if (tool.contains("type") && !tool["type"].is_null() && tool["type"] != "custom")
-        refuse(where + ".type '" + tool["type"].dump() + "' is not supported (client tools only: name, description, input_schema)");
-      if (!tool.contains("name")) refuse(where + ".name is required");
-      check_name(tool["name"], where + ".name");
-      check_unique(seen, tool["name"], where + ".name");
-      if (!tool.contains("input_schema")) refuse(where + ".input_schema is required");
-      check_schema(tool["input_schema"], where + ".input_schema");
-      json function = {{"name", tool["name"]}};
-      if (tool.contains("description") && !tool["description"].is_null()) {
-        if (!tool["description"].is_string()) refuse(where + ".description must be a string");
-        function["description"] = tool["description"];
-      }
-      function["parameters"] = tool["input_schema"];
-      request.tools.push_back({{"type", "function"}, {"function", std::move(function)}});
-    }
-    request.tool_choice.mode = request.tools.empty() ? ToolChoice::Mode::None : ToolChoice::Mode::Auto;
-    if (request.tools.empty()) request.tools = nullptr;
-  }
+  read_tool_list(body, request, "tools.%", [](const json& tool, const std::string& where, std::set<std::string>& seen) {
+    if (tool.contains("type") && !tool["type"].is_null() && tool["type"] != "custom")
+      refuse(where + ".type '" + tool["type"].dump() + "' is not supported (client tools only: name, description, input_schema)");
+    if (!tool.contains("name")) refuse(where + ".name is required");
+    check_tool_name(tool["name"], where + ".name", seen);
+    if (!tool.contains("input_schema")) refuse(where + ".input_schema is required");
+    check_schema(tool["input_schema"], where + ".input_schema");
+    return template_tool({&tool["name"], member(tool, "description"), &tool["input_schema"], where + ".description"});
+  });
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
     const json& choice = body["tool_choice"];
     if (!choice.is_object() || !choice.contains("type") || !choice["type"].is_string())

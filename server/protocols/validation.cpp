@@ -161,6 +161,19 @@ CommonParameters read_common_parameters(FieldChecker& check, const json& body) {
   return p;
 }
 
+void read_object_list(FieldChecker& check, const json& body, const json& body_loc, const std::string& key,
+                      const std::function<void(const json& item, const json& loc)>& read) {
+  const json loc = loc_append(body_loc, key);
+  const json* list = check.field(body, body_loc, key, true);
+  if (!list || !check.is_array(*list, loc)) return;
+  if (list->empty()) check.add(loc, "List should have at least 1 item after validation, not 0", "too_short");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json item_loc = loc_append(loc, i);
+    const json& item = (*list)[i];
+    if (check.is_object(item, item_loc)) read(item, item_loc);
+  }
+}
+
 std::optional<std::string> read_text_content(FieldChecker& check, const json& value, const json& loc) {
   if (value.is_string()) {
     std::string text = value.get<std::string>();

@@ -5,6 +5,7 @@
 // (not just the first), and throw_if_any() raises them together.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -84,6 +85,13 @@ struct CommonParameters {
 CommonParameters read_common_parameters(FieldChecker& check, const nlohmann::ordered_json& body);
 // Copies the fields that were given into the request (defaults stay otherwise).
 void apply_common_parameters(const CommonParameters& p, ChatRequest& request);
+
+// A required list of objects (messages), each object given to `read` with
+// its location; a missing field, a value that is no list, an empty list and
+// an item that is no object are recorded as pydantic words them.
+void read_object_list(FieldChecker& check, const nlohmann::ordered_json& body, const nlohmann::ordered_json& body_loc,
+                      const std::string& key,
+                      const std::function<void(const nlohmann::ordered_json& item, const nlohmann::ordered_json& loc)>& read);
 
 // Message text as both protocols allow it: a non-empty string, or a list of
 // {"type": "text", "text": "..."} blocks (joined by "\n"). nullopt on error.

@@ -349,17 +349,10 @@ void GgufReader::read_tensor_floats(const GgufTensorInfo& info, std::span<float>
     throw std::logic_error("read_tensor_floats: output has " + std::to_string(out.size()) + " floats, tensor '" +
                            info.name + "' has " + std::to_string(info.n_elements));
   const auto bytes = tensor_data(info);
-  auto half_bits = [&](size_t i) {
-    return uint16_t(std::to_integer<uint16_t>(bytes[2 * i]) | (std::to_integer<uint16_t>(bytes[2 * i + 1]) << 8));
-  };
   switch (info.type) {
-    case GgmlType::F32: copy_le_floats(bytes, out); break;
-    case GgmlType::F16:
-      for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(half_bits(i));
-      break;
-    case GgmlType::BF16:
-      for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(half_bits(i));
-      break;
+    case GgmlType::F32: decode_floats(FloatEncoding::F32, bytes, out); break;
+    case GgmlType::F16: decode_floats(FloatEncoding::F16, bytes, out); break;
+    case GgmlType::BF16: decode_floats(FloatEncoding::BF16, bytes, out); break;
     default:
       if (!quant::can_dequantize(info.type))
         throw std::runtime_error(path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +

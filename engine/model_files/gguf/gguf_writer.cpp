@@ -1,6 +1,8 @@
 // GGUF v3 writer (see gguf_writer.h; the layout is described in gguf_reader.cpp).
 #include "engine/model_files/gguf/gguf_writer.h"
 
+#include "engine/model_files/atomic_file.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -174,43 +176,25 @@ void GgufWriter::write(const std::string& path) const {
   }
   head.resize(size_t(align_up(head.size(), alignment_)), '\0');
 
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot open " + tmp + " for writing");
+  write_file_atomically(path, [&](std::ostream& out) {
     out.write(head.data(), std::streamsize(head.size()));
     const std::string zeros(alignment_, '\0');
-    try {
-      for (const auto& t : tensors_) {
-        std::vector<std::byte> made;  // a produced tensor's bytes, freed after it is written
-        if (t.produce) {
-          const std::vector<float> values = t.produce();
-          if (values.size() != element_count(t.ne))
-            throw std::invalid_argument("GGUF tensor '" + t.name + "': dimensions hold " +
-                                        std::to_string(element_count(t.ne)) + " elements, its producer made " +
-                                        std::to_string(values.size()));
-          made = encode_floats(values, t.type, t.n_bytes);
-        }
-        const auto& bytes = t.produce ? made : t.bytes;
-        out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-        const uint64_t pad = align_up(bytes.size(), alignment_) - bytes.size();
-        out.write(zeros.data(), std::streamsize(pad));
+    for (const auto& t : tensors_) {
+      std::vector<std::byte> made;  // a produced tensor's bytes, freed after it is written
+      if (t.produce) {
+        const std::vector<float> values = t.produce();
+        if (values.size() != element_count(t.ne))
+          throw std::invalid_argument("GGUF tensor '" + t.name + "': dimensions hold " +
+                                      std::to_string(element_count(t.ne)) + " elements, its producer made " +
+                                      std::to_string(values.size()));
+        made = encode_floats(values, t.type, t.n_bytes);
       }
-    } catch (...) {  // a producer failed: no half-written file is left
-      out.close();
-      std::remove(tmp.c_str());
-      throw;
+      const auto& bytes = t.produce ? made : t.bytes;
+      out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+      const uint64_t pad = align_up(bytes.size(), alignment_) - bytes.size();
+      out.write(zeros.data(), std::streamsize(pad));
     }
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": writing failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
-  }
+  });
 }
 
 }  // namespace astrai

@@ -234,17 +234,10 @@ void SafetensorsFile::read_tensor_floats(const SafetensorsTensorInfo& info, std:
     throw std::logic_error("read_tensor_floats: output has " + std::to_string(out.size()) + " floats, tensor '" +
                            info.name + "' has " + std::to_string(info.n_elements));
   const auto bytes = tensor_data(info);
-  auto bits16 = [&](size_t i) {
-    return uint16_t(std::to_integer<uint16_t>(bytes[2 * i]) | (std::to_integer<uint16_t>(bytes[2 * i + 1]) << 8));
-  };
   switch (info.dtype) {
-    case SafetensorsDType::F32: copy_le_floats(bytes, out); break;
-    case SafetensorsDType::F16:
-      for (size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(bits16(i));
-      break;
-    case SafetensorsDType::BF16:
-      for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(bits16(i));
-      break;
+    case SafetensorsDType::F32: decode_floats(FloatEncoding::F32, bytes, out); break;
+    case SafetensorsDType::F16: decode_floats(FloatEncoding::F16, bytes, out); break;
+    case SafetensorsDType::BF16: decode_floats(FloatEncoding::BF16, bytes, out); break;
     default:
       throw std::runtime_error(path() + ": tensor '" + info.name + "' has dtype " + safetensors_dtype_name(info.dtype) +
                                "; only F32, F16 and BF16 tensors can be read");

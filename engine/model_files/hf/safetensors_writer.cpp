@@ -1,6 +1,8 @@
 // safetensors writer (see safetensors_writer.h).
 #include "engine/model_files/hf/safetensors_writer.h"
 
+#include "engine/model_files/atomic_file.h"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -83,22 +85,8 @@ std::string SafetensorsWriter::bytes() const {
 }
 
 void SafetensorsWriter::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot create " + tmp);
-    const std::string b = bytes();
-    out.write(b.data(), std::streamsize(b.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": writing failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
-  }
+  const std::string b = bytes();
+  write_file_atomically(path, [&](std::ostream& out) { out.write(b.data(), std::streamsize(b.size())); });
 }
 
 }  // namespace astrai
