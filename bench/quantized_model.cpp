@@ -53,17 +53,15 @@ void fill_blocks(QuantizedModel& m) {
   };
   std::map<QuantFormat, ScaleLayout> layouts;
   std::vector<Chunk> chunks;
-  for (auto& [name, entry] : m.blocks) {
-    const QuantFormat f = entry.first;
+  for (auto& [name, matrix] : m.blocks) {
+    const QuantFormat f = matrix.format;
     layouts.emplace(f, scale_layout(f));
     const auto info = cuda::quant_format_info(f);
-    const size_t block_bytes = size_t(info.block_bytes), blocks = entry.second.size() / block_bytes;
-    const double fan_in = double(name.find("ffn_down") != std::string::npos ? m.config.hidden_dim
-                                 : name.find("attn_output") != std::string::npos ? m.config.q_dim()
-                                                                                 : m.config.dim);
+    const size_t block_bytes = size_t(info.block_bytes), blocks = matrix.bytes.size() / block_bytes;
+    const double fan_in = double(matrix.cols);  // [out, in]: a row's length
     const uint16_t scale = float_to_half(float(std::sqrt(3.0 / fan_in) / layouts.at(f).reach));
     for (size_t at = 0; at < blocks; at += 1 << 16)
-      chunks.push_back({&entry.second, at, std::min(blocks, at + (1 << 16)), block_bytes, &layouts.at(f), scale});
+      chunks.push_back({&matrix.bytes, at, std::min(blocks, at + (1 << 16)), block_bytes, &layouts.at(f), scale});
   }
   std::atomic<size_t> next{0};
   const auto worker = [&] {
@@ -90,17 +88,20 @@ void fill_blocks(QuantizedModel& m) {
   for (auto& t : threads) t.join();
 }
 
-// Which of the perf model's matrices a weight-table row is.
-std::optional<cuda::perf::Matrix> matrix_of(const std::string& gguf_row) {
+// Which of the perf model's matrices a weight-table row is, by the row's
+// field (weight_table.h); nullopt for the vectors (norms, biases).
+std::optional<cuda::perf::Matrix> matrix_of(const WeightRow& row) {
   using cuda::perf::Matrix;
-  static const std::map<std::string, Matrix> rows = {
-      {"attn_q.weight", Matrix::Q},       {"attn_k.weight", Matrix::K},     {"attn_v.weight", Matrix::V},
-      {"attn_output.weight", Matrix::O},  {"ffn_gate.weight", Matrix::Gate}, {"ffn_up.weight", Matrix::Up},
-      {"ffn_down.weight", Matrix::Down},  {"output.weight", Matrix::Classifier},
-      {"token_embd.weight", Matrix::Embedding}};
-  const auto it = rows.find(gguf_row);
-  if (it == rows.end()) return std::nullopt;
-  return it->second;
+  using L = LayerWeights;
+  using M = ModelWeights;
+  static const std::pair<WeightField, Matrix> kMatrices[] = {
+      {&L::wq, Matrix::Q},       {&L::wk, Matrix::K},         {&L::wv, Matrix::V},
+      {&L::wo, Matrix::O},       {&L::w_gate, Matrix::Gate},  {&L::w_up, Matrix::Up},
+      {&L::w_down, Matrix::Down}, {&M::classifier, Matrix::Classifier}, {&M::token_embedding, Matrix::Embedding}};
+  for (const auto& [field, matrix] : kMatrices)
+    if (field == row.field) return matrix;
+  if (row.rank() == 2) throw std::logic_error(std::string("random_quantized_model: no perf-model matrix for ") + row.gguf_name);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -110,7 +111,7 @@ QuantizedModel random_quantized_model(const ModelConfig& config, cuda::perf::Wei
   QuantizedModel m;
   m.config = config;
   for (const ModelTensor& t : model_tensors(config, false)) {
-    const auto which = matrix_of(t.row->gguf_name);
+    const auto which = matrix_of(*t.row);
     if (!which) {  // a norm: near 1
       std::vector<float> v(t.shape.at(0));
       for (size_t i = 0; i < v.size(); ++i) v[i] = 0.9f + 0.2f * float(i % 7) / 7.0f;
@@ -122,7 +123,8 @@ QuantizedModel random_quantized_model(const ModelConfig& config, cuda::perf::Wei
     if (t.shape.at(1) % size_t(info.block_elements) != 0)
       throw std::invalid_argument("random_quantized_model: " + t.gguf_name() + "'s rows of " +
                                   std::to_string(t.shape.at(1)) + " are not whole " + std::string(info.name) + " blocks");
-    m.blocks[t.gguf_name()] = {*f, std::vector<std::byte>(cuda::quant_matrix_bytes(*f, t.shape.at(0), t.shape.at(1)))};
+    m.blocks[t.gguf_name()] = {*f, std::vector<std::byte>(cuda::quant_matrix_bytes(*f, t.shape.at(0), t.shape.at(1))),
+                               t.shape.at(1), *which == cuda::perf::Matrix::Embedding};
   }
   fill_blocks(m);
   return m;
@@ -140,17 +142,17 @@ ModelSource QuantizedModel::source() const {
   s.blocks = [this](const ModelTensor& t) -> std::optional<TensorBlocks> {
     const auto it = blocks.find(t.gguf_name());
     if (it == blocks.end()) return std::nullopt;
-    return TensorBlocks{std::string(cuda::quant_format_info(it->second.first).name), it->second.second, nullptr};
+    return TensorBlocks{std::string(cuda::quant_format_info(it->second.format).name), it->second.bytes, nullptr};
   };
   for (const auto& [name, b] : blocks)
-    s.stored[name] = StoredTensor{std::string(cuda::quant_format_info(b.first).name), b.second.size()};
+    s.stored[name] = StoredTensor{std::string(cuda::quant_format_info(b.format).name), b.bytes.size()};
   return s;
 }
 
 double QuantizedModel::step_weight_bytes(int batch) const {
   double bytes = 0.0;
   for (const auto& [name, b] : blocks)
-    bytes += name == "token_embd.weight" ? double(b.second.size()) / config.vocab_size * batch : double(b.second.size());
+    bytes += b.embedding ? double(b.bytes.size()) / config.vocab_size * batch : double(b.bytes.size());
   for (const auto& [name, v] : vectors) bytes += 2.0 * double(v.size());
   return bytes;
 }

@@ -18,9 +18,16 @@
 
 namespace astrai::bench {
 
+struct QuantizedMatrix {
+  cuda::QuantFormat format;
+  std::vector<std::byte> bytes;
+  size_t cols = 0;         // a row's length (the fan-in its scales are set for)
+  bool embedding = false;  // a step reads `batch` rows of it, not all
+};
+
 struct QuantizedModel {
   ModelConfig config;
-  std::map<std::string, std::pair<cuda::QuantFormat, std::vector<std::byte>>> blocks;  // by GGUF tensor name
+  std::map<std::string, QuantizedMatrix> blocks;  // by GGUF tensor name (the weight table's)
   std::map<std::string, std::vector<float>> vectors;                                   // the norms
 
   // Serves the blocks and norms; `*this` must outlive it.

@@ -69,8 +69,8 @@ int run_make_model(std::span<const std::string_view> argv) {
       throw std::invalid_argument("--arch must be llama, mistral, qwen2 or qwen3, got '" + arch + "'");
     config.rope_scaling.factor = float(args.get_double("--rope-scaling"));
     if (format != "gguf" && format != "hf") throw std::invalid_argument("--format must be gguf or hf, got '" + format + "'");
-    config.qkv_bias = arch == "qwen2";
-    config.qk_norm = arch == "qwen3";
+    config.options.qkv_bias = arch == "qwen2";
+    config.options.qk_norm = arch == "qwen3";
 
     std::optional<Tokenizer> tokenizer;
     std::string tokenizer_json, tokenizer_config, chat_template;

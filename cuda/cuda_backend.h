@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/cuda_available.h"
 #include "cuda/cuda_options.h"
 #include "cuda/tensor_parallel/tensor_parallel_options.h"
 #include "engine/executor/executor.h"
@@ -22,18 +23,6 @@
 #include "reference/model_weights.h"
 
 namespace astrai {
-
-// True when a CUDA device of compute capability 8.0 or newer is visible;
-// otherwise false with the reason in *why ("no CUDA-capable device is
-// detected", "device 0 is sm_75; the CUDA backend needs sm_80 or newer").
-// In a -Dcuda=emulated build the device is the emulated one (cuda/emulation/:
-// the kernels run on the CPU, for tests): true, with *why saying it is
-// emulated; callers choosing a backend by themselves should not pick it
-// (cuda_is_emulated()).
-bool cuda_available(std::string* why = nullptr);
-
-// True in a -Dcuda=emulated build: every "device" is the CPU emulation.
-bool cuda_is_emulated();
 
 // "NVIDIA H200 (sm_90, 139.8 GiB)" for device `device`; "" when there is none.
 // Emulated: "AstrAI emulated device (CPU) (sm_90, 16.0 GiB of host memory at

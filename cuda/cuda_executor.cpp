@@ -14,8 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/all_reduce.h"
 #include "cuda/batch_plan.h"
-#include "cuda/cuda_backend.h"
+#include "cuda/cuda_available.h"
 #include "cuda/cuda_check.h"
 #include "cuda/device_buffer.h"
 #include "cuda/device_page_cache.h"
@@ -25,7 +26,6 @@
 #include "cuda/kernels/kernels.h"
 #include "cuda/paged_attention.h"
 #include "cuda/pinned_buffer.h"
-#include "cuda/tensor_parallel/communicator.h"
 #include "reference/rope.h"
 
 namespace astrai::cuda {

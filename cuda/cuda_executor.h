@@ -38,7 +38,7 @@
 
 namespace astrai::cuda {
 
-class Communicator;
+class AllReduce;
 class DevicePageCache;
 struct BatchPlan;
 
@@ -49,7 +49,7 @@ struct BatchPlan;
 // projections) over the ranks with one all-reduce each, inside the step's
 // graph. Rank 0 samples; the other ranks compute no logits.
 struct RankRole {
-  Communicator* comm = nullptr;  // null: one GPU, no collectives
+  AllReduce* comm = nullptr;  // the ranks' sum (tensor_parallel/communicator.h); null: one GPU
   // Rank 0: called with each step's plan once it is checked and the step's
   // buffers are ready, before any of its work is queued, so that the other
   // ranks run the same plan (run_rank_step) while this one runs it.

@@ -13,31 +13,16 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/kernels.h"
 
 namespace astrai::cuda {
 namespace {
-
-// The model's tensors by GGUF name ("blk.3.attn_q.weight").
-class TensorIndex {
- public:
-  TensorIndex(const ModelConfig& c, bool tied) {
-    for_each_model_tensor(c, tied, [&](const ModelTensor& t) { by_name_.emplace(t.gguf_name(), t); });
-  }
-  const ModelTensor& at(const std::string& name) const {
-    const auto it = by_name_.find(name);
-    if (it == by_name_.end()) throw std::logic_error("DeviceWeights: the model has no tensor " + name);
-    return it->second;
-  }
-  // Layer l's tensor `name` ("attn_q.weight").
-  const ModelTensor& layer(int l, const char* name) const { return at("blk." + std::to_string(l) + "." + name); }
-
- private:
-  std::map<std::string, ModelTensor> by_name_;
-};
 
 size_t elements(const ModelTensor& t) {
   size_t n = 1;
@@ -133,48 +118,65 @@ DeviceMatrix upload_matrix(const ModelSource& source, DType dtype, const std::st
   return out;
 }
 
-// Every matrix stack of the model (the embedding first, the classifier
-// last unless tied), as uploaded.
-struct Stack {
-  std::string what;
-  std::vector<const ModelTensor*> tensors;
-};
-std::vector<Stack> stacks(const TensorIndex& index, const ModelSource& source) {
-  std::vector<Stack> out;
-  out.push_back({"the token embedding", {&index.at("token_embd.weight")}});
-  for (int l = 0; l < source.config.n_layers; ++l) {
-    const std::string name = "layer " + std::to_string(l);
-    out.push_back({name + " wq/wk/wv",
-                   {&index.layer(l, "attn_q.weight"), &index.layer(l, "attn_k.weight"), &index.layer(l, "attn_v.weight")}});
-    out.push_back({name + " wo", {&index.layer(l, "attn_output.weight")}});
-    out.push_back({name + " w_gate/w_up", {&index.layer(l, "ffn_gate.weight"), &index.layer(l, "ffn_up.weight")}});
-    out.push_back({name + " w_down", {&index.layer(l, "ffn_down.weight")}});
-  }
-  if (!source.tied) out.push_back({"the classifier", {&index.at("output.weight")}});
+// The pointers of a group's tensors (what the upload helpers take).
+std::vector<const ModelTensor*> tensors_of(const WeightGroup& g) {
+  std::vector<const ModelTensor*> out;
+  for (const ModelTensor& t : g.tensors) out.push_back(&t);
   return out;
 }
 
-// Elements of the weights that are not matrices (norms, biases).
-size_t vector_elements(const ModelConfig& c) {
-  const size_t per_layer = 2 * size_t(c.dim) + (c.qkv_bias ? size_t(c.q_dim() + 2 * c.kv_dim()) : 0) +
-                           (c.qk_norm ? 2 * size_t(c.head_dim()) : 0);
-  return size_t(c.dim) + size_t(c.n_layers) * per_layer;  // the final norm, the layers'
+// Where each per-layer group of the weight table lives on the device, bound
+// by its first row's field (weight_table.h): the q/k/v group is wqkv, and so
+// on. A row the table gains without a binding here is a weight this backend
+// does not run, and DeviceWeights refuses a model that has it.
+using LayerSlot = std::variant<DeviceBuffer DeviceLayerWeights::*, DeviceMatrix DeviceLayerWeights::*>;
+struct LayerBinding {
+  WeightField field;
+  LayerSlot slot;
+  const char* what;
+};
+// clang-format off
+const LayerBinding kLayerBindings[] = {
+  {&LayerWeights::attn_norm, &DeviceLayerWeights::attn_norm, "attention norm"},
+  {&LayerWeights::wq,        &DeviceLayerWeights::wqkv,      "wq/wk/wv"},
+  {&LayerWeights::bq,        &DeviceLayerWeights::bqkv,      "bq/bk/bv"},
+  {&LayerWeights::wo,        &DeviceLayerWeights::wo,        "wo"},
+  {&LayerWeights::q_norm,    &DeviceLayerWeights::q_norm,    "q norm"},
+  {&LayerWeights::k_norm,    &DeviceLayerWeights::k_norm,    "k norm"},
+  {&LayerWeights::ffn_norm,  &DeviceLayerWeights::ffn_norm,  "ffn norm"},
+  {&LayerWeights::w_gate,    &DeviceLayerWeights::w_gate_up, "w_gate/w_up"},
+  {&LayerWeights::w_down,    &DeviceLayerWeights::w_down,    "w_down"},
+};
+// clang-format on
+
+const LayerBinding& layer_binding(const WeightGroup& g) {
+  for (const LayerBinding& b : kLayerBindings)
+    if (b.field == g.first().field) return b;
+  throw std::runtime_error("the CUDA backend keeps no weight " + g.tensors.front().gguf_name() +
+                           " (cuda/device_weights.cpp binds each row of the weight table it runs)");
+}
+
+// The device's bytes of a group: a matrix stack's kept blocks as they are
+// and the rest in `dtype`; a vector group in `dtype`.
+size_t group_bytes(const ModelSource& source, DType dtype, const WeightGroup& g) {
+  if (g.first().rank() == 2) return stack_bytes(source, dtype, tensors_of(g));
+  size_t n = 0;
+  for (const ModelTensor& t : g.tensors) n += elements(t);
+  return n * dtype_size(dtype);
 }
 
 }  // namespace
 
 size_t DeviceWeights::bytes_needed(const ModelSource& source, DType dtype) {
-  const TensorIndex index(source.config, source.tied);
-  size_t bytes = vector_elements(source.config) * dtype_size(dtype);
-  for (const Stack& s : stacks(index, source)) bytes += stack_bytes(source, dtype, s.tensors);
+  size_t bytes = 0;
+  for (const WeightGroup& g : weight_groups(source.config, source.tied)) bytes += group_bytes(source, dtype, g);
   return bytes;
 }
 
 size_t DeviceWeights::bytes_needed(const ModelConfig& c, DType dtype) {
-  const size_t per_layer_matrices = size_t(c.q_dim() + 2 * c.kv_dim()) * size_t(c.dim) +
-                                    size_t(c.dim) * size_t(c.q_dim()) + 3 * size_t(c.hidden_dim) * size_t(c.dim);
-  return (vector_elements(c) + size_t(c.n_layers) * per_layer_matrices + 2 * size_t(c.vocab_size) * size_t(c.dim)) *
-         dtype_size(dtype);
+  size_t elements_needed = 0;
+  for (const ModelTensor& t : model_tensors(c, false)) elements_needed += elements(t);
+  return elements_needed * dtype_size(dtype);
 }
 
 std::string DeviceWeights::out_of_memory_message(const ModelSource& source, DType dtype, size_t free_bytes,
@@ -208,31 +210,36 @@ DeviceWeights::DeviceWeights(const ModelSource& source, DType dtype) : dtype_(dt
   ASTRAI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (bytes_needed(source, dtype) > free_bytes)
     throw std::runtime_error(out_of_memory_message(source, dtype, free_bytes, total_bytes));
-  const TensorIndex index(c, source.tied);
-  const std::vector<Stack> all = stacks(index, source);
-  embedding_ = upload_matrix(source, dtype, all[0].what, all[0].tensors);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string name = "layer " + std::to_string(l);
-    const Stack* s = &all[size_t(1 + 4 * l)];
-    DeviceLayerWeights d;
-    d.attn_norm = upload_values(source, dtype, name + " attention norm", {&index.layer(l, "attn_norm.weight")});
-    d.wqkv = upload_matrix(source, dtype, s[0].what, s[0].tensors);
-    d.wo = upload_matrix(source, dtype, s[1].what, s[1].tensors);
-    d.ffn_norm = upload_values(source, dtype, name + " ffn norm", {&index.layer(l, "ffn_norm.weight")});
-    d.w_gate_up = upload_matrix(source, dtype, s[2].what, s[2].tensors);
-    d.w_down = upload_matrix(source, dtype, s[3].what, s[3].tensors);
-    if (c.qkv_bias)
-      d.bqkv = upload_values(source, dtype, name + " bq/bk/bv",
-                             {&index.layer(l, "attn_q.bias"), &index.layer(l, "attn_k.bias"),
-                              &index.layer(l, "attn_v.bias")});
-    if (c.qk_norm) {
-      d.q_norm = upload_values(source, dtype, name + " q norm", {&index.layer(l, "attn_q_norm.weight")});
-      d.k_norm = upload_values(source, dtype, name + " k norm", {&index.layer(l, "attn_k_norm.weight")});
-    }
-    layers_.push_back(std::move(d));
+  layers_.resize(size_t(c.n_layers));
+  for (const WeightGroup& g : weight_groups(c, source.tied)) upload(source, g);
+}
+
+// One group of the weight table into the member its first row's field
+// names: a matrix stack (rank 2) into a DeviceMatrix, vectors into a buffer.
+void DeviceWeights::upload(const ModelSource& source, const WeightGroup& g) {
+  const auto put = [&](auto& slot, const std::string& what) {
+    if constexpr (std::is_same_v<std::remove_reference_t<decltype(slot)>, DeviceMatrix>)
+      slot = upload_matrix(source, dtype_, what, tensors_of(g));
+    else
+      slot = upload_values(source, dtype_, what, tensors_of(g));
+  };
+  if (g.layer() >= 0) {
+    const LayerBinding& b = layer_binding(g);
+    DeviceLayerWeights& layer = layers_[size_t(g.layer())];
+    std::visit([&](auto member) { put(layer.*member, "layer " + std::to_string(g.layer()) + " " + b.what); }, b.slot);
+    return;
   }
-  final_norm_ = upload_values(source, dtype, "the final norm", {&index.at("output_norm.weight")});
-  if (!source.tied) classifier_ = upload_matrix(source, dtype, all.back().what, all.back().tensors);
+  // The model-wide rows, bound the same way to this object's own members.
+  using Slot = std::variant<DeviceBuffer DeviceWeights::*, DeviceMatrix DeviceWeights::*>;
+  static const std::tuple<WeightField, Slot, const char*> kModelBindings[] = {
+      {&ModelWeights::token_embedding, &DeviceWeights::embedding_, "the token embedding"},
+      {&ModelWeights::final_norm, &DeviceWeights::final_norm_, "the final norm"},
+      {&ModelWeights::classifier, &DeviceWeights::classifier_, "the classifier"},
+  };
+  for (const auto& [field, slot, what] : kModelBindings)
+    if (field == g.first().field) return std::visit([&, what = what](auto member) { put(this->*member, what); }, slot);
+  throw std::runtime_error("the CUDA backend keeps no weight " + g.tensors.front().gguf_name() +
+                           " (cuda/device_weights.cpp binds each row of the weight table it runs)");
 }
 
 size_t DeviceWeights::bytes() const {

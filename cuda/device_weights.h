@@ -24,6 +24,7 @@
 #include "cuda/device_matrix.h"
 #include "cuda/dtype.h"
 #include "engine/model_files/model_source.h"
+#include "engine/model_files/weight_table.h"
 
 namespace astrai::cuda {
 
@@ -75,6 +76,7 @@ class DeviceWeights {
   bool tied() const { return tied_; }
 
  private:
+  void upload(const ModelSource& source, const WeightGroup& group);
   // f(matrix) for every linear layer's matrix, the embedding and (untied) the classifier.
   template <typename F>
   void for_each_matrix(F&& f) const;

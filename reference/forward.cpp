@@ -48,7 +48,7 @@ void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer,
   xt::xtensor<float, 2> q = project(h, L.wq, L.bq);
   xt::xtensor<float, 2> k = project(h, L.wk, L.bk);
   const xt::xtensor<float, 2> v = project(h, L.wv, L.bv);
-  if (c.qk_norm) {
+  if (c.options.qk_norm) {
     q = rmsnorm_heads(q, L.q_norm, c.norm_eps);
     k = rmsnorm_heads(k, L.k_norm, c.norm_eps);
   }

@@ -35,8 +35,8 @@ std::string ModelConfig::describe() const {
   out << "dim=" << dim << " hidden=" << hidden_dim << " layers=" << n_layers << " heads=" << n_heads
       << " kv_heads=" << n_kv_heads << " vocab=" << vocab_size << " ctx=" << max_seq_len;
   if (explicit_head_dim > 0) out << " head_dim=" << explicit_head_dim;
-  if (qkv_bias) out << " qkv_bias";
-  if (qk_norm) out << " qk_norm";
+  if (options.qkv_bias) out << " qkv_bias";
+  if (options.qk_norm) out << " qk_norm";
   if (rope_scaling.enabled()) out << " rope_scaling=llama3x" << rope_scaling.factor;
   return out.str();
 }

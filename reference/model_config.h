@@ -27,6 +27,17 @@ struct RopeScaling {
   bool enabled() const { return factor > 0.0f; }
 };
 
+// What a layer has beyond the Llama block: which of the weight table's
+// optional rows a model stores, and what the forward pass does with them.
+// Copied whole from an architecture's row (engine/model_files/architectures.h)
+// into a model's config; adding an option is adding a field here.
+struct LayerOptions {
+  bool qkv_bias = false;  // Qwen 2 / 2.5: the q, k and v projections add a bias
+  bool qk_norm = false;   // Qwen 3: RMSNorm of each head of q and of k (own weights) before RoPE
+
+  bool operator==(const LayerOptions&) const = default;
+};
+
 struct ModelConfig {
   int dim = 0;          // width of the residual stream
   int hidden_dim = 0;   // width of the SwiGLU feed-forward layer
@@ -42,8 +53,7 @@ struct ModelConfig {
   // Width of one attention head; 0 means dim / n_heads. Qwen 3 sets its own
   // (config.json head_dim, GGUF attention.key_length), so q_dim() may differ from dim.
   int explicit_head_dim = 0;
-  bool qkv_bias = false;  // Qwen 2 / 2.5: the q, k and v projections add a bias
-  bool qk_norm = false;   // Qwen 3: RMSNorm of each head of q and of k (own weights) before RoPE
+  LayerOptions options{};
 
   int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : dim / n_heads; }
   int kv_dim() const { return n_kv_heads * head_dim(); }

@@ -47,11 +47,11 @@ void ModelWeights::validate_shapes() const {
     // Optional tensors are empty exactly when their option is off.
     const auto head_dim = size_t(config.head_dim());
     const auto none = size_t(0);
-    expect_shape(L.bq, {config.qkv_bias ? q_dim : none}, p + "bq");
-    expect_shape(L.bk, {config.qkv_bias ? kv_dim : none}, p + "bk");
-    expect_shape(L.bv, {config.qkv_bias ? kv_dim : none}, p + "bv");
-    expect_shape(L.q_norm, {config.qk_norm ? head_dim : none}, p + "q_norm");
-    expect_shape(L.k_norm, {config.qk_norm ? head_dim : none}, p + "k_norm");
+    expect_shape(L.bq, {config.options.qkv_bias ? q_dim : none}, p + "bq");
+    expect_shape(L.bk, {config.options.qkv_bias ? kv_dim : none}, p + "bk");
+    expect_shape(L.bv, {config.options.qkv_bias ? kv_dim : none}, p + "bv");
+    expect_shape(L.q_norm, {config.options.qk_norm ? head_dim : none}, p + "q_norm");
+    expect_shape(L.k_norm, {config.options.qk_norm ? head_dim : none}, p + "k_norm");
   }
 }
 

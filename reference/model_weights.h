@@ -26,11 +26,11 @@ struct LayerWeights {
   xt::xtensor<float, 2> w_gate;     // [hidden_dim, dim]   (llama2.c w1, GGUF ffn_gate)
   xt::xtensor<float, 2> w_down;     // [dim, hidden_dim]   (llama2.c w2, GGUF ffn_down)
   xt::xtensor<float, 2> w_up;       // [hidden_dim, dim]   (llama2.c w3, GGUF ffn_up)
-  // Only when config.qkv_bias (Qwen 2), else empty:
+  // Only when config.options.qkv_bias (Qwen 2), else empty:
   xt::xtensor<float, 1> bq;  // [n_heads * head_dim]
   xt::xtensor<float, 1> bk;  // [n_kv_heads * head_dim]
   xt::xtensor<float, 1> bv;  // [n_kv_heads * head_dim]
-  // Only when config.qk_norm (Qwen 3), else empty: RMSNorm weights shared by all heads.
+  // Only when config.options.qk_norm (Qwen 3), else empty: RMSNorm weights shared by all heads.
   xt::xtensor<float, 1> q_norm;  // [head_dim]
   xt::xtensor<float, 1> k_norm;  // [head_dim]
 };

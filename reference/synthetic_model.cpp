@@ -66,8 +66,8 @@ std::vector<Piece> layer_pieces(const ModelConfig& c) {
                           {&L::wo, dim, q, Law::Matrix},      {&L::ffn_norm, dim, 1, Law::Norm},
                           {&L::w_gate, hidden, dim, Law::Matrix}, {&L::w_down, dim, hidden, Law::Matrix},
                           {&L::w_up, hidden, dim, Law::Matrix}};
-  if (c.qkv_bias) p.insert(p.end(), {{&L::bq, q, 1, Law::Bias}, {&L::bk, kv, 1, Law::Bias}, {&L::bv, kv, 1, Law::Bias}});
-  if (c.qk_norm) p.insert(p.end(), {{&L::q_norm, head, 1, Law::Norm}, {&L::k_norm, head, 1, Law::Norm}});
+  if (c.options.qkv_bias) p.insert(p.end(), {{&L::bq, q, 1, Law::Bias}, {&L::bk, kv, 1, Law::Bias}, {&L::bv, kv, 1, Law::Bias}});
+  if (c.options.qk_norm) p.insert(p.end(), {{&L::q_norm, head, 1, Law::Norm}, {&L::k_norm, head, 1, Law::Norm}});
   return p;
 }
 
@@ -131,12 +131,12 @@ ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed) {
     L.w_up = random_matrix(rng, config.hidden_dim, config.dim);
     // The options' tensors come last and only when on, so a model without
     // them keeps the weights (and golden outputs) it always had.
-    if (config.qkv_bias) {
+    if (config.options.qkv_bias) {
       L.bq = random_vector(rng, config.q_dim(), -1.0f, 1.0f);
       L.bk = random_vector(rng, config.kv_dim(), -1.0f, 1.0f);
       L.bv = random_vector(rng, config.kv_dim(), -1.0f, 1.0f);
     }
-    if (config.qk_norm) {
+    if (config.options.qk_norm) {
       L.q_norm = random_vector(rng, config.head_dim(), 0.5f, 1.5f);
       L.k_norm = random_vector(rng, config.head_dim(), 0.5f, 1.5f);
     }

@@ -8,11 +8,13 @@
 #include <cstddef>
 #include <string>
 
+#include "cuda/all_reduce.h"
+
 struct ncclComm;
 
 namespace astrai::cuda {
 
-class Communicator {
+class Communicator final : public AllReduce {
  public:
   // ncclGetUniqueId's 128 bytes: made by rank 0, sent to the others.
   static std::string make_id();
@@ -26,9 +28,7 @@ class Communicator {
 
   int rank() const { return rank_; }
   int world() const { return world_; }
-  // data[0, count) := the sum over the ranks of their data[0, count), on
-  // every rank, queued on `stream` (and captured into a graph like a kernel).
-  void all_reduce_sum(float* data, size_t count, cudaStream_t stream);
+  void all_reduce_sum(float* data, size_t count, cudaStream_t stream) override;
   // Fails every collective in flight on every rank (ncclCommAbort): after a
   // peer died, so that no rank waits for it forever. The communicator is
   // unusable afterwards.

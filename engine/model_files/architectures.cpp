@@ -13,15 +13,15 @@ using enum RopeLayout;
 
 // clang-format off
 constexpr Architecture kArchitectures[] = {
-  // id                       hf_name               model_type  gguf_name  gguf_rope_layout  qkv_bias qk_norm
+  // id                       hf_name               model_type  gguf_name  gguf_rope_layout  {qkv_bias, qk_norm}
   //   head_dim_required  sliding_window                               config_json_extras
-  {HfArchitecture::Llama,   "LlamaForCausalLM",   "llama",    "llama",   AdjacentPairs,    false,   false,
+  {HfArchitecture::Llama,   "LlamaForCausalLM",   "llama",    "llama",   AdjacentPairs,    {false,    false},
      false,             SlidingWindowRule::Never,                    R"({"attention_bias": false, "mlp_bias": false})"},
-  {HfArchitecture::Mistral, "MistralForCausalLM", "mistral",  "llama",   AdjacentPairs,    false,   false,
+  {HfArchitecture::Mistral, "MistralForCausalLM", "mistral",  "llama",   AdjacentPairs,    {false,    false},
      false,             SlidingWindowRule::WhenSet,                  R"({"sliding_window": null})"},
-  {HfArchitecture::Qwen2,   "Qwen2ForCausalLM",   "qwen2",    "qwen2",   RotateHalf,       true,    false,
+  {HfArchitecture::Qwen2,   "Qwen2ForCausalLM",   "qwen2",    "qwen2",   RotateHalf,       {true,     false},
      false,             SlidingWindowRule::WhenUseSlidingWindow,     R"({"use_sliding_window": false})"},
-  {HfArchitecture::Qwen3,   "Qwen3ForCausalLM",   "qwen3",    "qwen3",   RotateHalf,       false,   true,
+  {HfArchitecture::Qwen3,   "Qwen3ForCausalLM",   "qwen3",    "qwen3",   RotateHalf,       {false,    true},
      true,              SlidingWindowRule::WhenUseSlidingWindow,     R"({"attention_bias": false, "use_sliding_window": false})"},
 };
 // clang-format on
@@ -38,7 +38,7 @@ const Architecture& architecture(HfArchitecture id) {
 
 const Architecture* architecture_with_options(const ModelConfig& c) {
   for (const auto& a : kArchitectures)
-    if (a.qkv_bias == c.qkv_bias && a.qk_norm == c.qk_norm) return &a;
+    if (a.options == c.options) return &a;
   return nullptr;
 }
 

@@ -27,8 +27,7 @@ struct Architecture {
   const char* model_type;       // config.json "model_type": "qwen3"
   const char* gguf_name;        // GGUF general.architecture (llama.cpp's): "qwen3"
   RopeLayout gguf_rope_layout;  // llama.cpp's "normal" RoPE is AdjacentPairs, "neox" RotateHalf
-  bool qkv_bias;                // ModelConfig::qkv_bias: q/k/v projection biases
-  bool qk_norm;                 // ModelConfig::qk_norm: per-head q/k RMSNorm
+  LayerOptions options;         // ModelConfig::options: q/k/v biases, per-head q/k RMSNorm
   // config.json: "head_dim" always written and required when read (Qwen 3,
   // whose config class defaults it to 128 rather than hidden_size / heads).
   bool head_dim_required;

@@ -14,21 +14,21 @@ using M = ModelWeights;
 // Vectors name one extent.
 // clang-format off
 const WeightRow kRows[] = {
-  // gguf_name             hf_name                               shape              presence            field   head_rows
+  // gguf_name             hf_name                               shape              presence            field   head_rows  fusion
   {"token_embd.weight",    "model.embed_tokens.weight",          {Vocab, Dim},      Presence::Always,  &M::token_embedding},
   {"attn_norm.weight",     "input_layernorm.weight",             {Dim},        Presence::Always,  &L::attn_norm},
-  {"attn_q.weight",        "self_attn.q_proj.weight",            {QDim, Dim},       Presence::Always,  &L::wq, true},
-  {"attn_k.weight",        "self_attn.k_proj.weight",            {KvDim, Dim},      Presence::Always,  &L::wk, true},
-  {"attn_v.weight",        "self_attn.v_proj.weight",            {KvDim, Dim},      Presence::Always,  &L::wv},
-  {"attn_q.bias",          "self_attn.q_proj.bias",              {QDim},      Presence::QkvBias, &L::bq, true},
-  {"attn_k.bias",          "self_attn.k_proj.bias",              {KvDim},    Presence::QkvBias, &L::bk, true},
-  {"attn_v.bias",          "self_attn.v_proj.bias",              {KvDim},    Presence::QkvBias, &L::bv},
+  {"attn_q.weight",        "self_attn.q_proj.weight",            {QDim, Dim},       Presence::Always,  &L::wq, true,  Fusion::Qkv},
+  {"attn_k.weight",        "self_attn.k_proj.weight",            {KvDim, Dim},      Presence::Always,  &L::wk, true,  Fusion::Qkv},
+  {"attn_v.weight",        "self_attn.v_proj.weight",            {KvDim, Dim},      Presence::Always,  &L::wv, false, Fusion::Qkv},
+  {"attn_q.bias",          "self_attn.q_proj.bias",              {QDim},      Presence::QkvBias, &L::bq, true,  Fusion::QkvBias},
+  {"attn_k.bias",          "self_attn.k_proj.bias",              {KvDim},    Presence::QkvBias, &L::bk, true,  Fusion::QkvBias},
+  {"attn_v.bias",          "self_attn.v_proj.bias",              {KvDim},    Presence::QkvBias, &L::bv, false, Fusion::QkvBias},
   {"attn_output.weight",   "self_attn.o_proj.weight",            {Dim, QDim},       Presence::Always,  &L::wo},
   {"attn_q_norm.weight",   "self_attn.q_norm.weight",            {HeadDim}, Presence::QkNorm, &L::q_norm, true},
   {"attn_k_norm.weight",   "self_attn.k_norm.weight",            {HeadDim}, Presence::QkNorm, &L::k_norm, true},
   {"ffn_norm.weight",      "post_attention_layernorm.weight",    {Dim},        Presence::Always,  &L::ffn_norm},
-  {"ffn_gate.weight",      "mlp.gate_proj.weight",               {Hidden, Dim},     Presence::Always,  &L::w_gate},
-  {"ffn_up.weight",        "mlp.up_proj.weight",                 {Hidden, Dim},     Presence::Always,  &L::w_up},
+  {"ffn_gate.weight",      "mlp.gate_proj.weight",               {Hidden, Dim},     Presence::Always,  &L::w_gate, false, Fusion::GateUp},
+  {"ffn_up.weight",        "mlp.up_proj.weight",                 {Hidden, Dim},     Presence::Always,  &L::w_up, false, Fusion::GateUp},
   {"ffn_down.weight",      "mlp.down_proj.weight",               {Dim, Hidden},     Presence::Always,  &L::w_down},
   {"output_norm.weight",   "model.norm.weight",                  {Dim},        Presence::Always,  &M::final_norm},
   {"output.weight",        "lm_head.weight",                     {Vocab, Dim},      Presence::Untied,  &M::classifier},
@@ -38,8 +38,8 @@ const WeightRow kRows[] = {
 bool present(Presence p, const ModelConfig& c, bool tied) {
   switch (p) {
     case Presence::Always: return true;
-    case Presence::QkvBias: return c.qkv_bias;
-    case Presence::QkNorm: return c.qk_norm;
+    case Presence::QkvBias: return c.options.qkv_bias;
+    case Presence::QkNorm: return c.options.qk_norm;
     case Presence::Untied: return !tied;
   }
   return false;
@@ -93,6 +93,21 @@ void for_each_model_tensor(const ModelConfig& c, bool tied, const std::function<
 std::vector<ModelTensor> model_tensors(const ModelConfig& c, bool tied) {
   std::vector<ModelTensor> out;
   for_each_model_tensor(c, tied, [&](const ModelTensor& t) { out.push_back(t); });
+  return out;
+}
+
+std::vector<WeightGroup> weight_groups(const ModelConfig& c, bool tied) {
+  std::vector<WeightGroup> out;
+  for_each_model_tensor(c, tied, [&](const ModelTensor& t) {
+    // A row joins its fusion group when the group is already open in this layer.
+    if (t.row->fusion != Fusion::None)
+      for (auto g = out.rbegin(); g != out.rend() && g->layer() == t.layer; ++g)
+        if (g->first().fusion == t.row->fusion) {
+          g->tensors.push_back(t);
+          return;
+        }
+    out.push_back(WeightGroup{{t}});
+  });
   return out;
 }
 

@@ -1,10 +1,13 @@
 // Every weight of the architectures AstrAI reads and writes (Llama, Mistral,
 // Qwen 2, Qwen 3), one row each: its name in GGUF (llama.cpp's), its name in
 // a Hugging Face folder (transformers' module path), its shape in terms of
-// ModelConfig, when it is present, and the ModelWeights field holding it.
-// The GGUF and safetensors readers and writers and the check that a folder
-// holds exactly the tensors its config needs all iterate this one table;
-// adding an architecture's weight is adding a row (docs/adding-an-architecture.md).
+// ModelConfig, when it is present, the ModelWeights field holding it, and the
+// group a backend may keep it in (q/k/v, gate/up). The GGUF and safetensors
+// readers and writers, the check that a folder holds exactly the tensors its
+// config needs, the CUDA backend's upload (cuda/device_weights.cpp, which
+// binds each group by its first row's field) and the benchmarks' models all
+// iterate this one table: a weight's names are spelled here only, and adding
+// an architecture's weight is adding a row (docs/adding-an-architecture.md).
 #pragma once
 
 #include <algorithm>
@@ -24,11 +27,16 @@ namespace astrai {
 enum class Extent { Dim, Hidden, Vocab, QDim, KvDim, HeadDim };
 size_t extent_of(Extent extent, const ModelConfig& config);
 
+// Rows a backend keeps as one tensor: the present rows of a group, stacked in
+// table order, so that one GEMM serves q, k and v (or gate and up) and one
+// bias add their biases. None: the row is a group of its own.
+enum class Fusion { None, Qkv, QkvBias, GateUp };
+
 // When a weight is part of a model.
 enum class Presence {
   Always,
-  QkvBias,  // config.qkv_bias (Qwen 2): q/k/v projection biases
-  QkNorm,   // config.qk_norm (Qwen 3): per-head RMSNorm weights of q and k
+  QkvBias,  // config.options.qkv_bias (Qwen 2): q/k/v projection biases
+  QkNorm,   // config.options.qk_norm (Qwen 3): per-head RMSNorm weights of q and k
   Untied,   // the classifier, stored only when it is not the embedding
 };
 
@@ -48,6 +56,7 @@ struct WeightRow {
   // layout's (wq, wk, their biases, the q/k norms): rope_layout.h reorders
   // these rows between layouts and no others.
   bool head_rows = false;
+  Fusion fusion = Fusion::None;
 
   bool per_layer() const { return field.index() >= 2; }
   size_t rank() const { return field.index() % 2 == 0 ? 1 : 2; }
@@ -75,6 +84,16 @@ struct ModelTensor {
 void for_each_model_tensor(const ModelConfig& config, bool tied, const std::function<void(const ModelTensor&)>& f);
 // The same tensors as a list (for checks that need them all).
 std::vector<ModelTensor> model_tensors(const ModelConfig& config, bool tied);
+
+// The same tensors grouped as a backend keeps them, in file order: each
+// fusion group's present rows of one layer stacked in table order (at the
+// place of the group's first row), every other tensor alone.
+struct WeightGroup {
+  std::vector<ModelTensor> tensors;  // never empty; all of one layer (-1: model-wide), all of one rank
+  const WeightRow& first() const { return *tensors.front().row; }
+  int layer() const { return tensors.front().layer; }
+};
+std::vector<WeightGroup> weight_groups(const ModelConfig& config, bool tied);
 
 // Calls f(xtensor&) with the field `t` names in `weights` (const or not).
 // Writing to a layer's field appends layers up to t.layer first, so that a

@@ -179,12 +179,12 @@ TEST_CASE("today's architectures: logits within tolerance of the reference, gree
   qwen2.n_kv_heads = 2;
   qwen2.rope_theta = 1000000.0f;
   qwen2.norm_eps = 1e-6f;
-  qwen2.qkv_bias = true;
+  qwen2.options.qkv_bias = true;
   ModelConfig qwen3 = qwen2;  // head_dim 16: q_dim 64 over a residual of 40; per-head q/k RMSNorm
-  qwen3.qkv_bias = false;
+  qwen3.options.qkv_bias = false;
   qwen3.dim = 40;
   qwen3.explicit_head_dim = 16;
-  qwen3.qk_norm = true;
+  qwen3.options.qk_norm = true;
   ModelConfig llama31 = base;  // head_dim 16, theta 500000: wavelengths 2 pi 500000^(i/8) = 6.3, 33, 169, ...
   llama31.dim = 64;
   llama31.n_heads = 4;

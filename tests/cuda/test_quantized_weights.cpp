@@ -174,7 +174,7 @@ TEST_CASE("files llama.cpp quantized (Q4_K_M, Q5_K_M, Q8_0) run on their blocks 
   if (!test::llama_cpp_oracle_available()) return;
   // A Llama shape, and a Qwen 3 shape (q/k norms, head_dim 64 apart from dim / n_heads, rotate-half RoPE).
   ModelConfig qwen3 = quantizable_config();
-  qwen3.explicit_head_dim = 64, qwen3.n_heads = 8, qwen3.n_kv_heads = 2, qwen3.qk_norm = true,
+  qwen3.explicit_head_dim = 64, qwen3.n_heads = 8, qwen3.n_kv_heads = 2, qwen3.options.qk_norm = true,
   qwen3.rope_layout = RopeLayout::RotateHalf;
   for (const auto& [shape, c] : std::vector<std::pair<std::string, ModelConfig>>{{"llama", quantizable_config()},
                                                                                 {"qwen3", qwen3}}) {

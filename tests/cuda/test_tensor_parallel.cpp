@@ -141,10 +141,10 @@ std::vector<Shape> shapes() {
   ModelConfig llama{.dim = 32, .hidden_dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 300,
                     .max_seq_len = 64};
   ModelConfig qwen2 = llama;
-  qwen2.qkv_bias = true;
+  qwen2.options.qkv_bias = true;
   qwen2.rope_layout = RopeLayout::RotateHalf;
   ModelConfig qwen3 = llama;
-  qwen3.qk_norm = true;
+  qwen3.options.qk_norm = true;
   qwen3.explicit_head_dim = 16;  // q_dim 64 != dim 32
   qwen3.n_heads = 8;
   qwen3.n_kv_heads = 4;

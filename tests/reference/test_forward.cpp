@@ -69,8 +69,8 @@ ModelConfig draw_config(Forced force = {}) {
   c.vocab_size = *rc::gen::inRange(2, 64);
   c.max_seq_len = *rc::gen::inRange(2, 40);
   c.rope_layout = *rc::gen::element(RopeLayout::AdjacentPairs, RopeLayout::RotateHalf);
-  c.qkv_bias = force.qkv_bias || *rc::gen::arbitrary<bool>();
-  c.qk_norm = force.qk_norm || *rc::gen::arbitrary<bool>();
+  c.options.qkv_bias = force.qkv_bias || *rc::gen::arbitrary<bool>();
+  c.options.qk_norm = force.qk_norm || *rc::gen::arbitrary<bool>();
   if (force.rope_scaling || *rc::gen::arbitrary<bool>()) c.rope_scaling = draw_scaling();
   return c;
 }
@@ -174,12 +174,12 @@ TEST_CASE("a GQA model equals the MHA model with K/V weights repeated per head")
       const auto bk = L.bk, bv = L.bv;
       L.wk = xt::xtensor<float, 2>({size_t(config.q_dim()), size_t(config.dim)});
       L.wv = L.wk;
-      if (config.qkv_bias) L.bk = L.bv = xt::xtensor<float, 1>::from_shape({size_t(config.q_dim())});
+      if (config.options.qkv_bias) L.bk = L.bv = xt::xtensor<float, 1>::from_shape({size_t(config.q_dim())});
       for (size_t h = 0; h < size_t(config.n_heads); ++h)
         for (size_t i = 0; i < d; ++i) {
           xt::row(L.wk, h * d + i) = xt::row(wk, (h / group) * d + i);
           xt::row(L.wv, h * d + i) = xt::row(wv, (h / group) * d + i);
-          if (config.qkv_bias) {
+          if (config.options.qkv_bias) {
             L.bk(h * d + i) = bk((h / group) * d + i);
             L.bv(h * d + i) = bv((h / group) * d + i);
           }
@@ -281,7 +281,7 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens) {
     const Matrix h = rms_norm(x, L.attn_norm, c.norm_eps);
     Matrix q = add_bias(matmul_t(h, L.wq), L.bq), k = add_bias(matmul_t(h, L.wk), L.bk);
     const Matrix v = add_bias(matmul_t(h, L.wv), L.bv);
-    if (c.qk_norm) {
+    if (c.options.qk_norm) {
       norm_heads(q, L.q_norm, c.norm_eps);
       norm_heads(k, L.k_norm, c.norm_eps);
     }
@@ -431,9 +431,9 @@ double smallest_effect(const ModelConfig& config, TurnOff turn_off) {
 TEST_CASE("each option changes the logits far beyond the float64 comparison's tolerance") {
   SECTION("q/k/v biases (Qwen 2)") {
     ModelConfig c = arch_config();
-    c.qkv_bias = true;
+    c.options.qkv_bias = true;
     const double effect = smallest_effect(c, [](ModelWeights& w) {
-      w.config.qkv_bias = false;
+      w.config.options.qkv_bias = false;
       for (auto& L : w.layers) L.bq = L.bk = L.bv = {};
     });
     INFO("smallest relative change over 8 models: " << effect);
@@ -442,9 +442,9 @@ TEST_CASE("each option changes the logits far beyond the float64 comparison's to
   SECTION("per-head q/k RMSNorm (Qwen 3, explicit head_dim: q_dim 32 != dim 24)") {
     ModelConfig c = arch_config();
     c.explicit_head_dim = 8;
-    c.qk_norm = true;
+    c.options.qk_norm = true;
     const double effect = smallest_effect(c, [](ModelWeights& w) {
-      w.config.qk_norm = false;
+      w.config.options.qk_norm = false;
       for (auto& L : w.layers) L.q_norm = L.k_norm = {};
     });
     INFO("smallest relative change over 8 models: " << effect);

@@ -22,7 +22,7 @@
 #include "engine/model_files/quant/dequantize.h"
 #include "engine/model_files/rope_layout.h"
 #include "reference/rope.h"
-#include "engine/tokenizer/gguf_tokenizer.h"
+#include "engine/model_files/gguf/gguf_vocabulary.h"
 #include "engine/model_files/gguf/gguf_writer.h"
 #include "engine/model_files/weight_table.h"
 
@@ -180,8 +180,7 @@ ModelConfig read_config(const GgufReader& g) {
   c.rope_theta = g.has(p + "rope.freq_base") ? float(g.get_float(p + "rope.freq_base")) : 10000.0f;
   c.norm_eps = float(g.get_float(p + "attention.layer_norm_rms_epsilon"));
   c.rope_layout = rope_layout_of(arch);
-  c.qkv_bias = known->qkv_bias;
-  c.qk_norm = known->qk_norm;
+  c.options = known->options;
   // attention.key_length: the head width when it is not dim / n_heads (Qwen 3).
   if (g.has(p + "attention.key_length")) {
     const int key_length = positive_int(g, p + "attention.key_length");

@@ -164,7 +164,7 @@ void refuse_unsupported(const Fields& f, HfArchitecture arch) {
       f.fail(key, "is '" + *act + "'; only 'silu' (SwiGLU) is supported");
   // Qwen 2's q/k/v biases are implied by its architecture; elsewhere
   // attention_bias would add biases to q, k, v and o.
-  if (!architecture(arch).qkv_bias && f.optional_bool("attention_bias").value_or(false))
+  if (!architecture(arch).options.qkv_bias && f.optional_bool("attention_bias").value_or(false))
     f.fail("attention_bias", "is true: attention projection biases are only supported as Qwen 2's q/k/v biases");
   if (f.optional_bool("mlp_bias").value_or(false)) f.fail("mlp_bias", "is true: MLP biases are not supported");
 }
@@ -174,7 +174,7 @@ void refuse_unsupported(const Fields& f, HfArchitecture arch) {
 std::string hf_architecture_name(HfArchitecture arch) { return architecture(arch).hf_name; }
 
 HfArchitecture hf_architecture_for(const ModelConfig& config) {
-  if (config.qkv_bias && config.qk_norm)
+  if (config.options.qkv_bias && config.options.qk_norm)
     throw std::invalid_argument("no Hugging Face architecture has both q/k/v biases and q/k norms");
   if (const Architecture* a = architecture_with_options(config)) return a->id;
   throw std::invalid_argument("no Hugging Face architecture has the options of " + config.describe());
@@ -201,8 +201,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   const Architecture& row = architecture(out.architecture);
   if (row.head_dim_required && c.explicit_head_dim == 0)
     f.require("head_dim");  // Qwen3Config's default (128) is not hidden_size / heads: make it explicit
-  c.qkv_bias = row.qkv_bias;
-  c.qk_norm = row.qk_norm;
+  c.options = row.options;
   out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(false);
 
   // Sliding-window attention: a token attends to at most the last `window`
@@ -282,9 +281,9 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   c.validate();
   const Architecture& names = architecture(arch);
   // Options, not ids: Mistral's row has Llama's (hf_architecture_for gives Llama).
-  if (names.qkv_bias != c.qkv_bias || names.qk_norm != c.qk_norm)
-    throw std::invalid_argument("hf_config_json: a model with" + std::string(c.qkv_bias ? " qkv_bias" : "") +
-                                (c.qk_norm ? " qk_norm" : "") + (!c.qkv_bias && !c.qk_norm ? "out qkv_bias or qk_norm" : "") +
+  if (names.options != c.options)
+    throw std::invalid_argument("hf_config_json: a model with" + std::string(c.options.qkv_bias ? " qkv_bias" : "") +
+                                (c.options.qk_norm ? " qk_norm" : "") + (!c.options.qkv_bias && !c.options.qk_norm ? "out qkv_bias or qk_norm" : "") +
                                 " is not a " + hf_architecture_name(arch));
   if (c.rope_layout != RopeLayout::RotateHalf)
     throw std::invalid_argument("hf_config_json: Hugging Face checkpoints use rotate-half RoPE; this model's q/k rows "

@@ -49,8 +49,8 @@ rc::Gen<std::pair<ModelConfig, int>> config_and_world() {
     c.n_layers = *rc::gen::inRange(1, 3);
     c.vocab_size = 16;
     c.max_seq_len = 8;
-    c.qkv_bias = *rc::gen::arbitrary<bool>();
-    c.qk_norm = *rc::gen::arbitrary<bool>();
+    c.options.qkv_bias = *rc::gen::arbitrary<bool>();
+    c.options.qk_norm = *rc::gen::arbitrary<bool>();
     return std::make_pair(c, world);
   });
 }

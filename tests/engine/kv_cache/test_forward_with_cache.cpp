@@ -38,8 +38,8 @@ astrai::ModelConfig draw_config() {
     c.explicit_head_dim = head_dim;
     c.dim = *rc::gen::inRange(1, 20);
   }
-  c.qkv_bias = *rc::gen::arbitrary<bool>();
-  c.qk_norm = *rc::gen::arbitrary<bool>();
+  c.options.qkv_bias = *rc::gen::arbitrary<bool>();
+  c.options.qk_norm = *rc::gen::arbitrary<bool>();
   if (*rc::gen::arbitrary<bool>()) c.rope_scaling = astrai::RopeScaling{8.0f, 1.0f, 4.0f, 16};
   c.hidden_dim = *rc::gen::inRange(4, 24);
   c.n_layers = *rc::gen::inRange(1, 3);

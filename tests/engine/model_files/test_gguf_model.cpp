@@ -368,7 +368,7 @@ TEST_CASE("Llama 3.1 RoPE scaling in GGUF: llama.cpp's form, the exact parameter
                     Contains("rope_freqs.weight pair"));
   // llama.cpp's qwen2/qwen3 have no per-pair factors: such a model is not written.
   ModelConfig qwen = c;
-  qwen.qkv_bias = true;
+  qwen.options.qkv_bias = true;
   qwen.rope_layout = RopeLayout::RotateHalf;
   CHECK_THROWS_WITH(write_gguf_model(astrai::test::scratch_file("qwen-scaled").string(), make_synthetic_weights(qwen, 1),
                                      make_synthetic_tokenizer(qwen.vocab_size), GgufDType::F32, "x"),

@@ -117,8 +117,8 @@ TEST_CASE("config.json of Llama 3.2 1B", "[hf_config]") {
   CHECK(c.rope_layout == RopeLayout::RotateHalf);
   CHECK(c.explicit_head_dim == 64);
   CHECK(c.head_dim() == 64);
-  CHECK(!c.qkv_bias);
-  CHECK(!c.qk_norm);
+  CHECK(!c.options.qkv_bias);
+  CHECK(!c.options.qk_norm);
   CHECK(c.rope_scaling.enabled());
   CHECK(c.rope_scaling.factor == 32.0f);
   CHECK(c.rope_scaling.low_freq_factor == 1.0f);
@@ -156,8 +156,8 @@ TEST_CASE("config.json of Qwen 2.5 0.5B", "[hf_config]") {
   CHECK(c.max_seq_len == 32768);  // use_sliding_window false: the window does not apply
   CHECK(c.rope_theta == 1e6f);
   CHECK(c.norm_eps == 1e-6f);
-  CHECK(c.qkv_bias);
-  CHECK(!c.qk_norm);
+  CHECK(c.options.qkv_bias);
+  CHECK(!c.options.qk_norm);
   CHECK(!c.rope_scaling.enabled());
   CHECK(hf.tie_word_embeddings);
   CHECK(hf.sliding_window == 0);
@@ -177,8 +177,8 @@ TEST_CASE("config.json of Qwen 3 0.6B", "[hf_config]") {
   CHECK(c.kv_dim() == 1024);
   CHECK(c.max_seq_len == 40960);
   CHECK(c.rope_theta == 1e6f);
-  CHECK(c.qk_norm);
-  CHECK(!c.qkv_bias);
+  CHECK(c.options.qk_norm);
+  CHECK(!c.options.qkv_bias);
   CHECK(hf.eos_token_ids == std::vector<int>{151645});
 }
 
@@ -190,7 +190,7 @@ TEST_CASE("config.json of Mistral 7B v0.3 and v0.1 (sliding window caps the cont
   CHECK(v3.config.max_seq_len == 32768);
   CHECK(v3.sliding_window == 0);
   CHECK(!v3.tie_word_embeddings);
-  CHECK(!v3.config.qkv_bias);
+  CHECK(!v3.config.options.qkv_bias);
   const HfModelConfig v1 = parse_hf_config(kMistral7B_v01, "config.json");
   CHECK(v1.sliding_window == 4096);
   CHECK(v1.config.max_seq_len == 4096);  // within the window, sliding-window attention is full attention
@@ -349,8 +349,8 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     c.norm_eps = *rc::gen::element(1e-5f, 1e-6f, 3.3e-7f);
     c.rope_layout = RopeLayout::RotateHalf;
     if (arch == HfArchitecture::Qwen3 || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 80);
-    c.qkv_bias = arch == HfArchitecture::Qwen2;
-    c.qk_norm = arch == HfArchitecture::Qwen3;
+    c.options.qkv_bias = arch == HfArchitecture::Qwen2;
+    c.options.qk_norm = arch == HfArchitecture::Qwen3;
     if (*rc::gen::arbitrary<bool>()) c.rope_scaling = {.factor = *rc::gen::element(8.0f, 32.0f, 1.5f),
                                                        .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
                                                        .original_context = *rc::gen::inRange(1, 1 << 16)};
@@ -367,7 +367,7 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     RC_ASSERT(r.norm_eps == c.norm_eps);
     RC_ASSERT(r.rope_layout == RopeLayout::RotateHalf);
     RC_ASSERT(r.explicit_head_dim == c.explicit_head_dim);
-    RC_ASSERT(r.qkv_bias == c.qkv_bias && r.qk_norm == c.qk_norm);
+    RC_ASSERT(r.options.qkv_bias == c.options.qkv_bias && r.options.qk_norm == c.options.qk_norm);
     RC_ASSERT(r.rope_scaling.factor == c.rope_scaling.factor);
     RC_ASSERT(r.rope_scaling.low_freq_factor == c.rope_scaling.low_freq_factor);
     RC_ASSERT(r.rope_scaling.high_freq_factor == c.rope_scaling.high_freq_factor);

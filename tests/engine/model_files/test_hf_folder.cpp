@@ -46,12 +46,12 @@ ModelWeights weights_for(const ModelConfig& c, uint64_t seed, bool tied) {
   ModelWeights w = make_synthetic_weights(c, seed);
   uint64_t state = seed ^ 0x9E3779B97F4A7C15ull;
   for (auto& L : w.layers) {
-    if (c.qkv_bias) {
+    if (c.options.qkv_bias) {
       L.bq = random_vector(state, size_t(c.q_dim()), -1.0f, 1.0f);
       L.bk = random_vector(state, size_t(c.kv_dim()), -1.0f, 1.0f);
       L.bv = random_vector(state, size_t(c.kv_dim()), -1.0f, 1.0f);
     }
-    if (c.qk_norm) {
+    if (c.options.qk_norm) {
       L.q_norm = random_vector(state, size_t(c.head_dim()), 0.5f, 1.5f);
       L.k_norm = random_vector(state, size_t(c.head_dim()), 0.5f, 1.5f);
     }
@@ -79,8 +79,8 @@ ModelConfig config_for(HfArchitecture arch, int kv_heads, int group, int half_he
   c.vocab_size = vocab;
   c.max_seq_len = ctx;
   c.rope_layout = RopeLayout::RotateHalf;
-  c.qkv_bias = arch == HfArchitecture::Qwen2;
-  c.qk_norm = arch == HfArchitecture::Qwen3;
+  c.options.qkv_bias = arch == HfArchitecture::Qwen2;
+  c.options.qk_norm = arch == HfArchitecture::Qwen3;
   return c;
 }
 
@@ -134,7 +134,7 @@ bool same_config(const ModelConfig& a, const ModelConfig& b) {
   return a.dim == b.dim && a.hidden_dim == b.hidden_dim && a.n_layers == b.n_layers && a.n_heads == b.n_heads &&
          a.n_kv_heads == b.n_kv_heads && a.vocab_size == b.vocab_size && a.max_seq_len == b.max_seq_len &&
          a.rope_theta == b.rope_theta && a.norm_eps == b.norm_eps && a.rope_layout == b.rope_layout &&
-         a.explicit_head_dim == b.explicit_head_dim && a.qkv_bias == b.qkv_bias && a.qk_norm == b.qk_norm &&
+         a.explicit_head_dim == b.explicit_head_dim && a.options.qkv_bias == b.options.qkv_bias && a.options.qk_norm == b.options.qk_norm &&
          a.rope_scaling.factor == b.rope_scaling.factor &&
          a.rope_scaling.low_freq_factor == b.rope_scaling.low_freq_factor &&
          a.rope_scaling.high_freq_factor == b.rope_scaling.high_freq_factor &&

@@ -38,10 +38,10 @@ std::vector<Case> cases() {
   ModelConfig qwen2 = llama;
   qwen2.rope_scaling = {};
   qwen2.rope_theta = 1000000.0f;
-  qwen2.qkv_bias = true;
+  qwen2.options.qkv_bias = true;
   ModelConfig qwen3 = qwen2;
-  qwen3.qkv_bias = false;
-  qwen3.qk_norm = true;
+  qwen3.options.qkv_bias = false;
+  qwen3.options.qk_norm = true;
   qwen3.explicit_head_dim = 6;  // q_dim 24 over dim 16, as Qwen 3's heads are wider than dim / n_heads
   return {{"llama3", "llama3", llama}, {"qwen2", "qwen3", qwen2}, {"qwen3", "qwen3", qwen3}};
 }
@@ -112,7 +112,7 @@ TEST_CASE("Hugging Face folders of each architecture load with their tokenizer a
     want.rope_layout = converted.weights.config.rope_layout;  // llama.cpp's layout for the architecture
     CHECK(converted.weights.config.describe() == want.describe());
     CHECK(converted.weights.config.rope_layout ==
-          (config.qkv_bias || config.qk_norm ? RopeLayout::RotateHalf : RopeLayout::AdjacentPairs));
+          (config.options.qkv_bias || config.options.qk_norm ? RopeLayout::RotateHalf : RopeLayout::AdjacentPairs));
     // The same model: Qwen's tensors are stored as they are (equal logits bit
     // for bit); Llama's q/k rows are permuted into adjacent pairs, which only
     // reorders the float32 sums over a head's dimensions: a few ulps.

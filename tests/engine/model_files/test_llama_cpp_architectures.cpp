@@ -74,8 +74,8 @@ ModelConfig config_of(const FileCase& c) {
   if (c.rope_scaling)
     config.rope_scaling = RopeScaling{.factor = 8.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
                                       .original_context = 32};
-  if (c.arch == Arch::Qwen2) config.qkv_bias = true;
-  if (c.arch == Arch::Qwen3) config.qk_norm = true, config.explicit_head_dim = 128;
+  if (c.arch == Arch::Qwen2) config.options.qkv_bias = true;
+  if (c.arch == Arch::Qwen3) config.options.qk_norm = true, config.explicit_head_dim = 128;
   return config;
 }
 
@@ -112,8 +112,8 @@ void check_tensors(const GgufReader& file, const FileCase& c, const ModelConfig&
   const auto has = [&](const std::string& name) { return file.find_tensor(name) != nullptr; };
   CHECK(has("output.weight") == !c.tied);
   CHECK(has("rope_freqs.weight") == c.rope_scaling);
-  CHECK(has("blk.1.attn_q.bias") == config.qkv_bias);
-  CHECK(has("blk.1.attn_k_norm.weight") == config.qk_norm);
+  CHECK(has("blk.1.attn_q.bias") == config.options.qkv_bias);
+  CHECK(has("blk.1.attn_k_norm.weight") == config.options.qk_norm);
   CHECK(file.tensor("blk.0.attn_q.weight").type == c.matrix_type);
   // llama.cpp reads <arch>.rope.scaling.type and .factor itself (an unknown
   // type aborts it; a factor alone is linear scaling): Llama 3.1's scaling
@@ -210,9 +210,9 @@ TEST_CASE("Hugging Face folders of each architecture, converted as `astrai conve
     ModelConfig config{.dim = 64, .hidden_dim = 96, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
                        .vocab_size = (tokenizer_ids + 127) / 128 * 128, .max_seq_len = 256};
     config.rope_layout = RopeLayout::RotateHalf;
-    config.qkv_bias = c.arch == HfArchitecture::Qwen2;
-    config.qk_norm = c.arch == HfArchitecture::Qwen3;
-    if (config.qk_norm) config.explicit_head_dim = 32;  // q_dim 128 over dim 64
+    config.options.qkv_bias = c.arch == HfArchitecture::Qwen2;
+    config.options.qk_norm = c.arch == HfArchitecture::Qwen3;
+    if (config.options.qk_norm) config.explicit_head_dim = 32;  // q_dim 128 over dim 64
     if (c.arch == HfArchitecture::Llama) {  // Llama 3.1 / 3.2 as they ship
       config.rope_theta = 500000.0f;
       config.rope_scaling = RopeScaling{.factor = 8.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,

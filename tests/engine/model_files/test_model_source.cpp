@@ -43,8 +43,8 @@ rc::Gen<ModelConfig> gen_config() {
         c.n_layers = layers;
         c.vocab_size = vocab;
         c.max_seq_len = 32;
-        c.qkv_bias = option == 1;
-        c.qk_norm = option == 2;
+        c.options.qkv_bias = option == 1;
+        c.options.qk_norm = option == 2;
         if (option == 3) c.rope_scaling = {.factor = 8.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
                                            .original_context = 8};
         return c;
@@ -83,7 +83,7 @@ TEST_CASE("make-model's streamed GGUF is the whole-model path's file, every dtyp
     const bool tied = *rc::gen::arbitrary<bool>();
     const GgufDType dtype = *rc::gen::element(GgufDType::F32, GgufDType::F16, GgufDType::BF16, GgufDType::Q8_0,
                                               GgufDType::Q4_0, GgufDType::Q4_K, GgufDType::Q6_K);
-    if (c.rope_scaling.enabled()) RC_PRE(!c.qkv_bias && !c.qk_norm);  // llama.cpp scales Llama only
+    if (c.rope_scaling.enabled()) RC_PRE(!c.options.qkv_bias && !c.options.qk_norm);  // llama.cpp scales Llama only
     const Tokenizer tokenizer = make_synthetic_tokenizer(c.vocab_size);
     ModelWeights weights = make_synthetic_weights(c, seed);
     if (tied) weights.classifier = weights.token_embedding;
@@ -99,7 +99,7 @@ TEST_CASE("make-model's streamed GGUF is the whole-model path's file, every dtyp
 TEST_CASE("a Hugging Face folder streamed to GGUF is the file its whole load writes") {
   rc::prop("random folders: architectures, dtypes, shards, ties", [] {
     ModelConfig c = *gen_config();
-    if (c.rope_scaling.enabled()) RC_PRE(!c.qkv_bias && !c.qk_norm);
+    if (c.rope_scaling.enabled()) RC_PRE(!c.options.qkv_bias && !c.options.qk_norm);
     const bool tied = *rc::gen::arbitrary<bool>();
     const auto st = *rc::gen::element(SafetensorsDType::F32, SafetensorsDType::F16, SafetensorsDType::BF16);
     const GgufDType dtype = *rc::gen::element(GgufDType::F32, GgufDType::BF16, GgufDType::Q8_0, GgufDType::Q4_K);
@@ -181,12 +181,12 @@ TEST_CASE("RoPE layouts: the head rows are reordered pair by pair, every other t
       const LayerWeights& r = half.layers[l];
       check(a.wq, r.wq);
       check(a.wk, r.wk);
-      if (c.qkv_bias) {
+      if (c.options.qkv_bias) {
         check(a.bq, r.bq);
         check(a.bk, r.bk);
         RC_ASSERT(a.bv == r.bv);
       }
-      if (c.qk_norm) {
+      if (c.options.qk_norm) {
         check(a.q_norm, r.q_norm);
         check(a.k_norm, r.k_norm);
       }

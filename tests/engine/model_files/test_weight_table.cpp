@@ -24,7 +24,7 @@ namespace {
 
 ModelConfig tiny(bool qkv_bias, bool qk_norm) {
   return ModelConfig{.dim = 8, .hidden_dim = 12, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 7,
-                     .max_seq_len = 4, .explicit_head_dim = qk_norm ? 6 : 0, .qkv_bias = qkv_bias, .qk_norm = qk_norm};
+                     .max_seq_len = 4, .explicit_head_dim = qk_norm ? 6 : 0, .options = {.qkv_bias = qkv_bias, .qk_norm = qk_norm}};
 }
 
 std::vector<std::string> names(const ModelConfig& c, bool tied, bool gguf) {
@@ -102,8 +102,7 @@ TEST_CASE("Every tensor of every configuration is named once per format and has 
     const bool tied = *rc::gen::arbitrary<bool>();
     ModelConfig c{.dim = 2 * heads * *rc::gen::inRange(1, 4), .hidden_dim = *rc::gen::inRange(1, 20),
                   .n_layers = *rc::gen::inRange(1, 4), .n_heads = heads, .n_kv_heads = kv_heads,
-                  .vocab_size = *rc::gen::inRange(1, 30), .max_seq_len = 4, .qkv_bias = qkv_bias,
-                  .qk_norm = qk_norm};
+                  .vocab_size = *rc::gen::inRange(1, 30), .max_seq_len = 4, .options = {.qkv_bias = qkv_bias, .qk_norm = qk_norm}};
     if (qk_norm) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 5);
     const auto tensors = model_tensors(c, tied);
     const size_t per_layer = 9 + (qkv_bias ? 3 : 0) + (qk_norm ? 2 : 0);

@@ -1,4 +1,4 @@
-#include "engine/tokenizer/gguf_tokenizer.h"
+#include "engine/model_files/gguf/gguf_vocabulary.h"
 
 #include <limits>
 #include <stdexcept>
