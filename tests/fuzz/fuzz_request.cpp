@@ -65,7 +65,7 @@ struct RequestCase {
   std::string body;
 };
 
-RequestCase decode_case(const uint8_t* data, size_t size) {
+RequestCase decode_request_case(const uint8_t* data, size_t size) {
   RequestCase c;
   size_t at = 0;
   auto next_string = [&] {
@@ -454,7 +454,7 @@ void check_request(const RequestCase& c) {
 }  // namespace
 
 int fuzz_request(const uint8_t* data, size_t size) {
-  const RequestCase c = decode_case(data, size);
+  const RequestCase c = decode_request_case(data, size);
   check_headers(c);
   check_request(c);
   return 0;

@@ -36,7 +36,7 @@ struct StreamCase {
   std::vector<std::string> pieces;
 };
 
-StreamCase decode_case(const uint8_t* data, size_t size) {
+StreamCase decode_stream_case(const uint8_t* data, size_t size) {
   StreamCase c;
   size_t at = 0;
   auto next_string = [&] {
@@ -138,7 +138,7 @@ Expected oracle(const StreamCase& c) {
 }  // namespace
 
 int fuzz_text_stream(const uint8_t* data, size_t size) {
-  const StreamCase c = decode_case(data, size);
+  const StreamCase c = decode_stream_case(data, size);
 
   TextStream stream(c.stops);
   std::string streamed;

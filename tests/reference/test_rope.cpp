@@ -14,7 +14,9 @@
 
 using namespace astrai;
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_rope {
 
 // Llama 3.1's scaling with drawn parameters (original context from a few
 // positions up, so that small heads have pairs in every band), or off.
@@ -47,7 +49,6 @@ std::pair<size_t, size_t> pair_indices(RopeLayout layout, size_t i, size_t head_
   return layout == RopeLayout::AdjacentPairs ? std::pair{2 * i, 2 * i + 1} : std::pair{i, i + head_dim / 2};
 }
 
-}  // namespace
 
 TEST_CASE("RoPE preserves the norm of every rotated pair") {
   rc::prop("|(a', b')| == |(a, b)|", [] {
@@ -233,3 +234,5 @@ TEST_CASE("Llama 3.1's own scaling: high band kept, low band divided by 8, mediu
   CHECK(counts[int(test::RopeBand::Medium)] == 6);
   CHECK(counts[int(test::RopeBand::Low)] == 29);
 }
+
+}  // namespace test_rope

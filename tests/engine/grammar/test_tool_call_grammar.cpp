@@ -30,7 +30,9 @@ using namespace astrai::grammar;
 using astrai::ToolCallFamily;
 using astrai::test::OrderedJson;
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_tool_call_grammar {
 
 struct Vocab {
   const astrai::Tokenizer* tokenizer;
@@ -204,7 +206,6 @@ void run(const std::string& vocab_name, const Format& format, uint64_t seed) {
   if (!astrai::test::kSanitizedBuild) CHECK(finished * 2 >= walks);
 }
 
-}  // namespace
 
 TEST_CASE("tool-call grammar: random walks parse as valid calls, written calls accepted (hermes, Qwen 3)",
           "[grammar][tool_calls]") {
@@ -265,3 +266,5 @@ TEST_CASE("tool-call grammar: the text around the calls is fixed", "[grammar][to
 TEST_CASE("tool-call grammar: python3-jsonschema validates every call's arguments", "[grammar][tool_calls]") {
   astrai::test::check_valid_under_python(validation_batch(), "arguments");
 }
+
+}  // namespace test_tool_call_grammar

@@ -19,7 +19,9 @@
 #include "engine/jinja/render_limits.h"
 #include "engine/jinja/template.h"
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_jinja_limits {
 
 using astrai::jinja::RenderLimits;
 using astrai::jinja::Template;
@@ -52,7 +54,6 @@ std::string error_of(const std::string& source, const RenderLimits& limits = sma
   return "";
 }
 
-}  // namespace
 
 TEST_CASE("Jinja limits: loops that never end are stopped by the step budget", "[jinja][limits]") {
   // 10^10 iterations of an empty body: every iteration counts, bodies or not.
@@ -177,3 +178,5 @@ TEST_CASE("Jinja limits: the default limits are the documented ones, the clock's
   CHECK(defaults.max_seconds == 10.0);
   CHECK(without_clock().max_seconds == RenderLimits::kNoClockLimit);
 }
+
+}  // namespace test_jinja_limits

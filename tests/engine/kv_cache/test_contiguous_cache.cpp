@@ -7,7 +7,9 @@
 
 #include "engine/kv_cache/contiguous_cache.h"
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_contiguous_cache {
 
 astrai::ModelConfig small_config() {
   astrai::ModelConfig c{.dim = 8, .hidden_dim = 8, .n_layers = 2, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 16,
@@ -15,7 +17,6 @@ astrai::ModelConfig small_config() {
   return c;
 }
 
-}  // namespace
 
 TEST_CASE("ContiguousCache gives each task a slot until none is free", "[kv_cache][contiguous]") {
   astrai::ContiguousCache cache(small_config(), 2);
@@ -54,3 +55,5 @@ TEST_CASE("Misuse of ContiguousCache throws naming the problem", "[kv_cache][con
   CHECK_THROWS_AS(cache.view().key(0, 5, 0), std::invalid_argument);
   CHECK_THROWS_AS(astrai::ContiguousCache(small_config(), 0), std::invalid_argument);
 }
+
+}  // namespace test_contiguous_cache

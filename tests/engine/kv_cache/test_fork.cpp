@@ -17,7 +17,9 @@
 #include "engine/kv_cache/page_cache.h"
 #include "tests/engine/kv_cache/fingerprint_rows.h"
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_fork {
 
 using astrai::PageCache;
 using astrai::test::compute_rows;
@@ -51,7 +53,6 @@ void decode(astrai::KVCache& cache, int kv_dim, int id, Tokens& tokens, int toke
   cache.commit(id, tokens);
 }
 
-}  // namespace
 
 TEST_CASE("fork shares every prompt page and copies the partial one on its first write", "[kv_cache][fork]") {
   PageCache cache(tiny_config(), 12, 4);
@@ -220,3 +221,5 @@ TEST_CASE("forked choices never see each other's writes (property)", "[kv_cache]
     RC_ASSERT(cache.all_free());
   });
 }
+
+}  // namespace test_fork

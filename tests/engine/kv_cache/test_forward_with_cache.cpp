@@ -19,7 +19,9 @@
 #include "reference/forward.h"
 #include "reference/generate.h"
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_forward_with_cache {
 
 using astrai::BatchToken;
 using astrai::KVCacheView;
@@ -72,7 +74,6 @@ Tokens decode(const astrai::ModelWeights& w, astrai::KVCache* cache, KVCacheView
   return tokens;
 }
 
-}  // namespace
 
 TEST_CASE("Forward with PageCache equals DenseKVCache, prefix hits included", "[kv_cache][forward]") {
   rc::prop("bit-identical logits", [] {
@@ -144,3 +145,5 @@ TEST_CASE("Forward with ContiguousCache equals DenseKVCache", "[kv_cache][forwar
     RC_ASSERT(cache.all_free());
   });
 }
+
+}  // namespace test_forward_with_cache

@@ -20,7 +20,9 @@
 #include "tests/engine/kv_cache/fingerprint_rows.h"
 #include "tests/engine/kv_cache/page_cache_model.h"
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_page_cache_model {
 
 using astrai::PageCache;
 using astrai::test::PageCacheModel;
@@ -183,9 +185,10 @@ void check_against_model(bool colliding_hash) {
                    rc::state::gen::execOneOfWithArgs<Admit, Admit, Decode, Decode, Decode, Release, ReleaseAll>());
 }
 
-}  // namespace
 
 TEST_CASE("PageCache follows the prefix-level model", "[kv_cache][page_cache]") {
   rc::prop("with the default prefix hash", [] { check_against_model(false); });
   rc::prop("with a hash that maps every page to the same value", [] { check_against_model(true); });
 }
+
+}  // namespace test_page_cache_model

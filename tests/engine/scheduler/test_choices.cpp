@@ -22,7 +22,9 @@
 #include "tests/engine/scheduler/recording_executor.h"
 #include "tests/engine/scheduler/reference_oracle.h"
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_choices {
 
 using namespace astrai;
 using namespace astrai::test;
@@ -98,7 +100,6 @@ std::vector<TaskOutput> wait_all(const ChoicesResult& result) {
   return *outputs;
 }
 
-}  // namespace
 
 TEST_CASE("choice i of a seeded n-request gets the reference's tokens with seed + i, prompts around page boundaries",
           "[engine][choices]") {
@@ -317,3 +318,5 @@ TEST_CASE("an invalid n-request is refused whole, before anything is queued", "[
   CHECK(stats.total_tasks == 0);
   CHECK(stats.steps == 0);
 }
+
+}  // namespace test_choices

@@ -23,7 +23,9 @@ using astrai::Tokenizer;
 using Catch::Matchers::Contains;
 using astrai::test::peak_rss_mib;
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_tokenizer_untrusted_counts {
 
 template <class T>
 void append_le(std::string& out, T value) {  // the test machines are little-endian
@@ -32,7 +34,6 @@ void append_le(std::string& out, T value) {  // the test machines are little-end
   out.append(b, sizeof(T));
 }
 
-}  // namespace
 
 TEST_CASE("A tokenizer.bin whose piece claims 2 GiB of bytes it lacks fails without allocating them",
           "[tokenizer][load][untrusted]") {
@@ -50,3 +51,5 @@ TEST_CASE("A tokenizer.bin whose piece claims 2 GiB of bytes it lacks fails with
                       Contains("id 0") && Contains("truncated") && Contains("2147483647 bytes but only 5 remain"));
   CHECK(peak_rss_mib() - before < 256);
 }
+
+}  // namespace test_tokenizer_untrusted_counts

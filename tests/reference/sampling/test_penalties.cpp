@@ -21,7 +21,9 @@ using astrai::SamplerState;
 using astrai::SamplingParams;
 using astrai::test::PenaltyCase;
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_penalties {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -71,7 +73,6 @@ std::vector<float> reference_penalized(std::span<const float> logits, std::span<
   return row;
 }
 
-}  // namespace
 
 TEST_CASE("penalties and bias give the float64 oracle's logits", "[sampling][penalties]") {
   rc::prop("each logit within its rounding of the oracle's", [] {
@@ -271,3 +272,5 @@ TEST_CASE("the incremental adjustment list equals the one rebuilt from the count
     }
   });
 }
+
+}  // namespace test_penalties

@@ -15,7 +15,9 @@
 
 using astrai::SamplingParams;
 
-namespace {
+// In a namespace of its own, TEST_CASEs too: the test program is a unity
+// build (tests/meson.build), where other files have helpers of the same names.
+namespace test_strategies {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -31,7 +33,6 @@ int count_finite(const std::vector<float>& logits) {
   return static_cast<int>(std::count_if(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
 }
 
-}  // namespace
 
 TEST_CASE("top-k keeps at most k tokens: the k largest, ties to the lower id", "[sampling][top_k]") {
   rc::prop("with heavy ties, kept = the tokens with fewer than k tokens ahead", [] {
@@ -198,3 +199,5 @@ TEST_CASE("bad logits are rejected with the offending index", "[sampling][errors
   REQUIRE(c.size() == 1);
   CHECK(c[0].id == 1);
 }
+
+}  // namespace test_strategies
