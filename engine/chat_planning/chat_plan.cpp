@@ -78,47 +78,66 @@ Prompt render_chat(const ChatRequest& request, const ChatTemplate& chat_template
   }
 }
 
+namespace {
+
+// A conversation's prompt (chat routes): the tools' grammar unless a
+// response format constrains the text, the messages rendered and encoded,
+// and how the output is read (the reasoning split, the model's tool calls).
+std::vector<int> plan_conversation(ChatRequest& chat, const ChatModel& model, ChatPlan& plan) {
+  // tool_choice "required" or a named tool: the output is the calls, by
+  // grammar; "auto": text, or valid calls once the family's opener appears
+  // (a lazy grammar), unless response_format constrains the text instead.
+  if (auto spec = tool_call_spec(chat, model.tool_call_family)) {
+    if (chat.constraint && !spec->lazy)
+      throw ChatError(ErrorKind::InvalidRequest,
+                      "tool_choice 'required' (or a named tool) and an output constraint (response_format or the "
+                      "structured-output fields) cannot both apply: the output is either the calls or the "
+                      "constrained text");
+    if (!chat.constraint) chat.constraint = std::move(*spec);
+  }
+  EncodedChat encoded = encode_chat(chat, model);
+  plan.parsing.reasoning = model.split_reasoning;
+  plan.parsing.starts_in_reasoning = encoded.opens_reasoning;
+  // A reasoning model thinks first: the constraint applies after the
+  // thinking (reasoning_grammar.h), unless the template closed it in the prompt.
+  if (chat.constraint && model.split_reasoning && !encoded.closes_reasoning) {
+    chat.constraint->start = encoded.opens_reasoning ? grammar::ConstraintSpec::Start::AfterReasoning
+                                                     : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
+    chat.constraint->reasoning = reasoning_markers();
+  }
+  if (!chat.tools.is_null() && chat.tool_choice.mode != ToolChoice::Mode::None)
+    plan.parsing.tools = model.tool_call_family;
+  plan.parsing.parallel_tool_calls = chat.parallel_tool_calls;
+  return std::move(encoded.ids);
+}
+
+// /v1/completions' prompts as they are (text tokenized with BOS first, as
+// `astrai generate` does, or ids), and each one's echo when asked.
+std::vector<std::vector<int>> plan_raw_prompts(const ChatRequest& request, const ChatModel& model, ChatPlan& plan) {
+  const InferenceEngine& engine = *model.engine;
+  std::vector<std::vector<int>> prompts;
+  for (const RawPrompt& raw : request.prompts) {
+    if (!raw.ids)
+      if (const auto too_long =
+              prompt_surely_too_long(raw.text.size(), model.max_token_bytes, engine.model_config().max_seq_len))
+        throw ChatError(ErrorKind::ContextLength, *too_long);
+    prompts.push_back(raw.ids ? *raw.ids : engine.tokenize(raw.text));
+    if (request.echo) plan.echoes.push_back(raw.ids ? engine.tokenizer().decode(*raw.ids) : raw.text);
+  }
+  return prompts;
+}
+
+}  // namespace
+
 ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
   const InferenceEngine& engine = *model.engine;
   const int context = engine.model_config().max_seq_len;
   ChatPlan plan;
   plan.n = chat.n;
-  std::vector<std::vector<int>> prompts;  // one (chat), or each of a completions request's
-  if (chat.prompts.empty()) {
-    // tool_choice "required" or a named tool: the output is the calls, by
-    // grammar; "auto": text, or valid calls once the family's opener appears
-    // (a lazy grammar), unless response_format constrains the text instead.
-    if (auto spec = tool_call_spec(chat, model.tool_call_family)) {
-      if (chat.constraint && !spec->lazy)
-        throw ChatError(ErrorKind::InvalidRequest,
-                        "tool_choice 'required' (or a named tool) and an output constraint (response_format or the "
-                        "structured-output fields) cannot both apply: the output is either the calls or the "
-                        "constrained text");
-      if (!chat.constraint) chat.constraint = std::move(*spec);
-    }
-    EncodedChat encoded = encode_chat(chat, model);
-    prompts.push_back(std::move(encoded.ids));
-    plan.parsing.reasoning = model.split_reasoning;
-    plan.parsing.starts_in_reasoning = encoded.opens_reasoning;
-    // A reasoning model thinks first: the constraint applies after the
-    // thinking (reasoning_grammar.h), unless the template closed it in the prompt.
-    if (chat.constraint && model.split_reasoning && !encoded.closes_reasoning) {
-      chat.constraint->start = encoded.opens_reasoning ? grammar::ConstraintSpec::Start::AfterReasoning
-                                                       : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
-      chat.constraint->reasoning = reasoning_markers();
-    }
-    if (!chat.tools.is_null() && chat.tool_choice.mode != ToolChoice::Mode::None)
-      plan.parsing.tools = model.tool_call_family;
-    plan.parsing.parallel_tool_calls = chat.parallel_tool_calls;
-  } else {
-    for (RawPrompt& raw : chat.prompts) {
-      if (!raw.ids)
-        if (const auto too_long = prompt_surely_too_long(raw.text.size(), model.max_token_bytes, context))
-          throw ChatError(ErrorKind::ContextLength, *too_long);
-      prompts.push_back(raw.ids ? *raw.ids : engine.tokenize(raw.text));  // BOS first, as `astrai generate`
-      if (chat.echo) plan.echoes.push_back(raw.ids ? engine.tokenizer().decode(*raw.ids) : raw.text);
-    }
-  }
+  // One prompt (chat), or each of a completions request's.
+  std::vector<std::vector<int>> prompts;
+  if (chat.prompts.empty()) prompts.push_back(plan_conversation(chat, model, plan));
+  else prompts = plan_raw_prompts(chat, model, plan);
   for (const std::vector<int>& prompt : prompts)
     if (const auto too_long = prompt_too_long(prompt.size(), context)) throw ChatError(ErrorKind::ContextLength, *too_long);
   std::shared_ptr<const grammar::CompiledConstraint> constraint;

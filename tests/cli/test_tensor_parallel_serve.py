@@ -67,13 +67,31 @@ def wait_gone(pid, timeout):
     return not alive(pid)
 
 
+def cmdlines(pids):
+    out = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                out[pid] = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError as e:
+            out[pid] = f"({e})"
+    return out
+
+
 def start(model):
     server = ServerProcess(ASTRAI, model, "--backend", "cuda", "--cuda-dtype", "f32", "--tensor-parallel", "2",
                            "--quiet")
     server.wait_ready(timeout=HANG_GUARD)
+    # The rank joined before the model counted as loaded, so it is there; its
+    # /proc entries are read until they name it (a fresh CI run once read a
+    # child whose cmdline did not yet say rank-worker), within the hang guard.
+    deadline = time.monotonic() + HANG_GUARD
     workers = rank_workers(server.proc.pid)
+    while len(workers) != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        workers = rank_workers(server.proc.pid)
     check("the server started its second rank (one astrai rank-worker child)", len(workers) == 1,
-          f"children {children(server.proc.pid)}")
+          f"children {cmdlines(children(server.proc.pid))}")
     return server, workers[0] if workers else None
 
 

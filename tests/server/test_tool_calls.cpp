@@ -148,6 +148,17 @@ const json kExpectedCalls = json::array(
     {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}}},
      {{"type", "function"}, {"function", {{"name", "get_time"}, {"arguments", R"({"tz":"CET"})"}}}}});
 
+// Streamed blocks against the whole response's, tool_use ids aside (random per response).
+void check_same_blocks(const json& streamed, const json& whole) {
+  REQUIRE(streamed.size() == whole.size());
+  for (size_t i = 0; i < streamed.size(); ++i) {
+    json a = streamed[i], b = whole[i];
+    a.erase("id");
+    b.erase("id");
+    CHECK(a == b);
+  }
+}
+
 // An Anthropic stream's content blocks rebuilt from its events (each
 // block's deltas joined; tool_use inputs parsed), checking the events'
 // order: blocks open one at a time, each stopped before the next starts.
@@ -276,13 +287,7 @@ TEST_CASE("Anthropic tool use and thinking: whole and streamed", "[tool_calls][a
   // The stream's blocks, rebuilt from its events, equal the whole content.
   json stop_reason = nullptr;
   const json blocks = anthropic_stream_blocks(post(server, path, anthropic_tools_body(true)).body, stop_reason);
-  REQUIRE(blocks.size() == content.size());
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    json a = blocks[i], b = content[i];
-    a.erase("id");
-    b.erase("id");
-    CHECK(a == b);
-  }
+  check_same_blocks(blocks, content);
   CHECK(stop_reason == "tool_use");
 }
 
@@ -313,13 +318,7 @@ TEST_CASE("Anthropic: the text before tool_use blocks is a text block first, who
   CHECK(whole.body_json()["stop_reason"] == "tool_use");
   json stop_reason = nullptr;
   const json blocks = anthropic_stream_blocks(post(server, path, anthropic_tools_body(true)).body, stop_reason);
-  REQUIRE(blocks.size() == content.size());
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    json a = blocks[i], b = content[i];
-    a.erase("id");
-    b.erase("id");
-    CHECK(a == b);
-  }
+  check_same_blocks(blocks, content);
   CHECK(stop_reason == "tool_use");
 }
 
