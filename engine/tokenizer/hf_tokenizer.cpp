@@ -11,6 +11,7 @@
 #include "engine/tokenizer/byte_piece.h"
 #include "engine/tokenizer/nfc.h"
 #include "engine/text/read_file.h"
+#include "engine/tokenizer/unsupported_feature.h"
 
 namespace astrai {
 
@@ -18,10 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-
-[[noreturn]] void unsupported(const std::string& origin, const std::string& what) {
-  throw std::runtime_error(origin + ": unsupported " + what);
-}
 
 bool is_null_or(const json& j, const char* key, const json& value) {
   return !j.contains(key) || j[key].is_null() || j[key] == value;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include "engine/tokenizer/unsupported_feature.h"
 
 namespace astrai {
 
@@ -12,10 +13,6 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // U+2581 '▁'
-
-[[noreturn]] void unsupported(const std::string& origin, const std::string& what) {
-  throw std::runtime_error(origin + ": unsupported " + what);
-}
 
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   std::string out;

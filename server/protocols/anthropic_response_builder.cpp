@@ -61,7 +61,7 @@ json stop_sequence_of(const CompletionResult& r) {
   return nullptr;
 }
 
-void read_messages(FieldChecker& check, const json& body, ChatRequest& request) {
+void read_anthropic_messages(FieldChecker& check, const json& body, ChatRequest& request) {
   const json body_loc = json::array({"body"});
   if (const json* system = check.field(body, body_loc, "system"))
     if (auto text = read_text_content(check, *system, loc_append(body_loc, "system")))
@@ -85,7 +85,7 @@ AnthropicResponseBuilder::AnthropicResponseBuilder(std::string model, SamplingPa
     : ResponseBuilder(defaults), model_(std::move(model)), id_(random_id("msg_")) {}
 
 void AnthropicResponseBuilder::read_input(FieldChecker& check, const json& body, ChatRequest& request) {
-  read_messages(check, body, request);
+  read_anthropic_messages(check, body, request);
 }
 
 void AnthropicResponseBuilder::read_fields(FieldChecker& check, const json& body, ChatRequest& request,

@@ -76,7 +76,7 @@ std::optional<ChatRole> openai_role(const std::string& role) {
   return std::nullopt;
 }
 
-void read_messages(FieldChecker& check, const json& body, ChatRequest& request) {
+void read_openai_messages(FieldChecker& check, const json& body, ChatRequest& request) {
   read_object_list(check, body, json::array({"body"}), "messages", [&](const json& item, const json& item_loc) {
     ChatMessage message;
     bool ok = true;
@@ -122,7 +122,7 @@ OpenAIResponseBuilder::OpenAIResponseBuilder(std::string model, SamplingParams d
     : ResponseBuilder(defaults), model_(std::move(model)), id_(random_id("chatcmpl-")), created_(unix_time_now()) {}
 
 void OpenAIResponseBuilder::read_input(FieldChecker& check, const json& body, ChatRequest& request) {
-  read_messages(check, body, request);
+  read_openai_messages(check, body, request);
 }
 
 void OpenAIResponseBuilder::read_fields(FieldChecker& check, const json& body, ChatRequest& request,

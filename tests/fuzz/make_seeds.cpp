@@ -86,7 +86,7 @@ void write_gguf_seeds(const fs::path& dir) {
 void write_safetensors_seeds(const fs::path& dir) {
   ModelConfig c{.dim = 8, .hidden_dim = 16, .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 8,
                 .max_seq_len = 4, .rope_theta = 1e6f, .norm_eps = 1e-6f, .rope_layout = astrai::RopeLayout::RotateHalf,
-                .rope_scaling = {}, .explicit_head_dim = 0, .qkv_bias = true, .qk_norm = false};
+                .rope_scaling = {}, .explicit_head_dim = 0, .options = {.qkv_bias = true, .qk_norm = false}};
   astrai::ModelWeights w = astrai::make_synthetic_weights(c, 7);
   for (auto& L : w.layers) {
     L.bq = xt::zeros<float>({size_t(c.q_dim())}) + 0.25f;
