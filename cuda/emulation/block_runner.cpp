@@ -18,6 +18,7 @@
 #include "cuda/emulation/block_runner.h"
 
 #include "cuda/emulation/access_context.h"
+#include "cuda/emulation/device_constants.h"
 
 #include <boost/context/detail/fcontext.hpp>
 #include <sys/mman.h>
@@ -38,7 +39,6 @@ namespace {
 namespace fcontext = boost::context::detail;
 
 constexpr size_t kFiberStackBytes = 256 * 1024;  // generous: kernels keep small arrays in registers on a GPU
-constexpr int kWarpSize = 32;
 
 enum class Waiting { Nothing, Block, Warp, Done, Faulted };
 

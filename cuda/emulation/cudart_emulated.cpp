@@ -144,14 +144,14 @@ State& state() {
   return s;
 }
 
-thread_local cudaError_t t_last_error = cudaSuccess;
+thread_local cudaError_t t_cuda_last_error = cudaSuccess;
 thread_local int t_current_device = 0;
 
 // Whether work may go into `stream` from this thread: its device must be current.
 bool stream_on_current_device(cudaStream_t stream) { return stream == nullptr || stream->device == t_current_device; }
 
 cudaError_t fail(cudaError_t e) {
-  t_last_error = e;
+  t_cuda_last_error = e;
   return e;
 }
 
@@ -445,7 +445,7 @@ void reset_after_fault() {
   std::lock_guard lock(s.mutex);
   s.sticky = cudaSuccess;
   s.queue.clear();
-  t_last_error = cudaSuccess;
+  t_cuda_last_error = cudaSuccess;
 }
 
 }  // namespace astrai::emu
@@ -456,13 +456,13 @@ using astrai::emu::state;
 // ---- errors ----
 
 cudaError_t cudaGetLastError() {
-  const cudaError_t e = astrai::emu::t_last_error;
-  astrai::emu::t_last_error = cudaSuccess;
+  const cudaError_t e = astrai::emu::t_cuda_last_error;
+  astrai::emu::t_cuda_last_error = cudaSuccess;
   return e != cudaSuccess ? e : state().sticky;
 }
 
 cudaError_t cudaPeekAtLastError() {
-  return astrai::emu::t_last_error != cudaSuccess ? astrai::emu::t_last_error : state().sticky;
+  return astrai::emu::t_cuda_last_error != cudaSuccess ? astrai::emu::t_cuda_last_error : state().sticky;
 }
 
 const char* cudaGetErrorName(cudaError_t error) {

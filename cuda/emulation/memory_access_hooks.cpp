@@ -10,6 +10,7 @@
 
 #include "cuda/emulation/access_context.h"
 #include "cuda/emulation/block_runner.h"
+#include "cuda/emulation/device_constants.h"
 #include "cuda/emulation/race_detector.h"
 
 namespace astrai::emu {
@@ -20,11 +21,7 @@ namespace {
 
 MemoryObserver* g_observer = nullptr;
 
-constexpr uintptr_t kPageBytes = 4096;
-
-// Per launch: whether each page the kernel touched holds device memory (a
-// device allocation's mapping never shares a page with other memory).
-constexpr size_t kPageCacheSlots = 256;  // direct-mapped, by page number
+// Per launch: whether each page the kernel touched holds device memory.
 struct DevicePages {
   std::unordered_map<uintptr_t, bool> pages;
   struct Slot {
@@ -40,7 +37,7 @@ thread_local DevicePages t_device_pages;
 
 bool on_device_page(uintptr_t address) {
   DevicePages& d = t_device_pages;
-  const uintptr_t page = address / kPageBytes;
+  const uintptr_t page = address / kHostPageBytes;
   DevicePages::Slot& slot = d.cache[page % kPageCacheSlots];
   if (slot.page == page) return slot.is_device;
   auto [it, inserted] = d.pages.try_emplace(page, false);

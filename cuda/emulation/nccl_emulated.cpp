@@ -117,12 +117,12 @@ struct ncclComm {
 namespace astrai::emu::nccl {
 namespace {
 
-thread_local std::string t_last_error;
+thread_local std::string t_nccl_last_error;
 
 ncclResult_t error(ncclComm* comm, ncclResult_t result, const std::string& message) {
   const std::string text = "emulated NCCL: " + message;
   std::fprintf(stderr, "%s\n", text.c_str());
-  t_last_error = text;
+  t_nccl_last_error = text;
   if (comm) comm->last_error = text;
   return result;
 }
@@ -563,7 +563,7 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 const char* ncclGetLastError(ncclComm_t comm) {
-  return comm != nullptr && !comm->last_error.empty() ? comm->last_error.c_str() : t_last_error.c_str();
+  return comm != nullptr && !comm->last_error.empty() ? comm->last_error.c_str() : t_nccl_last_error.c_str();
 }
 
 // Group calls: each collective is queued as it is called, in order, so a

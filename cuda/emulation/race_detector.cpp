@@ -17,6 +17,7 @@
 
 #include "cuda/emulation/access_context.h"
 #include "cuda/emulation/block_runner.h"
+#include "cuda/emulation/device_constants.h"
 
 namespace astrai::emu {
 namespace {
@@ -25,8 +26,6 @@ std::atomic<bool> g_enabled{[] {
   const char* s = std::getenv("ASTRAI_EMULATION_RACECHECK");
   return !(s != nullptr && std::strcmp(s, "0") == 0);
 }()};
-
-constexpr uint32_t kWarpSize = 32;
 
 int32_t pc_offset(const void* pc) {
   return int32_t(reinterpret_cast<intptr_t>(pc) - reinterpret_cast<intptr_t>(&race_check));
@@ -71,10 +70,7 @@ struct GlobalCell {
 };
 static_assert(sizeof(GlobalCell) == 28);
 
-constexpr uintptr_t kPageBytes = 4096;
-constexpr size_t kPageCacheSlots = 256;  // direct-mapped, by page number
-
-struct State {
+struct RaceState {
   const KernelLaunch* launch = nullptr;
   uint32_t launch_serial = 0;
   std::vector<SharedCell> dynamic_shadow;
@@ -90,9 +86,9 @@ struct State {
   } page_cache[kPageCacheSlots];
 };
 
-thread_local State t_state;
+thread_local RaceState t_state;
 
-uint32_t warp_of(uint32_t thread) { return thread / kWarpSize; }
+uint32_t warp_of(uint32_t thread) { return thread / uint32_t(kWarpSize); }
 
 Access now(const void* pc) {
   const AccessContext& c = t_access;
@@ -187,15 +183,15 @@ void check_shared(SharedCell& cell, uintptr_t address, bool store, const void* p
 }
 
 GlobalCell* global_page(uintptr_t page) {
-  State& s = t_state;
-  State::Slot& slot = s.page_cache[page % kPageCacheSlots];
+  RaceState& s = t_state;
+  RaceState::Slot& slot = s.page_cache[page % kPageCacheSlots];
   if (slot.page == page) return slot.cells;
   auto [it, inserted] = s.pages.try_emplace(page, nullptr);
   if (inserted) {
-    if (s.pages_used == s.page_pool.size()) s.page_pool.push_back(std::make_unique<GlobalCell[]>(kPageBytes));
+    if (s.pages_used == s.page_pool.size()) s.page_pool.push_back(std::make_unique<GlobalCell[]>(kHostPageBytes));
     it->second = s.page_pool[s.pages_used++].get();
   }
-  slot = State::Slot{page, it->second};
+  slot = RaceState::Slot{page, it->second};
   return it->second;
 }
 
@@ -244,27 +240,27 @@ void set_race_detection(bool on) { g_enabled = on; }
 bool race_detection() { return g_enabled.load(std::memory_order_relaxed); }
 
 void race_launch_begin(const KernelLaunch& launch) {
-  State& s = t_state;
+  RaceState& s = t_state;
   s.launch = &launch;
   if (++s.launch_serial == 0) {  // wrapped: clear every cell so no old serial matches
-    for (auto& page : s.page_pool) std::fill_n(page.get(), kPageBytes, GlobalCell{});
+    for (auto& page : s.page_pool) std::fill_n(page.get(), kHostPageBytes, GlobalCell{});
     s.launch_serial = 1;
   }
   s.pages.clear();
   s.pages_used = 0;
-  for (State::Slot& slot : s.page_cache) slot = State::Slot{};
+  for (RaceState::Slot& slot : s.page_cache) slot = RaceState::Slot{};
 }
 
 void race_launch_end() {
-  State& s = t_state;
+  RaceState& s = t_state;
   s.launch = nullptr;
   s.pages.clear();
   s.pages_used = 0;
-  for (State::Slot& slot : s.page_cache) slot = State::Slot{};
+  for (RaceState::Slot& slot : s.page_cache) slot = RaceState::Slot{};
 }
 
 void race_block_begin() {
-  State& s = t_state;
+  RaceState& s = t_state;
   const AccessContext& c = t_access;
   // Cells of earlier blocks carry other intervals, so they never match; only the sizes change.
   const size_t dynamic_bytes = c.dynamic_end - c.dynamic_begin, static_bytes = c.static_end - c.static_begin;
@@ -274,7 +270,7 @@ void race_block_begin() {
 }
 
 void race_copy_pending(uintptr_t shared_address, size_t bytes, const void* pc, bool pending) {
-  State& s = t_state;
+  RaceState& s = t_state;
   const AccessContext& c = t_access;
   if (s.dynamic_pending.size() < s.dynamic_shadow.size()) s.dynamic_pending.resize(s.dynamic_shadow.size());
   if (s.static_pending.size() < s.static_shadow.size()) s.static_pending.resize(s.static_shadow.size());
@@ -292,7 +288,7 @@ void race_copy_pending(uintptr_t shared_address, size_t bytes, const void* pc, b
 
 void race_check(uintptr_t address, size_t bytes, bool store, MemorySpace space, const void* pc) {
   const AccessContext& c = t_access;
-  State& s = t_state;
+  RaceState& s = t_state;
   if (space == MemorySpace::Shared) {
     if (s.pending_bytes != 0) check_pending(address, bytes, store, pc);
     SharedCell* cells = in_dynamic(address) ? &s.dynamic_shadow[address - c.dynamic_begin]
@@ -307,15 +303,15 @@ void race_check(uintptr_t address, size_t bytes, bool store, MemorySpace space, 
     }
   } else {
     // An access never crosses a page here: the kernels' accesses are naturally aligned.
-    GlobalCell* cells = global_page(address / kPageBytes);
-    GlobalCell& first = cells[address % kPageBytes];
+    GlobalCell* cells = global_page(address / kHostPageBytes);
+    GlobalCell& first = cells[address % kHostPageBytes];
     if (first.launch != s.launch_serial) first = GlobalCell{s.launch_serial};
     const GlobalCell before = first;
     check_global(first, address, store, pc);
     for (size_t i = 1; i < bytes; ++i) {
       const uintptr_t a = address + i;
-      GlobalCell& cell = a / kPageBytes == address / kPageBytes ? cells[a % kPageBytes]
-                                                                 : global_page(a / kPageBytes)[a % kPageBytes];
+      GlobalCell& cell = a / kHostPageBytes == address / kHostPageBytes ? cells[a % kHostPageBytes]
+                                                                 : global_page(a / kHostPageBytes)[a % kHostPageBytes];
       if (cell.launch != s.launch_serial) cell = GlobalCell{s.launch_serial};
       if (std::memcmp(&cell, &before, sizeof before) == 0) cell = first;
       else check_global(cell, a, store, pc);

@@ -7,7 +7,7 @@
 
 namespace astrai {
 
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
 namespace {
 
@@ -21,11 +21,11 @@ namespace {
 std::optional<grammar::ConstraintSpec> tool_call_spec(const ChatRequest& request, ToolCallFamily family) {
   const ToolCallFormat* format = tool_call_format(family);
   if (request.tools.is_null() || request.tool_choice.mode == ToolChoice::Mode::None || !format) return std::nullopt;
-  json tools = json::array();  // [{"name", "parameters"}] the output may call
-  for (const json& tool : request.tools) {
-    const json& f = tool["function"];
+  ordered_json tools = ordered_json::array();  // [{"name", "parameters"}] the output may call
+  for (const ordered_json& tool : request.tools) {
+    const ordered_json& f = tool["function"];
     if (request.tool_choice.mode == ToolChoice::Mode::Named && f["name"] != request.tool_choice.name) continue;
-    tools.push_back({{"name", f["name"]}, {"parameters", f.value("parameters", json::object())}});
+    tools.push_back({{"name", f["name"]}, {"parameters", f.value("parameters", ordered_json::object())}});
   }
   grammar::ConstraintSpec spec;
   spec.kind = grammar::ConstraintSpec::Kind::ToolCalls;

@@ -1,4 +1,5 @@
 #include "engine/chat_planning/reasoning_split.h"
+#include "engine/chat_planning/partial_tag.h"
 
 #include <algorithm>
 
@@ -8,14 +9,6 @@ namespace {
 
 std::string_view open_marker() { return reasoning_markers().open; }
 std::string_view close_marker() { return reasoning_markers().close; }
-
-// The longest suffix of `text` that is a proper prefix of `tag`: bytes that a
-// later piece may complete into the tag.
-size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 }  // namespace
 

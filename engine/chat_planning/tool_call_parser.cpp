@@ -1,4 +1,5 @@
 #include "engine/chat_planning/tool_call_parser.h"
+#include "engine/chat_planning/partial_tag.h"
 
 #include <algorithm>
 #include <optional>
@@ -9,7 +10,7 @@ namespace astrai {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
 // The markers, from each family's row (tool_call_formats.h).
 std::string_view hermes_open() { return tool_call_format(ToolCallFamily::Hermes)->call_marker; }
@@ -24,19 +25,12 @@ size_t skip_space(std::string_view s, size_t i) {
   return i;
 }
 
-// The longest suffix of `text` that is a proper prefix of `tag`.
-size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
-
 // A call from a parsed JSON value, or nullopt when it is not one.
-std::optional<ParsedToolCall> call_of(const json& value) {
+std::optional<ParsedToolCall> call_of(const ordered_json& value) {
   if (!value.is_object() || !value.contains("name") || !value["name"].is_string()) return std::nullopt;
   ParsedToolCall call{value["name"].get<std::string>(), "{}"};
   if (call.name.empty()) return std::nullopt;
-  const json* arguments = nullptr;
+  const ordered_json* arguments = nullptr;
   for (const char* key : {"arguments", "parameters"})
     if (value.contains(key)) {
       arguments = &value[key];
@@ -48,7 +42,7 @@ std::optional<ParsedToolCall> call_of(const json& value) {
     return call;
   }
   if (arguments->is_string()) {  // some models write the arguments as a JSON string
-    const json inner = json::parse(arguments->get<std::string>(), nullptr, false);
+    const ordered_json inner = ordered_json::parse(arguments->get<std::string>(), nullptr, false);
     if (inner.is_object()) {
       call.arguments = inner.dump();
       return call;
@@ -58,7 +52,7 @@ std::optional<ParsedToolCall> call_of(const json& value) {
 }
 
 std::optional<ParsedToolCall> call_of_text(std::string_view text) {
-  const json value = json::parse(text, nullptr, false);  // a discarded value on bad JSON
+  const ordered_json value = ordered_json::parse(text, nullptr, false);  // a discarded value on bad JSON
   if (value.is_discarded()) return std::nullopt;
   return call_of(value);
 }
@@ -180,10 +174,10 @@ ParsedToolCalls parse_mistral(std::string_view text) {
     if (list_at >= text.size() || text[list_at] != '[') return as_content;
     out.content = text.substr(0, list_at);
   }
-  const json value = json::parse(text.substr(list_at), nullptr, false);
+  const ordered_json value = ordered_json::parse(text.substr(list_at), nullptr, false);
   if (value.is_discarded()) return as_content;
-  const json list = value.is_array() ? value : json::array({value});
-  for (const json& item : list) {
+  const ordered_json list = value.is_array() ? value : ordered_json::array({value});
+  for (const ordered_json& item : list) {
     auto call = call_of(item);
     if (!call) return as_content;
     out.calls.push_back(std::move(*call));

@@ -20,6 +20,10 @@ struct ByteRange {
   uint8_t lo, hi;  // inclusive
 };
 
+// JSON's whitespace (RFC 8259: tab, line feed, carriage return, space): what
+// may separate JSON values, tool calls, and a closed thinking from its answer.
+inline const std::vector<ByteRange> kJsonWhitespace{{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}};
+
 // An expression over bytes and rule calls.
 struct Expr {
   enum class Kind { Bytes, Seq, Alt, Repeat, Call };

@@ -112,7 +112,7 @@ Expr integer_range(int64_t lo, int64_t hi) {
   return alts.size() == 1 ? std::move(alts[0]) : alt(std::move(alts));
 }
 
-Expr JsonRules::ws() const { return repeat(bytes({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}}), 0, kMaxWhitespace); }
+Expr JsonRules::ws() const { return repeat(bytes(kJsonWhitespace), 0, kMaxWhitespace); }
 
 JsonRules::JsonRules(GrammarBuilder& b) {
   string_ = b.add("string", seq({byte_char('"'), star(json_string_char()), byte_char('"')}));

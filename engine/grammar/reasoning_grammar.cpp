@@ -32,7 +32,7 @@ Grammar after_reasoning(Grammar answer, const ReasoningMarkers& markers, bool op
     }
   const int32_t gap = add_state(), done = add_state();
   top.states[size_t(at)].calls.push_back({thinking, gap});
-  for (const ByteRange r : {ByteRange{'\t', '\n'}, ByteRange{'\r', '\r'}, ByteRange{' ', ' '}})
+  for (const ByteRange r : kJsonWhitespace)
     top.states[size_t(gap)].bytes.push_back({r.lo, r.hi, gap});
   top.states[size_t(gap)].calls.push_back({old_root, done});
   if (optional) top.states[size_t(first)].calls.push_back({old_root, done});

@@ -13,7 +13,7 @@ constexpr int kMaxDepth = 100;
 
 const std::vector<CodeRange> kDigit{{'0', '9'}};
 const std::vector<CodeRange> kWord{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-const std::vector<CodeRange> kSpace{{'\t', '\r'}, {' ', ' '}};
+const std::vector<CodeRange> kRegexSpaceClass{{'\t', '\r'}, {' ', ' '}};
 
 class RegexParser {
  public:
@@ -145,8 +145,8 @@ class RegexParser {
       case 'D': return complement(kDigit);
       case 'w': return kWord;
       case 'W': return complement(kWord);
-      case 's': return kSpace;
-      case 'S': return complement(kSpace);
+      case 's': return kRegexSpaceClass;
+      case 'S': return complement(kRegexSpaceClass);
       case 'n': return {{'\n', '\n'}};
       case 'r': return {{'\r', '\r'}};
       case 't': return {{'\t', '\t'}};

@@ -41,8 +41,6 @@ Json object_schema(Json schema, const std::string& tool) {
 
 namespace {
 
-const Expr kSpace = bytes({{'\t', '\n'}, {'\r', '\r'}, {' ', ' '}});
-
 // Text that is not a call in the llama3 and mistral formats, as their parsers
 // read it: empty, or whitespace then a first byte other than the list's
 // opener (`opener`), then anything.
@@ -53,7 +51,7 @@ Expr text_not_opening(uint8_t opener) {
     if (!first.empty() && first.back().hi == b - 1) first.back().hi = uint8_t(b);
     else first.push_back({uint8_t(b), uint8_t(b)});
   }
-  return seq({star(kSpace), optional(seq({bytes(std::move(first)), star(bytes({{0, 255}}))}))});
+  return seq({star(bytes(kJsonWhitespace)), optional(seq({bytes(std::move(first)), star(bytes({{0, 255}}))}))});
 }
 
 Grammar build(const ToolCallSyntax& f, const Json& tools, bool single_call, bool lazy) {
@@ -100,7 +98,7 @@ Grammar build(const ToolCallSyntax& f, const Json& tools, bool single_call, bool
   }
   // No opener (llama3, mistral): the output is calls when it starts (after whitespace) with them.
   const std::string opening = f.list_open.empty() ? f.call_open : f.list_open;
-  const Expr listed = seq({star(kSpace), literal(f.list_open), call(one_call), more_calls, literal(f.list_close)});
+  const Expr listed = seq({star(bytes(kJsonWhitespace)), literal(f.list_open), call(one_call), more_calls, literal(f.list_close)});
   const int root = b.add("text or tool calls", alt({text_not_opening(uint8_t(opening[0])), listed}));
   return b.finish(root);
 }

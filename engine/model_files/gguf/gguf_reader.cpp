@@ -17,6 +17,7 @@
 #include "engine/model_files/checked_math.h"
 #include "engine/model_files/float_formats.h"
 #include "engine/model_files/quant/dequantize.h"
+#include "engine/model_files/shape_text.h"
 
 namespace astrai {
 namespace {
@@ -361,18 +362,6 @@ void GgufReader::read_tensor_floats(const GgufTensorInfo& info, std::span<float>
   }
   file_.release(bytes);  // converted: the float32 copy is what the caller keeps
 }
-
-namespace {
-
-std::string format_dims(std::span<const size_t> dims) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << dims[i];
-  s << "]";
-  return s.str();
-}
-
-}  // namespace
 
 const GgufTensorInfo& GgufReader::tensor_with_shape(const std::string& name, std::span<const size_t> shape) const {
   const GgufTensorInfo& info = tensor(name);

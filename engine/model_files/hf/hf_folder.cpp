@@ -213,8 +213,12 @@ HfFolderSource open_hf_folder(const std::string& dir) {
   OpenFolder open = open_folder(dir);
   auto tensors = open.tensors;
   return HfFolderSource{std::move(open.folder),
-                        ModelSource{open.hf.config, open.hf.tie_word_embeddings,
-                                    [tensors](const ModelTensor& t) { return tensors->read_values(t); }}};
+                        ModelSource{.config = open.hf.config,
+                                    .tied = open.hf.tie_word_embeddings,
+                                    .read = [tensors](const ModelTensor& t) { return tensors->read_values(t); },
+                                    .blocks = {},  // safetensors hold floats: no quantized blocks
+                                    .release_blocks = {},
+                                    .stored = {}}};
 }
 
 std::string hf_torch_dtype_name(SafetensorsDType dtype) {

@@ -10,6 +10,7 @@
 
 #include "engine/model_files/checked_math.h"
 #include "engine/model_files/float_formats.h"
+#include "engine/model_files/shape_text.h"
 
 namespace astrai {
 namespace {
@@ -77,14 +78,6 @@ std::optional<uint64_t> json_uint(const Json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer() && v.get<int64_t>() >= 0) return uint64_t(v.get<int64_t>());
   return std::nullopt;
-}
-
-std::string format_dims(std::span<const uint64_t> dims) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << dims[i];
-  s << "]";
-  return s.str();
 }
 
 [[noreturn]] void fail_at(const std::string& path, const std::string& problem) {
