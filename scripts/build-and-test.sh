@@ -5,8 +5,9 @@
 #   bash scripts/build-and-test.sh
 #
 # Builds:
-#   build/       release build of everything (CUDA too when nvcc is found), all tests
-#   build-emu/   the CUDA backend and its tests on the emulated device (-Dcuda=emulated)
+#   build/       first the CUDA backend and its tests on the emulated device
+#                (-Dcuda=emulated), then reconfigured as the release build of
+#                everything (CUDA too when nvcc is found), all tests
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer build of every CPU test,
 #                and the libFuzzer targets (scripts/fuzz.sh), each run for 20 s
 # docs/testing.md ("CI stages") says which stage runs what, and why.
@@ -24,12 +25,6 @@ configure() {  # dir, options...
   local dir=$1; shift
   if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null; else meson setup "$dir" "$@"; fi
 }
-
-echo "== release build"
-release_start=$(date +%s)
-configure build --buildtype=release
-ninja -C build -j "$jobs"
-echo "release build took $(( $(date +%s) - release_start )) s"
 
 # The oracles and real data files the tests compare against, pinned in each
 # folder's package-lock.json: the real Llama 3 and Qwen 3 tokenizer.json and
@@ -50,33 +45,56 @@ npm_install() {  # folder, npm ci options...
     echo "== npm ci failed in $dir: the tests that need it will skip"
   fi
 }
-npm_install tests/engine/tokenizer/bpe_oracle
-npm_install tests/engine/chat/jinja_oracle
-NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_install tests/engine/model_files/llama_cpp_oracle --omit=optional
+# npm ci waits on the network and the disk, so it runs while the first build
+# compiles (its output kept apart and printed once it is done); the tests
+# wait for it.
+install_oracles() {
+  npm_install tests/engine/tokenizer/bpe_oracle
+  npm_install tests/engine/chat/jinja_oracle
+  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_install tests/engine/model_files/llama_cpp_oracle --omit=optional
+}
+npm_log=$(mktemp)
+install_oracles >"$npm_log" 2>&1 &
+npm_pid=$!
+npm_done=false
+wait_for_oracles() {
+  if $npm_done; then return; fi
+  npm_done=true
+  local status=0
+  wait "$npm_pid" || status=$?
+  cat "$npm_log"; rm -f "$npm_log"
+  if [ "$status" -ne 0 ]; then exit "$status"; fi
+}
 
-echo "== tests (release)"
-tests_start=$(date +%s)
-meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
-echo "release tests took $(( $(date +%s) - tests_start )) s"
+# Every build compiles each library as unity files of up to 12 sources
+# (meson's unity builds; the test programs are groups of 7, tests/meson.build):
+# a unity file parses the headers its sources share once. Measured in
+# docs/testing.md ("CI stages").
+unity=(-Dunity=on -Dunity_size=12)
 
-echo "== the official OpenAI and Anthropic Node.js clients against astrai serve (loopback)"
-bash tests/clients/run.sh build/cli/astrai
-
-# The CUDA kernels, executor and tests, run on the CPU by the emulated device
-# (docs/cuda.md). It needs only the CUDA headers; CI has them, and there a
-# missing toolkit is an error rather than a silent skip.
+# One build folder, build/, serves two stages in turn: first configured with
+# the emulated CUDA backend (-Dcuda=emulated: the CUDA kernels, executor and
+# tests run on the CPU, docs/cuda.md), then reconfigured for the release
+# build users run (nvcc when found). The engine, server and tool objects are
+# the same in both configurations (only the CUDA backend and the files that
+# name it differ), so ninja compiles them once; a second build folder would
+# compile them again. It needs only the CUDA headers; CI has them, and there
+# a missing toolkit is an error rather than a silent skip.
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 emu_logs=()
 if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
-  echo "== CUDA tests on the emulated device (-Dcuda=emulated)"
+  echo "== CUDA tests on the emulated device (build/ with -Dcuda=emulated)"
   emu_start=$(date +%s)
-  configure build-emu --buildtype=release -Dcuda=emulated -Dbenchmarks=false
+  configure build --buildtype=release -Dcuda=emulated "${unity[@]}"
   # cli/astrai: the suite's cli_golden_cuda runs `astrai generate --backend cuda` (below, the SDK clients too).
-  ninja -C build-emu -j "$jobs" tests/cuda/test_cuda tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor \
+  ninja -C build -j "$jobs" tests/cuda/test_cuda tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor \
     tests/cuda/test_cuda_batching tests/cuda/test_emulated_device tests/cuda/test_perf_model tests/cuda/test_perf_report \
     tests/cuda/test_emulated_nccl tests/cuda/emulated_nccl_rank tests/cuda/test_tensor_parallel cli/astrai
-  meson test -C build-emu --no-rebuild --print-errorlogs --num-processes "$jobs" --suite cuda
-  emu_logs=(build-emu/meson-logs/testlog.json)
+  echo "emulated CUDA build took $(( $(date +%s) - emu_start )) s"
+  wait_for_oracles
+  meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs" --suite cuda
+  cp build/meson-logs/testlog.json build/meson-logs/testlog-emulated.json
+  emu_logs=(build/meson-logs/testlog-emulated.json)
   # ---- astrai serve --backend cuda on the emulated device (docs/cuda.md, issue 24) ----
   # The official SDK clients against the emulated CUDA executor on stories260K
   # (the llama2.c golden ids through generate --backend cuda are the suite's
@@ -85,7 +103,7 @@ if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
   if [ -f "$stories/stories260K.bin" ] && [ -f "$stories/tok512.bin" ]; then
     echo "== the official OpenAI and Anthropic clients against astrai serve --backend cuda (emulated, stories260K)"
     clients_start=$(date +%s)
-    bash tests/clients/run.sh build-emu/cli/astrai -- --backend cuda \
+    bash tests/clients/run.sh build/cli/astrai -- --backend cuda \
       --model "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin"
     echo "SDK clients on the emulated CUDA backend took $(( $(date +%s) - clients_start )) s"
   elif [ "${CI:-}" = true ]; then
@@ -102,6 +120,21 @@ elif [ "${CI:-}" = true ]; then
 else
   echo "== SKIPPED: the emulated CUDA tests need the CUDA headers ($cuda_home/include; set CUDA_HOME)"
 fi
+
+echo "== release build"
+release_start=$(date +%s)
+configure build --buildtype=release -Dcuda=auto "${unity[@]}"
+ninja -C build -j "$jobs"
+echo "release build took $(( $(date +%s) - release_start )) s"
+wait_for_oracles
+
+echo "== tests (release)"
+tests_start=$(date +%s)
+meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
+echo "release tests took $(( $(date +%s) - tests_start )) s"
+
+echo "== the official OpenAI and Anthropic Node.js clients against astrai serve (loopback)"
+bash tests/clients/run.sh build/cli/astrai
 
 # ---- sanitizers and fuzzing (see docs/reliability.md) ----
 echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (every CPU test program)"
@@ -123,7 +156,7 @@ fi
 # fuzz stage used to compile them again (docs/testing.md, "CI stages").
 CC=clang-14 CXX=clang++-14 configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
   -Dbenchmarks=false -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1" \
-  -Dinstrumented_libraries=true -Dfuzz=true
+  -Dinstrumented_libraries=true -Dfuzz=true "${unity[@]}"
 ninja -C build-asan -j "$jobs"
 # Any sanitizer report fails the run. Property tests keep their full case counts.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

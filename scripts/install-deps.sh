@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential meson ninja-build pkg-config cmake
-  ccache                                                          # meson compiles through it: build-emu/ reuses build/'s engine objects (same flags)
+  ccache                                                          # meson compiles through it: a rebuild after a checkout or a reconfigure reuses unchanged objects
   xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev   # reference math
   nlohmann-json3-dev                                              # JSON
   libpcre2-dev libicu-dev                                         # tokenizer.json: Split regexes (PCRE2), NFC (ICU)
