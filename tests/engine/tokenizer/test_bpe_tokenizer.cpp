@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -222,12 +223,25 @@ TEST_CASE("BpeModel's heap merges equal a plain rescanning loop on random tie-he
 namespace {
 
 // The id tokenizer.json's added_tokens gives `content`, read independently of HfTokenizer.
+// The package's tokenizer.json added_tokens, content -> id (the first entry
+// of a content, as a scan of the list finds it). Read once per package: the
+// file is 7-11 MB of JSON, and parsing it for every lookup took 130 s of the
+// sanitizer build's run of this program.
+const std::map<std::string, int>& added_tokens(const std::string& name) {
+  static std::map<std::string, std::map<std::string, int>> read;
+  auto [it, first_time] = read.try_emplace(name);
+  if (first_time) {
+    std::ifstream f(tokenizer_json(name));
+    for (const auto& a : nlohmann::json::parse(f).at("added_tokens"))
+      it->second.emplace(a.at("content").get<std::string>(), a.at("id").get<int>());
+  }
+  return it->second;
+}
+
 int added_token_id(const std::string& name, const std::string& content) {
-  std::ifstream f(tokenizer_json(name));
-  const auto file = nlohmann::json::parse(f);
-  for (const auto& a : file.at("added_tokens"))
-    if (a.at("content") == content) return a.at("id").get<int>();
-  return -1;
+  const auto& ids = added_tokens(name);
+  const auto it = ids.find(content);
+  return it == ids.end() ? -1 : it->second;
 }
 
 // bos_token / eos_token of the package's tokenizer_config.json ("" when null).
