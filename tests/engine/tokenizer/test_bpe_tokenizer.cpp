@@ -232,7 +232,8 @@ const std::map<std::string, int>& added_tokens(const std::string& name) {
   auto [it, first_time] = read.try_emplace(name);
   if (first_time) {
     std::ifstream f(tokenizer_json(name));
-    for (const auto& a : nlohmann::json::parse(f).at("added_tokens"))
+    const auto file = nlohmann::json::parse(f);  // named: a range-for over a temporary's member would dangle
+    for (const auto& a : file.at("added_tokens"))
       it->second.emplace(a.at("content").get<std::string>(), a.at("id").get<int>());
   }
   return it->second;
