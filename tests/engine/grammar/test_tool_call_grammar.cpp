@@ -202,8 +202,14 @@ void run(const std::string& vocab_name, const Format& format, uint64_t seed) {
       }
   }
   // Every schema here is bounded: walks end unless free-form arguments
-  // (absent parameters: any object) run long; most finish.
-  if (!astrai::test::kSanitizedBuild) CHECK(finished * 2 >= walks);
+  // (absent parameters: any object) run past the walk's 1500 tokens. Whether
+  // they do is shared by a tool set's walks (one free-form tool keeps them
+  // all going), so the count varies widely: over 16 runs of the three
+  // formats, 3 to 18 of the 18 walks finished (mistral), 9 to 18 (llama3),
+  // 14 to 18 (hermes), and a check that half finish failed a fresh-clone CI
+  // run (8 of 18, mistral). The premise asserted is that walks finish at all:
+  // a grammar that never lets a call close finishes none.
+  if (!astrai::test::kSanitizedBuild) CHECK(finished >= 1);
 }
 
 
