@@ -310,8 +310,9 @@ void race_check(uintptr_t address, size_t bytes, bool store, MemorySpace space, 
     check_global(first, address, store, pc);
     for (size_t i = 1; i < bytes; ++i) {
       const uintptr_t a = address + i;
-      GlobalCell& cell = a / kHostPageBytes == address / kHostPageBytes ? cells[a % kHostPageBytes]
-                                                                 : global_page(a / kHostPageBytes)[a % kHostPageBytes];
+      GlobalCell& cell = a / kHostPageBytes == address / kHostPageBytes
+                             ? cells[a % kHostPageBytes]
+                             : global_page(a / kHostPageBytes)[a % kHostPageBytes];
       if (cell.launch != s.launch_serial) cell = GlobalCell{s.launch_serial};
       if (std::memcmp(&cell, &before, sizeof before) == 0) cell = first;
       else check_global(cell, a, store, pc);
