@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/text/read_file.h"
 #include "tests/support/bpe_oracle_files.h"
 #include "tests/support/shared_data.h"
 
@@ -42,7 +43,7 @@ inline std::optional<std::filesystem::path> sentencepiece_json(SpmForm form) {
   const std::filesystem::path out = dir / "tokenizer.json";
   if (std::filesystem::exists(out)) return out;
   std::filesystem::create_directories(dir);
-  nlohmann::json j = nlohmann::json::parse(std::ifstream(real));
+  nlohmann::json j = nlohmann::json::parse(astrai::read_whole_file(real.string(), real.string()));  // not an istream: a character at a time
   if (form == SpmForm::LegacyNormalizedAdded) {
     for (auto& a : j["added_tokens"]) a["normalized"] = true;
   } else {

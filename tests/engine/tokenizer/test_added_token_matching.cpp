@@ -29,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/text/read_file.h"
 #include "engine/tokenizer/added_token_matcher.h"
 #include "engine/tokenizer/byte_piece.h"
 #include "engine/tokenizer/hf_tokenizer.h"
@@ -262,11 +263,9 @@ TEST_CASE("Qwen 3's tokenizer.json with tokens that prefix, end and overlap its 
     WARN("SKIPPED: " << json_path << " not found (run npm ci in " << astrai::test::bpe_oracle_dir() << ")");
     return;
   }
-  nlohmann::json file;
-  {
-    std::ifstream f(json_path);
-    file = nlohmann::json::parse(f);
-  }
+  // From the file's bytes: nlohmann's istream reader takes a character at a
+  // time, slow in the test's -O0 code under the sanitizers.
+  nlohmann::json file = nlohmann::json::parse(astrai::read_whole_file(json_path.string(), json_path.string()));
   int next_id = 0;
   for (const auto& [piece, id] : file.at("model").at("vocab").items()) next_id = std::max(next_id, id.get<int>() + 1);
   for (const auto& a : file.at("added_tokens")) next_id = std::max(next_id, a.at("id").get<int>() + 1);

@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "engine/text/read_file.h"
 #include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/byte_level.h"
 #include "engine/tokenizer/hf_tokenizer.h"
@@ -231,8 +232,10 @@ const std::map<std::string, int>& added_tokens(const std::string& name) {
   static std::map<std::string, std::map<std::string, int>> read;
   auto [it, first_time] = read.try_emplace(name);
   if (first_time) {
-    std::ifstream f(tokenizer_json(name));
-    const auto file = nlohmann::json::parse(f);  // named: a range-for over a temporary's member would dangle
+    // From the file's bytes: nlohmann's istream reader takes a character at
+    // a time, slow in this file's -O0 code under the sanitizers.
+    const std::string path = tokenizer_json(name).string();
+    const auto file = nlohmann::json::parse(astrai::read_whole_file(path, path));  // named: a range-for over a temporary's member would dangle
     for (const auto& a : file.at("added_tokens"))
       it->second.emplace(a.at("content").get<std::string>(), a.at("id").get<int>());
   }
