@@ -17,6 +17,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# Work started in the background (npm ci, the SDK clients, the sanitizer
+# build) is stopped with its children when the run ends early on a failure.
+stop_tree() { local child; for child in $(pgrep -P "$1" || true); do stop_tree "$child"; done; kill "$1" 2>/dev/null || true; }
+trap 'for job in $(jobs -p); do stop_tree "$job"; done' EXIT
 
 bash scripts/install-deps.sh
 
@@ -71,6 +75,11 @@ wait_for_oracles() {
 # a unity file parses the headers its sources share once. Measured in
 # docs/testing.md ("CI stages").
 unity=(-Dunity=on -Dunity_size=12)
+# Every program links with LLVM's lld (install-deps.sh) where it is found:
+# the sanitizer build's test programs, with their line tables, link in a
+# fifth of GNU ld's time (0.7 s where 3.5 for test_model_files). Meson reads
+# the choice when it first sets a folder up.
+if command -v ld.lld >/dev/null; then export CC_LD=lld CXX_LD=lld; fi
 
 # One build folder, build/, serves two stages in turn: first configured with
 # the emulated CUDA backend (-Dcuda=emulated: the CUDA kernels, executor and
@@ -143,6 +152,47 @@ if [ -n "${cuda_clients_pid:-}" ]; then
   if [ "$clients_status" -ne 0 ]; then echo "the SDK clients failed on the emulated CUDA backend" >&2; exit "$clients_status"; fi
 fi
 
+# ---- the sanitizer build, compiled beside the release tests ----
+# The release tests leave a core idle much of the time (servers waiting on
+# their timeouts, one long program at the end, the programs that run alone),
+# so the sanitizer build (pure compiling, the same objects at any speed)
+# runs beside them at the lowest CPU priority: it takes only what the tests
+# leave, and their outcome never depends on speed (docs/testing.md). Its
+# output is printed, and its failure fails the run, when the tests are done.
+#
+# -fno-sanitize-recover=all: every UBSan report aborts its test program
+# (halt_on_error=1 alone would not stop checks compiled as recoverable).
+# -g1: line tables only, enough for the sanitizers' stack traces (file and
+# line of every frame), with less to compile and link than -g.
+# clang 14, not the release build's gcc: the same files compile in 0.64x the
+# CPU time under ASan at -O0 (12 files side by side, docs/testing.md), and the
+# code is checked by a second compiler's warnings and sanitizers. A build-asan/
+# configured with another compiler is made afresh (meson cannot switch one).
+# -Dinstrumented_libraries=true -Dfuzz=true: the libraries are compiled once,
+# at -O2 with libFuzzer's coverage instrumentation, for both the test
+# programs (their own files at -O0) and the fuzz targets below, where the
+# fuzz stage used to compile them again (docs/testing.md, "CI stages").
+build_sanitized() {
+  if [ -f build-asan/build.ninja ] && ! grep -q 'clang++' build-asan/build.ninja; then
+    rm -rf build-asan
+  fi
+  CC=clang-14 CXX=clang++-14 configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dbenchmarks=false -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1" \
+    -Dinstrumented_libraries=true -Dfuzz=true "${unity[@]}"
+  nice -n 19 ninja -C build-asan -j "$jobs"
+}
+asan_start=$(date +%s)
+asan_build_log=$(mktemp)
+( build_sanitized && echo "sanitizer build took $(( $(date +%s) - asan_start )) s (beside the release tests)" ) \
+  >"$asan_build_log" 2>&1 &
+asan_build_pid=$!
+wait_for_sanitizer_build() {
+  local status=0
+  wait "$asan_build_pid" || status=$?
+  cat "$asan_build_log"; rm -f "$asan_build_log"
+  if [ "$status" -ne 0 ]; then echo "the sanitizer build failed" >&2; exit "$status"; fi
+}
+
 echo "== tests (release)"
 tests_start=$(date +%s)
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
@@ -153,30 +203,12 @@ bash tests/clients/run.sh build/cli/astrai
 
 # ---- sanitizers and fuzzing (see docs/reliability.md) ----
 echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (every CPU test program)"
-asan_start=$(date +%s)
-# -fno-sanitize-recover=all: every UBSan report aborts its test program
-# (halt_on_error=1 alone would not stop checks compiled as recoverable).
-# -g1: line tables only, enough for the sanitizers' stack traces (file and
-# line of every frame), with less to compile and link than -g.
-# clang 14, not the release build's gcc: the same files compile in 0.64x the
-# CPU time under ASan at -O0 (12 files side by side, docs/testing.md), and the
-# code is checked by a second compiler's warnings and sanitizers. A build-asan/
-# configured with another compiler is made afresh (meson cannot switch one).
-if [ -f build-asan/build.ninja ] && ! grep -q 'clang++' build-asan/build.ninja; then
-  rm -rf build-asan
-fi
-# -Dinstrumented_libraries=true -Dfuzz=true: the libraries are compiled once,
-# at -O2 with libFuzzer's coverage instrumentation, for both the test
-# programs (their own files at -O0) and the fuzz targets below, where the
-# fuzz stage used to compile them again (docs/testing.md, "CI stages").
-CC=clang-14 CXX=clang++-14 configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-  -Dbenchmarks=false -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1" \
-  -Dinstrumented_libraries=true -Dfuzz=true "${unity[@]}"
-ninja -C build-asan -j "$jobs"
+wait_for_sanitizer_build
+asan_tests_start=$(date +%s)
 # Any sanitizer report fails the run. Property tests keep their full case counts.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs"
-echo "sanitizer build and tests took $(( $(date +%s) - asan_start )) s"
+echo "sanitizer tests took $(( $(date +%s) - asan_tests_start )) s"
 fuzz_start=$(date +%s)
 # Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 20; ten targets, two
 # at a time on CI's two cores: about 110 s of the run; 0 skips), from its
