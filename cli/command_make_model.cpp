@@ -95,13 +95,12 @@ int run_make_model(std::span<const std::string_view> argv) {
                                   : dtype == "f16" ? SafetensorsDType::F16
                                   : dtype == "bf16" ? SafetensorsDType::BF16
                                                     : throw std::invalid_argument("unknown --dtype '" + dtype + "'");
-      // The whole model in memory: folders are written by tests of small shapes.
-      ModelWeights weights = make_synthetic_weights(config, seed);
-      if (tied) weights.classifier = weights.token_embedding;  // the writer detects the tie
-      // Random weights are as good in either RoPE layout; Hugging Face's is rotate-half.
+      // Tensor by tensor, as the GGUF below: made, written, freed. Random
+      // weights are as good in either RoPE layout; Hugging Face's is rotate-half.
       HfWriteOptions options{.dtype = st};
       if (arch == "mistral") options.architecture = HfArchitecture::Mistral;
-      write_hf_folder(out, with_rope_layout(std::move(weights), RopeLayout::RotateHalf), options);
+      write_hf_folder(out, with_rope_layout(synthetic_model_source(config, seed, tied), RopeLayout::RotateHalf),
+                      options);
       const auto dir = std::filesystem::path(out);
       std::filesystem::copy_file(tokenizer_json, dir / "tokenizer.json", std::filesystem::copy_options::overwrite_existing);
       std::filesystem::copy_file(tokenizer_config, dir / "tokenizer_config.json",

@@ -51,4 +51,16 @@ ModelWeights with_rope_layout(ModelWeights w, RopeLayout target) {
   return w;
 }
 
+ModelSource with_rope_layout(ModelSource source, RopeLayout target) {
+  if (source.config.rope_layout == target) return source;
+  const ModelConfig from = source.config;
+  source.read = [read = std::move(source.read), from, target](const ModelTensor& t) {
+    std::vector<float> values = read(t);
+    to_rope_layout(values, t, from, target);
+    return values;
+  };
+  source.config.rope_layout = target;
+  return source;
+}
+
 }  // namespace astrai

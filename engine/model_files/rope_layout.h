@@ -10,6 +10,7 @@
 
 #include <span>
 
+#include "engine/model_files/model_source.h"
 #include "engine/model_files/weight_table.h"
 #include "reference/model_weights.h"
 
@@ -17,6 +18,9 @@ namespace astrai {
 
 // The weights in `target` layout (a copy of `weights` when already there).
 ModelWeights with_rope_layout(ModelWeights weights, RopeLayout target);
+// A source whose reads give its tensors in `target` layout, each moved as it
+// is read (to_rope_layout below); its config says `target`.
+ModelSource with_rope_layout(ModelSource source, RopeLayout target);
 
 // One tensor's values (row-major, t.shape) moved in place from `config`'s
 // layout to `target`: reordered when t's row has head_rows and the layouts

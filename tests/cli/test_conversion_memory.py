@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""`astrai make-model` and `astrai convert` hold one tensor at a time
-(docs/model-files.md, "Converting in bounded memory"): their peak resident
+"""`astrai make-model` (a GGUF or a Hugging Face folder) and `astrai convert`
+hold one tensor at a time (docs/model-files.md, "Converting in bounded
+memory"): their peak resident
 set stays under 2 x the largest tensor's float32 bytes + 256 MiB, while the
 model as float32 is about twice that bound or more, so holding the whole
 model (the code before streaming) fails here, and so does keeping a
@@ -65,12 +66,12 @@ def main():
             return 1
     else:
         folder = os.path.join(SCRATCH, "folder")
-        made = subprocess.run([ASTRAI, "make-model", "--format", "hf", "--dtype", "bf16", "--tokenizer", TOKENIZER,
-                               *SHAPE, "-o", folder], capture_output=True, text=True)
-        if made.returncode != 0:
-            print("FAILED make-model --format hf: " + made.stderr)
-            return 1
         vocab = 128256  # the Llama 3 vocabulary, padded to a multiple of 128
+        check("make-model streams a Hugging Face folder", vocab, "make-model", "--format", "hf", "--dtype", "bf16",
+              "--tokenizer", TOKENIZER, *SHAPE, "-o", folder)
+        if not os.path.exists(os.path.join(folder, "model.safetensors")):
+            print("FAILED make-model --format hf wrote no model.safetensors")
+            return 1
         check("convert streams a folder to q8_0", vocab, "convert", "--model", folder, "--type", "q8_0", "-o", gguf)
         check("convert streams a folder to bf16", vocab, "convert", "--model", folder, "--dtype", "bf16", "-o", gguf)
     print(f"{failed} failed")

@@ -152,10 +152,6 @@ std::string folder_name(const fs::path& dir) {
   return name;
 }
 
-bool same_bits(const xt::xtensor<float, 2>& a, const xt::xtensor<float, 2>& b) {
-  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -231,28 +227,31 @@ std::string hf_torch_dtype_name(SafetensorsDType dtype) {
   throw std::invalid_argument("Hugging Face folders hold F32, F16 or BF16 weights, not " + safetensors_dtype_name(dtype));
 }
 
-void write_hf_folder(const std::string& dir_string, const ModelWeights& w, const HfWriteOptions& options) {
-  w.validate_shapes();
-  const ModelConfig& c = w.config;
+void write_hf_folder(const std::string& dir_string, const ModelSource& source, const HfWriteOptions& options) {
+  const ModelConfig& c = source.config;
   const HfArchitecture arch = options.architecture.value_or(hf_architecture_for(c));
-  const bool tied = same_bits(w.classifier, w.token_embedding);
-  const std::string config_json = hf_config_json(c, arch, tied, hf_torch_dtype_name(options.dtype));
+  const std::string config_json = hf_config_json(c, arch, source.tied, hf_torch_dtype_name(options.dtype));
 
-  // The tensors in file order, each with its data.
-  std::vector<std::pair<ModelTensor, std::span<const float>>> data;
-  for (const auto& t : model_tensors(c, tied))
-    visit_weight(w, t, [&](const auto& field) { data.emplace_back(t, std::span<const float>(field.data(), field.size())); });
-
-  // Shards: a new one when the next tensor would take the current one past max_shard_bytes.
-  std::vector<SafetensorsWriter> shards(1);
+  // Shards planned from the shapes alone: a new one when the next tensor
+  // would take the current one past max_shard_bytes. Each shard is then
+  // written tensor by tensor (one in memory at a time), in file order.
+  struct Shard {
+    std::vector<SafetensorsPlannedTensor> planned;
+    std::vector<ModelTensor> tensors;
+    uint64_t bytes = 0;
+  };
+  std::vector<Shard> shards(1);
   const uint64_t element_bytes = safetensors_dtype_bytes(options.dtype);
-  for (const auto& [t, values] : data) {
-    const std::vector<uint64_t> dims(t.shape.begin(), t.shape.end());
-    const uint64_t bytes = values.size() * element_bytes;
-    if (options.max_shard_bytes > 0 && shards.back().tensor_count() > 0 &&
-        shards.back().data_bytes() + bytes > options.max_shard_bytes)
+  for (const ModelTensor& t : model_tensors(c, source.tied)) {
+    uint64_t elements = 1;
+    for (const size_t d : t.shape) elements *= d;
+    const uint64_t bytes = elements * element_bytes;
+    if (options.max_shard_bytes > 0 && !shards.back().tensors.empty() &&
+        shards.back().bytes + bytes > options.max_shard_bytes)
       shards.emplace_back();
-    shards.back().add_tensor(t.hf_name(), dims, values, options.dtype);
+    shards.back().planned.push_back({t.hf_name(), std::vector<uint64_t>(t.shape.begin(), t.shape.end())});
+    shards.back().tensors.push_back(t);
+    shards.back().bytes += bytes;
   }
 
   const fs::path dir(dir_string);
@@ -266,8 +265,12 @@ void write_hf_folder(const std::string& dir_string, const ModelWeights& w, const
   }
   write_text(dir / kConfig, config_json);
   if (options.generation) write_text(dir / kGenerationConfig, hf_generation_config_json(*options.generation));
+  auto write_shard = [&](const Shard& shard, const fs::path& path) {
+    write_safetensors_streamed(path.string(), shard.planned, options.dtype,
+                               [&](size_t i) { return source.read(shard.tensors[i]); });
+  };
   if (options.max_shard_bytes == 0) {
-    shards[0].write((dir / kSingleFile).string());
+    write_shard(shards[0], dir / kSingleFile);
     return;
   }
   Json weight_map = Json::object();
@@ -275,12 +278,17 @@ void write_hf_folder(const std::string& dir_string, const ModelWeights& w, const
   for (size_t i = 0; i < shards.size(); ++i) {
     char file[64];
     std::snprintf(file, sizeof file, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
-    shards[i].write((dir / file).string());
-    for (const auto& name : shards[i].tensor_names()) weight_map[name] = file;
-    total += shards[i].data_bytes();
+    write_shard(shards[i], dir / file);
+    for (const auto& t : shards[i].planned) weight_map[t.name] = file;
+    total += shards[i].bytes;
   }
   const Json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
   write_text(dir / kIndex, index.dump(2) + "\n");
+}
+
+void write_hf_folder(const std::string& dir, const ModelWeights& weights, const HfWriteOptions& options) {
+  weights.validate_shapes();
+  write_hf_folder(dir, model_source(weights), options);  // tied when the classifier is the embedding bit for bit
 }
 
 }  // namespace astrai

@@ -82,6 +82,12 @@ struct HfWriteOptions {
 // such (adjacent-pair RoPE: permute wq/wk rows first; invalid shapes) and
 // std::runtime_error when writing fails.
 void write_hf_folder(const std::string& dir, const ModelWeights& weights, const HfWriteOptions& options = {});
+// The same folder, byte for byte, from a source read one tensor at a time
+// (each converted and written before the next is read: `astrai make-model
+// --format hf` of real shapes in bounded memory); lm_head.weight is left
+// out when source.tied. The source's config must be in the rotate-half
+// layout (rope_layout.h's with_rope_layout moves a source there).
+void write_hf_folder(const std::string& dir, const ModelSource& source, const HfWriteOptions& options = {});
 
 // "bfloat16" / "float16" / "float32" for F32, F16, BF16 (config.json's torch_dtype).
 std::string hf_torch_dtype_name(SafetensorsDType dtype);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -60,5 +61,21 @@ class SafetensorsWriter {
   std::unordered_set<std::string> names_;
   std::string data_;
 };
+
+// A tensor of a file written as it is made (write_safetensors_streamed).
+struct SafetensorsPlannedTensor {
+  std::string name;
+  std::vector<uint64_t> shape;
+};
+
+// The file SafetensorsWriter writes for the same tensors added in the same
+// order, byte for byte, holding one tensor at a time: the header (every
+// offset follows from the shapes) goes first, then tensor i's values, asked
+// of values(i) in order, each converted to `dtype` and written before the
+// next is asked for. Written through "<path>.tmp" as write() is; throws
+// std::invalid_argument for what add_tensor refuses (checked before anything
+// is written, but for a values(i) of the wrong size, found when it is given).
+void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsPlannedTensor>& tensors,
+                                SafetensorsDType dtype, const std::function<std::vector<float>(size_t i)>& values);
 
 }  // namespace astrai

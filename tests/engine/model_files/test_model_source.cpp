@@ -96,6 +96,35 @@ TEST_CASE("make-model's streamed GGUF is the whole-model path's file, every dtyp
   });
 }
 
+TEST_CASE("make-model's streamed Hugging Face folder is the whole-model path's folder") {
+  rc::prop("random configs, dtypes, shards, ties", [] {
+    const ModelConfig c = *gen_config();
+    const auto seed = *rc::gen::inRange<uint64_t>(0, 1000);
+    const bool tied = *rc::gen::arbitrary<bool>();
+    const HfWriteOptions options{.dtype = *rc::gen::element(SafetensorsDType::F32, SafetensorsDType::F16,
+                                                            SafetensorsDType::BF16),
+                                 .max_shard_bytes = *rc::gen::element<uint64_t>(0, 700)};
+    // The whole model in memory, moved to rotate-half as a whole, the tie made by copying.
+    ModelWeights weights = with_rope_layout(make_synthetic_weights(c, seed), RopeLayout::RotateHalf);
+    if (tied) weights.classifier = weights.token_embedding;
+    const fs::path whole = test::scratch_file("whole-folder", ""), streamed = test::scratch_file("streamed-folder", "");
+    write_hf_folder(whole.string(), weights, options);
+    // Tensor by tensor: each made, moved and written alone (astrai make-model --format hf).
+    write_hf_folder(streamed.string(), with_rope_layout(synthetic_model_source(c, seed, tied), RopeLayout::RotateHalf),
+                    options);
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(whole)) names.push_back(entry.path().filename().string());
+    RC_ASSERT(!names.empty());
+    for (const auto& name : names) {
+      RC_ASSERT(fs::exists(streamed / name));
+      RC_ASSERT(file_bytes(whole / name) == file_bytes(streamed / name));
+    }
+    RC_ASSERT(size_t(std::distance(fs::directory_iterator(streamed), fs::directory_iterator{})) == names.size());
+    fs::remove_all(whole);
+    fs::remove_all(streamed);
+  });
+}
+
 TEST_CASE("a Hugging Face folder streamed to GGUF is the file its whole load writes") {
   rc::prop("random folders: architectures, dtypes, shards, ties", [] {
     ModelConfig c = *gen_config();

@@ -2,7 +2,8 @@
 // description parse to the right directory and values; the writer produces
 // exactly the bytes the format prescribes; random tensors survive write ->
 // read (F32 bit for bit, F16/BF16 as the rounding computed independently in
-// safetensors_test_files.h); each malformed field gives its own clear error
+// safetensors_test_files.h); the streamed writer writes the same bytes
+// holding one tensor at a time; each malformed field gives its own clear error
 // naming the file and the tensor.
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
@@ -11,9 +12,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "engine/model_files/hf/safetensors_file.h"
 #include "engine/model_files/hf/safetensors_writer.h"
+#include "engine/text/read_file.h"
 #include "tests/engine/model_files/gguf_test_files.h"
 #include "tests/engine/model_files/safetensors_test_files.h"
 
@@ -140,6 +143,64 @@ TEST_CASE("the safetensors writer produces the bytes the format prescribes", "[s
   CHECK_THROWS_AS(w.add_tensor("c", {2}, a, SafetensorsDType::I8), std::invalid_argument);
   CHECK_THROWS_AS(w.add_tensor("__metadata__", {2}, a, SafetensorsDType::F32), std::invalid_argument);
   CHECK_THROWS_AS(w.add_metadata("format", "np"), std::invalid_argument);
+}
+
+TEST_CASE("the streamed safetensors writer produces the bytes the format prescribes", "[safetensors]") {
+  const std::vector<float> a{1.0f, -2.0f};
+  const std::vector<float> b{1.0f, 0.5f, -0.0f};
+  const std::vector<SafetensorsPlannedTensor> plan{{"b", {3}}, {"a", {1, 2}}};
+  const std::vector<std::vector<float>> values{b, a};
+  const std::string path = astrai::test::scratch_file("streamed", ".safetensors").string();
+  std::vector<size_t> asked;
+  write_safetensors_streamed(path, plan, SafetensorsDType::BF16, [&](size_t i) {
+    asked.push_back(i);
+    return values[i];
+  });
+  CHECK(asked == std::vector<size_t>{0, 1});  // in order, once each
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"data_offsets":[6,10],"dtype":"BF16","shape":[1,2]},)"
+      R"("b":{"data_offsets":[0,6],"dtype":"BF16","shape":[3]}})";
+  astrai::test::ByteBuilder data;
+  data.u16(0x3F80).u16(0x3F00).u16(0x8000).u16(0x3F80).u16(0xC000);
+  CHECK(read_whole_file(path, path) == safetensors_bytes(header, data.bytes()));
+
+  // Refusals: before anything is written (a duplicate, a dtype it cannot
+  // write), or when a tensor's values disagree with its shape, leaving no
+  // file (the temporary one removed).
+  std::filesystem::remove(path);
+  auto give = [&](size_t i) { return values[i]; };
+  CHECK_THROWS_AS(write_safetensors_streamed(path, {{"b", {3}}, {"b", {1, 2}}}, SafetensorsDType::BF16, give),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(write_safetensors_streamed(path, plan, SafetensorsDType::I8, give), std::invalid_argument);
+  CHECK_THROWS_AS(write_safetensors_streamed(path, {{"__metadata__", {3}}}, SafetensorsDType::F32, give),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(write_safetensors_streamed(path, {{"b", {4}}}, SafetensorsDType::F32, give), std::invalid_argument);
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST_CASE("the streamed safetensors writer writes the whole writer's file", "[safetensors]") {
+  rc::prop("random tensors, one dtype", [] {
+    const auto dtype = *rc::gen::element(SafetensorsDType::F32, SafetensorsDType::F16, SafetensorsDType::BF16);
+    const int n_tensors = *rc::gen::inRange(0, 6);
+    SafetensorsWriter whole;
+    std::vector<SafetensorsPlannedTensor> plan;
+    std::vector<std::vector<float>> values;
+    for (int t = 0; t < n_tensors; ++t) {
+      const auto shape = *rc::gen::container<std::vector<uint64_t>>(*rc::gen::inRange(0, 4), rc::gen::inRange<uint64_t>(0, 6));
+      uint64_t n = 1;
+      for (const auto d : shape) n *= d;
+      std::vector<float> v;
+      for (uint64_t i = 0; i < n; ++i) v.push_back(*rc::gen::arbitrary<float>());
+      whole.add_tensor(tensor_name(t), shape, v, dtype);
+      plan.push_back({tensor_name(t), shape});
+      values.push_back(std::move(v));
+    }
+    const std::string path = astrai::test::scratch_file("streamed-random", ".safetensors").string();
+    write_safetensors_streamed(path, plan, dtype, [&](size_t i) { return values[i]; });
+    RC_ASSERT(read_whole_file(path, path) == whole.bytes());
+    std::filesystem::remove(path);
+  });
 }
 
 TEST_CASE("random tensors survive safetensors write -> read", "[safetensors]") {
