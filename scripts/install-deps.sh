@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential meson ninja-build pkg-config cmake
   ccache                                                          # meson compiles through it: a rebuild after a checkout or a reconfigure reuses unchanged objects
-  lld                                                             # LLVM's linker: the test programs link in a fifth of GNU ld's time (scripts/build-and-test.sh)
+  lld                                                             # LLVM's linker for the sanitizer build: its test programs link in a fifth of GNU ld's time (scripts/build-and-test.sh)
   xtensor-dev libxtensor-blas-dev libxsimd-dev libopenblas-dev   # reference math
   nlohmann-json3-dev                                              # JSON
   libpcre2-dev libicu-dev                                         # tokenizer.json: Split regexes (PCRE2), NFC (ICU)
