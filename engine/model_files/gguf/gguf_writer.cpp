@@ -13,6 +13,7 @@
 #include "engine/model_files/checked_math.h"
 #include "engine/model_files/float_formats.h"
 #include "engine/model_files/quant/quantize.h"
+#include "engine/model_files/tensor_shape.h"
 
 namespace astrai {
 namespace {
@@ -94,12 +95,6 @@ std::vector<std::byte> encode_floats(std::span<const float> data, GgmlType type,
   return bytes;
 }
 
-// Elements of dimensions check_tensor accepted (their product does not overflow).
-uint64_t element_count(const std::vector<uint64_t>& ne) {
-  uint64_t n = 1;
-  for (auto d : ne) n *= d;
-  return n;
-}
 
 uint64_t align_up(uint64_t x, uint64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
 

@@ -10,7 +10,7 @@
 
 #include "engine/model_files/checked_math.h"
 #include "engine/model_files/float_formats.h"
-#include "engine/model_files/shape_text.h"
+#include "engine/model_files/tensor_shape.h"
 
 namespace astrai {
 namespace {

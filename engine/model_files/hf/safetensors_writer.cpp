@@ -12,6 +12,7 @@
 
 #include "engine/model_files/checked_math.h"
 #include "engine/model_files/float_formats.h"
+#include "engine/model_files/tensor_shape.h"
 
 namespace astrai {
 namespace {
@@ -35,12 +36,6 @@ void check_dtype(const std::string& name, SafetensorsDType dtype) {
   if (dtype != SafetensorsDType::F32 && dtype != SafetensorsDType::F16 && dtype != SafetensorsDType::BF16)
     throw std::invalid_argument("safetensors writer: tensor '" + name + "': dtype " + safetensors_dtype_name(dtype) +
                                 " (only F32, F16 and BF16 are written)");
-}
-
-uint64_t element_count(const std::vector<uint64_t>& shape) {
-  uint64_t n = 1;
-  for (const uint64_t d : shape) n *= d;
-  return n;
 }
 
 void check_size(const std::string& name, uint64_t want, size_t got) {
