@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model_files/hf/safetensors_writer.h"
+#include "engine/model_files/tensor_shape.h"
 #include "engine/model_files/weight_table.h"
 #include "engine/text/read_file.h"
 
@@ -243,13 +244,12 @@ void write_hf_folder(const std::string& dir_string, const ModelSource& source, c
   std::vector<Shard> shards(1);
   const uint64_t element_bytes = safetensors_dtype_bytes(options.dtype);
   for (const ModelTensor& t : model_tensors(c, source.tied)) {
-    uint64_t elements = 1;
-    for (const size_t d : t.shape) elements *= d;
-    const uint64_t bytes = elements * element_bytes;
+    std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
+    const uint64_t bytes = element_count(shape) * element_bytes;
     if (options.max_shard_bytes > 0 && !shards.back().tensors.empty() &&
         shards.back().bytes + bytes > options.max_shard_bytes)
       shards.emplace_back();
-    shards.back().planned.push_back({t.hf_name(), std::vector<uint64_t>(t.shape.begin(), t.shape.end())});
+    shards.back().planned.push_back({t.hf_name(), std::move(shape)});
     shards.back().tensors.push_back(t);
     shards.back().bytes += bytes;
   }
