@@ -32,7 +32,10 @@ void append_f32(std::string& out, float v) {
   for (int i = 0; i < 4; ++i) out += char((bits >> (8 * i)) & 0xFF);
 }
 
-void check_dtype(const std::string& name, SafetensorsDType dtype) {
+// What both writers refuse of a tensor before its values: the reserved name,
+// a dtype they do not write.
+void check_tensor(const std::string& name, SafetensorsDType dtype) {
+  if (name == "__metadata__") throw std::invalid_argument("safetensors: \"__metadata__\" is not a tensor name");
   if (dtype != SafetensorsDType::F32 && dtype != SafetensorsDType::F16 && dtype != SafetensorsDType::BF16)
     throw std::invalid_argument("safetensors writer: tensor '" + name + "': dtype " + safetensors_dtype_name(dtype) +
                                 " (only F32, F16 and BF16 are written)");
@@ -87,8 +90,7 @@ void SafetensorsWriter::add_metadata(const std::string& key, const std::string& 
 
 void SafetensorsWriter::add_tensor(const std::string& name, std::vector<uint64_t> shape, std::span<const float> values,
                                    SafetensorsDType dtype) {
-  if (name == "__metadata__") throw std::invalid_argument("safetensors: \"__metadata__\" is not a tensor name");
-  check_dtype(name, dtype);
+  check_tensor(name, dtype);
   check_size(name, element_count(shape), values.size());
   if (!names_.insert(name).second) throw std::invalid_argument("safetensors writer: duplicate tensor '" + name + "'");
   const uint64_t begin = data_.size();
@@ -123,8 +125,7 @@ void write_safetensors_streamed(const std::string& path, const std::vector<Safet
   uint64_t offset = 0;
   const uint64_t element_bytes = safetensors_dtype_bytes(dtype);
   for (const auto& t : tensors) {
-    if (t.name == "__metadata__") throw std::invalid_argument("safetensors: \"__metadata__\" is not a tensor name");
-    check_dtype(t.name, dtype);
+    check_tensor(t.name, dtype);
     if (!names.insert(t.name).second) throw std::invalid_argument("safetensors writer: duplicate tensor '" + t.name + "'");
     const uint64_t bytes = element_count(t.shape) * element_bytes;
     entries.push_back(HeaderEntry{t.name, dtype, t.shape, offset, offset + bytes});

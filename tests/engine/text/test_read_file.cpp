@@ -4,11 +4,9 @@
 // (no size to ask for) read to its end; and the errors name the label.
 #include <sys/stat.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <thread>
 
