@@ -1,8 +1,10 @@
-// astrai make-model: a synthetic model of any Llama, Qwen 2 or Qwen 3 shape
+// astrai make-model: a synthetic model of any Llama, Qwen 2 or Qwen 3 shape,
+// or Mixture-of-Experts Mixtral, Qwen 2 MoE or Qwen 3 MoE one,
 // with seeded random weights, for tests and benchmarks: a GGUF file, or a
 // Hugging Face folder (--format hf). The vocabulary is made up, or a real
 // tokenizer.json (--tokenizer; its tokenizer_config.json, with the chat
 // template, beside it), the model's vocabulary then padded to a multiple of 128.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -26,9 +28,13 @@ int run_make_model(std::span<const std::string_view> argv) {
                  "[--preset NAME] [--dim N --layers N ...]");
   args.option("-o", "the GGUF file, or the folder (--format hf), to write")
       .option("--format", "gguf, or hf (a Hugging Face folder: config.json, safetensors, tokenizer files)", "gguf")
-      .option("--arch", "llama, mistral (llama's layers, MistralForCausalLM in config.json), qwen2 (q/k/v biases) or "
-                        "qwen3 (q/k norms)",
+      .option("--arch", "llama, mistral (llama's layers, MistralForCausalLM in config.json), qwen2 (q/k/v biases), "
+                        "qwen3 (q/k norms), or with Mixture-of-Experts layers: mixtral (llama's attention), qwen2moe "
+                        "(qwen2's, a shared expert as wide as --hidden) or qwen3moe (qwen3's)",
               "llama")
+      .option("--experts", "experts per layer (MoE architectures)", "8")
+      .option("--experts-used", "experts each token runs, top-k (MoE architectures)", "2")
+      .option("--expert-hidden", "each expert's feed-forward width (qwen2moe, qwen3moe; mixtral's are --hidden wide)")
       .option("--head-dim", "width of a head when not dim / heads (Qwen 3)")
       .option("--tokenizer", "a Hugging Face tokenizer.json with tokenizer_config.json beside it (default: made up)")
       .option("--preset", "a named shape; the options below override its fields:" + presets, "tiny")
@@ -65,12 +71,27 @@ int run_make_model(std::span<const std::string_view> argv) {
     if (args.has("--rope-theta")) config.rope_theta = float(args.get_double("--rope-theta"));
     override_int("--head-dim", config.explicit_head_dim);
     const std::string arch = args.get("--arch"), format = args.get("--format");
-    if (arch != "llama" && arch != "mistral" && arch != "qwen2" && arch != "qwen3")
-      throw std::invalid_argument("--arch must be llama, mistral, qwen2 or qwen3, got '" + arch + "'");
+    const std::vector<std::string> arches = {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2moe", "qwen3moe"};
+    if (std::find(arches.begin(), arches.end(), arch) == arches.end())
+      throw std::invalid_argument("--arch must be llama, mistral, qwen2, qwen3, mixtral, qwen2moe or qwen3moe, got '" +
+                                  arch + "'");
     config.rope_scaling.factor = float(args.get_double("--rope-scaling"));
     if (format != "gguf" && format != "hf") throw std::invalid_argument("--format must be gguf or hf, got '" + format + "'");
-    config.options.qkv_bias = arch == "qwen2";
-    config.options.qk_norm = arch == "qwen3";
+    config.options.qkv_bias = arch == "qwen2" || arch == "qwen2moe";
+    config.options.qk_norm = arch == "qwen3" || arch == "qwen3moe";
+    if (arch == "mixtral" || arch == "qwen2moe" || arch == "qwen3moe") {
+      // As the published models route: Mixtral and Qwen 3 MoE renormalise
+      // the top-k weights, Qwen 2 MoE does not (what llama.cpp runs too).
+      config.options.moe = arch == "mixtral" ? MoeModule::BlockSparseMoe : MoeModule::Mlp;
+      config.options.shared_expert = arch == "qwen2moe";
+      config.moe.n_experts = int(args.get_int("--experts"));
+      config.moe.n_experts_used = int(args.get_int("--experts-used"));
+      config.moe.expert_hidden_dim = arch == "mixtral"           ? config.hidden_dim
+                                     : args.has("--expert-hidden") ? int(args.get_int("--expert-hidden"))
+                                                                   : config.hidden_dim;
+      config.moe.norm_topk_prob = arch != "qwen2moe";
+      if (config.options.shared_expert) config.moe.shared_expert_hidden_dim = config.hidden_dim;
+    }
 
     std::optional<Tokenizer> tokenizer;
     std::string tokenizer_json, tokenizer_config, chat_template;
@@ -98,7 +119,7 @@ int run_make_model(std::span<const std::string_view> argv) {
       // Tensor by tensor, as the GGUF below: made, written, freed. Random
       // weights are as good in either RoPE layout; Hugging Face's is rotate-half.
       HfWriteOptions options{.dtype = st};
-      if (arch == "mistral") options.architecture = HfArchitecture::Mistral;
+      if (arch == "mistral") options.architecture = HfArchitecture::Mistral;  // the others follow from the options
       write_hf_folder(out, with_rope_layout(synthetic_model_source(config, seed, tied), RopeLayout::RotateHalf),
                       options);
       const auto dir = std::filesystem::path(out);

@@ -1,5 +1,7 @@
 #include "reference/forward.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -8,6 +10,7 @@
 
 #include "reference/attention.h"
 #include "reference/linear.h"
+#include "reference/moe.h"
 #include "reference/rmsnorm.h"
 #include "reference/rope.h"
 #include "reference/swiglu.h"
@@ -59,9 +62,19 @@ void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer,
   x += linear(causal_attention(q, batch, cache, layer, c), L.wo);
 }
 
-// x += FFN(norm(x))
-void feed_forward_block(xt::xtensor<float, 2>& x, const LayerWeights& L, const ModelConfig& c) {
-  x += swiglu_ffn(rmsnorm(x, L.ffn_norm, c.norm_eps), L);
+// x += FFN(norm(x)): a SwiGLU in dense layers, the experts in sparse ones
+// (lowering each row's routing margin to its choice's there, when asked).
+void feed_forward_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer, const ModelConfig& c,
+                        std::vector<float>* margins) {
+  const xt::xtensor<float, 2> h = rmsnorm(x, L.ffn_norm, c.norm_eps);
+  if (!c.moe.sparse(layer)) {
+    x += swiglu_ffn(h, L);
+    return;
+  }
+  std::vector<ExpertChoice> choices;
+  x += moe_ffn(h, L, c, &choices);
+  if (margins)
+    for (size_t r = 0; r < choices.size(); ++r) (*margins)[r] = std::min((*margins)[r], choices[r].margin);
 }
 
 // logits = classifier norm(x[r]) for the rows that asked for them.
@@ -77,7 +90,8 @@ xt::xtensor<float, 2> logits_of_wanted_rows(const ModelWeights& w, const xt::xte
 
 }  // namespace
 
-xt::xtensor<float, 2> forward(const ModelWeights& weights, std::span<const BatchToken> batch, KVCacheView& cache) {
+xt::xtensor<float, 2> forward(const ModelWeights& weights, std::span<const BatchToken> batch, KVCacheView& cache,
+                              std::vector<float>* routing_margins) {
   const ModelConfig& c = weights.config;
   check_batch(c, batch);
   std::vector<int> positions;
@@ -85,10 +99,11 @@ xt::xtensor<float, 2> forward(const ModelWeights& weights, std::span<const Batch
   const std::vector<float> freqs = rope_frequencies(c);
 
   xt::xtensor<float, 2> x = embed(weights, batch);  // the residual stream, one row per token
+  if (routing_margins) routing_margins->assign(batch.size(), std::numeric_limits<float>::infinity());
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = weights.layers[size_t(l)];
     attention_block(x, L, l, batch, positions, freqs, cache, c);
-    feed_forward_block(x, L, c);
+    feed_forward_block(x, L, l, c, routing_margins);
   }
   return logits_of_wanted_rows(weights, x, batch);
 }

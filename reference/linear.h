@@ -16,4 +16,8 @@ namespace astrai {
 // thread (see linear.cpp), so the bits are also the same on every machine.
 xt::xtensor<float, 2> linear(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 2>& W);
 
+// The same with the e-th matrix of a stack W: [n, out, in] (a Mixture-of-
+// Experts layer's experts), read where it lies in the stack.
+xt::xtensor<float, 2> linear_slice(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 3>& W, size_t e);
+
 }  // namespace astrai

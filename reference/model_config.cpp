@@ -1,9 +1,15 @@
 #include "reference/model_config.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
 namespace astrai {
+
+bool MoeConfig::sparse(int layer) const {
+  return n_experts > 0 && sparse_step > 0 && (layer + 1) % sparse_step == 0 &&
+         std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
+}
 
 void ModelConfig::validate() const {
   auto fail = [](const std::string& what) { throw std::invalid_argument("invalid model config: " + what); };
@@ -28,6 +34,25 @@ void ModelConfig::validate() const {
   } else if (!(rope_scaling.factor == 0.0f)) {
     fail("rope_scaling.factor must be 0 (off) or at least 1");
   }
+  const bool has_experts = moe.n_experts > 0;
+  if (moe.n_experts < 0) fail("moe.n_experts must not be negative");
+  if (has_experts != (options.moe != MoeModule::None))
+    fail(has_experts ? "moe.n_experts is set but the layer options name no expert module"
+                     : "the layer options name an expert module but moe.n_experts is 0");
+  if (!has_experts && (options.shared_expert || options.router_bias))
+    fail("a shared expert or a router bias needs experts (moe.n_experts > 0)");
+  if (has_experts) {
+    if (moe.n_experts_used < 1 || moe.n_experts_used > moe.n_experts)
+      fail("moe.n_experts_used (" + std::to_string(moe.n_experts_used) + ") must lie in [1, n_experts = " +
+           std::to_string(moe.n_experts) + "]");
+    if (moe.expert_hidden_dim <= 0) fail("moe.expert_hidden_dim must be positive");
+    if (moe.sparse_step < 1) fail("moe.sparse_step must be at least 1");
+    for (int l : moe.dense_layers)
+      if (l < 0 || l >= n_layers) fail("moe.dense_layers names layer " + std::to_string(l) + " of " + std::to_string(n_layers));
+  }
+  if (options.shared_expert != (moe.shared_expert_hidden_dim > 0))
+    fail(options.shared_expert ? "a shared expert needs moe.shared_expert_hidden_dim > 0"
+                               : "moe.shared_expert_hidden_dim is set without a shared expert");
 }
 
 std::string ModelConfig::describe() const {
@@ -38,6 +63,14 @@ std::string ModelConfig::describe() const {
   if (options.qkv_bias) out << " qkv_bias";
   if (options.qk_norm) out << " qk_norm";
   if (rope_scaling.enabled()) out << " rope_scaling=llama3x" << rope_scaling.factor;
+  if (moe.n_experts > 0) {
+    out << " experts=" << moe.n_experts << " top_k=" << moe.n_experts_used << " expert_hidden=" << moe.expert_hidden_dim
+        << (moe.routing == ExpertRouting::TopKSoftmax ? " topk_softmax" : moe.norm_topk_prob ? " norm_topk" : "");
+    if (moe.shared_expert_hidden_dim > 0) out << " shared_expert=" << moe.shared_expert_hidden_dim;
+    if (options.router_bias) out << " router_bias";
+    if (moe.sparse_step != 1) out << " sparse_step=" << moe.sparse_step;
+    for (size_t i = 0; i < moe.dense_layers.size(); ++i) out << (i ? "," : " dense_layers=") << moe.dense_layers[i];
+  }
   return out.str();
 }
 

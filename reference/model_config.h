@@ -1,8 +1,10 @@
-// The shape of a Llama-architecture model: everything the forward pass needs
-// to know besides the weights themselves.
+// The shape of a Llama-architecture model (dense, or with Mixture-of-Experts
+// feed-forward layers): everything the forward pass needs to know besides
+// the weights themselves.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace astrai {
 
@@ -31,11 +33,51 @@ struct RopeScaling {
 // optional rows a model stores, and what the forward pass does with them.
 // Copied whole from an architecture's row (engine/model_files/architectures.h)
 // into a model's config; adding an option is adding a field here.
+// Which module of a transformers checkpoint holds a sparse layer's router and
+// experts (their names differ; the computation does not): Qwen 2 / 3 MoE's
+// `mlp` (`mlp.gate`, `mlp.experts.E.gate_proj`), Mixtral's
+// `block_sparse_moe` (`block_sparse_moe.gate`, `block_sparse_moe.experts.E.w1`).
+enum class MoeModule { None, Mlp, BlockSparseMoe };
+
 struct LayerOptions {
   bool qkv_bias = false;  // Qwen 2 / 2.5: the q, k and v projections add a bias
   bool qk_norm = false;   // Qwen 3: RMSNorm of each head of q and of k (own weights) before RoPE
+  // Mixture-of-Experts (ModelConfig::moe says which layers are sparse and
+  // how they route): where the experts are stored, None for dense models.
+  MoeModule moe = MoeModule::None;
+  bool shared_expert = false;  // Qwen 2 MoE: every sparse layer adds a gated, always-on expert
+  bool router_bias = false;    // gpt-oss: the router adds a bias to its scores
 
   bool operator==(const LayerOptions&) const = default;
+};
+
+// How a sparse layer turns its router's scores into expert weights.
+//  - SoftmaxTopK (Qwen 2 / 3 MoE, Mixtral): p = softmax(scores) over all
+//    experts, keep the k largest p; with norm_topk_prob they are divided by
+//    their sum (Mixtral always does), else used as they are.
+//  - TopKSoftmax (gpt-oss): keep the k largest scores, softmax over those k.
+//    (Equal to SoftmaxTopK with norm_topk_prob, up to rounding.)
+// Ties between equal scores go to the lower expert index (stable order).
+enum class ExpertRouting { SoftmaxTopK, TopKSoftmax };
+
+// The Mixture-of-Experts part of a config; n_experts == 0 for dense models.
+struct MoeConfig {
+  int n_experts = 0;          // experts per sparse layer (num_experts, num_local_experts)
+  int n_experts_used = 0;     // k: experts each token runs (num_experts_per_tok)
+  int expert_hidden_dim = 0;  // each expert's SwiGLU width (moe_intermediate_size)
+  ExpertRouting routing = ExpertRouting::SoftmaxTopK;
+  bool norm_topk_prob = false;
+  int shared_expert_hidden_dim = 0;  // with LayerOptions::shared_expert (shared_expert_intermediate_size)
+  // Which layers are sparse, as transformers' Qwen MoE decides: layer l is
+  // sparse unless it is in dense_layers (mlp_only_layers), when
+  // (l + 1) % sparse_step == 0 (decoder_sparse_step). The others are dense
+  // SwiGLU layers of ModelConfig::hidden_dim.
+  int sparse_step = 1;
+  std::vector<int> dense_layers;
+
+  bool sparse(int layer) const;
+
+  bool operator==(const MoeConfig&) const = default;
 };
 
 struct ModelConfig {
@@ -54,6 +96,7 @@ struct ModelConfig {
   // (config.json head_dim, GGUF attention.key_length), so q_dim() may differ from dim.
   int explicit_head_dim = 0;
   LayerOptions options{};
+  MoeConfig moe{};
 
   int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : dim / n_heads; }
   int kv_dim() const { return n_kv_heads * head_dim(); }

@@ -41,12 +41,25 @@ void ModelWeights::validate_shapes() const {
     expect_shape(L.wv, {kv_dim, dim}, p + "wv");
     expect_shape(L.wo, {dim, q_dim}, p + "wo");
     expect_shape(L.ffn_norm, {dim}, p + "ffn_norm");
-    expect_shape(L.w_gate, {hidden, dim}, p + "w_gate");
-    expect_shape(L.w_down, {dim, hidden}, p + "w_down");
-    expect_shape(L.w_up, {hidden, dim}, p + "w_up");
     // Optional tensors are empty exactly when their option is off.
     const auto head_dim = size_t(config.head_dim());
     const auto none = size_t(0);
+    const MoeConfig& m = config.moe;
+    const bool sparse = m.sparse(int(l)), dense = !sparse, shared = sparse && config.options.shared_expert;
+    const auto experts = sparse ? size_t(m.n_experts) : none, eh = size_t(m.expert_hidden_dim);
+    const auto sh = shared ? size_t(m.shared_expert_hidden_dim) : none;
+    expect_shape(L.w_gate, {dense ? hidden : none, dense ? dim : none}, p + "w_gate");
+    expect_shape(L.w_down, {dense ? dim : none, dense ? hidden : none}, p + "w_down");
+    expect_shape(L.w_up, {dense ? hidden : none, dense ? dim : none}, p + "w_up");
+    expect_shape(L.router, {experts, sparse ? dim : none}, p + "router");
+    expect_shape(L.router_bias, {sparse && config.options.router_bias ? experts : none}, p + "router_bias");
+    expect_shape(L.exp_gate, {experts, sparse ? eh : none, sparse ? dim : none}, p + "exp_gate");
+    expect_shape(L.exp_up, {experts, sparse ? eh : none, sparse ? dim : none}, p + "exp_up");
+    expect_shape(L.exp_down, {experts, sparse ? dim : none, sparse ? eh : none}, p + "exp_down");
+    expect_shape(L.shexp_gate_inp, {shared ? 1 : none, shared ? dim : none}, p + "shexp_gate_inp");
+    expect_shape(L.shexp_gate, {sh, shared ? dim : none}, p + "shexp_gate");
+    expect_shape(L.shexp_up, {sh, shared ? dim : none}, p + "shexp_up");
+    expect_shape(L.shexp_down, {shared ? dim : none, sh}, p + "shexp_down");
     expect_shape(L.bq, {config.options.qkv_bias ? q_dim : none}, p + "bq");
     expect_shape(L.bk, {config.options.qkv_bias ? kv_dim : none}, p + "bk");
     expect_shape(L.bv, {config.options.qkv_bias ? kv_dim : none}, p + "bv");

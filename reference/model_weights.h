@@ -23,9 +23,24 @@ struct LayerWeights {
   xt::xtensor<float, 2> wv;         // [n_kv_heads * head_dim, dim]
   xt::xtensor<float, 2> wo;         // [dim, n_heads * head_dim]
   xt::xtensor<float, 1> ffn_norm;   // [dim]
+  // Dense layers (all of a dense model's; config.moe.sparse(l) false), else empty:
   xt::xtensor<float, 2> w_gate;     // [hidden_dim, dim]   (llama2.c w1, GGUF ffn_gate)
   xt::xtensor<float, 2> w_down;     // [dim, hidden_dim]   (llama2.c w2, GGUF ffn_down)
   xt::xtensor<float, 2> w_up;       // [hidden_dim, dim]   (llama2.c w3, GGUF ffn_up)
+  // Sparse layers (config.moe.sparse(l)), else empty: the router and the
+  // experts stacked on a leading axis, each expert a SwiGLU of
+  // E_h = moe.expert_hidden_dim (GGUF's ffn_*_exps layout).
+  xt::xtensor<float, 2> router;       // [n_experts, dim]        (GGUF ffn_gate_inp)
+  xt::xtensor<float, 1> router_bias;  // [n_experts]             (options.router_bias only)
+  xt::xtensor<float, 3> exp_gate;     // [n_experts, E_h, dim]   (GGUF ffn_gate_exps)
+  xt::xtensor<float, 3> exp_up;       // [n_experts, E_h, dim]   (GGUF ffn_up_exps)
+  xt::xtensor<float, 3> exp_down;     // [n_experts, dim, E_h]   (GGUF ffn_down_exps)
+  // Sparse layers with options.shared_expert, else empty: an always-on SwiGLU
+  // of S_h = moe.shared_expert_hidden_dim, scaled by sigmoid(shexp_gate_inp x).
+  xt::xtensor<float, 2> shexp_gate_inp;  // [1, dim]    (GGUF ffn_gate_inp_shexp)
+  xt::xtensor<float, 2> shexp_gate;      // [S_h, dim]  (GGUF ffn_gate_shexp)
+  xt::xtensor<float, 2> shexp_up;        // [S_h, dim]  (GGUF ffn_up_shexp)
+  xt::xtensor<float, 2> shexp_down;      // [dim, S_h]  (GGUF ffn_down_shexp)
   // Only when config.options.qkv_bias (Qwen 2), else empty:
   xt::xtensor<float, 1> bq;  // [n_heads * head_dim]
   xt::xtensor<float, 1> bk;  // [n_kv_heads * head_dim]

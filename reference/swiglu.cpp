@@ -13,11 +13,16 @@ xt::xtensor<float, 2> silu(const xt::xtensor<float, 2>& z) {
   return y;
 }
 
-xt::xtensor<float, 2> swiglu_ffn(const xt::xtensor<float, 2>& x, const LayerWeights& layer) {
-  xt::xtensor<float, 2> gate = silu(linear(x, layer.w_gate));
-  xt::xtensor<float, 2> up = linear(x, layer.w_up);
+xt::xtensor<float, 2> swiglu(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 2>& w_gate,
+                             const xt::xtensor<float, 2>& w_up, const xt::xtensor<float, 2>& w_down) {
+  xt::xtensor<float, 2> gate = silu(linear(x, w_gate));
+  xt::xtensor<float, 2> up = linear(x, w_up);
   xt::xtensor<float, 2> hidden = gate * up;
-  return linear(hidden, layer.w_down);
+  return linear(hidden, w_down);
+}
+
+xt::xtensor<float, 2> swiglu_ffn(const xt::xtensor<float, 2>& x, const LayerWeights& layer) {
+  return swiglu(x, layer.w_gate, layer.w_up, layer.w_down);
 }
 
 }  // namespace astrai

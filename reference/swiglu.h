@@ -11,6 +11,10 @@ namespace astrai {
 xt::xtensor<float, 2> silu(const xt::xtensor<float, 2>& z);
 
 // FFN(x) = W_down ( silu(x W_gate^T) * (x W_up^T) )^T, for x: [rows, dim].
+xt::xtensor<float, 2> swiglu(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 2>& w_gate,
+                             const xt::xtensor<float, 2>& w_up, const xt::xtensor<float, 2>& w_down);
+
+// A dense layer's feed-forward block: swiglu with its w_gate, w_up, w_down.
 xt::xtensor<float, 2> swiglu_ffn(const xt::xtensor<float, 2>& x, const LayerWeights& layer);
 
 }  // namespace astrai

@@ -1,7 +1,10 @@
 #include "reference/synthetic_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "reference/splitmix64.h"
 
@@ -21,21 +24,6 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-xt::xtensor<float, 2> random_matrix(SplitMix64& rng, int rows, int cols) {
-  xt::xtensor<float, 2> m({size_t(rows), size_t(cols)});
-  const float a = std::sqrt(3.0f / float(cols));
-  for (auto& x : m) x = rng.uniform(-a, a);
-  return m;
-}
-
-xt::xtensor<float, 1> random_vector(SplitMix64& rng, int n, float lo, float hi) {
-  auto w = xt::xtensor<float, 1>::from_shape({size_t(n)});
-  for (auto& x : w) x = rng.uniform(lo, hi);
-  return w;
-}
-
-xt::xtensor<float, 1> random_norm_weight(SplitMix64& rng, int n) { return random_vector(rng, n, 0.5f, 1.5f); }
-
 ModelConfig shape(int dim, int hidden, int layers, int heads, int kv_heads, int vocab, int ctx, float theta) {
   ModelConfig c;
   c.dim = dim;
@@ -49,35 +37,62 @@ ModelConfig shape(int dim, int hidden, int layers, int heads, int kv_heads, int 
   return c;
 }
 
-// synthetic_tensor's plan: the tensors in the order make_synthetic_weights
-// draws them, each with its law (the same as the helpers above).
+// The tensors in the order make_synthetic_weights draws them, each with its
+// law. In a layer the options' tensors come last and only when on, so a model
+// without them keeps the weights (and golden outputs) it always had; a sparse
+// layer draws its router and experts where a dense one draws its SwiGLU.
 enum class Law { Matrix, Embedding, Norm, Bias };
 struct Piece {
   SyntheticField field;
-  uint64_t rows, cols;  // cols 1 for a vector
+  std::vector<size_t> shape;  // row-major; a matrix's inputs are the last axis
   Law law;
+
+  uint64_t size() const {
+    uint64_t n = 1;
+    for (size_t d : shape) n *= d;
+    return n;
+  }
 };
 
-std::vector<Piece> layer_pieces(const ModelConfig& c) {
+std::vector<Piece> layer_pieces(const ModelConfig& c, int layer) {
   using L = LayerWeights;
-  const uint64_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
-  std::vector<Piece> p = {{&L::attn_norm, dim, 1, Law::Norm}, {&L::wq, q, dim, Law::Matrix},
-                          {&L::wk, kv, dim, Law::Matrix},     {&L::wv, kv, dim, Law::Matrix},
-                          {&L::wo, dim, q, Law::Matrix},      {&L::ffn_norm, dim, 1, Law::Norm},
-                          {&L::w_gate, hidden, dim, Law::Matrix}, {&L::w_down, dim, hidden, Law::Matrix},
-                          {&L::w_up, hidden, dim, Law::Matrix}};
-  if (c.options.qkv_bias) p.insert(p.end(), {{&L::bq, q, 1, Law::Bias}, {&L::bk, kv, 1, Law::Bias}, {&L::bv, kv, 1, Law::Bias}});
-  if (c.options.qk_norm) p.insert(p.end(), {{&L::q_norm, head, 1, Law::Norm}, {&L::k_norm, head, 1, Law::Norm}});
+  const size_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
+  const MoeConfig& m = c.moe;
+  const size_t experts = size_t(m.n_experts), eh = size_t(m.expert_hidden_dim), sh = size_t(m.shared_expert_hidden_dim);
+  std::vector<Piece> p = {{&L::attn_norm, {dim}, Law::Norm}, {&L::wq, {q, dim}, Law::Matrix},
+                          {&L::wk, {kv, dim}, Law::Matrix},  {&L::wv, {kv, dim}, Law::Matrix},
+                          {&L::wo, {dim, q}, Law::Matrix},   {&L::ffn_norm, {dim}, Law::Norm}};
+  const bool sparse = m.sparse(layer);
+  if (!sparse)
+    p.insert(p.end(), {{&L::w_gate, {hidden, dim}, Law::Matrix}, {&L::w_down, {dim, hidden}, Law::Matrix},
+                       {&L::w_up, {hidden, dim}, Law::Matrix}});
+  else
+    p.insert(p.end(), {{&L::router, {experts, dim}, Law::Matrix}, {&L::exp_gate, {experts, eh, dim}, Law::Matrix},
+                       {&L::exp_down, {experts, dim, eh}, Law::Matrix}, {&L::exp_up, {experts, eh, dim}, Law::Matrix}});
+  if (c.options.qkv_bias) p.insert(p.end(), {{&L::bq, {q}, Law::Bias}, {&L::bk, {kv}, Law::Bias}, {&L::bv, {kv}, Law::Bias}});
+  if (c.options.qk_norm) p.insert(p.end(), {{&L::q_norm, {head}, Law::Norm}, {&L::k_norm, {head}, Law::Norm}});
+  if (sparse && c.options.router_bias) p.push_back({&L::router_bias, {experts}, Law::Bias});
+  if (sparse && c.options.shared_expert)
+    p.insert(p.end(), {{&L::shexp_gate_inp, {1, dim}, Law::Matrix}, {&L::shexp_gate, {sh, dim}, Law::Matrix},
+                       {&L::shexp_down, {dim, sh}, Law::Matrix}, {&L::shexp_up, {sh, dim}, Law::Matrix}});
   return p;
 }
 
-std::vector<float> draw(const Piece& piece, SplitMix64 rng) {
-  std::vector<float> v(size_t(piece.rows * piece.cols));
-  const float a = std::sqrt(3.0f / float(piece.cols));
+uint64_t draws_of(const std::vector<Piece>& pieces) {
+  uint64_t n = 0;
+  for (const auto& p : pieces) n += p.size();
+  return n;
+}
+
+// The piece's values, drawn from `rng` (advanced past them).
+std::vector<float> draw(const Piece& piece, SplitMix64& rng) {
+  std::vector<float> v(size_t(piece.size()));
+  const size_t cols = piece.shape.size() == 1 ? 1 : piece.shape.back();
+  const float a = std::sqrt(3.0f / float(cols));
   for (auto& x : v) {
     switch (piece.law) {
       case Law::Matrix: x = rng.uniform(-a, a); break;
-      case Law::Embedding: x = rng.uniform(-a, a) * std::sqrt(float(piece.cols)); break;
+      case Law::Embedding: x = rng.uniform(-a, a) * std::sqrt(float(cols)); break;
       case Law::Norm: x = rng.uniform(0.5f, 1.5f); break;
       case Law::Bias: x = rng.uniform(-1.0f, 1.0f); break;
     }
@@ -85,64 +100,84 @@ std::vector<float> draw(const Piece& piece, SplitMix64 rng) {
   return v;
 }
 
+// Draws the piece into the field it names in `w` (a layer's when `layer` >= 0).
+void draw_into(ModelWeights& w, int layer, const Piece& piece, SplitMix64& rng) {
+  std::vector<float> values = draw(piece, rng);
+  std::visit(
+      [&](auto field) {
+        auto& t = [&]() -> auto& {
+          if constexpr (std::is_same_v<typename SyntheticFieldOwner<decltype(field)>::type, ModelWeights>)
+            return w.*field;
+          else
+            return w.layers[size_t(layer)].*field;
+        }();
+        using T = std::remove_reference_t<decltype(t)>;
+        typename T::shape_type shape;
+        std::copy(piece.shape.begin(), piece.shape.end(), shape.begin());
+        t = T::from_shape(shape);
+        std::copy(values.begin(), values.end(), t.begin());
+      },
+      piece.field);
+}
+
+struct Plan {
+  Piece embedding, final_norm, classifier;
+  std::vector<std::vector<Piece>> layers;
+};
+
+Plan plan_of(const ModelConfig& c) {
+  using M = ModelWeights;
+  const size_t vocab = c.vocab_size, dim = c.dim;
+  Plan plan{{&M::token_embedding, {vocab, dim}, Law::Embedding},
+            {&M::final_norm, {dim}, Law::Norm},
+            {&M::classifier, {vocab, dim}, Law::Matrix},
+            {}};
+  for (int l = 0; l < c.n_layers; ++l) plan.layers.push_back(layer_pieces(c, l));
+  return plan;
+}
+
 }  // namespace
 
 std::vector<float> synthetic_tensor(const ModelConfig& c, uint64_t seed, const SyntheticField& field, int layer) {
   c.validate();
-  using M = ModelWeights;
-  const uint64_t vocab = c.vocab_size, dim = c.dim;
-  const auto start = [&](uint64_t draws_before) { return SplitMix64(seed + draws_before * kSplitmix64Gamma); };
-  const Piece embedding{&M::token_embedding, vocab, dim, Law::Embedding};
-  const auto layer_plan = layer_pieces(c);
-  uint64_t per_layer = 0;
-  for (const auto& p : layer_plan) per_layer += p.rows * p.cols;
-  const uint64_t layers_end = vocab * dim + uint64_t(c.n_layers) * per_layer;
-  if (field == embedding.field) return draw(embedding, start(0));
-  if (field == SyntheticField(&M::final_norm)) return draw({&M::final_norm, dim, 1, Law::Norm}, start(layers_end));
-  if (field == SyntheticField(&M::classifier))
-    return draw({&M::classifier, vocab, dim, Law::Matrix}, start(layers_end + dim));
-  if (layer < 0 || layer >= c.n_layers)
+  const Plan plan = plan_of(c);
+  // The generator after `draws_before` draws (counter-based: see the header).
+  const auto draw_at = [&](const Piece& p, uint64_t draws_before) {
+    SplitMix64 rng(seed + draws_before * kSplitmix64Gamma);
+    return draw(p, rng);
+  };
+  uint64_t before = plan.embedding.size();
+  if (field == plan.embedding.field) return draw_at(plan.embedding, 0);
+  const bool model_wide = field == plan.final_norm.field || field == plan.classifier.field;
+  if (!model_wide && (layer < 0 || layer >= c.n_layers))
     throw std::invalid_argument("synthetic_tensor: layer " + std::to_string(layer) + " of " + std::to_string(c.n_layers));
-  uint64_t before = vocab * dim + uint64_t(layer) * per_layer;
-  for (const auto& p : layer_plan) {
-    if (p.field == field) return draw(p, start(before));
-    before += p.rows * p.cols;
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (l == layer && !model_wide)
+      for (const auto& p : plan.layers[size_t(l)]) {
+        if (p.field == field) return draw_at(p, before);
+        before += p.size();
+      }
+    else
+      before += draws_of(plan.layers[size_t(l)]);
   }
-  throw std::invalid_argument("synthetic_tensor: this config (" + c.describe() + ") has no such tensor");
+  if (field == plan.final_norm.field) return draw_at(plan.final_norm, before);
+  if (field == plan.classifier.field) return draw_at(plan.classifier, before + plan.final_norm.size());
+  throw std::invalid_argument("synthetic_tensor: this config (" + c.describe() + ") has no such tensor in layer " +
+                              std::to_string(layer));
 }
 
 ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed) {
   config.validate();
+  const Plan plan = plan_of(config);
   SplitMix64 rng(seed);
   ModelWeights w;
   w.config = config;
-  // The embedding is not followed by a projection, so give it unit-ish scale.
-  w.token_embedding = random_matrix(rng, config.vocab_size, config.dim) * std::sqrt(float(config.dim));
   w.layers.resize(size_t(config.n_layers));
-  for (auto& L : w.layers) {
-    L.attn_norm = random_norm_weight(rng, config.dim);
-    L.wq = random_matrix(rng, config.q_dim(), config.dim);
-    L.wk = random_matrix(rng, config.kv_dim(), config.dim);
-    L.wv = random_matrix(rng, config.kv_dim(), config.dim);
-    L.wo = random_matrix(rng, config.dim, config.q_dim());
-    L.ffn_norm = random_norm_weight(rng, config.dim);
-    L.w_gate = random_matrix(rng, config.hidden_dim, config.dim);
-    L.w_down = random_matrix(rng, config.dim, config.hidden_dim);
-    L.w_up = random_matrix(rng, config.hidden_dim, config.dim);
-    // The options' tensors come last and only when on, so a model without
-    // them keeps the weights (and golden outputs) it always had.
-    if (config.options.qkv_bias) {
-      L.bq = random_vector(rng, config.q_dim(), -1.0f, 1.0f);
-      L.bk = random_vector(rng, config.kv_dim(), -1.0f, 1.0f);
-      L.bv = random_vector(rng, config.kv_dim(), -1.0f, 1.0f);
-    }
-    if (config.options.qk_norm) {
-      L.q_norm = random_vector(rng, config.head_dim(), 0.5f, 1.5f);
-      L.k_norm = random_vector(rng, config.head_dim(), 0.5f, 1.5f);
-    }
-  }
-  w.final_norm = random_norm_weight(rng, config.dim);
-  w.classifier = random_matrix(rng, config.vocab_size, config.dim);
+  draw_into(w, -1, plan.embedding, rng);
+  for (int l = 0; l < config.n_layers; ++l)
+    for (const auto& p : plan.layers[size_t(l)]) draw_into(w, l, p, rng);
+  draw_into(w, -1, plan.final_norm, rng);
+  draw_into(w, -1, plan.classifier, rng);
   return w;
 }
 

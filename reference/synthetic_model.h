@@ -19,7 +19,10 @@ namespace astrai {
 // uniform in [0.5, 1.5]. The config's options shape the model: an explicit
 // head_dim sizes wq/wo by q_dim (Qwen 3), qkv_bias adds bq/bk/bv uniform in
 // [-1, 1] (large enough to move every logit: Qwen 2), qk_norm adds
-// q_norm/k_norm (Qwen 3), rope_scaling needs no weights (Llama 3.1).
+// q_norm/k_norm (Qwen 3), rope_scaling needs no weights (Llama 3.1). Sparse
+// layers (config.moe) get a router and expert stacks drawn as matrices (so
+// router scores have the spread of any projection and routing is far from
+// ties), a router bias uniform in [-1, 1], and a shared expert's matrices.
 ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed);
 
 // One tensor of make_synthetic_weights(config, seed), bit for bit, made
@@ -31,7 +34,15 @@ ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed);
 // values; throws std::invalid_argument for a field the config has no tensor
 // for (bq without qkv_bias, a layer out of range).
 using SyntheticField = std::variant<xt::xtensor<float, 1> ModelWeights::*, xt::xtensor<float, 2> ModelWeights::*,
-                                    xt::xtensor<float, 1> LayerWeights::*, xt::xtensor<float, 2> LayerWeights::*>;
+                                    xt::xtensor<float, 1> LayerWeights::*, xt::xtensor<float, 2> LayerWeights::*,
+                                    xt::xtensor<float, 3> LayerWeights::*>;
+// The class a SyntheticField's member belongs to (ModelWeights or LayerWeights).
+template <class Field>
+struct SyntheticFieldOwner;
+template <class Owner, class Member>
+struct SyntheticFieldOwner<Member Owner::*> {
+  using type = Owner;
+};
 std::vector<float> synthetic_tensor(const ModelConfig& config, uint64_t seed, const SyntheticField& field, int layer);
 
 // Named shapes for `astrai make-model --preset NAME`.

@@ -55,6 +55,11 @@ void check_tensor_parallel(const ModelConfig& c, TensorParallelRank r) {
     throw std::invalid_argument("tensor parallel " + std::to_string(w) + " does not divide the model (" +
                                 c.describe() + "): " + what);
   };
+  // Experts are not split yet (the CUDA path's issue decides how: a slice of
+  // every expert per rank, or whole experts).
+  if (w > 1 && c.moe.n_experts > 0)
+    throw std::invalid_argument("tensor parallel " + std::to_string(w) +
+                                ": Mixture-of-Experts models run on one rank for now (" + c.describe() + ")");
   if (c.n_heads % w != 0) refuse(std::to_string(c.n_heads) + " query heads");
   if (c.hidden_dim % w != 0) refuse("a feed-forward size of " + std::to_string(c.hidden_dim));
   if (c.n_kv_heads % w != 0 && w % c.n_kv_heads != 0)

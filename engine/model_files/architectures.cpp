@@ -1,7 +1,10 @@
 // The architecture rows (see architectures.h). Names: transformers'
 // config classes and llama.cpp's LLM_ARCH names; layouts: llama.cpp's
-// llama_model_rope_type (LLAMA: NORM, QWEN2/QWEN3: NEOX); config.json
-// quirks: transformers' LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config.
+// llama_model_rope_type (LLAMA: NORM, QWEN2/QWEN3/QWEN2MOE/QWEN3MOE: NEOX);
+// config.json quirks: transformers' LlamaConfig, MistralConfig, Qwen2Config,
+// Qwen3Config, MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig; llama.cpp's MoE
+// graphs: src/models/llama.cpp, qwen2moe.cpp, qwen3moe.cpp (build_moe_ffn's
+// norm_w argument).
 #include "engine/model_files/architectures.h"
 
 #include <stdexcept>
@@ -10,11 +13,18 @@ namespace astrai {
 namespace {
 
 using enum RopeLayout;
+using enum MoeModule;
+
+// Qwen MoE's config fields (num_experts, moe_intermediate_size, norm_topk_prob,
+// decoder_sparse_step, mlp_only_layers), and Mixtral's.
+constexpr MoeFields kQwen2Moe{"num_experts", "moe_intermediate_size", "shared_expert_intermediate_size", true, false};
+constexpr MoeFields kQwen3Moe{"num_experts", "moe_intermediate_size", nullptr, true, true};
+constexpr MoeFields kMixtral{"num_local_experts", nullptr, nullptr, false, true};
 
 // clang-format off
 constexpr Architecture kArchitectures[] = {
-  // id                       hf_name               model_type  gguf_name  gguf_rope_layout  {qkv_bias, qk_norm}
-  //   head_dim_required  sliding_window                               config_json_extras
+  // id                       hf_name               model_type  gguf_name  gguf_rope_layout  {qkv_bias, qk_norm, moe, shared_expert}
+  //   head_dim_required  sliding_window                               config_json_extras  [moe fields, gguf output required]
   {HfArchitecture::Llama,   "LlamaForCausalLM",   "llama",    "llama",   AdjacentPairs,    {false,    false},
      false,             SlidingWindowRule::Never,                    R"({"attention_bias": false, "mlp_bias": false})"},
   {HfArchitecture::Mistral, "MistralForCausalLM", "mistral",  "llama",   AdjacentPairs,    {false,    false},
@@ -23,6 +33,15 @@ constexpr Architecture kArchitectures[] = {
      false,             SlidingWindowRule::WhenUseSlidingWindow,     R"({"use_sliding_window": false})"},
   {HfArchitecture::Qwen3,   "Qwen3ForCausalLM",   "qwen3",    "qwen3",   RotateHalf,       {false,    true},
      true,              SlidingWindowRule::WhenUseSlidingWindow,     R"({"attention_bias": false, "use_sliding_window": false})"},
+  {HfArchitecture::Mixtral, "MixtralForCausalLM", "mixtral",  "llama",   AdjacentPairs,    {false,    false, BlockSparseMoe},
+     false,             SlidingWindowRule::WhenSet,
+     R"({"sliding_window": null, "router_jitter_noise": 0.0, "output_router_logits": false, "router_aux_loss_coef": 0.02})", kMixtral},
+  {HfArchitecture::Qwen2Moe, "Qwen2MoeForCausalLM", "qwen2_moe", "qwen2moe", RotateHalf, {true,     false, Mlp, true},
+     false,             SlidingWindowRule::WhenUseSlidingWindow,
+     R"({"use_sliding_window": false, "output_router_logits": false, "router_aux_loss_coef": 0.001})", kQwen2Moe, true},
+  {HfArchitecture::Qwen3Moe, "Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", RotateHalf, {false,    true,  Mlp},
+     true,              SlidingWindowRule::WhenUseSlidingWindow,
+     R"({"attention_bias": false, "use_sliding_window": false, "output_router_logits": false, "router_aux_loss_coef": 0.001})", kQwen3Moe},
 };
 // clang-format on
 
@@ -42,9 +61,9 @@ const Architecture* architecture_with_options(const ModelConfig& c) {
   return nullptr;
 }
 
-const Architecture* gguf_architecture(const std::string& gguf_name) {
+const Architecture* gguf_architecture(const std::string& gguf_name, bool experts) {
   for (const auto& a : kArchitectures)
-    if (gguf_name == a.gguf_name) return &a;
+    if (gguf_name == a.gguf_name && (a.options.moe != MoeModule::None) == experts) return &a;
   return nullptr;
 }
 
@@ -57,7 +76,8 @@ std::string hf_architecture_names() {
 std::string gguf_architecture_names() {
   std::string out;
   for (const auto& a : kArchitectures) {
-    if (gguf_architecture(a.gguf_name) != &a) continue;  // named by an earlier row
+    if (a.options.moe != MoeModule::None && gguf_architecture(a.gguf_name, false)) continue;  // "llama" with experts
+    if (gguf_architecture(a.gguf_name, a.options.moe != MoeModule::None) != &a) continue;  // named by an earlier row
     out += (out.empty() ? "" : ", ") + std::string(a.gguf_name);
   }
   return out;

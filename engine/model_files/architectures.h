@@ -21,6 +21,25 @@ enum class SlidingWindowRule {
   WhenUseSlidingWindow,  // only when use_sliding_window is true (Qwen 2, Qwen 3)
 };
 
+// How a Mixture-of-Experts architecture's config.json names its fields, and
+// what llama.cpp's graph for it does (all nullptr / false for dense rows).
+struct MoeFields {
+  const char* n_experts = nullptr;  // "num_experts" (Qwen MoE), "num_local_experts" (Mixtral)
+  // "moe_intermediate_size"; nullptr: the experts are intermediate_size wide
+  // and every layer is sparse (Mixtral).
+  const char* expert_hidden_dim = nullptr;
+  // "shared_expert_intermediate_size" (Qwen 2 MoE); nullptr: no shared expert.
+  const char* shared_expert_hidden_dim = nullptr;
+  // Reads "norm_topk_prob" (default false, as transformers' Qwen MoE configs),
+  // decoder_sparse_step and mlp_only_layers; else the top-k weights are
+  // always renormalised (Mixtral) and every layer is sparse.
+  bool qwen_fields = false;
+  // Whether llama.cpp's graph for the GGUF architecture renormalises the top-k
+  // weights (build_moe_ffn's norm_w: qwen3moe and llama true, qwen2moe false;
+  // no key in the file changes it).
+  bool gguf_norm_topk_prob = false;
+};
+
 struct Architecture {
   HfArchitecture id;
   const char* hf_name;          // config.json "architectures": "Qwen3ForCausalLM"
@@ -35,6 +54,10 @@ struct Architecture {
   // Fields transformers writes for it beyond the shared ones, as a JSON
   // object merged into the config.json hf_config_json writes.
   const char* config_json_extras;
+  MoeFields moe{};
+  // llama.cpp's loader for its GGUF architecture requires output.weight even
+  // when the classifier is the embedding (qwen2moe has no tied fallback).
+  bool gguf_output_required = false;
 };
 
 std::span<const Architecture> architectures();
@@ -42,8 +65,9 @@ const Architecture& architecture(HfArchitecture id);
 // The first row whose options are the config's (Llama before Mistral, which
 // has the same layers); nullptr when none has them.
 const Architecture* architecture_with_options(const ModelConfig& config);
-// The first row llama.cpp knows by `gguf_name` (Llama for "llama"); nullptr when none.
-const Architecture* gguf_architecture(const std::string& gguf_name);
+// The first row llama.cpp knows by `gguf_name` with experts or without
+// (Llama for "llama", Mixtral for "llama" with experts); nullptr when none.
+const Architecture* gguf_architecture(const std::string& gguf_name, bool experts);
 // "LlamaForCausalLM, MistralForCausalLM, ...": every row's hf_name, for error messages.
 std::string hf_architecture_names();
 // "llama, qwen2, qwen3": the GGUF names, each once, for error messages.

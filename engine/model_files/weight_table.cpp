@@ -1,8 +1,13 @@
 // The weight table (see weight_table.h). Names: llama.cpp's
-// gguf-py/gguf/tensor_mapping.py (GGUF) and transformers' modeling_llama.py,
-// modeling_qwen2.py, modeling_qwen3.py (Hugging Face). Matrices are
-// [out_features, in_features], as both formats store them.
+// gguf-py/gguf/tensor_mapping.py and src/llama-arch.cpp (GGUF) and
+// transformers' modeling_llama.py, modeling_qwen2.py, modeling_qwen3.py,
+// modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py (Hugging
+// Face). Matrices are [out_features, in_features], as both formats store
+// them; expert stacks [experts, out, in] (llama.cpp's ffn_*_exps, whose
+// ne is {in, out, experts}).
 #include "engine/model_files/weight_table.h"
+
+#include <stdexcept>
 
 namespace astrai {
 namespace {
@@ -27,27 +32,49 @@ const WeightRow kRows[] = {
   {"attn_q_norm.weight",   "self_attn.q_norm.weight",            {HeadDim}, Presence::QkNorm, &L::q_norm, true},
   {"attn_k_norm.weight",   "self_attn.k_norm.weight",            {HeadDim}, Presence::QkNorm, &L::k_norm, true},
   {"ffn_norm.weight",      "post_attention_layernorm.weight",    {Dim},        Presence::Always,  &L::ffn_norm},
-  {"ffn_gate.weight",      "mlp.gate_proj.weight",               {Hidden, Dim},     Presence::Always,  &L::w_gate, false, Fusion::GateUp},
-  {"ffn_up.weight",        "mlp.up_proj.weight",                 {Hidden, Dim},     Presence::Always,  &L::w_up, false, Fusion::GateUp},
-  {"ffn_down.weight",      "mlp.down_proj.weight",               {Dim, Hidden},     Presence::Always,  &L::w_down},
+  {"ffn_gate.weight",      "mlp.gate_proj.weight",               {Hidden, Dim},     Presence::DenseFfn, &L::w_gate, false, Fusion::GateUp},
+  {"ffn_up.weight",        "mlp.up_proj.weight",                 {Hidden, Dim},     Presence::DenseFfn, &L::w_up, false, Fusion::GateUp},
+  {"ffn_down.weight",      "mlp.down_proj.weight",               {Dim, Hidden},     Presence::DenseFfn, &L::w_down},
+  // Sparse layers: the router (kept F32) and the experts, under Qwen MoE's names ...
+  {"ffn_gate_inp.weight",  "mlp.gate.weight",                    {Experts, Dim},    Presence::ExpertsMlp, &L::router, false, Fusion::None, true},
+  {"ffn_gate_exps.weight", "mlp.experts.{e}.gate_proj.weight",   {Experts, ExpertHidden, Dim}, Presence::ExpertsMlp, &L::exp_gate},
+  {"ffn_up_exps.weight",   "mlp.experts.{e}.up_proj.weight",     {Experts, ExpertHidden, Dim}, Presence::ExpertsMlp, &L::exp_up},
+  {"ffn_down_exps.weight", "mlp.experts.{e}.down_proj.weight",   {Experts, Dim, ExpertHidden}, Presence::ExpertsMlp, &L::exp_down},
+  // ... and Mixtral's (w1 gate, w3 up, w2 down, as llama2.c numbers them too)
+  {"ffn_gate_inp.weight",  "block_sparse_moe.gate.weight",       {Experts, Dim},    Presence::ExpertsBlockSparseMoe, &L::router, false, Fusion::None, true},
+  {"ffn_gate_exps.weight", "block_sparse_moe.experts.{e}.w1.weight", {Experts, ExpertHidden, Dim}, Presence::ExpertsBlockSparseMoe, &L::exp_gate},
+  {"ffn_up_exps.weight",   "block_sparse_moe.experts.{e}.w3.weight", {Experts, ExpertHidden, Dim}, Presence::ExpertsBlockSparseMoe, &L::exp_up},
+  {"ffn_down_exps.weight", "block_sparse_moe.experts.{e}.w2.weight", {Experts, Dim, ExpertHidden}, Presence::ExpertsBlockSparseMoe, &L::exp_down},
+  // Qwen 2 MoE's shared expert and its gate (a [1, dim] matrix; llama.cpp
+  // declares it {dim}, which its loader takes as the same shape).
+  {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", {One, Dim},      Presence::SharedExpert, &L::shexp_gate_inp, false, Fusion::None, true},
+  {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", {SharedHidden, Dim}, Presence::SharedExpert, &L::shexp_gate},
+  {"ffn_up_shexp.weight",  "mlp.shared_expert.up_proj.weight",  {SharedHidden, Dim}, Presence::SharedExpert, &L::shexp_up},
+  {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight", {Dim, SharedHidden}, Presence::SharedExpert, &L::shexp_down},
   {"output_norm.weight",   "model.norm.weight",                  {Dim},        Presence::Always,  &M::final_norm},
   {"output.weight",        "lm_head.weight",                     {Vocab, Dim},      Presence::Untied,  &M::classifier},
 };
 // clang-format on
 
-bool present(Presence p, const ModelConfig& c, bool tied) {
+// Whether row `p` is part of a model of config `c` (at `layer`, -1 for model-wide rows).
+bool present(Presence p, const ModelConfig& c, bool tied, int layer) {
+  const bool sparse = layer >= 0 && c.moe.sparse(layer);
   switch (p) {
     case Presence::Always: return true;
     case Presence::QkvBias: return c.options.qkv_bias;
     case Presence::QkNorm: return c.options.qk_norm;
     case Presence::Untied: return !tied;
+    case Presence::DenseFfn: return !sparse;
+    case Presence::ExpertsMlp: return sparse && c.options.moe == MoeModule::Mlp;
+    case Presence::ExpertsBlockSparseMoe: return sparse && c.options.moe == MoeModule::BlockSparseMoe;
+    case Presence::SharedExpert: return sparse && c.options.shared_expert;
   }
   return false;
 }
 
 ModelTensor tensor_of(const WeightRow& row, int layer, const ModelConfig& c) {
-  ModelTensor t{&row, layer, {extent_of(row.shape[0], c)}};
-  if (row.rank() == 2) t.shape.push_back(extent_of(row.shape[1], c));
+  ModelTensor t{&row, layer, {}};
+  for (size_t d = 0; d < row.rank(); ++d) t.shape.push_back(extent_of(row.shape[d], c));
   return t;
 }
 
@@ -61,6 +88,10 @@ size_t extent_of(Extent extent, const ModelConfig& c) {
     case QDim: return size_t(c.q_dim());
     case KvDim: return size_t(c.kv_dim());
     case HeadDim: return size_t(c.head_dim());
+    case Experts: return size_t(c.moe.n_experts);
+    case ExpertHidden: return size_t(c.moe.expert_hidden_dim);
+    case SharedHidden: return size_t(c.moe.shared_expert_hidden_dim);
+    case One: return 1;
   }
   return 0;
 }
@@ -72,7 +103,20 @@ std::string ModelTensor::gguf_name() const {
 }
 
 std::string ModelTensor::hf_name() const {
+  if (row->rank() == 3)
+    throw std::logic_error(std::string("ModelTensor::hf_name: ") + row->gguf_name + " is a stack (see hf_names)");
   return row->per_layer() ? "model.layers." + std::to_string(layer) + "." + row->hf_name : std::string(row->hf_name);
+}
+
+std::vector<std::string> ModelTensor::hf_names() const {
+  if (row->rank() != 3) return {hf_name()};
+  const std::string pattern = row->hf_name, slot = "{e}";
+  const size_t at = pattern.find(slot);
+  std::vector<std::string> names;
+  for (size_t e = 0; e < shape[0]; ++e)
+    names.push_back("model.layers." + std::to_string(layer) + "." + pattern.substr(0, at) + std::to_string(e) +
+                    pattern.substr(at + slot.size()));
+  return names;
 }
 
 void for_each_model_tensor(const ModelConfig& c, bool tied, const std::function<void(const ModelTensor&)>& f) {
@@ -80,14 +124,14 @@ void for_each_model_tensor(const ModelConfig& c, bool tied, const std::function<
   size_t i = 0;
   // Model-wide rows before the first per-layer row, then every layer, then the rest.
   for (; i < rows.size() && !rows[i].per_layer(); ++i)
-    if (present(rows[i].presence, c, tied)) f(tensor_of(rows[i], -1, c));
+    if (present(rows[i].presence, c, tied, -1)) f(tensor_of(rows[i], -1, c));
   const size_t first_layer_row = i;
   while (i < rows.size() && rows[i].per_layer()) ++i;
   for (int l = 0; l < c.n_layers; ++l)
     for (size_t r = first_layer_row; r < i; ++r)
-      if (present(rows[r].presence, c, tied)) f(tensor_of(rows[r], l, c));
+      if (present(rows[r].presence, c, tied, l)) f(tensor_of(rows[r], l, c));
   for (; i < rows.size(); ++i)
-    if (present(rows[i].presence, c, tied)) f(tensor_of(rows[i], -1, c));
+    if (present(rows[i].presence, c, tied, -1)) f(tensor_of(rows[i], -1, c));
 }
 
 std::vector<ModelTensor> model_tensors(const ModelConfig& c, bool tied) {

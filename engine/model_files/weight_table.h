@@ -1,5 +1,6 @@
 // Every weight of the architectures AstrAI reads and writes (Llama, Mistral,
-// Qwen 2, Qwen 3), one row each: its name in GGUF (llama.cpp's), its name in
+// Qwen 2, Qwen 3, and the Mixture-of-Experts Mixtral, Qwen 2 MoE and Qwen 3
+// MoE), one row each: its name in GGUF (llama.cpp's), its name in
 // a Hugging Face folder (transformers' module path), its shape in terms of
 // ModelConfig, when it is present, the ModelWeights field holding it, and the
 // group a backend may keep it in (q/k/v, gate/up). The GGUF and safetensors
@@ -24,7 +25,7 @@
 namespace astrai {
 
 // A length in a weight's shape, in terms of the config.
-enum class Extent { Dim, Hidden, Vocab, QDim, KvDim, HeadDim };
+enum class Extent { Dim, Hidden, Vocab, QDim, KvDim, HeadDim, Experts, ExpertHidden, SharedHidden, One };
 size_t extent_of(Extent extent, const ModelConfig& config);
 
 // Rows a backend keeps as one tensor: the present rows of a group, stacked in
@@ -38,18 +39,29 @@ enum class Presence {
   QkvBias,  // config.options.qkv_bias (Qwen 2): q/k/v projection biases
   QkNorm,   // config.options.qk_norm (Qwen 3): per-head RMSNorm weights of q and k
   Untied,   // the classifier, stored only when it is not the embedding
+  // Per layer, by config.moe.sparse(layer):
+  DenseFfn,               // a dense layer's SwiGLU (every layer of a dense model)
+  ExpertsMlp,             // a sparse layer's router and experts under Qwen MoE's names (MoeModule::Mlp)
+  ExpertsBlockSparseMoe,  // the same under Mixtral's names (MoeModule::BlockSparseMoe)
+  SharedExpert,           // a sparse layer's shared expert (options.shared_expert: Qwen 2 MoE)
 };
 
 using WeightVector = xt::xtensor<float, 1>;
 using WeightMatrix = xt::xtensor<float, 2>;
-// The field holding a weight: one of the whole model, or one of every layer.
+using WeightStack = xt::xtensor<float, 3>;  // matrices stacked on a leading axis (a layer's experts)
+// The field holding a weight: one of the whole model, or one of every layer
+// (the same alternatives as reference/synthetic_model.h's SyntheticField).
 using WeightField = std::variant<WeightVector ModelWeights::*, WeightMatrix ModelWeights::*,
-                                 WeightVector LayerWeights::*, WeightMatrix LayerWeights::*>;
+                                 WeightVector LayerWeights::*, WeightMatrix LayerWeights::*,
+                                 WeightStack LayerWeights::*>;
 
 struct WeightRow {
   const char* gguf_name;  // per-layer rows: after "blk.N."
-  const char* hf_name;    // per-layer rows: after "model.layers.N."
-  std::array<Extent, 2> shape;  // row-major; vectors use shape[0] only
+  // Per-layer rows: after "model.layers.N.". A stack (rank 3) is one tensor
+  // per matrix in a Hugging Face folder: "{e}" in its name stands for the
+  // expert's index ("mlp.experts.{e}.gate_proj.weight").
+  const char* hf_name;
+  std::array<Extent, 3> shape;  // row-major; vectors use shape[0] only, matrices shape[0] and [1]
   Presence presence;
   WeightField field;
   // Axis 0 runs over attention heads' dimensions, whose order is the RoPE
@@ -57,9 +69,19 @@ struct WeightRow {
   // these rows between layouts and no others.
   bool head_rows = false;
   Fusion fusion = Fusion::None;
+  // Kept in float32 by the GGUF writer whatever the file's type, as
+  // llama.cpp's converter and quantizer keep routers: their scores choose
+  // the experts, and rounding them would change which ones run.
+  bool keep_f32 = false;
 
   bool per_layer() const { return field.index() >= 2; }
-  size_t rank() const { return field.index() % 2 == 0 ? 1 : 2; }
+  size_t rank() const {
+    switch (field.index()) {
+      case 0: case 2: return 1;
+      case 1: case 3: return 2;
+      default: return 3;
+    }
+  }
 };
 
 // The rows, in file order: model-wide rows before and after the per-layer ones
@@ -74,7 +96,11 @@ struct ModelTensor {
   std::vector<size_t> shape;
 
   std::string gguf_name() const;  // "blk.3.attn_q.weight", "token_embd.weight"
-  std::string hf_name() const;    // "model.layers.3.self_attn.q_proj.weight"
+  std::string hf_name() const;    // "model.layers.3.self_attn.q_proj.weight"; throws for a stack
+  // A Hugging Face folder's names for it: hf_name() alone, or for a stack
+  // one per matrix ("model.layers.3.mlp.experts.0.gate_proj.weight", ...),
+  // each holding shape[1..] of it.
+  std::vector<std::string> hf_names() const;
 };
 
 // Calls `f` with each tensor a model of `config` stores, in file order: the

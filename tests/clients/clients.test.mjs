@@ -4,9 +4,10 @@
 //   ASTRAI_API_KEY     the key the server was started with
 // The SDKs send the key their own way (OpenAI: Authorization: Bearer,
 // Anthropic: x-api-key), so both header forms are exercised.
-// The served model is run.sh's synthetic one, or stories260K (CI runs both;
-// the second on the emulated CUDA device): both have 512 tokens and no chat
-// template of their own (the plain template serves them).
+// The served model is run.sh's synthetic one, a Qwen 3 MoE-shaped synthetic
+// one, or stories260K (CI runs all three; stories260K on the emulated CUDA
+// device): all have 512 tokens and no chat template of their own (the plain
+// template serves them).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 

@@ -1,5 +1,6 @@
-// GGUF <-> (ModelWeights, Tokenizer) with llama.cpp's names for the `llama`,
-// `qwen2` and `qwen3` architectures (see gguf_model.h).
+// GGUF <-> (ModelWeights, Tokenizer) with llama.cpp's names for the `llama`
+// (with experts: Mixtral), `qwen2`, `qwen3`, `qwen2moe` and `qwen3moe`
+// architectures (see gguf_model.h).
 //
 // RoPE layouts: llama.cpp runs `llama` with adjacent pairs (its "normal"
 // RoPE) and `qwen2`/`qwen3` with rotate-half ("neox"). llama2.c checkpoints
@@ -32,9 +33,7 @@ namespace {
 // The GGUF architecture of a config: llama.cpp's name for the Hugging Face
 // architecture it needs (Mistral runs as "llama" there). Throws, as
 // hf_architecture_for does, for a config no architecture has.
-std::string architecture_of(const ModelConfig& c) { return architecture(hf_architecture_for(c)).gguf_name; }
-
-RopeLayout rope_layout_of(const std::string& arch) { return gguf_architecture(arch)->gguf_rope_layout; }
+const Architecture& architecture_of(const ModelConfig& c) { return architecture(hf_architecture_for(c)); }
 
 // llama.cpp's rope_freqs.weight: per pair, unscaled frequency / scaled one.
 std::vector<float> rope_freq_factors(const ModelConfig& c) {
@@ -163,12 +162,37 @@ RopeScaling read_rope_scaling(const GgufReader& g, const std::string& arch, cons
   return s;
 }
 
+// The Mixture-of-Experts keys llama.cpp reads for `row`'s architecture:
+// expert_count, expert_used_count, expert_feed_forward_length (llama: the
+// experts are feed_forward_length wide; when absent llama.cpp takes
+// feed_forward_length / expert_used_count) and
+// expert_shared_feed_forward_length. llama.cpp runs experts in every layer
+// and renormalises the top-k weights as its graph for the architecture does
+// (MoeFields::gguf_norm_topk_prob); its graphs for these architectures read
+// no other expert key (expert_weights_scale, expert_gating_func), so neither
+// does this.
+void read_moe(const GgufReader& g, const std::string& p, const Architecture& row, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  m.n_experts = positive_int(g, p + "expert_count");
+  m.n_experts_used = positive_int(g, p + "expert_used_count");
+  m.expert_hidden_dim = !row.moe.expert_hidden_dim                ? c.hidden_dim
+                        : g.has(p + "expert_feed_forward_length") ? positive_int(g, p + "expert_feed_forward_length")
+                                                                  : c.hidden_dim / m.n_experts_used;
+  if (row.options.shared_expert)
+    m.shared_expert_hidden_dim = g.has(p + "expert_shared_feed_forward_length")
+                                     ? positive_int(g, p + "expert_shared_feed_forward_length")
+                                     : c.hidden_dim;
+  m.norm_topk_prob = row.moe.gguf_norm_topk_prob;
+}
+
 ModelConfig read_config(const GgufReader& g) {
   const std::string arch = g.get_string("general.architecture");
-  const Architecture* known = gguf_architecture(arch);
+  const bool experts = g.has(arch + ".expert_count") && g.get_int(arch + ".expert_count") != 0;
+  const Architecture* known = gguf_architecture(arch, experts);
   if (!known)
-    throw std::runtime_error(g.path() + ": architecture '" + arch + "' is not supported (" +
-                             gguf_architecture_names() + " are)");
+    throw std::runtime_error(g.path() + ": architecture '" + arch + "'" +
+                             (gguf_architecture(arch, !experts) ? experts ? " with experts" : " without expert_count" : "") +
+                             " is not supported (" + gguf_architecture_names() + " are)");
   const std::string p = arch + ".";
   ModelConfig c;
   c.dim = positive_int(g, p + "embedding_length");
@@ -179,8 +203,9 @@ ModelConfig read_config(const GgufReader& g) {
   c.max_seq_len = positive_int(g, p + "context_length");
   c.rope_theta = g.has(p + "rope.freq_base") ? float(g.get_float(p + "rope.freq_base")) : 10000.0f;
   c.norm_eps = float(g.get_float(p + "attention.layer_norm_rms_epsilon"));
-  c.rope_layout = rope_layout_of(arch);
+  c.rope_layout = known->gguf_rope_layout;
   c.options = known->options;
+  if (experts) read_moe(g, p, *known, c);
   // attention.key_length: the head width when it is not dim / n_heads (Qwen 3).
   if (g.has(p + "attention.key_length")) {
     const int key_length = positive_int(g, p + "attention.key_length");
@@ -238,8 +263,34 @@ ModelSource weights_source(std::shared_ptr<const GgufReader> g, const ModelConfi
 
 // ---- writing ----
 
+// The expert keys (read_moe); throws for what llama.cpp's graph for the
+// architecture cannot run.
+void add_moe(GgufWriter& out, const ModelConfig& c, const Architecture& row) {
+  const std::string p = std::string(row.gguf_name) + ".";
+  const MoeConfig& m = c.moe;
+  auto refuse = [&](const std::string& what) {
+    throw std::invalid_argument("write_gguf_model: llama.cpp's " + std::string(row.gguf_name) + " " + what);
+  };
+  for (int l = 0; l < c.n_layers; ++l)
+    if (!m.sparse(l)) refuse("has experts in every layer; layer " + std::to_string(l) + " of this model is dense");
+  if (m.routing != ExpertRouting::SoftmaxTopK) refuse("routes softmax then top-k");
+  if (m.norm_topk_prob != row.moe.gguf_norm_topk_prob)
+    refuse(std::string(row.moe.gguf_norm_topk_prob ? "always renormalises" : "never renormalises") +
+           " the top-k weights (norm_topk_prob " + (m.norm_topk_prob ? "true" : "false") + " here)");
+  if (c.options.router_bias) refuse("has no router bias");
+  if (!row.moe.expert_hidden_dim && m.expert_hidden_dim != c.hidden_dim)
+    refuse("experts are feed_forward_length wide (" + std::to_string(c.hidden_dim) + "), not " +
+           std::to_string(m.expert_hidden_dim));
+  out.add_metadata(p + "expert_count", uint32_t(m.n_experts));
+  out.add_metadata(p + "expert_used_count", uint32_t(m.n_experts_used));
+  if (row.moe.expert_hidden_dim) out.add_metadata(p + "expert_feed_forward_length", uint32_t(m.expert_hidden_dim));
+  if (c.options.shared_expert)
+    out.add_metadata(p + "expert_shared_feed_forward_length", uint32_t(m.shared_expert_hidden_dim));
+}
+
 void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const std::string& name) {
-  const std::string arch = architecture_of(c), p = arch + ".";
+  const Architecture& row = architecture_of(c);
+  const std::string arch = row.gguf_name, p = arch + ".";
   out.add_metadata("general.architecture", arch);
   out.add_metadata("general.name", name);
   out.add_metadata("general.file_type", file_type_of(dtype));
@@ -257,6 +308,7 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   out.add_metadata(p + "attention.layer_norm_rms_epsilon", c.norm_eps);
   out.add_metadata(p + "rope.freq_base", c.rope_theta);
   out.add_metadata(p + "vocab_size", uint32_t(c.vocab_size));
+  if (c.options.moe != MoeModule::None) add_moe(out, c, row);
   // Llama 3.1 scaling: llama.cpp runs it from rope_freqs.weight (add_weights)
   // and must see none of its own scaling keys (read_rope_scaling).
   if (c.rope_scaling.enabled()) {
@@ -276,9 +328,9 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
 void add_weights(GgufWriter& out, const ModelSource& source, RopeLayout layout, GgmlType wanted) {
   const ModelConfig& c = source.config;
   for_each_model_tensor(c, source.tied, [&](const ModelTensor& t) {
-    // 1-D weights (norms, biases) stay F32, as llama.cpp's converter keeps
-    // them; a matrix's rows hold dim, q_dim or hidden weights.
-    const GgmlType type = t.shape.size() == 1 ? GgmlType::F32 : matrix_type_for(wanted, t.shape[1]);
+    // 1-D weights (norms, biases) and routers stay F32, as llama.cpp's
+    // converter keeps them; a matrix's rows hold its last axis's weights.
+    const GgmlType type = t.shape.size() == 1 || t.row->keep_f32 ? GgmlType::F32 : matrix_type_for(wanted, t.shape.back());
     out.add_tensor(t.gguf_name(), std::vector<uint64_t>(t.shape.rbegin(), t.shape.rend()), type,
                    [&source, &c, t, layout] {
                      std::vector<float> values = source.read(t);
@@ -286,6 +338,14 @@ void add_weights(GgufWriter& out, const ModelSource& source, RopeLayout layout, 
                      return values;
                    });
   });
+  // A tied classifier written out where llama.cpp's loader needs output.weight (qwen2moe).
+  if (source.tied && architecture_of(c).gguf_output_required)
+    for_each_model_tensor(c, /*tied=*/false, [&](const ModelTensor& t) {
+      if (t.row->presence != Presence::Untied) return;
+      const ModelTensor embedding = model_tensors(c, true).front();
+      out.add_tensor(t.gguf_name(), std::vector<uint64_t>(t.shape.rbegin(), t.shape.rend()),
+                     matrix_type_for(wanted, t.shape.back()), [&source, embedding] { return source.read(embedding); });
+    });
   if (c.rope_scaling.enabled()) {
     const auto factors = rope_freq_factors(c);
     out.add_tensor("rope_freqs.weight", {factors.size()}, factors, GgmlType::F32);
@@ -341,7 +401,7 @@ void write_gguf_model(const std::string& path, const ModelSource& source, const 
     throw std::invalid_argument("write_gguf_model: tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                                 " pieces, the model's vocabulary " + std::to_string(source.config.vocab_size));
   // The layout llama.cpp runs the architecture with (see the top of this file).
-  const RopeLayout layout = rope_layout_of(architecture_of(source.config));
+  const RopeLayout layout = architecture_of(source.config).gguf_rope_layout;
   ModelConfig stored = source.config;
   stored.rope_layout = layout;
   GgufWriter out;

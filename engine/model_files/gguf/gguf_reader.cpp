@@ -9,6 +9,7 @@
 // uint32 element type | uint64 count | count x value.
 #include "engine/model_files/gguf/gguf_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -377,11 +378,12 @@ std::vector<float> GgufReader::read_tensor_values(const std::string& name, std::
 }
 
 void GgufReader::check_shape(const GgufTensorInfo& info, std::span<const size_t> want) const {
-  // Compare ne with `want` reversed; ne entries beyond want.size() must be 1.
-  bool ok = info.ne.size() >= want.size();
-  for (size_t d = 0; ok && d < info.ne.size(); ++d) {
+  // Compare ne with `want` reversed, both padded with 1s as ggml pads ne
+  // (llama.cpp's loader compares so too: its {dim} is a [1, dim] matrix).
+  bool ok = true;
+  for (size_t d = 0; ok && d < std::max(info.ne.size(), want.size()); ++d) {
     const uint64_t expected = d < want.size() ? want[want.size() - 1 - d] : 1;
-    ok = info.ne[d] == expected;
+    ok = (d < info.ne.size() ? info.ne[d] : 1) == expected;
   }
   if (!ok) {
     const auto got = info.shape();

@@ -86,13 +86,13 @@ class GgufReader {
   void read_tensor_floats(const GgufTensorInfo& info, std::span<float> out) const;
 
   // Tensor `name` checked to have the row-major shape `shape` (outermost
-  // first, ne reversed, trailing ne entries of 1 allowed): throws naming the
+  // first, ne reversed, shapes padded with 1s as ggml pads ne): throws naming the
   // tensor when it is missing or has another shape.
   const GgufTensorInfo& tensor_with_shape(const std::string& name, std::span<const size_t> shape) const;
   // Its values as float32 (read_tensor_floats), row-major.
   std::vector<float> read_tensor_values(const std::string& name, std::span<const size_t> shape) const;
   // The tensor as float32 with the row-major shape `shape` (outermost first,
-  // i.e. ne reversed; trailing ne entries of 1 are allowed). Throws when the
+  // i.e. ne reversed; shapes compared padded with 1s). Throws when the
   // tensor is missing, has another shape or an unsupported type.
   template <size_t N>
   xt::xtensor<float, N> read_tensor(const std::string& name, const std::array<size_t, N>& shape) const {

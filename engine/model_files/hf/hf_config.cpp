@@ -169,6 +169,58 @@ void refuse_unsupported(const Fields& f, HfArchitecture arch) {
   if (f.optional_bool("mlp_bias").value_or(false)) f.fail("mlp_bias", "is true: MLP biases are not supported");
 }
 
+// The Mixture-of-Experts fields of a MoE row's config.json (MoeFields says
+// which names it uses); what is absent takes transformers' default. The
+// training-only fields (router_aux_loss_coef, router_jitter_noise,
+// output_router_logits) change nothing at inference and are not read.
+void read_moe(const Fields& f, const Architecture& row, ModelConfig& c) {
+  const MoeFields& names = row.moe;
+  MoeConfig& m = c.moe;
+  m.n_experts = f.positive(names.n_experts);
+  m.n_experts_used = f.positive("num_experts_per_tok");
+  m.expert_hidden_dim = names.expert_hidden_dim ? f.positive(names.expert_hidden_dim) : c.hidden_dim;
+  if (names.shared_expert_hidden_dim) m.shared_expert_hidden_dim = f.positive(names.shared_expert_hidden_dim);
+  m.routing = ExpertRouting::SoftmaxTopK;
+  m.norm_topk_prob = names.qwen_fields ? f.optional_bool("norm_topk_prob").value_or(false) : true;
+  if (!names.qwen_fields) return;
+  m.sparse_step = f.optional_positive("decoder_sparse_step").value_or(1);
+  if (const Json* list = f.find("mlp_only_layers")) {
+    if (!list->is_array()) f.fail("mlp_only_layers", "is " + list->dump() + ", expected a list of layer indices");
+    for (const Json& l : *list) {
+      const int64_t layer = f.integer("mlp_only_layers", l);
+      if (layer < 0 || layer >= c.n_layers)
+        f.fail("mlp_only_layers", "names layer " + std::to_string(layer) + "; the model has " +
+                                      std::to_string(c.n_layers));
+      m.dense_layers.push_back(int(layer));
+    }
+  }
+}
+
+// config.json's Mixture-of-Experts fields for `c` as `row` names them; throws
+// when the config is not one `row` can express.
+void write_moe(Json& j, const ModelConfig& c, const Architecture& row) {
+  const MoeFields& names = row.moe;
+  const MoeConfig& m = c.moe;
+  auto refuse = [&](const std::string& what) {
+    throw std::invalid_argument("hf_config_json: " + std::string(row.hf_name) + " " + what);
+  };
+  if (m.routing != ExpertRouting::SoftmaxTopK) refuse("routes softmax then top-k, not top-k then softmax");
+  if (!names.expert_hidden_dim && m.expert_hidden_dim != c.hidden_dim)
+    refuse("experts are intermediate_size wide (" + std::to_string(c.hidden_dim) + "), not " +
+           std::to_string(m.expert_hidden_dim));
+  if (!names.qwen_fields && (!m.norm_topk_prob || m.sparse_step != 1 || !m.dense_layers.empty()))
+    refuse("always renormalises the top-k weights and has experts in every layer");
+  j[names.n_experts] = m.n_experts;
+  j["num_experts_per_tok"] = m.n_experts_used;
+  if (names.expert_hidden_dim) j[names.expert_hidden_dim] = m.expert_hidden_dim;
+  if (names.shared_expert_hidden_dim) j[names.shared_expert_hidden_dim] = m.shared_expert_hidden_dim;
+  if (names.qwen_fields) {
+    j["norm_topk_prob"] = m.norm_topk_prob;
+    j["decoder_sparse_step"] = m.sparse_step;
+    j["mlp_only_layers"] = m.dense_layers;
+  }
+}
+
 }  // namespace
 
 std::string hf_architecture_name(HfArchitecture arch) { return architecture(arch).hf_name; }
@@ -202,6 +254,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   if (row.head_dim_required && c.explicit_head_dim == 0)
     f.require("head_dim");  // Qwen3Config's default (128) is not hidden_size / heads: make it explicit
   c.options = row.options;
+  if (row.options.moe != MoeModule::None) read_moe(f, row, c);
   out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(false);
 
   // Sliding-window attention: a token attends to at most the last `window`
@@ -282,9 +335,8 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   const Architecture& names = architecture(arch);
   // Options, not ids: Mistral's row has Llama's (hf_architecture_for gives Llama).
   if (names.options != c.options)
-    throw std::invalid_argument("hf_config_json: a model with" + std::string(c.options.qkv_bias ? " qkv_bias" : "") +
-                                (c.options.qk_norm ? " qk_norm" : "") + (!c.options.qkv_bias && !c.options.qk_norm ? "out qkv_bias or qk_norm" : "") +
-                                " is not a " + hf_architecture_name(arch));
+    throw std::invalid_argument("hf_config_json: a model of " + c.describe() + " is not a " + hf_architecture_name(arch) +
+                                " (its layers have other options)");
   if (c.rope_layout != RopeLayout::RotateHalf)
     throw std::invalid_argument("hf_config_json: Hugging Face checkpoints use rotate-half RoPE; this model's q/k rows "
                                 "pair adjacent dimensions");
@@ -314,6 +366,7 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
     j["rope_scaling"] = nullptr;
   }
   j.update(Json::parse(names.config_json_extras));
+  if (c.options.moe != MoeModule::None) write_moe(j, c, names);
   return j.dump(2) + "\n";
 }
 

@@ -58,14 +58,19 @@ class TensorSource {
 
   const std::map<std::string, const SafetensorsFile*>& tensors() const { return where_; }
 
-  template <size_t N>
-  xt::xtensor<float, N> read(const std::string& name, const std::array<size_t, N>& shape) const {
-    return file_of(name).read_tensor<N>(name, shape, "config.json");
-  }
-  // The same as a vector of float32 values.
+  // Tensor t's float32 values, row-major: a stack (an MoE layer's experts)
+  // gathered from its one tensor per expert, in expert order.
   std::vector<float> read_values(const ModelTensor& t) const {
-    const std::string name = t.hf_name();
-    return file_of(name).read_tensor_values(name, t.shape, "config.json");
+    const std::vector<std::string> names = t.hf_names();
+    if (t.shape.size() < 3) return file_of(names[0]).read_tensor_values(names[0], t.shape, "config.json");
+    const std::vector<size_t> matrix(t.shape.begin() + 1, t.shape.end());
+    std::vector<float> values;
+    values.reserve(t.shape[0] * matrix[0] * matrix[1]);
+    for (const std::string& name : names) {
+      const std::vector<float> one = file_of(name).read_tensor_values(name, matrix, "config.json");
+      values.insert(values.end(), one.begin(), one.end());
+    }
+    return values;
   }
 
  private:
@@ -130,7 +135,8 @@ class TensorSource {
 // extra); checked before anything is read.
 void check_tensor_names(const TensorSource& src, const HfModelConfig& hf) {
   std::set<std::string> wanted;
-  for (const auto& t : model_tensors(hf.config, hf.tie_word_embeddings)) wanted.insert(t.hf_name());
+  for (const auto& t : model_tensors(hf.config, hf.tie_word_embeddings))
+    for (const auto& name : t.hf_names()) wanted.insert(name);
   for (const auto& [name, file] : src.tensors()) {
     if (wanted.count(name) || harmless_extra(name)) continue;
     if (name == "lm_head.weight" && hf.tie_word_embeddings) continue;  // tied: the embedding is the classifier
@@ -139,11 +145,6 @@ void check_tensor_names(const TensorSource& src, const HfModelConfig& hf) {
   }
 }
 
-ModelWeights read_weights(const TensorSource& src, const HfModelConfig& hf) {
-  return read_model_weights(hf.config, hf.tie_word_embeddings, [&](const ModelTensor& t, const auto& shape) {
-    return src.read<std::tuple_size_v<std::remove_cvref_t<decltype(shape)>>>(t.hf_name(), shape);
-  });
-}
 
 std::string folder_name(const fs::path& dir) {
   fs::path p = dir.lexically_normal();
@@ -200,12 +201,6 @@ OpenFolder open_folder(const std::string& dir_string) {
 
 }  // namespace
 
-HfModelFolder load_hf_folder(const std::string& dir) {
-  OpenFolder open = open_folder(dir);
-  open.folder.weights = read_weights(*open.tensors, open.hf);
-  return std::move(open.folder);
-}
-
 HfFolderSource open_hf_folder(const std::string& dir) {
   OpenFolder open = open_folder(dir);
   auto tensors = open.tensors;
@@ -216,6 +211,12 @@ HfFolderSource open_hf_folder(const std::string& dir) {
                                     .blocks = {},  // safetensors hold floats: no quantized blocks
                                     .release_blocks = {},
                                     .stored = {}}};
+}
+
+HfModelFolder load_hf_folder(const std::string& dir) {
+  HfFolderSource open = open_hf_folder(dir);
+  open.folder.weights = read_model_weights(open.weights);
+  return std::move(open.folder);
 }
 
 std::string hf_torch_dtype_name(SafetensorsDType dtype) {
@@ -236,22 +237,32 @@ void write_hf_folder(const std::string& dir_string, const ModelSource& source, c
   // Shards planned from the shapes alone: a new one when the next tensor
   // would take the current one past max_shard_bytes. Each shard is then
   // written tensor by tensor (one in memory at a time), in file order.
+  // A stack (an MoE layer's experts) is one file tensor per expert, each
+  // `part` of it; the stack is read once, when its first part is written.
+  struct Part {
+    ModelTensor tensor;
+    size_t part = 0, parts = 1;
+  };
   struct Shard {
     std::vector<SafetensorsPlannedTensor> planned;
-    std::vector<ModelTensor> tensors;
+    std::vector<Part> parts;
     uint64_t bytes = 0;
   };
   std::vector<Shard> shards(1);
   const uint64_t element_bytes = safetensors_dtype_bytes(options.dtype);
   for (const ModelTensor& t : model_tensors(c, source.tied)) {
-    std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
+    const std::vector<std::string> names = t.hf_names();
+    // One part's shape: the tensor's, or a stack's without its leading axis.
+    std::vector<uint64_t> shape(t.shape.begin() + (t.shape.size() == 3 ? 1 : 0), t.shape.end());
     const uint64_t bytes = element_count(shape) * element_bytes;
-    if (options.max_shard_bytes > 0 && !shards.back().tensors.empty() &&
-        shards.back().bytes + bytes > options.max_shard_bytes)
-      shards.emplace_back();
-    shards.back().planned.push_back({t.hf_name(), std::move(shape)});
-    shards.back().tensors.push_back(t);
-    shards.back().bytes += bytes;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (options.max_shard_bytes > 0 && !shards.back().parts.empty() &&
+          shards.back().bytes + bytes > options.max_shard_bytes)
+        shards.emplace_back();
+      shards.back().planned.push_back({names[i], shape});
+      shards.back().parts.push_back({t, i, names.size()});
+      shards.back().bytes += bytes;
+    }
   }
 
   const fs::path dir(dir_string);
@@ -265,9 +276,17 @@ void write_hf_folder(const std::string& dir_string, const ModelSource& source, c
   }
   write_text(dir / kConfig, config_json);
   if (options.generation) write_text(dir / kGenerationConfig, hf_generation_config_json(*options.generation));
+  std::vector<float> stack;  // the stack whose parts are being written (read at its part 0)
   auto write_shard = [&](const Shard& shard, const fs::path& path) {
-    write_safetensors_streamed(path.string(), shard.planned, options.dtype,
-                               [&](size_t i) { return source.read(shard.tensors[i]); });
+    write_safetensors_streamed(path.string(), shard.planned, options.dtype, [&](size_t i) {
+      const Part& p = shard.parts[i];
+      if (p.tensor.shape.size() < 3) return source.read(p.tensor);
+      if (p.part == 0) stack = source.read(p.tensor);
+      const size_t n = stack.size() / p.parts;
+      std::vector<float> one(stack.begin() + std::ptrdiff_t(p.part * n), stack.begin() + std::ptrdiff_t((p.part + 1) * n));
+      if (p.part + 1 == p.parts) std::vector<float>().swap(stack);
+      return one;
+    });
   };
   if (options.max_shard_bytes == 0) {
     write_shard(shards[0], dir / kSingleFile);

@@ -9,6 +9,9 @@
 //    reference's logits: this one sees a model that differs only a little
 //    (a RoPE table, a bias) even where the random synthetic models decide few
 //    steps.
+// Mixture-of-Experts models: both checks stop at the first step whose
+// logits depend on an expert choice nearer a tie than llama.cpp's rounding
+// (routed_steps).
 // Used by test_llama_cpp_files.cpp (files llama.cpp quantized) and
 // test_llama_cpp_architectures.cpp (every architecture and option AstrAI writes).
 #pragma once
@@ -22,6 +25,8 @@
 #include <vector>
 
 #include "engine/model_files/load_model.h"
+#include "reference/dense_kv_cache.h"
+#include "reference/forward.h"
 #include "reference/generate.h"
 #include "tests/engine/model_files/llama_cpp_oracle.h"
 #include "tests/support/greedy_margins.h"
@@ -88,6 +93,37 @@ inline std::vector<std::vector<float>> forced_logits(const ModelWeights& w, cons
   return rows;
 }
 
+// Mixture-of-Experts models: for each position of `tokens`, the smallest
+// routing margin (reference/moe.h ExpertChoice::margin) of it and every
+// position before it, i.e. how near a tie any expert choice its logits
+// depend on came; infinity for dense models.
+inline std::vector<float> routing_margins(const ModelWeights& w, const std::vector<int>& tokens) {
+  if (w.config.moe.n_experts == 0) return std::vector<float>(tokens.size(), INFINITY);
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < tokens.size(); ++i) batch.push_back({tokens[i], 0, int(i), i + 1 == tokens.size()});
+  DenseKVCache cache(w.config, 1);
+  std::vector<float> margins;
+  forward(w, batch, cache, &margins);
+  for (size_t i = 1; i < margins.size(); ++i) margins[i] = std::min(margins[i], margins[i - 1]);
+  return margins;
+}
+
+// How many steps after `prompt` along `generated` have every expert choice
+// behind their logits (positions < prompt + step + 1) decided at `rtol`:
+// llama.cpp's activations carry relative errors of that order, so where two
+// experts' scores are closer it may rightly run the other one, and from there
+// on the two runs are different computations (a routing flip moves the
+// output by a whole expert's share, not by rounding).
+inline size_t routed_steps(const ModelWeights& w, const std::vector<int>& prompt, const std::vector<int>& generated,
+                           double rtol) {
+  std::vector<int> all(prompt);
+  all.insert(all.end(), generated.begin(), generated.end());
+  const std::vector<float> margins = routing_margins(w, all);
+  size_t s = 0;
+  while (s < generated.size() && margins[prompt.size() - 1 + s] >= rtol) ++s;
+  return s;
+}
+
 struct Agreement {
   size_t decided = 0;              // greedy steps compared, all prompts
   size_t steps = 0;                // distributions compared, all prompts
@@ -96,8 +132,13 @@ struct Agreement {
 
 // llama.cpp's run of the GGUF at `path` against the reference's run of
 // `model` (what AstrAI read from that file), n_tokens after each prompt.
+// `routing_rtol`: the relative error of llama.cpp's router scores
+// (routed_steps); kActivationRtol where it rounds activations (16-bit and
+// quantized weights), far less for F32 files, whose products it computes in
+// float32 (1e-4: sums of a few hundred float32 products, ~1e-6 relative).
 inline Agreement check_llama_cpp_agrees(const std::filesystem::path& path, const LoadedModel& model,
-                                        const std::vector<std::vector<int>>& prompts, int n_tokens) {
+                                        const std::vector<std::vector<int>>& prompts, int n_tokens,
+                                        double routing_rtol = kActivationRtol) {
   const auto theirs = llama_cpp_greedy(path, prompts, n_tokens);
   Agreement a;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -106,14 +147,16 @@ inline Agreement check_llama_cpp_agrees(const std::filesystem::path& path, const
     o.max_new_tokens = n_tokens;
     o.stop_tokens = model.tokenizer.end_of_generation_ids();
     generate(model.weights, prompts[i], o, recording_argmax(steps));
-    const size_t decided = decided_steps(steps, kActivationRtol);
+    const size_t decided = std::min(decided_steps(steps, kActivationRtol),
+                                    routed_steps(model.weights, prompts[i], tokens_of(steps), routing_rtol));
     a.decided += decided;
     INFO("prompt " << i << ": " << decided << " of " << steps.size() << " steps decided");
     CHECK(first(theirs[i].tokens, decided) == first(tokens_of(steps), decided));
 
     const auto rows = forced_logits(model.weights, prompts[i], theirs[i].tokens);
     REQUIRE(rows.size() == theirs[i].logp.size());
-    for (size_t s = 0; s < rows.size(); ++s) {
+    const size_t routed = routed_steps(model.weights, prompts[i], theirs[i].tokens, routing_rtol);
+    for (size_t s = 0; s < std::min(rows.size(), routed); ++s) {
       const double d = distribution_distance(rows[s], theirs[i].logp[s]);
       INFO("step " << s);
       CHECK(d <= kDistributionTolerance);

@@ -13,6 +13,7 @@
 #include "engine/model_files/gguf/gguf_writer.h"
 #include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "engine/model_files/load_model.h"
+#include "engine/model_files/model_source.h"
 #include "reference/synthetic_model.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "tests/engine/model_files/gguf_test_files.h"
@@ -243,7 +244,7 @@ TEST_CASE("GGUF model reader names what is wrong with a malformed model", "[gguf
     return [f](Metadata&, std::vector<TensorCopy>& t) { f(t); };
   };
   expect_error(meta([](Metadata& m) { set_key(m, "general.architecture", "gpt2"); }),
-               "architecture 'gpt2' is not supported (llama, qwen2, qwen3 are)");
+               "architecture 'gpt2' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe are)");
   expect_error(meta([](Metadata& m) { erase_key(m, "general.architecture"); }),
                "metadata key 'general.architecture' is missing");
   expect_error(meta([](Metadata& m) { set_key(m, "llama.embedding_length", "wide"); }),
@@ -389,4 +390,116 @@ TEST_CASE("write_gguf_model refuses what a GGUF file cannot hold", "[gguf_model]
   CHECK(parse_gguf_dtype("bf16") == GgufDType::BF16);
   REQUIRE_THROWS_WITH(parse_gguf_dtype("q5_k"),
                       "unknown GGUF tensor type 'q5_k' (choose f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)");
+}
+
+namespace {
+
+// A small Mixture-of-Experts model of llama.cpp's `gguf_arch` ("llama" with
+// experts: Mixtral, "qwen2moe" with a shared expert, "qwen3moe").
+ModelConfig moe_config(const std::string& gguf_arch, int experts, int used) {
+  ModelConfig c = small_config(1, 2, 2, 6, 2, 260, 8);
+  c.rope_layout = gguf_arch == "llama" ? RopeLayout::AdjacentPairs : RopeLayout::RotateHalf;
+  c.options.moe = gguf_arch == "llama" ? MoeModule::BlockSparseMoe : MoeModule::Mlp;
+  c.options.qkv_bias = c.options.shared_expert = gguf_arch == "qwen2moe";
+  c.options.qk_norm = gguf_arch == "qwen3moe";
+  c.moe = {.n_experts = experts, .n_experts_used = used, .expert_hidden_dim = gguf_arch == "llama" ? 6 : 5,
+           .norm_topk_prob = gguf_arch != "qwen2moe", .shared_expert_hidden_dim = gguf_arch == "qwen2moe" ? 7 : 0};
+  return c;
+}
+
+// "" when every tensor of the config has the bits of `original` stored as
+// `dtype` (vectors and routers float32), walking the weight table.
+std::string compare_by_table(const ModelWeights& got, const ModelWeights& original, GgufDType dtype) {
+  const ModelSource g = model_source(got), o = model_source(original);
+  for (const auto& t : model_tensors(original.config, false)) {
+    const std::vector<float> gv = g.read(t), ov = o.read(t);
+    if (gv.size() != ov.size()) return t.gguf_name() + ": sizes differ";
+    const bool exact = t.shape.size() == 1 || t.row->keep_f32;
+    for (size_t i = 0; i < gv.size(); ++i) {
+      const float want = exact ? ov[i] : astrai::test::stored_value(ov[i], dtype);
+      if (std::bit_cast<uint32_t>(gv[i]) != std::bit_cast<uint32_t>(want))
+        return t.gguf_name() + "[" + std::to_string(i) + "] differs";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("Mixture-of-Experts GGUF round trip: llama.cpp's keys, stacked experts, F32 routers", "[gguf_model]") {
+  for (const std::string arch : {"llama", "qwen2moe", "qwen3moe"}) {
+    for (const auto dtype : {GgufDType::F32, GgufDType::BF16, GgufDType::Q8_0}) {
+      INFO(arch << " " << gguf_dtype_name(dtype));
+      const ModelConfig c = moe_config(arch, 4, 2);
+      ModelWeights original = make_synthetic_weights(c, 11);
+      original.classifier = original.token_embedding;  // tied
+      const auto path = astrai::test::scratch_file("moe").string();
+      write_gguf_model(path, original, make_synthetic_tokenizer(c.vocab_size), dtype, "moe");
+      const GgufReader g(path);
+      CHECK(g.get_string("general.architecture") == arch);
+      CHECK(g.get_int(arch + ".expert_count") == 4);
+      CHECK(g.get_int(arch + ".expert_used_count") == 2);
+      CHECK(g.has(arch + ".expert_feed_forward_length") == (arch != "llama"));
+      CHECK(g.has(arch + ".expert_shared_feed_forward_length") == (arch == "qwen2moe"));
+      CHECK(g.find_tensor("blk.1.ffn_gate_inp.weight")->type == GgmlType::F32);
+      CHECK(g.find_tensor("blk.1.ffn_gate_exps.weight")->ne == std::vector<uint64_t>{8, uint64_t(c.moe.expert_hidden_dim), 4});
+      CHECK(g.find_tensor("blk.1.ffn_down_exps.weight")->ne == std::vector<uint64_t>{uint64_t(c.moe.expert_hidden_dim), 8, 4});
+      if (dtype != GgufDType::F32) CHECK(g.find_tensor("blk.1.ffn_gate_exps.weight")->type != GgmlType::F32);
+      // qwen2moe's loader needs output.weight even for a tied classifier.
+      CHECK((g.find_tensor("output.weight") != nullptr) == (arch == "qwen2moe"));
+      const GgufModel back = read_gguf_model(path);
+      CHECK(back.weights.config.moe == c.moe);
+      CHECK(back.weights.config.options == c.options);
+      const std::string diff = dtype == GgufDType::Q8_0 ? "" : compare_by_table(back.weights, original, dtype);
+      CHECK(diff == "");
+      std::filesystem::remove(path);
+    }
+  }
+}
+
+TEST_CASE("write_gguf_model refuses Mixture-of-Experts models llama.cpp would run differently", "[gguf_model]") {
+  const auto path = astrai::test::scratch_file("refused-moe").string();
+  auto refusal = [&](ModelConfig c) {
+    try {
+      write_gguf_model(path, make_synthetic_weights(c, 1), make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "x");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("written");
+  };
+  ModelConfig dense_first = moe_config("qwen3moe", 4, 2);
+  dense_first.moe.dense_layers = {0};
+  CHECK_THAT(refusal(dense_first), Contains("llama.cpp's qwen3moe has experts in every layer; layer 0 of this model is dense"));
+  ModelConfig unnormalised = moe_config("qwen3moe", 4, 2);
+  unnormalised.moe.norm_topk_prob = false;
+  CHECK_THAT(refusal(unnormalised), Contains("qwen3moe always renormalises the top-k weights"));
+  ModelConfig normalised = moe_config("qwen2moe", 4, 2);
+  normalised.moe.norm_topk_prob = true;
+  CHECK_THAT(refusal(normalised), Contains("qwen2moe never renormalises"));
+  ModelConfig narrow = moe_config("llama", 4, 2);
+  narrow.moe.expert_hidden_dim = 3;
+  CHECK_THAT(refusal(narrow), Contains("experts are feed_forward_length wide (6), not 3"));
+}
+
+TEST_CASE("GGUF reader names what is wrong with a Mixture-of-Experts file", "[gguf_model]") {
+  const ModelConfig c = moe_config("qwen3moe", 4, 2);
+  const auto path = astrai::test::scratch_file("moe-src").string();
+  write_gguf_model(path, make_synthetic_weights(c, 5), make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "m");
+  auto error_after = [&](const std::function<void(Metadata&, std::vector<TensorCopy>&)>& edit) {
+    const auto bad = rewrite_gguf(path, edit);
+    try {
+      (void)read_gguf_model(bad);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  CHECK_THAT(error_after([](Metadata& m, auto&) { set_key(m, "qwen3moe.expert_used_count", uint32_t(5)); }),
+             Contains("moe.n_experts_used (5) must lie in [1, n_experts = 4]"));
+  CHECK_THAT(error_after([](Metadata& m, auto&) { erase_key(m, "qwen3moe.expert_count"); }),
+             Contains("architecture 'qwen3moe' without expert_count is not supported"));
+  CHECK_THAT(error_after([](Metadata&, auto& tensors) { std::erase_if(tensors, [](const auto& t) { return t.name == "blk.1.ffn_up_exps.weight"; }); }),
+             Contains("blk.1.ffn_up_exps.weight"));
+  CHECK_THAT(error_after([](Metadata& m, auto&) { set_key(m, "qwen3moe.expert_count", uint32_t(3)); }),
+             Contains("blk.0.ffn_gate_inp.weight' has shape"));
 }

@@ -1,6 +1,7 @@
 // config.json and generation_config.json: the real field sets of Llama 3.2,
-// Llama 3.1, Qwen 2.5, Qwen 3 and Mistral (v0.1 with its sliding window, v0.3
-// without) map to the right ModelConfig; each bad value is refused naming the
+// Llama 3.1, Qwen 2.5, Qwen 3, Mistral (v0.1 with its sliding window, v0.3
+// without) and the Mixture-of-Experts Qwen 3 30B-A3B, Mixtral 8x7B and Qwen
+// 1.5 MoE A2.7B map to the right ModelConfig; each bad value is refused naming the
 // field; written configs read back to the same ModelConfig.
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
@@ -14,6 +15,20 @@ using namespace astrai;
 using Catch::Matchers::Contains;
 
 namespace {
+
+// The layer options of an architecture, written out here (not read from the
+// architecture table under test).
+LayerOptions architecture_options(HfArchitecture arch) {
+  switch (arch) {
+    case HfArchitecture::Llama: case HfArchitecture::Mistral: return {};
+    case HfArchitecture::Qwen2: return {.qkv_bias = true};
+    case HfArchitecture::Qwen3: return {.qk_norm = true};
+    case HfArchitecture::Mixtral: return {.moe = MoeModule::BlockSparseMoe};
+    case HfArchitecture::Qwen2Moe: return {.qkv_bias = true, .moe = MoeModule::Mlp, .shared_expert = true};
+    case HfArchitecture::Qwen3Moe: return {.qk_norm = true, .moe = MoeModule::Mlp};
+  }
+  return {};
+}
 
 // config.json of meta-llama/Llama-3.2-1B (as published).
 const char* kLlama32_1B = R"({
@@ -100,6 +115,41 @@ std::string config_error(const std::string& text) {
 }
 
 }  // namespace
+
+// Qwen/Qwen3-30B-A3B (as published): 128 experts of 768, top 8, renormalised.
+const char* kQwen3_30B_A3B = R"({
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128,
+  "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 6144,
+  "max_position_embeddings": 40960, "max_window_layers": 48, "mlp_only_layers": [], "model_type": "qwen3_moe",
+  "moe_intermediate_size": 768, "norm_topk_prob": true, "num_attention_heads": 32, "num_experts": 128,
+  "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4, "output_router_logits": false,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
+
+// mistralai/Mixtral-8x7B-v0.1: 8 experts of intermediate_size, top 2.
+const char* kMixtral_8x7B = R"({
+  "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+  "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+  "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32,
+  "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+  "output_router_logits": false, "rms_norm_eps": 1e-05, "rope_theta": 1e6, "router_aux_loss_coef": 0.02,
+  "sliding_window": null, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "transformers_version": "4.36.0.dev0", "use_cache": true, "vocab_size": 32000})";
+
+// Qwen/Qwen1.5-MoE-A2.7B: 60 experts of 1408, top 4, not renormalised, a
+// shared expert of 5632.
+const char* kQwen15_MoE_A27B = R"({
+  "architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+  "decoder_sparse_step": 1, "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": 2048,
+  "initializer_range": 0.02, "intermediate_size": 5632, "max_position_embeddings": 8192,
+  "max_window_layers": 21, "model_type": "qwen2_moe", "moe_intermediate_size": 1408, "norm_topk_prob": false,
+  "num_attention_heads": 16, "num_experts": 60, "num_experts_per_tok": 4, "num_hidden_layers": 24,
+  "num_key_value_heads": 16, "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001, "shared_expert_intermediate_size": 5632, "sliding_window": 32768,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})";
 
 TEST_CASE("config.json of Llama 3.2 1B", "[hf_config]") {
   const HfModelConfig hf = parse_hf_config(kLlama32_1B, "config.json");
@@ -332,10 +382,66 @@ TEST_CASE("generation_config.json: EOS lists and sampling defaults", "[hf_config
   CHECK(again.top_k == qwen.top_k);
 }
 
+TEST_CASE("config.json of Mixture-of-Experts models: Qwen 3 30B-A3B, Mixtral 8x7B, Qwen 1.5 MoE", "[hf_config]") {
+  const HfModelConfig q3 = parse_hf_config(kQwen3_30B_A3B, "q3");
+  CHECK(q3.architecture == HfArchitecture::Qwen3Moe);
+  CHECK(q3.config.options == LayerOptions{.qk_norm = true, .moe = MoeModule::Mlp});
+  CHECK(q3.config.moe == MoeConfig{.n_experts = 128, .n_experts_used = 8, .expert_hidden_dim = 768,
+                                   .norm_topk_prob = true});
+  CHECK(q3.config.hidden_dim == 6144);
+  CHECK(q3.config.head_dim() == 128);
+  const HfModelConfig mx = parse_hf_config(kMixtral_8x7B, "mx");
+  CHECK(mx.architecture == HfArchitecture::Mixtral);
+  CHECK(mx.config.options == LayerOptions{.moe = MoeModule::BlockSparseMoe});
+  CHECK(mx.config.moe == MoeConfig{.n_experts = 8, .n_experts_used = 2, .expert_hidden_dim = 14336,
+                                   .norm_topk_prob = true});
+  CHECK(mx.config.max_seq_len == 32768);  // sliding_window null: no cap
+  const HfModelConfig q2 = parse_hf_config(kQwen15_MoE_A27B, "q2");
+  CHECK(q2.architecture == HfArchitecture::Qwen2Moe);
+  CHECK(q2.config.options == LayerOptions{.qkv_bias = true, .moe = MoeModule::Mlp, .shared_expert = true});
+  CHECK(q2.config.moe == MoeConfig{.n_experts = 60, .n_experts_used = 4, .expert_hidden_dim = 1408,
+                                   .norm_topk_prob = false, .shared_expert_hidden_dim = 5632});
+  for (int l = 0; l < 24; ++l) CHECK(q2.config.moe.sparse(l));
+
+  // Dense layers: decoder_sparse_step and mlp_only_layers, as transformers' Qwen MoE reads them.
+  auto with = [](const char* json, const std::string& key, const nlohmann::json& value) {
+    auto j = nlohmann::json::parse(json);
+    j[key] = value;
+    return j.dump();
+  };
+  const auto stepped = parse_hf_config(with(kQwen3_30B_A3B, "decoder_sparse_step", 2), "s").config;
+  CHECK(!stepped.moe.sparse(0));
+  CHECK(stepped.moe.sparse(1));
+  const auto only = parse_hf_config(with(kQwen3_30B_A3B, "mlp_only_layers", {0, 47}), "o").config;
+  CHECK(!only.moe.sparse(0));
+  CHECK(only.moe.sparse(1));
+  CHECK(!only.moe.sparse(47));
+
+  // Bad values: named, never a crash.
+  auto error = [](const std::string& json) {
+    try {
+      parse_hf_config(json, "moe.json");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error(with(kQwen3_30B_A3B, "num_experts_per_tok", 129)),
+             Contains("moe.n_experts_used (129) must lie in [1, n_experts = 128]"));
+  CHECK_THAT(error(with(kQwen3_30B_A3B, "mlp_only_layers", {48})),
+             Contains("\"mlp_only_layers\" names layer 48; the model has 48"));
+  CHECK_THAT(error(with(kQwen3_30B_A3B, "mlp_only_layers", "all")), Contains("expected a list of layer indices"));
+  CHECK_THAT(error(with(kMixtral_8x7B, "num_local_experts", nullptr)), Contains("\"num_local_experts\" is missing"));
+  CHECK_THAT(error(with(kQwen15_MoE_A27B, "shared_expert_intermediate_size", 0)),
+             Contains("\"shared_expert_intermediate_size\" is 0"));
+  CHECK_THAT(error(with(kQwen3_30B_A3B, "decoder_sparse_step", 0)), Contains("\"decoder_sparse_step\" is 0"));
+}
+
 TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]") {
   rc::prop("every architecture", [] {
     const auto arch = *rc::gen::element(HfArchitecture::Llama, HfArchitecture::Mistral, HfArchitecture::Qwen2,
-                                        HfArchitecture::Qwen3);
+                                        HfArchitecture::Qwen3, HfArchitecture::Mixtral, HfArchitecture::Qwen2Moe,
+                                        HfArchitecture::Qwen3Moe);
     ModelConfig c;
     c.n_kv_heads = *rc::gen::inRange(1, 5);
     c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
@@ -348,9 +454,23 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     c.rope_theta = *rc::gen::element(10000.0f, 500000.0f, 1e6f, 1234.567f);
     c.norm_eps = *rc::gen::element(1e-5f, 1e-6f, 3.3e-7f);
     c.rope_layout = RopeLayout::RotateHalf;
-    if (arch == HfArchitecture::Qwen3 || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 80);
-    c.options.qkv_bias = arch == HfArchitecture::Qwen2;
-    c.options.qk_norm = arch == HfArchitecture::Qwen3;
+    const bool qwen3 = arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe;
+    if (qwen3 || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 80);
+    c.options = architecture_options(arch);
+    if (c.options.moe != MoeModule::None) {
+      c.moe.n_experts = *rc::gen::inRange(1, 300);
+      c.moe.n_experts_used = *rc::gen::inRange(1, c.moe.n_experts + 1);
+      if (arch == HfArchitecture::Mixtral) {
+        c.moe.expert_hidden_dim = c.hidden_dim;  // Mixtral's experts are intermediate_size wide,
+        c.moe.norm_topk_prob = true;             // always renormalised, in every layer
+      } else {
+        c.moe.expert_hidden_dim = *rc::gen::inRange(1, 5000);
+        c.moe.norm_topk_prob = *rc::gen::arbitrary<bool>();
+        c.moe.sparse_step = *rc::gen::inRange(1, 4);
+        if (*rc::gen::arbitrary<bool>()) c.moe.dense_layers = {0, c.n_layers - 1};
+      }
+      if (c.options.shared_expert) c.moe.shared_expert_hidden_dim = *rc::gen::inRange(1, 9000);
+    }
     if (*rc::gen::arbitrary<bool>()) c.rope_scaling = {.factor = *rc::gen::element(8.0f, 32.0f, 1.5f),
                                                        .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
                                                        .original_context = *rc::gen::inRange(1, 1 << 16)};
@@ -367,7 +487,8 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     RC_ASSERT(r.norm_eps == c.norm_eps);
     RC_ASSERT(r.rope_layout == RopeLayout::RotateHalf);
     RC_ASSERT(r.explicit_head_dim == c.explicit_head_dim);
-    RC_ASSERT(r.options.qkv_bias == c.options.qkv_bias && r.options.qk_norm == c.options.qk_norm);
+    RC_ASSERT(r.options == c.options);
+    RC_ASSERT(r.moe == c.moe);
     RC_ASSERT(r.rope_scaling.factor == c.rope_scaling.factor);
     RC_ASSERT(r.rope_scaling.low_freq_factor == c.rope_scaling.low_freq_factor);
     RC_ASSERT(r.rope_scaling.high_freq_factor == c.rope_scaling.high_freq_factor);

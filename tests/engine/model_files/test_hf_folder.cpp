@@ -61,7 +61,7 @@ ModelWeights weights_for(const ModelConfig& c, uint64_t seed, bool tied) {
   w.layers[0].wq(0, 0) = 70000.0f;
   w.layers[0].wk(0, 0) = 1e-8f;
   w.layers[0].wv(0, 0) = -0.0f;
-  w.layers[0].w_up(0, 0) = 1.0f + 1.0f / 2048.0f;
+  (w.layers[0].w_up.size() ? w.layers[0].w_up(0, 0) : w.layers[0].exp_up(0, 0, 0)) = 1.0f + 1.0f / 2048.0f;
   w.final_norm(0) = 1.0f + 1.0f / 256.0f;
   w.token_embedding(0, 0) = -3e38f;
   if (tied) w.classifier = w.token_embedding;
@@ -79,8 +79,20 @@ ModelConfig config_for(HfArchitecture arch, int kv_heads, int group, int half_he
   c.vocab_size = vocab;
   c.max_seq_len = ctx;
   c.rope_layout = RopeLayout::RotateHalf;
-  c.options.qkv_bias = arch == HfArchitecture::Qwen2;
-  c.options.qk_norm = arch == HfArchitecture::Qwen3;
+  c.options.qkv_bias = arch == HfArchitecture::Qwen2 || arch == HfArchitecture::Qwen2Moe;
+  c.options.qk_norm = arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe;
+  // Mixture-of-Experts: 3 experts, top 2; Qwen's with a dense first layer
+  // (mlp_only_layers) and Qwen 2 MoE's shared expert.
+  if (arch == HfArchitecture::Mixtral) {
+    c.options.moe = MoeModule::BlockSparseMoe;
+    c.moe = {.n_experts = 3, .n_experts_used = 2, .expert_hidden_dim = hidden, .norm_topk_prob = true};
+  }
+  if (arch == HfArchitecture::Qwen2Moe || arch == HfArchitecture::Qwen3Moe) {
+    c.options.moe = MoeModule::Mlp;
+    c.options.shared_expert = arch == HfArchitecture::Qwen2Moe;
+    c.moe = {.n_experts = 3, .n_experts_used = 2, .expert_hidden_dim = hidden + 1,
+             .shared_expert_hidden_dim = c.options.shared_expert ? hidden + 2 : 0, .dense_layers = {0}};
+  }
   return c;
 }
 
@@ -124,6 +136,14 @@ std::string compare_all(const ModelWeights& got, const ModelWeights& original, S
     compare(p + "w_gate", g.w_gate, o.w_gate);
     compare(p + "w_up", g.w_up, o.w_up);
     compare(p + "w_down", g.w_down, o.w_down);
+    compare(p + "router", g.router, o.router);
+    compare(p + "exp_gate", g.exp_gate, o.exp_gate);
+    compare(p + "exp_up", g.exp_up, o.exp_up);
+    compare(p + "exp_down", g.exp_down, o.exp_down);
+    compare(p + "shexp_gate_inp", g.shexp_gate_inp, o.shexp_gate_inp);
+    compare(p + "shexp_gate", g.shexp_gate, o.shexp_gate);
+    compare(p + "shexp_up", g.shexp_up, o.shexp_up);
+    compare(p + "shexp_down", g.shexp_down, o.shexp_down);
   }
   compare("final_norm", got.final_norm, original.final_norm);
   compare("classifier", got.classifier, original.classifier);
@@ -134,7 +154,7 @@ bool same_config(const ModelConfig& a, const ModelConfig& b) {
   return a.dim == b.dim && a.hidden_dim == b.hidden_dim && a.n_layers == b.n_layers && a.n_heads == b.n_heads &&
          a.n_kv_heads == b.n_kv_heads && a.vocab_size == b.vocab_size && a.max_seq_len == b.max_seq_len &&
          a.rope_theta == b.rope_theta && a.norm_eps == b.norm_eps && a.rope_layout == b.rope_layout &&
-         a.explicit_head_dim == b.explicit_head_dim && a.options.qkv_bias == b.options.qkv_bias && a.options.qk_norm == b.options.qk_norm &&
+         a.explicit_head_dim == b.explicit_head_dim && a.options == b.options && a.moe == b.moe &&
          a.rope_scaling.factor == b.rope_scaling.factor &&
          a.rope_scaling.low_freq_factor == b.rope_scaling.low_freq_factor &&
          a.rope_scaling.high_freq_factor == b.rope_scaling.high_freq_factor &&
@@ -202,14 +222,15 @@ nlohmann::json read_json(const fs::path& path) { return nlohmann::json::parse(as
 TEST_CASE("random models of every architecture survive folder write -> read", "[hf_folder]") {
   rc::prop("f32 bit for bit, f16/bf16 as rounded independently, single file or sharded", [] {
     const auto arch = *rc::gen::element(HfArchitecture::Llama, HfArchitecture::Mistral, HfArchitecture::Qwen2,
-                                        HfArchitecture::Qwen3);
+                                        HfArchitecture::Qwen3, HfArchitecture::Mixtral, HfArchitecture::Qwen2Moe,
+                                        HfArchitecture::Qwen3Moe);
     ModelConfig c = config_for(arch, *rc::gen::inRange(1, 4), *rc::gen::inRange(1, 4), *rc::gen::inRange(1, 5),
                                *rc::gen::inRange(1, 26), *rc::gen::inRange(1, 4), *rc::gen::inRange(2, 40),
                                *rc::gen::inRange(1, 65));
     c.rope_theta = *rc::gen::element(10000.0f, 500000.0f, 1234.5f);
     c.norm_eps = *rc::gen::element(1e-5f, 1e-6f, 3.3e-7f);
     // Qwen 3 always names its head_dim; the others may (an odd-sized explicit one too).
-    if (arch == HfArchitecture::Qwen3 || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 6);
+    if (arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 6);
     if (*rc::gen::arbitrary<bool>())
       c.rope_scaling = {.factor = 8.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
                         .original_context = *rc::gen::inRange(1, 100)};
@@ -372,6 +393,33 @@ TEST_CASE("folder loading ignores what vLLM ignores and refuses the rest, naming
   ModelWeights expected = reference;
   expected.classifier = expected.token_embedding;
   CHECK(compare_all(load_hf_folder(dir.string()).weights, expected, SafetensorsDType::F32).empty());
+}
+
+TEST_CASE("an MoE folder missing an expert, with an extra one, or a stack of the wrong shape is refused by name",
+          "[hf_folder]") {
+  // Qwen 3 MoE: 3 experts of width 7 in layer 1 (layer 0 is dense).
+  const fs::path dir = small_folder(HfArchitecture::Qwen3Moe, false, with_dtype(SafetensorsDType::F32));
+  const fs::path file = dir / "model.safetensors";
+  const std::string original = astrai::test::read_file(file);
+  auto restore = [&] { astrai::test::write_file(file, original); };
+  const std::string expert = "model.layers.1.mlp.experts.2.up_proj.weight";
+  rewrite(file, [&](auto& t) { std::erase_if(t, [&](const auto& x) { return x.name == expert; }); });
+  CHECK_THAT(load_error(dir), Contains("tensor '" + expert + "' is missing"));
+  restore();
+  rewrite(file, [](auto& t) { t.push_back({"model.layers.1.mlp.experts.3.up_proj.weight", {7, 8}, std::vector<float>(56)}); });
+  CHECK_THAT(load_error(dir), Contains("unexpected tensor 'model.layers.1.mlp.experts.3.up_proj.weight'"));
+  restore();
+  rewrite(file, [&](auto& t) {
+    for (auto& x : t)
+      if (x.name == expert) x.shape = {8, 7};
+  });
+  CHECK_THAT(load_error(dir), Contains("tensor '" + expert + "' has shape [8, 7], config.json implies [7, 8]"));
+  restore();
+  // A dense layer 0 has no experts: its SwiGLU is required, a router refused.
+  rewrite(file, [](auto& t) { t.push_back({"model.layers.0.mlp.gate.weight", {3, 8}, std::vector<float>(24)}); });
+  CHECK_THAT(load_error(dir), Contains("unexpected tensor 'model.layers.0.mlp.gate.weight'"));
+  restore();
+  CHECK(load_error(dir).empty());
 }
 
 TEST_CASE("folder loading: missing files and a bad index are refused naming the file", "[hf_folder]") {

