@@ -45,12 +45,17 @@ ExpertChoice route(std::span<const float> scores, const MoeConfig& moe) {
   const size_t n = scores.size(), k = size_t(moe.n_experts_used);
   if (k < 1 || k > n)
     throw std::invalid_argument("route: top-" + std::to_string(k) + " of " + std::to_string(n) + " experts");
-  for (float s : scores)
-    if (std::isnan(s)) throw std::invalid_argument("route: a router score is NaN");
+  // A NaN score (a row whose hidden state is NaN: a broken model) ranks
+  // below every number, so the sort keeps a strict order; the row's weights
+  // and output are then NaN, as a dense layer's would be, and only that row's.
+  const auto rank = [&](int e) {
+    const float s = scores[size_t(e)];
+    return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s;
+  };
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   // Best first; stable, so equal scores keep index order (the tie rule).
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scores[size_t(a)] > scores[size_t(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return rank(a) > rank(b); });
   ExpertChoice choice;
   choice.experts.assign(order.begin(), order.begin() + std::ptrdiff_t(k));
   choice.margin = std::numeric_limits<float>::infinity();

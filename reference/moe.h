@@ -30,7 +30,10 @@ struct ExpertChoice {
 // Routes one row from its router scores (x router^T + router_bias):
 // the k largest scores are chosen (ties: the lower expert index first, so the
 // choice is a function of the scores alone, batch invariant and the same on
-// every backend), best first; their weights follow `moe.routing`.
+// every backend), best first; their weights follow `moe.routing`. A NaN
+// score ranks below every number (a row whose hidden state is NaN gets NaN
+// weights and output, as a dense layer's would, and throws nothing that
+// would fail the rest of its batch); k outside [1, scores.size()] throws.
 // Choosing on the scores rather than on softmax(scores) picks the same
 // experts (softmax is increasing) without the rounding of exp, which can
 // make two different scores' probabilities equal.
