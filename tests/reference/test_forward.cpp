@@ -25,6 +25,7 @@
 #include "reference/synthetic_model.h"
 #include "reference/dense_kv_cache.h"
 #include "reference/forward.h"
+#include "tests/reference/draw_moe.h"
 #include "tests/reference/moe_f64.h"
 #include "tests/reference/random_tensors.h"
 #include "tests/reference/rope_f64.h"
@@ -47,15 +48,7 @@ struct Forced {
 // expert and a router bias drawn, and dense layers by decoder_sparse_step and
 // mlp_only_layers.
 void draw_moe(ModelConfig& c) {
-  c.options.moe = *rc::gen::element(MoeModule::Mlp, MoeModule::BlockSparseMoe);
-  c.moe.n_experts = *rc::gen::inRange(1, 7);
-  c.moe.n_experts_used = *rc::gen::inRange(1, c.moe.n_experts + 1);
-  c.moe.expert_hidden_dim = *rc::gen::inRange(1, 32);
-  c.moe.routing = *rc::gen::element(ExpertRouting::SoftmaxTopK, ExpertRouting::TopKSoftmax);
-  c.moe.norm_topk_prob = *rc::gen::arbitrary<bool>();
-  c.options.shared_expert = *rc::gen::arbitrary<bool>();
-  if (c.options.shared_expert) c.moe.shared_expert_hidden_dim = *rc::gen::inRange(1, 32);
-  c.options.router_bias = *rc::gen::arbitrary<bool>();
+  astrai::test::draw_moe_options(c, 6, 32);
   c.moe.sparse_step = *rc::gen::inRange(1, 3);
   for (int l = 0; l < c.n_layers; ++l)
     if (*rc::gen::inRange(0, 4) == 0) c.moe.dense_layers.push_back(l);

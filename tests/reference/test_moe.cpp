@@ -15,6 +15,7 @@
 
 #include "reference/moe.h"
 #include "reference/synthetic_model.h"
+#include "tests/reference/draw_moe.h"
 #include "tests/reference/moe_f64.h"
 #include "tests/reference/random_tensors.h"
 
@@ -22,12 +23,8 @@ using namespace astrai;
 
 namespace {
 
-// A one-layer sparse model's config, its MoE options drawn (or as given).
-struct MoeDraw {
-  bool shared_expert = false, router_bias = false;
-};
-
-ModelConfig draw_moe_config(MoeDraw force = {}) {
+// A one-layer sparse model's config, its MoE options drawn.
+ModelConfig draw_moe_config() {
   ModelConfig c;
   c.dim = *rc::gen::inRange(1, 48);
   c.hidden_dim = 8;
@@ -37,15 +34,7 @@ ModelConfig draw_moe_config(MoeDraw force = {}) {
   c.explicit_head_dim = 2;
   c.vocab_size = 4;
   c.max_seq_len = 4;
-  c.options.moe = *rc::gen::element(MoeModule::Mlp, MoeModule::BlockSparseMoe);
-  c.moe.n_experts = *rc::gen::inRange(1, 17);
-  c.moe.n_experts_used = *rc::gen::inRange(1, c.moe.n_experts + 1);
-  c.moe.expert_hidden_dim = *rc::gen::inRange(1, 40);
-  c.moe.routing = *rc::gen::element(ExpertRouting::SoftmaxTopK, ExpertRouting::TopKSoftmax);
-  c.moe.norm_topk_prob = *rc::gen::arbitrary<bool>();
-  c.options.shared_expert = force.shared_expert || *rc::gen::arbitrary<bool>();
-  if (c.options.shared_expert) c.moe.shared_expert_hidden_dim = *rc::gen::inRange(1, 40);
-  c.options.router_bias = force.router_bias || *rc::gen::arbitrary<bool>();
+  test::draw_moe_options(c, 16, 40);
   c.validate();
   return c;
 }
