@@ -24,6 +24,7 @@
 #include "cuda/device_weights.h"
 #include "cuda/gemm.h"
 #include "cuda/kernels/kernels.h"
+#include "cuda/moe_ffn.h"
 #include "cuda/paged_attention.h"
 #include "cuda/pinned_buffer.h"
 #include "reference/rope.h"
@@ -40,6 +41,8 @@ void check_supported(const ModelConfig& c) {
     throw std::invalid_argument("CUDA backend: " + std::to_string(c.n_heads / c.n_kv_heads) +
                                 " query heads per KV head is above the " + std::to_string(kAttentionMaxQueries) +
                                 " the decode attention kernel supports");
+  if (c.options.router_bias)
+    throw std::invalid_argument("CUDA backend: routers with a bias (gpt-oss) are not supported yet");
 }
 
 }  // namespace
@@ -61,6 +64,7 @@ struct CudaExecutor::Impl {
   PlanLayout layout{0, 0};
   int partial_capacity = 0, wanted_capacity = 0;
   DeviceBuffer x, h, qkv, attn, proj, gate_up, hidden, ffn_out, o_partial, lse, logits, meta;
+  MoeWorkspace moe;  // sparse layers' scratch (empty for a dense model)
   PinnedBuffer meta_host, logits_host;
   DeviceSampler sampler;  // forward_and_sample's kernel buffers
 
@@ -164,6 +168,7 @@ struct CudaExecutor::Impl {
       ffn_out = DeviceBuffer(C * dim * 4, "feed-forward outputs" + rows_text);
       meta = DeviceBuffer(layout.ints() * 4, "batch metadata" + rows_text);
       meta_host = PinnedBuffer(layout.ints() * 4);
+      if (c.moe.n_experts > 0) moe = MoeWorkspace(c, int(C), options.dtype);
     }
     if (plan.partial_rows > partial_capacity) {
       partial_capacity = std::max({plan.partial_rows, 2 * partial_capacity, 16});
@@ -225,9 +230,13 @@ struct CudaExecutor::Impl {
       if (role.comm) role.comm->all_reduce_sum(proj.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
       launch_residual_rmsnorm(x.as<float>(), proj.as<float>(), L.ffn_norm.get(), t, c.dim, c.norm_eps, nullptr, R,
                               h.get(), stream);
-      gemm.run(h.get(), L.w_gate_up, t, R, gate_up.as<float>(), stream);
-      launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream);
-      gemm.run(hidden.get(), L.w_down, t, R, ffn_out.as<float>(), stream);
+      if (c.moe.sparse(l)) {
+        enqueue_moe_ffn(gemm, L, c, t, h.get(), R, moe, ffn_out.as<float>(), stream);
+      } else {
+        gemm.run(h.get(), L.w_gate_up, t, R, gate_up.as<float>(), stream);
+        launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream);
+        gemm.run(hidden.get(), L.w_down, t, R, ffn_out.as<float>(), stream);
+      }
       if (role.comm) role.comm->all_reduce_sum(ffn_out.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
     }
     if (!role.logits) return;
@@ -241,6 +250,7 @@ struct CudaExecutor::Impl {
   void poison_scratch() {
     for (DeviceBuffer* b : {&x, &h, &qkv, &attn, &proj, &gate_up, &hidden, &ffn_out, &o_partial, &lse, &logits})
       if (b->get() != nullptr) ASTRAI_CUDA_CHECK(cudaMemsetAsync(b->get(), 0xff, b->bytes(), stream));
+    moe.poison(stream);
   }
 
   GraphKey graph_key(const BatchPlan& plan, const DevicePageCache& kv, int sampling) const {

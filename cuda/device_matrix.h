@@ -44,3 +44,30 @@ struct DeviceMatrix {
 };
 
 }  // namespace astrai::cuda
+
+namespace astrai::cuda {
+
+// A sparse layer's experts: `experts` matrices of [rows(), cols], each
+// part a stack of its own rows of every expert ([experts, part.rows, cols]:
+// expert e's rows of the part at e * part.rows * cols elements, or in its
+// format's blocks). The gate and up stacks are one part, each expert's gate
+// rows then its up rows, when both are in the storage type (one grouped
+// product gives an expert's [2 hidden]), else a part each, kept in their
+// file's blocks where the device has kernels for them (cuda/moe_ffn.h).
+struct DeviceExperts {
+  std::vector<WeightPart> parts;
+  int experts = 0, cols = 0;
+
+  int rows() const {
+    int n = 0;
+    for (const WeightPart& p : parts) n += p.rows;
+    return n;
+  }
+  size_t bytes() const {
+    size_t n = 0;
+    for (const WeightPart& p : parts) n += p.data.bytes();
+    return n;
+  }
+};
+
+}  // namespace astrai::cuda

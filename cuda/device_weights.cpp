@@ -42,7 +42,8 @@ std::optional<KeptBlocks> kept_blocks(const ModelSource& source, const ModelTens
   const std::optional<TensorBlocks> blocks = source.blocks(t);
   if (!blocks) return std::nullopt;
   const auto f = quant_format_named(blocks->type);
-  const size_t rows = t.shape.at(0), cols = t.shape.at(1);
+  // An expert stack [experts, out, in] is experts * out rows of `in`.
+  const size_t rows = t.shape.size() == 3 ? t.shape[0] * t.shape[1] : t.shape.at(0), cols = t.shape.back();
   if (!f || cols % size_t(quant_format_info(*f).block_elements) != 0) return std::nullopt;
   if (blocks->bytes.size() != quant_matrix_bytes(*f, rows, cols))
     throw std::runtime_error("the blocks of " + t.gguf_name() + " are " + std::to_string(blocks->bytes.size()) +
@@ -76,6 +77,62 @@ DeviceBuffer upload_values(const ModelSource& source, DType dtype, const std::st
     ASTRAI_CUDA_CHECK(cudaDeviceSynchronize());  // before the next tensor overwrites staging
     offset += values.size();
   }
+  return out;
+}
+
+// The expert stacks of a group (each [experts, rows_i, cols]) as
+// DeviceExperts: one part in `dtype` whose expert e holds every stack's
+// matrix e in turn (gate then up) when no stack keeps its blocks, converted
+// on the device from a float32 staging buffer as large as one stack; else a
+// part per stack, its file's blocks as they are where the device keeps
+// them (the stack's experts back to back, as ggml stores them).
+DeviceExperts upload_experts(const ModelSource& source, DType dtype, const std::string& what,
+                             const std::vector<const ModelTensor*>& stacks) {
+  DeviceExperts out;
+  out.experts = int(stacks.front()->shape.at(0));
+  out.cols = int(stacks.front()->shape.at(2));
+  std::vector<std::optional<KeptBlocks>> kept;
+  for (const ModelTensor* t : stacks) kept.push_back(kept_blocks(source, *t));
+  if (std::any_of(kept.begin(), kept.end(), [](const auto& k) { return k.has_value(); })) {
+    for (size_t i = 0; i < stacks.size(); ++i) {
+      const int rows = int(stacks[i]->shape.at(1));
+      if (!kept[i]) {
+        out.parts.push_back(WeightPart{upload_values(source, dtype, what, {stacks[i]}), std::nullopt, rows});
+        continue;
+      }
+      const std::string type(quant_format_info(kept[i]->format).name);
+      DeviceBuffer data(kept[i]->bytes.size(), what + " (" + type + ")");
+      ASTRAI_CUDA_CHECK(cudaMemcpy(data.get(), kept[i]->bytes.data(), kept[i]->bytes.size(), cudaMemcpyHostToDevice));
+      if (source.release_blocks) source.release_blocks(TensorBlocks{type, kept[i]->bytes, kept[i]->owner});
+      out.parts.push_back(WeightPart{std::move(data), kept[i]->format, rows});
+    }
+    return out;
+  }
+  int rows = 0;
+  size_t largest = 0;
+  for (const ModelTensor* t : stacks) {
+    rows += int(t->shape.at(1));
+    largest = std::max(largest, elements(*t));
+  }
+  const size_t per_expert = size_t(rows) * size_t(out.cols), es = dtype_size(dtype);
+  DeviceBuffer data(size_t(out.experts) * per_expert * es, what);
+  DeviceBuffer staging(largest * sizeof(float), "staging for " + what);
+  size_t row_offset = 0;
+  for (const ModelTensor* t : stacks) {
+    const std::vector<float> values = source.read(*t);
+    if (values.size() != elements(*t))
+      throw std::runtime_error(t->gguf_name() + ": the source gave " + std::to_string(values.size()) +
+                               " values for " + std::to_string(elements(*t)) + " elements");
+    ASTRAI_CUDA_CHECK(cudaMemcpy(staging.get(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
+    const size_t matrix = t->shape.at(1) * t->shape.at(2);
+    for (int e = 0; e < out.experts; ++e)
+      launch_convert_from_float(staging.as<float>() + size_t(e) * matrix, matrix,
+                                static_cast<char*>(data.get()) + (size_t(e) * per_expert + row_offset * size_t(out.cols)) * es,
+                                dtype, nullptr);
+    ASTRAI_CUDA_CHECK(cudaDeviceSynchronize());  // before the next stack overwrites staging
+    row_offset += t->shape.at(1);
+  }
+  out.parts.push_back(WeightPart{std::move(data), std::nullopt, rows});
   return out;
 }
 
@@ -129,7 +186,8 @@ std::vector<const ModelTensor*> tensors_of(const WeightGroup& g) {
 // by its first row's field (weight_table.h): the q/k/v group is wqkv, and so
 // on. A row the table gains without a binding here is a weight this backend
 // does not run, and DeviceWeights refuses a model that has it.
-using LayerSlot = std::variant<DeviceBuffer DeviceLayerWeights::*, DeviceMatrix DeviceLayerWeights::*>;
+using LayerSlot = std::variant<DeviceBuffer DeviceLayerWeights::*, DeviceMatrix DeviceLayerWeights::*,
+                               DeviceExperts DeviceLayerWeights::*>;
 struct LayerBinding {
   WeightField field;
   LayerSlot slot;
@@ -146,6 +204,12 @@ const LayerBinding kLayerBindings[] = {
   {&LayerWeights::ffn_norm,  &DeviceLayerWeights::ffn_norm,  "ffn norm"},
   {&LayerWeights::w_gate,    &DeviceLayerWeights::w_gate_up, "w_gate/w_up"},
   {&LayerWeights::w_down,    &DeviceLayerWeights::w_down,    "w_down"},
+  {&LayerWeights::router,    &DeviceLayerWeights::router,    "router"},
+  {&LayerWeights::exp_gate,  &DeviceLayerWeights::exp_gate_up, "experts' gate/up"},
+  {&LayerWeights::exp_down,  &DeviceLayerWeights::exp_down,  "experts' down"},
+  {&LayerWeights::shexp_gate_inp, &DeviceLayerWeights::shexp_gate_inp, "shared expert gate"},
+  {&LayerWeights::shexp_gate, &DeviceLayerWeights::shexp_gate_up, "shared expert gate/up"},
+  {&LayerWeights::shexp_down, &DeviceLayerWeights::shexp_down, "shared expert down"},
 };
 // clang-format on
 
@@ -156,10 +220,10 @@ const LayerBinding& layer_binding(const WeightGroup& g) {
                            " (cuda/device_weights.cpp binds each row of the weight table it runs)");
 }
 
-// The device's bytes of a group: a matrix stack's kept blocks as they are
-// and the rest in `dtype`; a vector group in `dtype`.
+// The device's bytes of a group: a matrix (or expert) stack's kept blocks
+// as they are and the rest in `dtype`; a vector group in `dtype`.
 size_t group_bytes(const ModelSource& source, DType dtype, const WeightGroup& g) {
-  if (g.first().rank() == 2) return stack_bytes(source, dtype, tensors_of(g));
+  if (g.first().rank() >= 2) return stack_bytes(source, dtype, tensors_of(g));
   size_t n = 0;
   for (const ModelTensor& t : g.tensors) n += elements(t);
   return n * dtype_size(dtype);
@@ -218,8 +282,11 @@ DeviceWeights::DeviceWeights(const ModelSource& source, DType dtype) : dtype_(dt
 // names: a matrix stack (rank 2) into a DeviceMatrix, vectors into a buffer.
 void DeviceWeights::upload(const ModelSource& source, const WeightGroup& g) {
   const auto put = [&](auto& slot, const std::string& what) {
-    if constexpr (std::is_same_v<std::remove_reference_t<decltype(slot)>, DeviceMatrix>)
+    using Slot = std::remove_reference_t<decltype(slot)>;
+    if constexpr (std::is_same_v<Slot, DeviceMatrix>)
       slot = upload_matrix(source, dtype_, what, tensors_of(g));
+    else if constexpr (std::is_same_v<Slot, DeviceExperts>)
+      slot = upload_experts(source, dtype_, what, tensors_of(g));
     else
       slot = upload_values(source, dtype_, what, tensors_of(g));
   };
@@ -246,14 +313,18 @@ size_t DeviceWeights::bytes() const {
   size_t n = embedding_.bytes() + final_norm_.bytes() + (tied_ ? 0 : classifier_.bytes());
   for (const DeviceLayerWeights& L : layers_)
     n += L.attn_norm.bytes() + L.wqkv.bytes() + L.wo.bytes() + L.ffn_norm.bytes() + L.w_gate_up.bytes() +
-         L.w_down.bytes() + L.bqkv.bytes() + L.q_norm.bytes() + L.k_norm.bytes();
+         L.w_down.bytes() + L.bqkv.bytes() + L.q_norm.bytes() + L.k_norm.bytes() + L.router.bytes() +
+         L.exp_gate_up.bytes() + L.exp_down.bytes() + L.shexp_gate_inp.bytes() + L.shexp_gate_up.bytes() +
+         L.shexp_down.bytes();
   return n;
 }
 
 template <typename F>
 void DeviceWeights::for_each_matrix(F&& f) const {
   for (const DeviceLayerWeights& L : layers_)
-    for (const DeviceMatrix* m : {&L.wqkv, &L.wo, &L.w_gate_up, &L.w_down}) f(*m);
+    for (const DeviceMatrix* m : {&L.wqkv, &L.wo, &L.w_gate_up, &L.w_down, &L.router, &L.shexp_gate_inp,
+                                  &L.shexp_gate_up, &L.shexp_down})
+      f(*m);
   f(embedding_);
   if (!tied_) f(classifier_);
 }
@@ -269,13 +340,16 @@ int DeviceWeights::widest_quantized_cols() const {
 std::string DeviceWeights::describe() const {
   std::map<std::string, int> counts;
   int matrices = 0;
-  for_each_matrix([&](const DeviceMatrix& m) {
-    for (const WeightPart& p : m.parts)
+  const auto count = [&](const std::vector<WeightPart>& parts) {
+    for (const WeightPart& p : parts)
       if (p.quant) {
         ++counts[std::string(quant_format_info(*p.quant).name)];
         ++matrices;
       }
-  });
+  };
+  for_each_matrix([&](const DeviceMatrix& m) { count(m.parts); });
+  for (const DeviceLayerWeights& L : layers_)  // an expert stack counts as one matrix, as a GGUF tensor
+    for (const DeviceExperts* e : {&L.exp_gate_up, &L.exp_down}) count(e->parts);
   std::string s = format_mib(bytes());
   if (matrices == 0) return s + " in " + dtype_name(dtype_);
   std::string types;

@@ -14,7 +14,9 @@
 // row o of its part: the results are those of the separate products). The
 // options' vectors (Qwen 2's biases, Qwen 3's q/k norms) are in the storage
 // type too, and empty (null) when the model has none. A tied classifier is
-// the embedding's matrix, on the device once.
+// the embedding's matrix, on the device once. A sparse layer's experts are
+// stacks in the storage type (DeviceExperts; a quantized file's experts are
+// decoded at load), its router and shared expert matrices as any other.
 #pragma once
 
 #include <string>
@@ -38,6 +40,13 @@ struct DeviceLayerWeights {
   DeviceBuffer bqkv;       // [q_dim + 2 kv_dim]: bq, then bk, then bv (qkv_bias only)
   DeviceBuffer q_norm;     // [head_dim] (qk_norm only)
   DeviceBuffer k_norm;     // [head_dim] (qk_norm only)
+  // A sparse layer (config.moe.sparse(l)) has these instead of w_gate_up and w_down:
+  DeviceMatrix router;          // [experts, dim]
+  DeviceExperts exp_gate_up;    // per expert [2 expert_hidden, dim]: its gate, then its up
+  DeviceExperts exp_down;       // per expert [dim, expert_hidden]
+  DeviceMatrix shexp_gate_inp;  // [1, dim] (shared_expert only)
+  DeviceMatrix shexp_gate_up;   // [2 shared_hidden, dim] (shared_expert only)
+  DeviceMatrix shexp_down;      // [dim, shared_hidden] (shared_expert only)
 };
 
 class DeviceWeights {

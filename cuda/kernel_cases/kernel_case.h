@@ -108,5 +108,6 @@ KernelCase embedding_quant_case();
 KernelCase sample_case();
 KernelCase adjust_logits_case();
 KernelCase row_logprobs_case();
+KernelCase moe_case();
 
 }  // namespace astrai::cuda::cases

@@ -38,7 +38,7 @@ const std::vector<KernelCase>& kernel_cases() {
       convert_case(),       embedding_case(),       rmsnorm_case(), swiglu_case(),
       rope_kv_write_case(), paged_attention_case(), gemm_case(), matvec_case(), matvec_quant_case(), dequantize_case(), embedding_quant_case(),
       sample_case(),
-      adjust_logits_case(), row_logprobs_case(),
+      adjust_logits_case(), row_logprobs_case(), moe_case(),
   };
   return cases;
 }

@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <optional>
 
 #include "cuda/dtype.h"
 #include "cuda/quant_format.h"
@@ -161,6 +162,68 @@ void launch_matvec_quant(const void* x, DType dtype, const void* w, QuantFormat 
 // the result with cuBLASLt).            (reference: quant::dequantize())
 void launch_dequantize(const void* w, QuantFormat format, int rows, int cols, void* out, DType dtype,
                        cudaStream_t stream);
+
+// ---- Mixture-of-Experts (moe_route.cu, moe_matvec.cu, moe_combine.cu; the
+// launch sequence is cuda/moe_ffn.cpp's) ----
+
+// For each row r < rows of router scores [rows, n_experts] (float32): the k
+// best experts, best first, ties to the lower index and a NaN score below
+// every number, into expert[r * k + j], and their weights by `routing`
+// (softmax over all scores, the chosen ones' probabilities, renormalised
+// when norm_topk; or softmax over the chosen scores) into weight[r * k + j].
+// One thread per row, in the reference's order of operations.
+//                                          (reference: route() in reference/moe.cpp)
+void launch_moe_route(const float* scores, int rows, int n_experts, int k, ExpertRouting routing, bool norm_topk,
+                      int* expert, float* weight, cudaStream_t stream);
+
+// Rows of one expert one block of launch_moe_matvec multiplies (its tile).
+inline constexpr int kMoeTileRows = 8;
+
+// The expert-sorted order of a step's A = rows * k choices, for the grouped
+// mat-vec: the choices of expert 0 first (in choice order), then expert 1's...
+//   slot_of[a]     the slot (sorted position) of choice a = r * k + j
+//   slot_row[s]    the batch row r of slot s
+//   tile_expert/tile_first/tile_rows[t]: tile t is slots tile_first ..
+//                  tile_first + tile_rows (at most kMoeTileRows) of one expert
+//   tiles[0]       how many tiles there are (at most moe_max_tiles(A, n_experts))
+struct MoePlan {
+  int* slot_of = nullptr;
+  int* slot_row = nullptr;
+  int* tile_expert = nullptr;
+  int* tile_first = nullptr;
+  int* tile_rows = nullptr;
+  int* tiles = nullptr;
+};
+// Each expert with n choices has ceil(n / kMoeTileRows) tiles: at most
+// A / kMoeTileRows whole tiles plus one partial tile per expert, and never
+// more tiles than choices.
+inline int moe_max_tiles(int assignments, int n_experts) {
+  const int bound = assignments / kMoeTileRows + (n_experts < assignments ? n_experts : assignments);
+  return bound < assignments ? bound : assignments;
+}
+// The plan of expert[0 .. rows * k) (each in [0, n_experts)). One block;
+// the order is a function of the choices alone (no atomics).
+void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const MoePlan& plan, cudaStream_t stream);
+
+// The grouped mat-vec: for every slot s of every tile t < tiles[0], with e =
+// tile_expert[t]:  y[s * ldy + j] = sum_i x[xr, i] w[e, j, i]  for j < out,
+// where xr = x_rows ? x_rows[s] : s; x of `dtype`; w [n_experts, out, in] in
+// `dtype`, or with `format` in its blocks (each expert's out rows of in /
+// block_elements whole blocks, the experts back to back, as a GGUF stack);
+// float32 y. Blocks for tiles past tiles[0] (max_tiles is the launch's
+// bound) return at once. A slot's result is launch_matvec's (or
+// launch_matvec_quant's) for its row and its expert's matrix, bit for bit:
+// the same lanes, the same fmaf chain and the same tree, whatever shares
+// its tile.                         (reference: linear_slice() in reference/linear.cpp)
+void launch_moe_matvec(const void* x, const int* x_rows, DType dtype, const void* w, std::optional<QuantFormat> format,
+                       int in, int out, const MoePlan& plan, int max_tiles, float* y, int ldy, cudaStream_t stream);
+
+// out[r, d] = sum_j weight[r * k + j] * expert_out[slot_of[r * k + j], d] (j in
+// order, each product rounded, as the reference adds them), then, with a
+// shared expert, + sigmoid(shared_gate[r]) * shared_out[r, d] (both null
+// without one).                             (reference: moe_ffn() in reference/moe.cpp)
+void launch_moe_combine(const float* expert_out, const int* slot_of, const float* weight, int rows, int k, int dim,
+                        const float* shared_out, const float* shared_gate, float* out, cudaStream_t stream);
 
 // out[r, i] = dtype(silu(gate_up[r, i]) * gate_up[r, hidden + i])    (reference: swiglu_ffn() in swiglu.cpp)
 void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream);

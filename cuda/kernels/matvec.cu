@@ -39,36 +39,8 @@ namespace {
 using matvec_lanes::kLanes;    // lanes per output: a load of W is 16 x 16 = 256 contiguous bytes
 using matvec_lanes::kOutputs;
 using matvec_lanes::kThreads;
-
-// 16 bytes of T: the elements one lane loads at once.
-template <typename T>
-constexpr int kVec = 16 / int(sizeof(T));
-
-// v[0 .. kVec) = p[0 .. kVec) as float; one 16-byte load when kAligned.
-template <bool kAligned>
-__device__ __forceinline__ void load_chunk(const float* p, float (&v)[4]) {
-  if constexpr (kAligned) {
-    const float4 q = *reinterpret_cast<const float4*>(p);
-    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-  } else {
-    for (int e = 0; e < 4; ++e) v[e] = p[e];
-  }
-}
-template <bool kAligned>
-__device__ __forceinline__ void load_chunk(const __nv_bfloat16* p, float (&v)[8]) {
-  if constexpr (kAligned) {
-    // Each 32-bit word holds elements 2i (low half, little-endian) and 2i + 1;
-    // a bf16 is the top 16 bits of its float.
-    const uint4 q = *reinterpret_cast<const uint4*>(p);
-    const unsigned words[4] = {q.x, q.y, q.z, q.w};
-    for (int i = 0; i < 4; ++i) {
-      v[2 * i] = __int_as_float(int(words[i] << 16));
-      v[2 * i + 1] = __int_as_float(int(words[i] & 0xffff0000u));
-    }
-  } else {
-    for (int e = 0; e < 8; ++e) v[e] = to_float(p[e]);
-  }
-}
+using matvec_lanes::kVec;
+using matvec_lanes::load_chunk;
 
 // Loads in flight per lane: more for few rows (each 16-byte chunk of W brings
 // kRows chunks of x with it, and their registers).

@@ -1,8 +1,11 @@
 // The block shape the mat-vec kernels share (matvec.cu on bf16/float32
-// weights, matvec_quant.cu on quantized blocks): kLanes lanes per output,
-// kOutputs outputs per block, and the fixed reduction of the lanes' sums
-// that makes a row's bits independent of the rows beside it.
+// weights, matvec_quant.cu on quantized blocks, moe_matvec.cu on experts):
+// kLanes lanes per output, kOutputs outputs per block, the 16-byte loads of
+// bf16/float32 rows, and the fixed reduction of the lanes' sums that makes a
+// row's bits independent of the rows beside it.
 #pragma once
+
+#include <cstdint>
 
 #include "cuda/kernels/dtype_device.cuh"
 
@@ -12,16 +15,46 @@ inline constexpr int kLanes = 16;   // lanes per output
 inline constexpr int kOutputs = 8;  // outputs per block: a row's 8 results are one 32-byte store
 inline constexpr int kThreads = kLanes * kOutputs;
 
+// 16 bytes of T: the elements one lane loads at once.
+template <typename T>
+constexpr int kVec = 16 / int(sizeof(T));
+
+// v[0 .. kVec) = p[0 .. kVec) as float; one 16-byte load when kAligned.
+template <bool kAligned>
+__device__ __forceinline__ void load_chunk(const float* p, float (&v)[4]) {
+  if constexpr (kAligned) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else {
+    for (int e = 0; e < 4; ++e) v[e] = p[e];
+  }
+}
+template <bool kAligned>
+__device__ __forceinline__ void load_chunk(const __nv_bfloat16* p, float (&v)[8]) {
+  if constexpr (kAligned) {
+    // Each 32-bit word holds elements 2i (low half, little-endian) and 2i + 1;
+    // a bf16 is the top 16 bits of its float.
+    const uint4 q = *reinterpret_cast<const uint4*>(p);
+    const unsigned words[4] = {q.x, q.y, q.z, q.w};
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = __int_as_float(int(words[i] << 16));
+      v[2 * i + 1] = __int_as_float(int(words[i] & 0xffff0000u));
+    }
+  } else {
+    for (int e = 0; e < 8; ++e) v[e] = to_float(p[e]);
+  }
+}
+
 // After every lane has stored its sums in partial[r][o][lane] and the block
-// has passed a barrier: thread t < kRows * kOutputs adds row r's kLanes sums
+// has passed a barrier: thread t < rows * kOutputs (rows <= kRows) adds row r's kLanes sums
 // of output j0 + i by a fixed pairwise tree (lane q + lane q + 8, then + 4,
 // + 2, + 1) and stores the result at y[r * ldy + j0 + i]; the kOutputs threads
 // of a row store their consecutive outputs together.
 template <int kRows>
 __device__ __forceinline__ void store_row_sums(const float (&partial)[kRows][kOutputs][kLanes + 1], int j0, int out,
-                                               float* __restrict__ y, int ldy) {
+                                               float* __restrict__ y, int ldy, int rows = kRows) {
   const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
-  if (r < kRows && j0 + i < out) {
+  if (r < kRows && r < rows && j0 + i < out) {
     float v[kLanes];
 #pragma unroll
     for (int q = 0; q < kLanes; ++q) v[q] = partial[r][i][q];

@@ -37,19 +37,19 @@ const WeightRow kRows[] = {
   {"ffn_down.weight",      "mlp.down_proj.weight",               {Dim, Hidden},     Presence::DenseFfn, &L::w_down},
   // Sparse layers: the router (kept F32) and the experts, under Qwen MoE's names ...
   {"ffn_gate_inp.weight",  "mlp.gate.weight",                    {Experts, Dim},    Presence::ExpertsMlp, &L::router, false, Fusion::None, true},
-  {"ffn_gate_exps.weight", "mlp.experts.{e}.gate_proj.weight",   {Experts, ExpertHidden, Dim}, Presence::ExpertsMlp, &L::exp_gate},
-  {"ffn_up_exps.weight",   "mlp.experts.{e}.up_proj.weight",     {Experts, ExpertHidden, Dim}, Presence::ExpertsMlp, &L::exp_up},
+  {"ffn_gate_exps.weight", "mlp.experts.{e}.gate_proj.weight",   {Experts, ExpertHidden, Dim}, Presence::ExpertsMlp, &L::exp_gate, false, Fusion::ExpertGateUp},
+  {"ffn_up_exps.weight",   "mlp.experts.{e}.up_proj.weight",     {Experts, ExpertHidden, Dim}, Presence::ExpertsMlp, &L::exp_up, false, Fusion::ExpertGateUp},
   {"ffn_down_exps.weight", "mlp.experts.{e}.down_proj.weight",   {Experts, Dim, ExpertHidden}, Presence::ExpertsMlp, &L::exp_down},
   // ... and Mixtral's (w1 gate, w3 up, w2 down, as llama2.c numbers them too)
   {"ffn_gate_inp.weight",  "block_sparse_moe.gate.weight",       {Experts, Dim},    Presence::ExpertsBlockSparseMoe, &L::router, false, Fusion::None, true},
-  {"ffn_gate_exps.weight", "block_sparse_moe.experts.{e}.w1.weight", {Experts, ExpertHidden, Dim}, Presence::ExpertsBlockSparseMoe, &L::exp_gate},
-  {"ffn_up_exps.weight",   "block_sparse_moe.experts.{e}.w3.weight", {Experts, ExpertHidden, Dim}, Presence::ExpertsBlockSparseMoe, &L::exp_up},
+  {"ffn_gate_exps.weight", "block_sparse_moe.experts.{e}.w1.weight", {Experts, ExpertHidden, Dim}, Presence::ExpertsBlockSparseMoe, &L::exp_gate, false, Fusion::ExpertGateUp},
+  {"ffn_up_exps.weight",   "block_sparse_moe.experts.{e}.w3.weight", {Experts, ExpertHidden, Dim}, Presence::ExpertsBlockSparseMoe, &L::exp_up, false, Fusion::ExpertGateUp},
   {"ffn_down_exps.weight", "block_sparse_moe.experts.{e}.w2.weight", {Experts, Dim, ExpertHidden}, Presence::ExpertsBlockSparseMoe, &L::exp_down},
   // Qwen 2 MoE's shared expert and its gate (a [1, dim] matrix; llama.cpp
   // declares it {dim}, which its loader takes as the same shape).
   {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", {One, Dim},      Presence::SharedExpert, &L::shexp_gate_inp, false, Fusion::None, true},
-  {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", {SharedHidden, Dim}, Presence::SharedExpert, &L::shexp_gate},
-  {"ffn_up_shexp.weight",  "mlp.shared_expert.up_proj.weight",  {SharedHidden, Dim}, Presence::SharedExpert, &L::shexp_up},
+  {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", {SharedHidden, Dim}, Presence::SharedExpert, &L::shexp_gate, false, Fusion::SharedGateUp},
+  {"ffn_up_shexp.weight",  "mlp.shared_expert.up_proj.weight",  {SharedHidden, Dim}, Presence::SharedExpert, &L::shexp_up, false, Fusion::SharedGateUp},
   {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight", {Dim, SharedHidden}, Presence::SharedExpert, &L::shexp_down},
   {"output_norm.weight",   "model.norm.weight",                  {Dim},        Presence::Always,  &M::final_norm},
   {"output.weight",        "lm_head.weight",                     {Vocab, Dim},      Presence::Untied,  &M::classifier},

@@ -30,8 +30,10 @@ size_t extent_of(Extent extent, const ModelConfig& config);
 
 // Rows a backend keeps as one tensor: the present rows of a group, stacked in
 // table order, so that one GEMM serves q, k and v (or gate and up) and one
-// bias add their biases. None: the row is a group of its own.
-enum class Fusion { None, Qkv, QkvBias, GateUp };
+// bias add their biases; the experts' gate and up stacks likewise (each
+// expert's gate rows then its up rows), and the shared expert's. None: the
+// row is a group of its own.
+enum class Fusion { None, Qkv, QkvBias, GateUp, ExpertGateUp, SharedGateUp };
 
 // When a weight is part of a model.
 enum class Presence {

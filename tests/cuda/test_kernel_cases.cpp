@@ -5,6 +5,7 @@
 // times anything. It also holds the registry to the folder: every kernel file
 // of cuda/kernels/ must have a case.
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -23,7 +24,9 @@ using namespace astrai::cuda::cases;
 
 TEST_CASE("every kernel case matches its reference", "[cuda]") {
   ASTRAI_REQUIRE_GPU();
+  const char* only = std::getenv("ASTRAI_KERNEL_CASE");  // one case by name, while working on it
   for (const KernelCase& kc : kernel_cases()) {
+    if (only && kc.name != only) continue;
     for (int variant = 1; variant <= kc.variants; ++variant) {
       // Short section names (Catch2's console breaks long ones); the rest is logged on failure.
       rc::prop(kc.name + " v" + std::to_string(variant), [&] {
@@ -113,3 +116,4 @@ TEST_CASE("the kernel-case registry is complete and well formed", "[cuda][plan]"
     CHECK((files.count(file) == 1 && named.count(file) == 0 && !why.empty()));
   }
 }
+

@@ -37,6 +37,7 @@
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/engine/model_files/llama_cpp_oracle.h"
 #include "tests/support/greedy_margins.h"
+#include "tests/support/routing_margins.h"
 #include "tests/support/shared_data.h"
 
 using namespace astrai;
@@ -88,7 +89,8 @@ void check_against_reference(const std::filesystem::path& path, const std::vecto
   const GgufReader file(path.string());
   const auto keepable = [](const GgufTensorInfo& t) {
     const auto f = cuda::quant_format_named(ggml_type_name(t.type));
-    return f && t.ne.size() == 2 && t.ne[0] % uint64_t(cuda::quant_format_info(*f).block_elements) == 0;
+    // Matrices, and expert stacks (ne {in, out, experts}), whose rows are whole blocks.
+    return f && t.ne.size() >= 2 && t.ne[0] % uint64_t(cuda::quant_format_info(*f).block_elements) == 0;
   };
   size_t device_bytes = 0;
   bool any_kept = false;
@@ -146,6 +148,9 @@ void check_against_reference(const std::filesystem::path& path, const std::vecto
     CHECK(first_mismatch == "");
     const size_t decided = test::decided_steps(steps, 1e-4);
     REQUIRE(decided == steps.size());  // float32: every step's margin is beyond the tolerance
+    std::vector<int> sequence(prompt);
+    sequence.insert(sequence.end(), want_tokens.begin(), want_tokens.end() - 1);
+    REQUIRE(test::routing_margins(*weights, sequence).back() >= 1e-4);  // and every expert choice (MoE)
     CHECK(test::cuda_generate(executor, cache, prompt, options, [](std::span<const float> row) { return argmax(row); }) ==
           want_tokens);
   }
@@ -189,6 +194,33 @@ TEST_CASE("files llama.cpp quantized (Q4_K_M, Q5_K_M, Q8_0) run on their blocks 
       check_against_reference(q, types, preset == "Q4_K_M" && shape == "llama");
     }
   }
+}
+
+TEST_CASE("Mixture-of-Experts files keep their expert stacks' blocks and match the reference", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  // A Qwen 3 MoE shape: 4 experts of 256 (whole super-blocks), top 2; the
+  // grouped mat-vec decodes the stacks' blocks for prefill and decode alike.
+  ModelConfig c = quantizable_config();
+  c.explicit_head_dim = 64, c.n_heads = 8, c.n_kv_heads = 2, c.options.qk_norm = true,
+  c.rope_layout = RopeLayout::RotateHalf;
+  c.options.moe = MoeModule::Mlp;
+  c.moe.n_experts = 4, c.moe.n_experts_used = 2, c.moe.expert_hidden_dim = 256, c.moe.norm_topk_prob = true;
+  for (const auto& [dtype, type] :
+       std::vector<std::pair<GgufDType, std::string>>{{GgufDType::Q8_0, "Q8_0"}, {GgufDType::Q4_K, "Q4_K"}}) {
+    INFO("AstrAI's " << type);
+    const auto path = test::scratch_dir() / ("cuda-moe-" + type + ".gguf");
+    write_gguf_model(path.string(), synthetic_model_source(c, 6, false), make_synthetic_tokenizer(c.vocab_size), dtype,
+                     "cuda-moe");
+    check_against_reference(path, {type}, false);
+  }
+  if (!test::llama_cpp_oracle_available()) return;
+  const auto f32 = test::scratch_dir() / "cuda-moe-f32.gguf";
+  write_gguf_model(f32.string(), make_synthetic_weights(c, 6), make_synthetic_tokenizer(c.vocab_size), GgufDType::F32,
+                   "cuda-moe");
+  const auto q = test::scratch_dir() / "cuda-moe-Q4_K_M.gguf";
+  test::llama_cpp_quantize(f32, q, "Q4_K_M");  // Q4_K experts, some down stacks Q6_K (llama.cpp's mixture)
+  INFO("llama.cpp's Q4_K_M");
+  check_against_reference(q, {"Q4_K"}, false);
 }
 
 TEST_CASE("stories260K quantized by llama.cpp runs like the reference on its decoded weights", "[cuda]") {

@@ -30,6 +30,7 @@
 #include "reference/generate.h"
 #include "tests/engine/model_files/llama_cpp_oracle.h"
 #include "tests/support/greedy_margins.h"
+#include "tests/support/routing_margins.h"
 
 namespace astrai::test {
 
@@ -91,37 +92,6 @@ inline std::vector<std::vector<float>> forced_logits(const ModelWeights& w, cons
     return tokens[rows.size() - 1];
   });
   return rows;
-}
-
-// Mixture-of-Experts models: for each position of `tokens`, the smallest
-// routing margin (reference/moe.h ExpertChoice::margin) of it and every
-// position before it, i.e. how near a tie any expert choice its logits
-// depend on came; infinity for dense models.
-inline std::vector<float> routing_margins(const ModelWeights& w, const std::vector<int>& tokens) {
-  if (w.config.moe.n_experts == 0) return std::vector<float>(tokens.size(), INFINITY);
-  std::vector<BatchToken> batch;
-  for (size_t i = 0; i < tokens.size(); ++i) batch.push_back({tokens[i], 0, int(i), i + 1 == tokens.size()});
-  DenseKVCache cache(w.config, 1);
-  std::vector<float> margins;
-  forward(w, batch, cache, &margins);
-  for (size_t i = 1; i < margins.size(); ++i) margins[i] = std::min(margins[i], margins[i - 1]);
-  return margins;
-}
-
-// How many steps after `prompt` along `generated` have every expert choice
-// behind their logits (positions < prompt + step + 1) decided at `rtol`:
-// llama.cpp's activations carry relative errors of that order, so where two
-// experts' scores are closer it may rightly run the other one, and from there
-// on the two runs are different computations (a routing flip moves the
-// output by a whole expert's share, not by rounding).
-inline size_t routed_steps(const ModelWeights& w, const std::vector<int>& prompt, const std::vector<int>& generated,
-                           double rtol) {
-  std::vector<int> all(prompt);
-  all.insert(all.end(), generated.begin(), generated.end());
-  const std::vector<float> margins = routing_margins(w, all);
-  size_t s = 0;
-  while (s < generated.size() && margins[prompt.size() - 1 + s] >= rtol) ++s;
-  return s;
 }
 
 struct Agreement {

@@ -1,0 +1,194 @@
+// The Mixture-of-Experts case: cuda/moe_ffn.cpp's sequence from router
+// scores on (route, plan, the grouped gate/up mat-vec, SwiGLU, the grouped
+// down mat-vec, the weighted sum with a shared expert's gated output)
+// against reference/moe.cpp's route() and the experts' SwiGLU through
+// linear_slice(). The scores are the case's input, so both sides choose
+// from the same floats: the chosen experts must be equal exactly (check()),
+// and half the shapes round the scores to a few levels, so ties (the lower
+// index first) are common.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include <xtensor/xtensor.hpp>
+
+#include "cuda/cuda_check.h"
+#include "cuda/kernel_cases/device_arrays.h"
+#include "cuda/kernel_cases/kernel_case.h"
+#include "cuda/moe_ffn.h"
+#include "reference/linear.h"
+#include "reference/moe.h"
+#include "reference/swiglu.h"
+
+namespace astrai::cuda::cases {
+namespace {
+
+struct MoeRun final : KernelRun {
+  DType t;
+  int rows, dim, hidden;
+  MoeConfig moe;
+  std::vector<float> scores, x, gate, up, down, shared_out, shared_gate;  // gate/up [E, hidden, dim], down [E, dim, hidden]
+  DeviceBuffer d_scores, d_x, d_shared_out, d_shared_gate, d_out;
+  DeviceExperts gate_up, experts_down;
+  MoeWorkspace ws;
+
+  explicit MoeRun(const KernelShape& s)
+      : t(s.dtype), rows(s["rows"]), dim(s["dim"]), hidden(s["hidden"]) {
+    moe.n_experts = s["experts"];
+    moe.n_experts_used = s["k"];
+    moe.expert_hidden_dim = hidden;
+    moe.routing = s["routing"] == 2 ? ExpertRouting::TopKSoftmax : ExpertRouting::SoftmaxTopK;
+    moe.norm_topk_prob = s["routing"] == 1;
+    const size_t E = size_t(moe.n_experts), R = size_t(rows), D = size_t(dim), H = size_t(hidden);
+    scores = test::random_values(R * E, s.seed, DType::Float32, 4.0f);
+    if (s["ties"])  // a few levels: many equal scores in a row
+      for (float& v : scores) v = std::round(v);
+    x = test::random_values(R * D, s.seed + 1, t);
+    gate = test::random_values(E * H * D, s.seed + 2, t);
+    up = test::random_values(E * H * D, s.seed + 3, t);
+    down = test::random_values(E * D * H, s.seed + 4, t);
+    const bool shared = s["shared"] != 0;
+    if (shared) {
+      shared_out = test::random_values(R * D, s.seed + 5, DType::Float32);
+      shared_gate = test::random_values(R, s.seed + 6, DType::Float32, 3.0f);
+    }
+    d_scores = test::upload(scores, DType::Float32);
+    d_x = test::upload(x, t);
+    if (shared) {
+      d_shared_out = test::upload(shared_out, DType::Float32);
+      d_shared_gate = test::upload(shared_gate, DType::Float32);
+    }
+    d_out = test::nan_filled(R * D, DType::Float32);
+    // gate_up: expert e's gate rows, then its up rows (DeviceExperts).
+    std::vector<float> stacked(E * 2 * H * D);
+    for (size_t e = 0; e < E; ++e) {
+      std::copy_n(gate.begin() + std::ptrdiff_t(e * H * D), H * D, stacked.begin() + std::ptrdiff_t(e * 2 * H * D));
+      std::copy_n(up.begin() + std::ptrdiff_t(e * H * D), H * D,
+                  stacked.begin() + std::ptrdiff_t(e * 2 * H * D + H * D));
+    }
+    gate_up.parts.push_back(WeightPart{test::upload(stacked, t), std::nullopt, 2 * hidden});
+    gate_up.experts = moe.n_experts, gate_up.cols = dim;
+    experts_down.parts.push_back(WeightPart{test::upload(down, t), std::nullopt, dim});
+    experts_down.experts = moe.n_experts, experts_down.cols = hidden;
+    ModelConfig c;
+    c.dim = dim;
+    c.moe = moe;
+    ws = MoeWorkspace(c, rows, t);
+    ws.poison(nullptr);
+    // Each chosen expert's three matrices once (the experts nobody chose are never read).
+    std::set<int> chosen;
+    for (size_t r = 0; r < R; ++r)
+      for (int e : route(std::span<const float>(scores.data() + r * E, E), moe).experts) chosen.insert(e);
+    const double es = double(dtype_size(t)), A = double(R) * moe.n_experts_used;
+    bytes = double(chosen.size()) * 3.0 * double(H * D) * es + 4.0 * double(R * E) + double(R * D) * es +
+            A * (2.0 * double(H) * 4.0 * 2 + double(H) * es * 2 + double(D) * 4.0 * 2) + 4.0 * double(R * D);
+    flops = A * 6.0 * double(H * D);
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) throw std::invalid_argument("moe_ffn has no variant " + std::to_string(variant));
+    enqueue_routed_experts(d_scores.as<float>(), d_x.get(), rows, moe, gate_up, experts_down, t, ws,
+                           shared_out.empty() ? nullptr : d_shared_out.as<float>(),
+                           shared_out.empty() ? nullptr : d_shared_gate.as<float>(), d_out.as<float>(), stream);
+  }
+  std::vector<float> result() override { return test::download(d_out, size_t(rows) * size_t(dim), DType::Float32); }
+  std::vector<float> expected() override { return reference(nullptr); }
+  // The reference's answer; with `rounding_bound`, per output element the
+  // most that rounding the SwiGLU outputs to bf16 can move it: u = 2^-8 of
+  // each term of the down product, weighted as the experts are summed.
+  std::vector<float> reference(std::vector<double>* rounding_bound) {
+    const size_t E = size_t(moe.n_experts), D = size_t(dim), H = size_t(hidden);
+    xt::xtensor<float, 3> g({E, H, D}), u({E, H, D}), d({E, D, H});
+    std::copy(gate.begin(), gate.end(), g.begin());
+    std::copy(up.begin(), up.end(), u.begin());
+    std::copy(down.begin(), down.end(), d.begin());
+    std::vector<float> out(size_t(rows) * D);
+    if (rounding_bound) rounding_bound->assign(out.size(), 0.0);
+    for (size_t r = 0; r < size_t(rows); ++r) {
+      xt::xtensor<float, 2> xr({size_t(1), D});
+      std::copy_n(x.begin() + std::ptrdiff_t(r * D), D, xr.begin());
+      const ExpertChoice choice = route(std::span<const float>(scores.data() + r * E, E), moe);
+      xt::xtensor<float, 2> sum = xt::zeros<float>({size_t(1), D});
+      for (size_t j = 0; j < choice.experts.size(); ++j) {
+        const size_t e = size_t(choice.experts[j]);
+        xt::xtensor<float, 2> hid = silu(linear_slice(xr, g, e)) * linear_slice(xr, u, e);
+        sum += choice.weights[j] * linear_slice(hid, d, e);
+        if (rounding_bound)
+          for (size_t i = 0; i < D; ++i)
+            for (size_t c = 0; c < H; ++c)
+              (*rounding_bound)[r * D + i] +=
+                  std::ldexp(1.0, -8) * std::fabs(double(choice.weights[j]) * hid(0, c) * d(e, i, c));
+      }
+      if (!shared_out.empty()) {
+        const float z = shared_gate[r], s = 1.0f / (1.0f + std::exp(-z));
+        for (size_t i = 0; i < D; ++i) sum(0, i) += s * shared_out[r * D + i];
+      }
+      std::copy(sum.begin(), sum.end(), out.begin() + std::ptrdiff_t(r * D));
+    }
+    return out;
+  }
+  // The chosen experts exactly (they come from the same scores), then the outputs within rtol.
+  std::string check(double rtol) override {
+    const size_t E = size_t(moe.n_experts), k = size_t(moe.n_experts_used);
+    std::vector<int> got(size_t(rows) * k);
+    ASTRAI_CUDA_CHECK(cudaMemcpy(got.data(), ws.expert.get(), got.size() * 4, cudaMemcpyDeviceToHost));
+    for (size_t r = 0; r < size_t(rows); ++r) {
+      const ExpertChoice want = route(std::span<const float>(scores.data() + r * E, E), moe);
+      for (size_t j = 0; j < k; ++j)
+        if (got[r * k + j] != want.experts[j])
+          return "row " + std::to_string(r) + " choice " + std::to_string(j) + ": expert " +
+                 std::to_string(got[r * k + j]) + " where the reference routes to " + std::to_string(want.experts[j]);
+    }
+    // rtol (float32 sums in another order) relative to each element and the
+    // mean, as compare(); in bf16 also the rounding bound of the SwiGLU
+    // outputs, which the device stores in bf16 and the reference keeps in
+    // float32 (a tolerance relative to the outputs alone fails where the
+    // down product's terms cancel).
+    std::vector<double> bound;
+    const std::vector<float> want = reference(t == DType::BFloat16 ? &bound : nullptr), have = result();
+    double mean = 0.0;
+    for (const float v : want) mean += std::fabs(double(v)) / double(want.size());
+    for (size_t i = 0; i < have.size(); ++i) {
+      const double allowed = rtol * (std::fabs(double(want[i])) + mean) + (bound.empty() ? 0.0 : bound[i]);
+      if (!(std::fabs(double(have[i]) - double(want[i])) <= allowed))
+        return "element " + std::to_string(i) + ": actual " + std::to_string(have[i]) + ", expected " +
+               std::to_string(want[i]) + " (allowed error " + std::to_string(allowed) + ")";
+    }
+    return "";
+  }
+};
+
+KernelShape moe_shape(int rows, int experts, int k, int hidden, int dim) {
+  return {DType::BFloat16, 1,
+          {{"rows", rows}, {"experts", experts}, {"k", k}, {"hidden", hidden}, {"dim", dim}, {"routing", 1},
+           {"ties", 0}, {"shared", 0}}};
+}
+
+}  // namespace
+
+KernelCase moe_case() {
+  return {"moe_ffn", "cuda/kernels/moe_route.cu, moe_matvec.cu, moe_combine.cu (cuda/moe_ffn.cpp)",
+          "route() and the experts' SwiGLU (linear_slice) of reference/moe.cpp", 1,
+          {1e-5, 1e-5,
+           "the same inputs and float32 sums in another order; in bf16 the device also rounds the SwiGLU outputs "
+           "to the storage type before the down product (as for a dense layer), which check() bounds by 2^-8 of "
+           "each term of that product"},
+          [](const Pick& pick) {
+            const int experts = pick(1, 12);
+            // hidden and dim ragged (the tail) or multiples of 8 (16-byte loads); rows past a tile of 8 per expert.
+            const int hidden = pick(0, 1) ? 8 * pick(1, 6) : pick(1, 40);
+            const int dim = pick(0, 1) ? 8 * pick(1, 8) : pick(1, 70);
+            return KernelShape{pick(0, 1) ? DType::BFloat16 : DType::Float32, pick_seed(pick),
+                               {{"rows", pick(1, 24)}, {"experts", experts}, {"k", pick(1, experts)},
+                                {"hidden", hidden}, {"dim", dim}, {"routing", pick(0, 2)}, {"ties", pick(0, 1)},
+                                {"shared", pick(0, 1)}}};
+          },
+          // Qwen3-30B-A3B's sparse layer (128 experts of 768, top 8, dim 2048) at a decode step of 1 and 64 rows.
+          {moe_shape(1, 128, 8, 768, 2048), moe_shape(64, 128, 8, 768, 2048)},
+          [](const KernelShape& s) { return std::make_unique<MoeRun>(s); }};
+}
+
+}  // namespace astrai::cuda::cases

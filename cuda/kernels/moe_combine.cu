@@ -1,0 +1,49 @@
+// The Mixture-of-Experts sum. Reference: moe_ffn() in reference/moe.cpp,
+//   out[r] = sum_j weight[r, j] * expert_out[slot(r, j)]  (+ sigmoid(g[r]) * shared[r])
+// with each product rounded, then added in choice order (j = 0 first), as
+// the reference's `sum += weight * expert_ffn(...)` does: a row's result
+// is a function of its own experts' outputs, never of the batch.
+//
+// Elementwise over (row, element), so the grid is (rows, blocks along the
+// row); the k expert rows a row reads are scattered (slot order is by
+// expert), each read whole by consecutive threads.
+#include "cuda/cuda_check.h"
+#include "cuda/kernels/dtype_device.cuh"
+#include "cuda/kernels/kernels.h"
+
+namespace astrai::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads)
+    moe_combine_kernel(const float* __restrict__ expert_out, const int* __restrict__ slot_of,
+                       const float* __restrict__ weight, int k, int dim, const float* __restrict__ shared_out,
+                       const float* __restrict__ shared_gate, float* __restrict__ out) {
+  const int r = int(blockIdx.x), d = int(blockIdx.y) * kThreads + int(threadIdx.x);
+  if (d >= dim) return;
+  float sum = 0.0f;
+  for (int j = 0; j < k; ++j) {
+    const int a = r * k + j;
+    sum = __fadd_rn(sum, __fmul_rn(weight[a], expert_out[size_t(slot_of[a]) * size_t(dim) + size_t(d)]));
+  }
+  if (shared_out) {
+    // sigmoid() of reference/moe.cpp: 1 / (1 + exp(-z)).
+    const float gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-shared_gate[r])));
+    sum = __fadd_rn(sum, __fmul_rn(gate, shared_out[size_t(r) * size_t(dim) + size_t(d)]));
+  }
+  out[size_t(r) * size_t(dim) + size_t(d)] = sum;
+}
+
+}  // namespace
+
+void launch_moe_combine(const float* expert_out, const int* slot_of, const float* weight, int rows, int k, int dim,
+                        const float* shared_out, const float* shared_gate, float* out, cudaStream_t stream) {
+  if (rows == 0 || dim == 0) return;
+  const dim3 grid(unsigned(rows), unsigned((dim + kThreads - 1) / kThreads));
+  ASTRAI_LAUNCH(moe_combine_kernel, grid, kThreads, 0, stream)(expert_out, slot_of, weight, k, dim, shared_out,
+                                                               shared_gate, out);
+  ASTRAI_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace astrai::cuda
