@@ -26,15 +26,32 @@ std::optional<Slice> axis_slice(Extent extent, const ModelConfig& full, const Sh
     case Extent::QDim: return Slice{size_t(s.q_first) * hd, size_t(s.q_heads) * hd};
     case Extent::KvDim: return Slice{size_t(s.kv_first) * hd, size_t(s.kv_heads) * hd};
     case Extent::Hidden: return Slice{size_t(s.hidden_first), size_t(s.hidden_rows)};
+    case Extent::ExpertHidden: return Slice{size_t(s.expert_hidden_first), size_t(s.expert_hidden_rows)};
+    case Extent::SharedHidden: return Slice{size_t(s.shared_hidden_first), size_t(s.shared_hidden_rows)};
     default: return std::nullopt;
   }
 }
 
 // The full model's tensor of which `local` is the rank's part.
 ModelTensor full_tensor(const ModelTensor& local, const ModelConfig& full) {
-  ModelTensor t{local.row, local.layer, {extent_of(local.row->shape[0], full)}};
-  if (local.row->rank() == 2) t.shape.push_back(extent_of(local.row->shape[1], full));
+  ModelTensor t{local.row, local.layer, {}};
+  for (size_t axis = 0; axis < local.row->rank(); ++axis) t.shape.push_back(extent_of(local.row->shape[axis], full));
   return t;
+}
+
+// A tensor as `matrices` row-major [rows, cols] matrices back to back, the
+// extents of its rows and columns named: a vector is one column, a matrix
+// itself, an expert stack [experts, rows, cols] one matrix per expert.
+struct MatrixView {
+  size_t matrices = 1, rows = 0, cols = 1;
+  Extent row_extent = Extent::One;
+  std::optional<Extent> col_extent;
+};
+MatrixView matrix_view(const ModelTensor& t) {
+  const WeightRow& r = *t.row;
+  if (r.rank() == 3) return {t.shape[0], t.shape[1], t.shape[2], r.shape[1], r.shape[2]};
+  if (r.rank() == 2) return {1, t.shape[0], t.shape[1], r.shape[0], r.shape[1]};
+  return {1, t.shape[0], 1, r.shape[0], std::nullopt};
 }
 
 // The traits of a ggml type by name ("Q4_K"), or nullopt.
@@ -55,13 +72,11 @@ void check_tensor_parallel(const ModelConfig& c, TensorParallelRank r) {
     throw std::invalid_argument("tensor parallel " + std::to_string(w) + " does not divide the model (" +
                                 c.describe() + "): " + what);
   };
-  // Experts are not split yet (the CUDA path's issue decides how: a slice of
-  // every expert per rank, or whole experts).
-  if (w > 1 && c.moe.n_experts > 0)
-    throw std::invalid_argument("tensor parallel " + std::to_string(w) +
-                                ": Mixture-of-Experts models run on one rank for now (" + c.describe() + ")");
   if (c.n_heads % w != 0) refuse(std::to_string(c.n_heads) + " query heads");
   if (c.hidden_dim % w != 0) refuse("a feed-forward size of " + std::to_string(c.hidden_dim));
+  if (c.moe.expert_hidden_dim % w != 0) refuse("an expert feed-forward size of " + std::to_string(c.moe.expert_hidden_dim));
+  if (c.moe.shared_expert_hidden_dim % w != 0)
+    refuse("a shared expert feed-forward size of " + std::to_string(c.moe.shared_expert_hidden_dim));
   if (c.n_kv_heads % w != 0 && w % c.n_kv_heads != 0)
     refuse(std::to_string(c.n_kv_heads) + " KV heads (they must divide by the ranks, or the ranks by them)");
 }
@@ -74,6 +89,10 @@ ShardRanges shard_ranges(const ModelConfig& c, TensorParallelRank r) {
   s.q_first = r.rank * s.q_heads;
   s.hidden_rows = c.hidden_dim / w;
   s.hidden_first = r.rank * s.hidden_rows;
+  s.expert_hidden_rows = c.moe.expert_hidden_dim / w;
+  s.expert_hidden_first = r.rank * s.expert_hidden_rows;
+  s.shared_hidden_rows = c.moe.shared_expert_hidden_dim / w;
+  s.shared_hidden_first = r.rank * s.shared_hidden_rows;
   if (c.n_kv_heads % w == 0) {
     s.kv_heads = c.n_kv_heads / w;
     s.kv_first = r.rank * s.kv_heads;
@@ -91,6 +110,8 @@ ModelConfig shard_config(const ModelConfig& full, TensorParallelRank r) {
   c.n_heads = s.q_heads;
   c.n_kv_heads = s.kv_heads;
   c.hidden_dim = s.hidden_rows;
+  c.moe.expert_hidden_dim = s.expert_hidden_rows;
+  c.moe.shared_expert_hidden_dim = s.shared_hidden_rows;
   return c;
 }
 
@@ -105,15 +126,16 @@ ModelSource shard_model_source(const ModelSource& full, TensorParallelRank r) {
   out.read = [source, fc, ranges](const ModelTensor& local) {
     const ModelTensor t = full_tensor(local, fc);
     std::vector<float> values = source->read(t);
-    const auto rows = axis_slice(t.row->shape[0], fc, ranges);
-    const auto cols = t.row->rank() == 2 ? axis_slice(t.row->shape[1], fc, ranges) : std::nullopt;
+    const MatrixView v = matrix_view(t);
+    const auto rows = axis_slice(v.row_extent, fc, ranges);
+    const auto cols = v.col_extent ? axis_slice(*v.col_extent, fc, ranges) : std::nullopt;
     if (!rows && !cols) return values;
-    const size_t n_cols = t.row->rank() == 2 ? t.shape[1] : 1;
-    const Slice rs = rows.value_or(Slice{0, t.shape[0]}), cs = cols.value_or(Slice{0, n_cols});
-    std::vector<float> part(rs.count * cs.count);
-    for (size_t i = 0; i < rs.count; ++i)
-      std::memcpy(part.data() + i * cs.count, values.data() + (rs.first + i) * n_cols + cs.first,
-                  cs.count * sizeof(float));
+    const Slice rs = rows.value_or(Slice{0, v.rows}), cs = cols.value_or(Slice{0, v.cols});
+    std::vector<float> part(v.matrices * rs.count * cs.count);
+    for (size_t m = 0; m < v.matrices; ++m)
+      for (size_t i = 0; i < rs.count; ++i)
+        std::memcpy(part.data() + (m * rs.count + i) * cs.count,
+                    values.data() + (m * v.rows + rs.first + i) * v.cols + cs.first, cs.count * sizeof(float));
     return part;
   };
   if (full.blocks) {
@@ -121,8 +143,9 @@ ModelSource shard_model_source(const ModelSource& full, TensorParallelRank r) {
       const ModelTensor t = full_tensor(local, fc);
       std::optional<TensorBlocks> blocks = source->blocks(t);
       if (!blocks) return blocks;
-      if (t.row->rank() != 2)  // a vector: whole, or (a sliced bias) its values read instead
+      if (t.row->rank() == 1)  // a vector: whole, or (a sliced bias) its values read instead
         return axis_slice(t.row->shape[0], fc, ranges) ? std::nullopt : blocks;
+      if (t.row->rank() == 3) return std::nullopt;  // expert stacks: the values (the device decodes them at load)
       const auto traits = traits_named(blocks->type);
       const size_t n_rows = t.shape[0], n_cols = t.shape[1];
       if (!traits || n_cols % traits->block_size != 0) return std::nullopt;  // rows not whole blocks: read values

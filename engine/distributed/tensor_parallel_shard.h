@@ -10,6 +10,18 @@
 //   replicated: the norms (Qwen 3's per-head q/k norms too), the token
 //     embedding and the classifier (vocab-parallel would divide them).
 //
+// Mixture-of-Experts layers split every expert the way a dense SwiGLU is
+// split: each rank holds a slice of every expert's hidden rows (its gate
+// and up rows, its down columns) and of the shared expert's, and the router
+// and the shared expert's gate whole. Every rank routes the same rows to the
+// same experts (the same scores from the same replicated router), each adds
+// its slices' partial outputs with the routing weights, and the layer's one
+// all-reduce adds the ranks' sums, as for a dense layer. The alternative,
+// whole experts per rank (expert parallelism), needs no slicing but
+// balances only when the router does, and moves each row to its experts'
+// ranks and back (two all-to-alls a layer); slices keep every rank's work
+// equal at any routing and reuse the dense layer's all-reduce.
+//
 // Rank r of W holds query heads [r H/W, (r+1) H/W) and hidden rows
 // [r F/W, (r+1) F/W). KV heads: when W divides the KV heads, heads
 // [r K/W, (r+1) K/W); when there are fewer KV heads than ranks (W a multiple
@@ -37,11 +49,14 @@ struct ShardRanges {
   int q_first = 0, q_heads = 0;    // query heads
   int kv_first = 0, kv_heads = 0;  // KV heads
   int hidden_first = 0, hidden_rows = 0;
+  int expert_hidden_first = 0, expert_hidden_rows = 0;  // of every expert
+  int shared_hidden_first = 0, shared_hidden_rows = 0;  // of the shared expert
 };
 
 // Throws std::invalid_argument, saying which count does not divide, unless
-// world >= 1 divides the query heads and the hidden size, and the KV heads
-// divide by world or world by them; and for a rank outside [0, world).
+// world >= 1 divides the query heads and the hidden sizes (dense, expert,
+// shared expert), and the KV heads divide by world or world by them; and
+// for a rank outside [0, world).
 void check_tensor_parallel(const ModelConfig& full, TensorParallelRank r);
 ShardRanges shard_ranges(const ModelConfig& full, TensorParallelRank r);
 // The rank's part as a model (see above); config.max_seq_len and the rest unchanged.

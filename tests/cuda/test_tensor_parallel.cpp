@@ -48,6 +48,7 @@
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/engine/scheduler/engine_harness.h"
 #include "tests/support/greedy_margins.h"
+#include "tests/support/routing_margins.h"
 #include "tests/support/shared_data.h"
 
 namespace {
@@ -132,11 +133,16 @@ struct Shape {
   std::string name;
   ModelConfig config;
   bool tied = false;
+  // The weights': every greedy step and expert choice decided beyond the
+  // bound (qwen2moe's seed 31 has a step within it, so 32).
+  uint64_t seed = 31;
 };
 
 // Llama with grouped-query attention (2 KV heads: replicated at 4 ranks),
 // Qwen 2's q/k/v biases, Qwen 3's per-head q/k norms with its own head
-// width, a classifier tied to the embedding.
+// width, a classifier tied to the embedding; Qwen 3 MoE (each rank a slice
+// of every expert) and Qwen 2 MoE (its shared expert sliced too; GGUF has
+// no dense layers among sparse ones, test_cuda_executor mixes them).
 std::vector<Shape> shapes() {
   ModelConfig llama{.dim = 32, .hidden_dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 300,
                     .max_seq_len = 64};
@@ -149,7 +155,21 @@ std::vector<Shape> shapes() {
   qwen3.n_heads = 8;
   qwen3.n_kv_heads = 4;
   qwen3.rope_layout = RopeLayout::RotateHalf;
-  return {{"llama", llama}, {"qwen2", qwen2}, {"qwen3", qwen3}, {"tied", llama, true}};
+  ModelConfig qwen3moe = qwen3;
+  qwen3moe.options.moe = MoeModule::Mlp;
+  qwen3moe.moe.n_experts = 6;
+  qwen3moe.moe.n_experts_used = 2;
+  qwen3moe.moe.expert_hidden_dim = 16;
+  qwen3moe.moe.norm_topk_prob = true;
+  ModelConfig qwen2moe = qwen2;
+  qwen2moe.options.moe = MoeModule::Mlp;
+  qwen2moe.options.shared_expert = true;
+  qwen2moe.moe.n_experts = 4;
+  qwen2moe.moe.n_experts_used = 2;
+  qwen2moe.moe.expert_hidden_dim = 8;
+  qwen2moe.moe.shared_expert_hidden_dim = 24;
+  return {{"llama", llama},       {"qwen2", qwen2},       {"qwen3", qwen3}, {"tied", llama, true},
+          {"qwen3moe", qwen3moe, false, 31}, {"qwen2moe", qwen2moe, false, 32}};
 }
 
 // The model at `path` on TP 1, then on each of `worlds`, against the
@@ -182,6 +202,9 @@ void check_group_against_reference(const std::filesystem::path& path, std::vecto
   const std::vector<int> forced(greedy.begin(), greedy.end() - 1);  // the last token is not fed back
   REQUIRE(want.size() == prompt.size() + forced.size());
   REQUIRE(decided_steps(steps, 2 * kTolerance) == steps.size());  // every step decided beyond the bound
+  std::vector<int> sequence(prompt);
+  sequence.insert(sequence.end(), forced.begin(), forced.end());
+  REQUIRE(routing_margins(*weights, sequence).back() >= 2 * kTolerance);  // every expert choice too
 
   std::vector<std::vector<float>> one_gpu;
   worlds.insert(worlds.begin(), 1);
@@ -213,7 +236,8 @@ TEST_CASE("tensor parallel: 2 and 4 ranks give the reference's logits and greedy
   ASTRAI_REQUIRE_GPU();
   REQUIRE_DEVICES(4);
   for (const Shape& s : shapes()) {
-    ModelWeights w = make_synthetic_weights(s.config, 31);
+    INFO(s.name);
+    ModelWeights w = make_synthetic_weights(s.config, s.seed);
     if (s.tied) w.classifier = w.token_embedding;
     check_group_against_reference(write_model(w, s.name), {2, 4}, s.name);
   }

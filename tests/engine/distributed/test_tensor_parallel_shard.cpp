@@ -51,6 +51,15 @@ rc::Gen<std::pair<ModelConfig, int>> config_and_world() {
     c.max_seq_len = 8;
     c.options.qkv_bias = *rc::gen::arbitrary<bool>();
     c.options.qk_norm = *rc::gen::arbitrary<bool>();
+    if (*rc::gen::arbitrary<bool>()) {  // Mixture of Experts: each rank a slice of every expert
+      c.options.moe = MoeModule::Mlp;
+      c.moe.n_experts = *rc::gen::inRange(1, 5);
+      c.moe.n_experts_used = *rc::gen::inRange(1, c.moe.n_experts + 1);
+      c.moe.expert_hidden_dim = world * *rc::gen::inRange(1, 4);
+      c.moe.sparse_step = *rc::gen::inRange(1, 3);
+      c.options.shared_expert = *rc::gen::arbitrary<bool>();
+      if (c.options.shared_expert) c.moe.shared_expert_hidden_dim = world * *rc::gen::inRange(1, 4);
+    }
     return std::make_pair(c, world);
   });
 }
@@ -89,7 +98,24 @@ TEST_CASE("tensor parallel: the ranks' parts put back together are the model", "
       const std::string kind = t.row->gguf_name;
       const size_t cols = t.shape.size() == 2 ? t.shape[1] : 1;
       std::vector<float> joined;
-      if (kind == "attn_q.weight" || kind == "attn_q.bias" || kind == "ffn_gate.weight" || kind == "ffn_up.weight") {
+      // Expert stacks [experts, out, in]: each expert's matrix split as a dense layer's.
+      const bool column_stack = kind == "ffn_gate_exps.weight" || kind == "ffn_up_exps.weight";
+      if (column_stack || kind == "ffn_down_exps.weight") {
+        const size_t experts = t.shape[0], out = t.shape[1], in = t.shape[2];
+        for (size_t e = 0; e < experts; ++e)
+          for (size_t i = 0; i < (column_stack ? 1 : out); ++i)
+            for (int r = 0; r < world; ++r) {  // an expert's rows rank after rank, or each row's columns
+              const auto& p = parts[size_t(r)].values.at(name);
+              const size_t per_expert = p.size() / experts, n = column_stack ? per_expert : per_expert / out;
+              RC_ASSERT(per_expert * size_t(world) == out * in);
+              joined.insert(joined.end(), p.begin() + long(e * per_expert + i * n),
+                            p.begin() + long(e * per_expert + i * n + n));
+            }
+        RC_ASSERT(joined == v);
+        continue;
+      }
+      if (kind == "attn_q.weight" || kind == "attn_q.bias" || kind == "ffn_gate.weight" || kind == "ffn_up.weight" ||
+          kind == "ffn_gate_shexp.weight" || kind == "ffn_up_shexp.weight") {
         for (int r = 0; r < world; ++r) {  // rows, rank after rank
           const auto& p = parts[size_t(r)].values.at(name);
           joined.insert(joined.end(), p.begin(), p.end());
@@ -106,7 +132,7 @@ TEST_CASE("tensor parallel: the ranks' parts put back together are the model", "
           RC_ASSERT(p.size() == size_t(h1 - h0) * hd * cols);
           RC_ASSERT(std::equal(p.begin(), p.end(), v.begin() + long(size_t(h0) * hd * cols)));
         }
-      } else if (kind == "attn_output.weight" || kind == "ffn_down.weight") {
+      } else if (kind == "attn_output.weight" || kind == "ffn_down.weight" || kind == "ffn_down_shexp.weight") {
         for (size_t i = 0; i < t.shape[0]; ++i)  // columns, rank after rank, row by row
           for (int r = 0; r < world; ++r) {
             const auto& p = parts[size_t(r)].values.at(name);
@@ -147,6 +173,7 @@ TEST_CASE("tensor parallel: the row-parallel products sum to the full one", "[te
     const ModelSource full = synthetic_model_source(c, 3, false);
     const Tensors whole = read_all(full);
     for (const std::string name : {"blk.0.attn_output.weight", "blk.0.ffn_down.weight"}) {
+      if (!whole.by_name.count(name)) continue;  // a sparse layer 0 has expert stacks instead
       const ModelTensor& t = whole.by_name.at(name);
       const size_t rows = t.shape[0], cols = t.shape[1];
       const auto x = *rc::gen::container<std::vector<double>>(cols, rc::gen::map(rc::gen::inRange(-100, 100),
@@ -248,6 +275,17 @@ TEST_CASE("tensor parallel: counts that do not divide are refused, naming them",
   CHECK_THROWS_WITH(check_tensor_parallel(c, {0, 3}), Catch::Contains("8 KV heads"));
   CHECK_THROWS_WITH(check_tensor_parallel(c, {3, 3}), Catch::Contains("rank 3 of 3"));
   CHECK_THROWS(check_tensor_parallel(c, {0, 0}));
+  c.options.moe = MoeModule::Mlp;
+  c.moe.n_experts = 4;
+  c.moe.n_experts_used = 2;
+  c.moe.expert_hidden_dim = 36;
+  CHECK_NOTHROW(check_tensor_parallel(c, {0, 2}));
+  CHECK_THROWS_WITH(check_tensor_parallel(c, {0, 8}), Catch::Contains("an expert feed-forward size of 36"));
+  c.options.shared_expert = true;
+  c.moe.shared_expert_hidden_dim = 20;
+  CHECK_THROWS_WITH(check_tensor_parallel(c, {0, 8}), Catch::Contains("an expert feed-forward size of 36"));
+  c.moe.expert_hidden_dim = 32;
+  CHECK_THROWS_WITH(check_tensor_parallel(c, {0, 8}), Catch::Contains("a shared expert feed-forward size of 20"));
 }
 
 }  // namespace astrai
