@@ -1,6 +1,7 @@
 #include "cuda/perf_model/decode_step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <stdexcept>
 
@@ -24,7 +25,22 @@ std::vector<ReferenceShape> reference_shapes() {
   ReferenceShape q8 = b1;
   q8.name = "8b-q8_0-b1-c1k";
   q8.weights = Weights::Q8_0;
-  return {b1, b64, q4km, q8};
+  ReferenceShape moe_b1;  // Qwen3-30B-A3B (config.json): 48 layers, every one sparse
+  moe_b1.name = "30b-a3b-b1-c1k";
+  moe_b1.dim = 2048, moe_b1.n_heads = 32, moe_b1.n_kv_heads = 4, moe_b1.head_dim = 128;
+  moe_b1.hidden = 6144, moe_b1.vocab = 151936, moe_b1.layers = 48, moe_b1.max_seq_len = 40960;
+  moe_b1.qk_norm = true, moe_b1.rope_scaling = false;
+  moe_b1.experts = 128, moe_b1.experts_used = 8, moe_b1.expert_hidden = 768;
+  ReferenceShape moe_b64 = moe_b1;
+  moe_b64.name = "30b-a3b-b64-c2k";
+  moe_b64.batch = 64;
+  moe_b64.context = 2048;
+  return {b1, b64, q4km, q8, moe_b1, moe_b64};
+}
+
+double expected_experts_read(int experts, int experts_used, int batch) {
+  if (experts == 0) return 0.0;
+  return experts * (1.0 - std::pow(1.0 - double(experts_used) / experts, batch));
 }
 
 namespace {
@@ -70,6 +86,8 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
   if (s.weights != Weights::BF16 && B > kMatvecMaxRows)
     throw std::invalid_argument("decode step " + s.name + ": quantized weights are priced for 1 to " +
                                 std::to_string(kMatvecMaxRows) + " rows (the quantized mat-vec) only");
+  if (s.weights != Weights::BF16 && s.experts > 0)
+    throw std::invalid_argument("decode step " + s.name + ": Mixture-of-Experts steps are priced in bf16 only");
   std::vector<StepKernel> step;
   // The table's size does not change what a gather reads (B rows): a small
   // table keeps the emulated run's memory down. A quantized file's table
@@ -94,8 +112,8 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
                      {"layer: v projection", Matrix::V, kv_dim}});
     step.push_back({"layer: rope + KV write", "rope_kv_write",
                     bf16({{"rows", B}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
-                          {"head_dim", s.head_dim}, {"rotate_half", 1}, {"theta", 1}, {"bias", 0}, {"qk_norm", 0},
-                          {"scaling", 1}}),
+                          {"head_dim", s.head_dim}, {"rotate_half", 1}, {"theta", 1}, {"bias", 0},
+                          {"qk_norm", s.qk_norm ? 1 : 0}, {"scaling", s.rope_scaling ? 1 : 0}}),
                     1, 4.0 * 2 * double(B) * (q_dim + 2 * kv_dim) + e * 2.0 * B * kv_dim});
     step.push_back({"layer: decode attention (+ merge)", "paged_attention",
                     bf16({{"head_dim", s.head_dim}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
@@ -105,11 +123,24 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
     push_projection(step, s, l, "layer: output projection", q_dim, {{"layer: output projection", Matrix::O, s.dim}});
     step.push_back({"layer: ffn norm (+ residual)", "rmsnorm",
                     bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 0}}), 1, norm_bytes});
-    push_projection(step, s, l, "layer: gate + up projection", s.dim,
-                    {{"layer: gate projection", Matrix::Gate, s.hidden}, {"layer: up projection", Matrix::Up, s.hidden}});
-    step.push_back({"layer: SwiGLU", "swiglu", bf16({{"rows", B}, {"hidden", s.hidden}}), 1,
-                    4.0 * 2 * double(B) * s.hidden + e * double(B) * s.hidden});
-    push_projection(step, s, l, "layer: down projection", s.hidden, {{"layer: down projection", Matrix::Down, s.dim}});
+    if (s.experts > 0) {  // cuda/moe_ffn.h: the router's GEMM, then route, plan, the grouped products, combine
+      step.push_back({"layer: router", "gemm", bf16({{"rows", B}, {"in", s.dim}, {"out", s.experts}}), 1,
+                      e * double(s.experts) * s.dim + e * double(B) * s.dim + 4.0 * double(B) * s.experts});
+      const double choices = double(B) * s.experts_used, eh = s.expert_hidden;
+      step.push_back({"layer: experts (route, plan, gate/up, SwiGLU, down, combine)", "moe_ffn",
+                      bf16({{"rows", B}, {"experts", s.experts}, {"k", s.experts_used}, {"hidden", s.expert_hidden},
+                            {"dim", s.dim}, {"routing", 1}, {"ties", 0}, {"shared", 0}}),
+                      1,
+                      expected_experts_read(s.experts, s.experts_used, B) * 3.0 * eh * s.dim * e +
+                          4.0 * double(B) * s.experts + e * double(B) * s.dim +
+                          choices * (4.0 * 2 * eh * 2 + e * eh * 2 + 4.0 * 2 * s.dim) + 4.0 * double(B) * s.dim});
+    } else {
+      push_projection(step, s, l, "layer: gate + up projection", s.dim,
+                      {{"layer: gate projection", Matrix::Gate, s.hidden}, {"layer: up projection", Matrix::Up, s.hidden}});
+      step.push_back({"layer: SwiGLU", "swiglu", bf16({{"rows", B}, {"hidden", s.hidden}}), 1,
+                      4.0 * 2 * double(B) * s.hidden + e * double(B) * s.hidden});
+      push_projection(step, s, l, "layer: down projection", s.hidden, {{"layer: down projection", Matrix::Down, s.dim}});
+    }
   }
   step.push_back({"final norm", "rmsnorm", bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 1}}), 1,
                   norm_bytes});
@@ -144,8 +175,13 @@ StepBytes step_floor_bytes(const ReferenceShape& s) {
     const auto f = [&](Matrix m) { return matrix_format(s.weights, m, l, s.layers); };
     b.weights += matrix_bytes(f(Matrix::Q), q_dim, s.dim) + matrix_bytes(f(Matrix::K), kv_dim, s.dim) +
                  matrix_bytes(f(Matrix::V), kv_dim, s.dim) + matrix_bytes(f(Matrix::O), s.dim, q_dim) +
-                 matrix_bytes(f(Matrix::Gate), s.hidden, s.dim) + matrix_bytes(f(Matrix::Up), s.hidden, s.dim) +
-                 matrix_bytes(f(Matrix::Down), s.dim, s.hidden) + e * 2.0 * s.dim;  // and the two norms
+                 e * 2.0 * s.dim + (s.qk_norm ? e * 2.0 * s.head_dim : 0.0);  // and the norms
+    if (s.experts > 0)  // the router, and the experts the rows read (bf16)
+      b.weights += e * double(s.experts) * s.dim +
+                   expected_experts_read(s.experts, s.experts_used, s.batch) * 3.0 * e * double(s.expert_hidden) * s.dim;
+    else
+      b.weights += matrix_bytes(f(Matrix::Gate), s.hidden, s.dim) + matrix_bytes(f(Matrix::Up), s.hidden, s.dim) +
+                   matrix_bytes(f(Matrix::Down), s.dim, s.hidden);
   }
   b.weights += matrix_bytes(matrix_format(s.weights, Matrix::Classifier, 0, s.layers), s.vocab, s.dim) + e * s.dim;
   b.kv = 2.0 * e * double(kv_dim) * double(s.context) * s.batch * s.layers;  // K and V of every position read

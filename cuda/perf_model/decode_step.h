@@ -1,7 +1,7 @@
 // The reference decode steps the performance report prices, as the kernel
 // cases that make them up: the launch sequence of CudaExecutor's enqueue()
-// (cuda/cuda_executor.cpp) for a Llama-3-8B-shaped model, then the device
-// sampler. In bf16 a stacked projection (q/k/v, gate/up) is one GEMM; with
+// (cuda/cuda_executor.cpp) for a Llama-3-8B-shaped model and a
+// Qwen3-30B-A3B-shaped Mixture of Experts, then the device sampler. In bf16 a stacked projection (q/k/v, gate/up) is one GEMM; with
 // quantized matrices it is one quantized mat-vec per matrix, as DeviceWeights
 // stacks them and GemmRunner::run multiplies them (cuda/device_matrix.h).
 // tests/cuda/test_perf_report.cpp checks the launches against the kernels a
@@ -22,10 +22,24 @@ struct ReferenceShape {
   int batch = 1, context = 1024;  // decode rows, and the positions each row attends to (its own included)
   int max_seq_len = 8192;         // Llama 3's context: what the executor sizes its attention splits from
   Weights weights = Weights::BF16;  // the matrices' formats (weight_formats.h); quantized: 1-8 rows only
+  bool qk_norm = false;             // Qwen 3's per-head q/k RMSNorm (fused into the RoPE kernel)
+  bool rope_scaling = true;         // Llama 3.1's RoPE frequency scaling (Qwen 3 has none)
+  // Mixture of Experts in every layer (0 experts: dense SwiGLU of `hidden`):
+  // the router and the moe_ffn sequence (cuda/moe_ffn.h), bf16 only.
+  int experts = 0, experts_used = 0, expert_hidden = 0;
 };
 
+// The experts a decode step of `batch` rows reads in one sparse layer, in
+// expectation, when each row's k experts are a uniformly random k-subset of
+// E (a load-balanced router, which is what MoE training's auxiliary loss
+// aims for): E (1 - (1 - k/E)^batch). Qwen3-30B-A3B (E 128, k 8): 8 at batch
+// 1, 126.0 at batch 64. The report's moe_ffn launches draw their router
+// scores uniformly, so their rows choose this way.
+double expected_experts_read(int experts, int experts_used, int batch);
+
 // Llama-3-8B in bf16 at batch 1 with 1k context and at batch 64 with 2k
-// context; then at batch 1 with 1k context in Q4_K_M and in Q8_0.
+// context; then at batch 1 with 1k context in Q4_K_M and in Q8_0; then
+// Qwen3-30B-A3B in bf16 at batch 1 (1k context) and batch 64 (2k).
 std::vector<ReferenceShape> reference_shapes();
 
 struct StepKernel {
@@ -49,7 +63,8 @@ std::vector<StepKernel> decode_step(const ReferenceShape& s);
 
 // What a decode step must read from HBM at the least: the model's weights
 // (every matrix once in its format, the classifier, the norms in bf16; a
-// gather reads one embedding row, not counted) and the KV cache (bf16).
+// gather reads one embedding row, not counted; of a sparse layer's experts
+// the expected_experts_read() ones) and the KV cache (bf16).
 struct StepBytes {
   double weights = 0, kv = 0;
   double total() const { return weights + kv; }

@@ -177,7 +177,8 @@ static std::string short_name(const std::string& full) {
 
 void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   char buf[512];
-  out << "## " << r.shape.name << ": Llama-3-8B shape, " << weights_name(r.shape.weights) << ", batch "
+  out << "## " << r.shape.name << ": " << (r.shape.experts > 0 ? "Qwen3-30B-A3B" : "Llama-3-8B") << " shape, "
+      << weights_name(r.shape.weights) << ", batch "
       << r.shape.batch << ", context " << r.shape.context << " (" << gpu.name << " model; an estimate)\n\n";
   out << "| part | x/step | kernel | blocks | occ (blk/SM, by) | regs | spill B | sector eff | B/load | bank x | est us | "
          "floor us | % floor |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -15,6 +15,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
 #include <map>
 #include <memory>
 #include <set>
@@ -95,6 +98,11 @@ cuda::perf::ReferenceShape shape_of(const ModelConfig& config, cuda::perf::Weigh
   shape.context = 5;
   shape.max_seq_len = config.max_seq_len;
   shape.weights = weights;
+  shape.qk_norm = config.options.qk_norm;
+  shape.rope_scaling = config.rope_scaling.enabled();
+  shape.experts = config.moe.n_experts;
+  shape.experts_used = config.moe.n_experts_used;
+  shape.expert_hidden = config.moe.expert_hidden_dim;
   return shape;
 }
 
@@ -186,6 +194,43 @@ TEST_CASE("the report's decode step launches what CudaExecutor's decode step lau
   config.n_layers = 2;
   const ModelWeights weights = make_synthetic_weights(config, 5);
   CHECK(recipe_decode_step(shape_of(config, cuda::perf::Weights::BF16)) == executor_decode_step(model_source(weights)));
+}
+
+TEST_CASE("the report's Mixture-of-Experts decode step launches what CudaExecutor launches", "[cuda][perf_model]") {
+  // Qwen 3 MoE's shape: q/k norms, every layer sparse.
+  ModelConfig config = preset_config("tiny");
+  config.n_layers = 2;
+  config.options.qk_norm = true;
+  config.options.moe = MoeModule::Mlp;
+  config.moe.n_experts = 8, config.moe.n_experts_used = 2, config.moe.expert_hidden_dim = 32;
+  config.moe.norm_topk_prob = true;
+  const ModelWeights weights = make_synthetic_weights(config, 5);
+  const std::vector<std::string> executor = executor_decode_step(model_source(weights));
+  INFO("the executor ran " << std::count_if(executor.begin(), executor.end(), [](const std::string& n) {
+    return n.find("moe_matvec") != std::string::npos;
+  }) << " grouped mat-vecs");
+  CHECK(recipe_decode_step(shape_of(config, cuda::perf::Weights::BF16)) == executor);
+}
+
+TEST_CASE("expected_experts_read(): the expected count of distinct experts, against a count of random draws",
+          "[cuda][perf_model]") {
+  CHECK(cuda::perf::expected_experts_read(128, 8, 1) == 8.0);
+  CHECK(cuda::perf::expected_experts_read(0, 0, 64) == 0.0);
+  // Rows drawing k-subsets uniformly (a shuffle's first k): the mean count of
+  // distinct experts over 2000 batches of 64 within 1% of the formula.
+  std::mt19937 rng(38);
+  std::vector<int> experts(128);
+  double mean = 0.0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::set<int> seen;
+    for (int r = 0; r < 64; ++r) {
+      std::iota(experts.begin(), experts.end(), 0);
+      std::shuffle(experts.begin(), experts.end(), rng);
+      seen.insert(experts.begin(), experts.begin() + 8);
+    }
+    mean += double(seen.size()) / 2000.0;
+  }
+  CHECK(std::abs(mean - cuda::perf::expected_experts_read(128, 8, 64)) < 0.01 * mean);
 }
 
 TEST_CASE("the report's Q4_K_M decode step launches what CudaExecutor launches on such a file", "[cuda][perf_model]") {
