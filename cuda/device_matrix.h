@@ -22,9 +22,10 @@ struct WeightPart {
   int rows = 0;                      // output features of this part
 };
 
-struct DeviceMatrix {
+// The parts of a weight (each in the storage type or its own quantized
+// format), with what the device's users ask of them.
+struct WeightParts {
   std::vector<WeightPart> parts;
-  int cols = 0;  // input features (a multiple of each quantized part's block)
 
   int rows() const {
     int n = 0;
@@ -43,9 +44,9 @@ struct DeviceMatrix {
   }
 };
 
-}  // namespace astrai::cuda
-
-namespace astrai::cuda {
+struct DeviceMatrix : WeightParts {
+  int cols = 0;  // input features (a multiple of each quantized part's block)
+};
 
 // A sparse layer's experts: `experts` matrices of [rows(), cols], each
 // part a stack of its own rows of every expert ([experts, part.rows, cols]:
@@ -54,20 +55,10 @@ namespace astrai::cuda {
 // rows then its up rows, when both are in the storage type (one grouped
 // product gives an expert's [2 hidden]), else a part each, kept in their
 // file's blocks where the device has kernels for them (cuda/moe_ffn.h).
-struct DeviceExperts {
-  std::vector<WeightPart> parts;
+// Quantized expert stacks on two or more tensor-parallel ranks are decoded
+// at load (tensor_parallel_shard.cpp).
+struct DeviceExperts : WeightParts {
   int experts = 0, cols = 0;
-
-  int rows() const {
-    int n = 0;
-    for (const WeightPart& p : parts) n += p.rows;
-    return n;
-  }
-  size_t bytes() const {
-    size_t n = 0;
-    for (const WeightPart& p : parts) n += p.data.bytes();
-    return n;
-  }
 };
 
 }  // namespace astrai::cuda

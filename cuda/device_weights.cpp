@@ -80,6 +80,33 @@ DeviceBuffer upload_values(const ModelSource& source, DType dtype, const std::st
   return out;
 }
 
+// A part per tensor of `stack`, of which some keep their file's blocks
+// (`kept`): those go to the device as they are, the others in `dtype`. A
+// tensor's rows in its part are its extent on axis `rows_axis` (0 for a
+// matrix, 1 for an expert stack, whose experts stay back to back).
+std::vector<WeightPart> upload_parts(const ModelSource& source, DType dtype, const std::string& what,
+                                     const std::vector<const ModelTensor*>& stack,
+                                     const std::vector<std::optional<KeptBlocks>>& kept, size_t rows_axis) {
+  std::vector<WeightPart> parts;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const int rows = int(stack[i]->shape.at(rows_axis));
+    if (!kept[i]) {
+      parts.push_back(WeightPart{upload_values(source, dtype, what, {stack[i]}), std::nullopt, rows});
+      continue;
+    }
+    const std::string type(quant_format_info(kept[i]->format).name);
+    DeviceBuffer data(kept[i]->bytes.size(), what + " (" + type + ")");
+    ASTRAI_CUDA_CHECK(cudaMemcpy(data.get(), kept[i]->bytes.data(), kept[i]->bytes.size(), cudaMemcpyHostToDevice));
+    if (source.release_blocks) source.release_blocks(TensorBlocks{type, kept[i]->bytes, kept[i]->owner});
+    parts.push_back(WeightPart{std::move(data), kept[i]->format, rows});
+  }
+  return parts;
+}
+
+bool any_kept(const std::vector<std::optional<KeptBlocks>>& kept) {
+  return std::any_of(kept.begin(), kept.end(), [](const auto& k) { return k.has_value(); });
+}
+
 // The expert stacks of a group (each [experts, rows_i, cols]) as
 // DeviceExperts: one part in `dtype` whose expert e holds every stack's
 // matrix e in turn (gate then up) when no stack keeps its blocks, converted
@@ -93,19 +120,8 @@ DeviceExperts upload_experts(const ModelSource& source, DType dtype, const std::
   out.cols = int(stacks.front()->shape.at(2));
   std::vector<std::optional<KeptBlocks>> kept;
   for (const ModelTensor* t : stacks) kept.push_back(kept_blocks(source, *t));
-  if (std::any_of(kept.begin(), kept.end(), [](const auto& k) { return k.has_value(); })) {
-    for (size_t i = 0; i < stacks.size(); ++i) {
-      const int rows = int(stacks[i]->shape.at(1));
-      if (!kept[i]) {
-        out.parts.push_back(WeightPart{upload_values(source, dtype, what, {stacks[i]}), std::nullopt, rows});
-        continue;
-      }
-      const std::string type(quant_format_info(kept[i]->format).name);
-      DeviceBuffer data(kept[i]->bytes.size(), what + " (" + type + ")");
-      ASTRAI_CUDA_CHECK(cudaMemcpy(data.get(), kept[i]->bytes.data(), kept[i]->bytes.size(), cudaMemcpyHostToDevice));
-      if (source.release_blocks) source.release_blocks(TensorBlocks{type, kept[i]->bytes, kept[i]->owner});
-      out.parts.push_back(WeightPart{std::move(data), kept[i]->format, rows});
-    }
+  if (any_kept(kept)) {
+    out.parts = upload_parts(source, dtype, what, stacks, kept, 1);
     return out;
   }
   int rows = 0;
@@ -154,24 +170,13 @@ DeviceMatrix upload_matrix(const ModelSource& source, DType dtype, const std::st
   out.cols = int(stack.front()->shape.at(1));
   std::vector<std::optional<KeptBlocks>> kept;
   for (const ModelTensor* t : stack) kept.push_back(kept_blocks(source, *t));
-  if (std::none_of(kept.begin(), kept.end(), [](const auto& k) { return k.has_value(); })) {
+  if (!any_kept(kept)) {
     int rows = 0;
     for (const ModelTensor* t : stack) rows += int(t->shape.at(0));
     out.parts.push_back(WeightPart{upload_values(source, dtype, what, stack), std::nullopt, rows});
     return out;
   }
-  for (size_t i = 0; i < stack.size(); ++i) {
-    const int rows = int(stack[i]->shape.at(0));
-    if (!kept[i]) {
-      out.parts.push_back(WeightPart{upload_values(source, dtype, what, {stack[i]}), std::nullopt, rows});
-      continue;
-    }
-    const std::string type(quant_format_info(kept[i]->format).name);
-    DeviceBuffer data(kept[i]->bytes.size(), what + " (" + type + ")");
-    ASTRAI_CUDA_CHECK(cudaMemcpy(data.get(), kept[i]->bytes.data(), kept[i]->bytes.size(), cudaMemcpyHostToDevice));
-    if (source.release_blocks) source.release_blocks(TensorBlocks{type, kept[i]->bytes, kept[i]->owner});
-    out.parts.push_back(WeightPart{std::move(data), kept[i]->format, rows});
-  }
+  out.parts = upload_parts(source, dtype, what, stack, kept, 0);
   return out;
 }
 
