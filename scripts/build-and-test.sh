@@ -30,6 +30,66 @@ configure() {  # dir, options...
   if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null; else meson setup "$dir" "$@"; fi
 }
 
+# Every build compiles each library as unity files of up to 12 sources
+# (meson's unity builds; the test programs are groups of 7, tests/meson.build):
+# a unity file parses the headers its sources share once. Measured in
+# docs/testing.md ("CI stages").
+unity=(-Dunity=on -Dunity_size=12)
+
+# ---- the sanitizer build, compiled beside everything else ----
+# The stages below leave a core idle now and then (npm ci and the SDK
+# clients waiting on the network and on servers, the longest test program
+# running alone at the end of a test stage, the programs that run alone,
+# servers waiting on their timeouts), so the sanitizer build (pure
+# compiling, the same objects at any speed) starts first and runs beside them
+# all at the lowest CPU priority: it takes only what they leave, and their
+# outcome never depends on speed (docs/testing.md). Its output is printed,
+# and its failure fails the run, when its tests are due.
+#
+# -fno-sanitize-recover=all: every UBSan report aborts its test program
+# (halt_on_error=1 alone would not stop checks compiled as recoverable).
+# -g1: line tables only, enough for the sanitizers' stack traces (file and
+# line of every frame), with less to compile and link than -g.
+# clang 14, not the release build's gcc: the same files compile in 0.64x the
+# CPU time under ASan at -O0 (12 files side by side, docs/testing.md), and the
+# code is checked by a second compiler's warnings and sanitizers. A build-asan/
+# configured with another compiler is made afresh (meson cannot switch one).
+# -Dinstrumented_libraries=true -Dfuzz=true: the libraries are compiled once,
+# at -O2 with libFuzzer's coverage instrumentation, for both the test
+# programs (their own files at -O0) and the fuzz targets below, where the
+# fuzz stage used to compile them again (docs/testing.md, "CI stages").
+#
+# Its programs link with LLVM's lld (install-deps.sh): with their line tables
+# they link in a fifth of GNU ld's time (0.7 s where 3.5 for
+# test_model_files). Only this clang build: lld 14 gives the functions gcc 12
+# splits into a hot and a .cold part a zero-length unwind entry for the cold
+# part, so an exception thrown there ends the program (std::terminate) where
+# a handler waits; jinja_random_templates found it in the release build
+# linked that way. Meson reads the linker when it first sets a folder up.
+asan_linker=bfd
+if command -v ld.lld >/dev/null; then asan_linker=lld; fi
+build_sanitized() {
+  if [ -f build-asan/build.ninja ] && ! grep -q 'clang++' build-asan/build.ninja; then
+    rm -rf build-asan
+  fi
+  CC=clang-14 CXX=clang++-14 CC_LD=$asan_linker CXX_LD=$asan_linker configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dbenchmarks=false -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1" \
+    -Dinstrumented_libraries=true -Dfuzz=true "${unity[@]}"
+  nice -n 19 ninja -C build-asan -j "$jobs"
+}
+asan_start=$(date +%s)
+asan_build_log=$(mktemp)
+( build_sanitized && echo "sanitizer build took $(( $(date +%s) - asan_start )) s (beside the other stages)" ) \
+  >"$asan_build_log" 2>&1 &
+asan_build_pid=$!
+wait_for_sanitizer_build() {
+  local status=0
+  wait "$asan_build_pid" || status=$?
+  cat "$asan_build_log"; rm -f "$asan_build_log"
+  if [ "$status" -ne 0 ]; then echo "the sanitizer build failed" >&2; exit "$status"; fi
+}
+
+
 # The oracles and real data files the tests compare against, pinned in each
 # folder's package-lock.json: the real Llama 3 and Qwen 3 tokenizer.json and
 # tokenizers.js (bpe_oracle); the real Llama 3, 3.1 and Qwen 3
@@ -70,11 +130,6 @@ wait_for_oracles() {
   if [ "$status" -ne 0 ]; then exit "$status"; fi
 }
 
-# Every build compiles each library as unity files of up to 12 sources
-# (meson's unity builds; the test programs are groups of 7, tests/meson.build):
-# a unity file parses the headers its sources share once. Measured in
-# docs/testing.md ("CI stages").
-unity=(-Dunity=on -Dunity_size=12)
 
 # One build folder, build/, serves two stages in turn: first configured with
 # the emulated CUDA backend (-Dcuda=emulated: the CUDA kernels, executor and
@@ -156,57 +211,6 @@ if [ -n "${cuda_clients_pid:-}" ]; then
   if [ "$clients_status" -ne 0 ]; then echo "the SDK clients failed on the emulated CUDA backend" >&2; exit "$clients_status"; fi
 fi
 
-# ---- the sanitizer build, compiled beside the release tests ----
-# The release tests leave a core idle much of the time (servers waiting on
-# their timeouts, one long program at the end, the programs that run alone),
-# so the sanitizer build (pure compiling, the same objects at any speed)
-# runs beside them at the lowest CPU priority: it takes only what the tests
-# leave, and their outcome never depends on speed (docs/testing.md). Its
-# output is printed, and its failure fails the run, when the tests are done.
-#
-# -fno-sanitize-recover=all: every UBSan report aborts its test program
-# (halt_on_error=1 alone would not stop checks compiled as recoverable).
-# -g1: line tables only, enough for the sanitizers' stack traces (file and
-# line of every frame), with less to compile and link than -g.
-# clang 14, not the release build's gcc: the same files compile in 0.64x the
-# CPU time under ASan at -O0 (12 files side by side, docs/testing.md), and the
-# code is checked by a second compiler's warnings and sanitizers. A build-asan/
-# configured with another compiler is made afresh (meson cannot switch one).
-# -Dinstrumented_libraries=true -Dfuzz=true: the libraries are compiled once,
-# at -O2 with libFuzzer's coverage instrumentation, for both the test
-# programs (their own files at -O0) and the fuzz targets below, where the
-# fuzz stage used to compile them again (docs/testing.md, "CI stages").
-#
-# Its programs link with LLVM's lld (install-deps.sh): with their line tables
-# they link in a fifth of GNU ld's time (0.7 s where 3.5 for
-# test_model_files). Only this clang build: lld 14 gives the functions gcc 12
-# splits into a hot and a .cold part a zero-length unwind entry for the cold
-# part, so an exception thrown there ends the program (std::terminate) where
-# a handler waits; jinja_random_templates found it in the release build
-# linked that way. Meson reads the linker when it first sets a folder up.
-asan_linker=bfd
-if command -v ld.lld >/dev/null; then asan_linker=lld; fi
-build_sanitized() {
-  if [ -f build-asan/build.ninja ] && ! grep -q 'clang++' build-asan/build.ninja; then
-    rm -rf build-asan
-  fi
-  CC=clang-14 CXX=clang++-14 CC_LD=$asan_linker CXX_LD=$asan_linker configure build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dbenchmarks=false -Dcuda=disabled "-Dcpp_args=-fno-sanitize-recover=all -g1" \
-    -Dinstrumented_libraries=true -Dfuzz=true "${unity[@]}"
-  nice -n 19 ninja -C build-asan -j "$jobs"
-}
-asan_start=$(date +%s)
-asan_build_log=$(mktemp)
-( build_sanitized && echo "sanitizer build took $(( $(date +%s) - asan_start )) s (beside the release tests)" ) \
-  >"$asan_build_log" 2>&1 &
-asan_build_pid=$!
-wait_for_sanitizer_build() {
-  local status=0
-  wait "$asan_build_pid" || status=$?
-  cat "$asan_build_log"; rm -f "$asan_build_log"
-  if [ "$status" -ne 0 ]; then echo "the sanitizer build failed" >&2; exit "$status"; fi
-}
-
 echo "== tests (release)"
 tests_start=$(date +%s)
 meson test -C build --no-rebuild --print-errorlogs --num-processes "$jobs"
@@ -226,20 +230,41 @@ echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (every CPU te
 wait_for_sanitizer_build
 asan_tests_start=$(date +%s)
 # Any sanitizer report fails the run. Property tests keep their full case counts.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs"
-echo "sanitizer tests took $(( $(date +%s) - asan_tests_start )) s"
-fuzz_start=$(date +%s)
+sanitizer_options=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
+env "${sanitizer_options[@]}" meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs" --no-suite alone
+echo "sanitizer tests took $(( $(date +%s) - asan_tests_start )) s (but those that run alone: below)"
 # Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 20; ten targets, two
 # at a time on CI's two cores: about 110 s of the run; 0 skips), from its
 # committed corpus; a crash fails the run and leaves the input in
 # tests/fuzz/crashes/. docs/testing.md has the run's time, stage by stage.
-if [ "${ASTRAI_FUZZ_SECONDS:-20}" -gt 0 ]; then FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${ASTRAI_FUZZ_SECONDS:-20}"; fi
-echo "fuzzing (build and run) took $(( $(date +%s) - fuzz_start )) s"
+# The fuzzers run at the lowest CPU priority beside the programs that run
+# alone (suite `alone`: the fault, shutdown and connection tests, which wait
+# on the server's timeouts and use little CPU), as the sanitizer build runs
+# beside the release stage's: those programs keep a core whenever they want
+# one, and the fuzzers take the rest.
+fuzz_start=$(date +%s)
+fuzz_log=$(mktemp)
+fuzz_pid=
+if [ "${ASTRAI_FUZZ_SECONDS:-20}" -gt 0 ]; then
+  FUZZ_BUILD_DIR=build-asan nice -n 19 bash scripts/fuzz.sh "${ASTRAI_FUZZ_SECONDS:-20}" >"$fuzz_log" 2>&1 &
+  fuzz_pid=$!
+fi
+echo "== under the sanitizers, the programs that run alone (beside the fuzzers)"
+alone_start=$(date +%s)
+env "${sanitizer_options[@]}" meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 1 --suite alone --logbase testlog-alone
+echo "sanitizer tests that run alone took $(( $(date +%s) - alone_start )) s"
+if [ -n "$fuzz_pid" ]; then
+  fuzz_status=0
+  wait "$fuzz_pid" || fuzz_status=$?
+  cat "$fuzz_log"
+  if [ "$fuzz_status" -ne 0 ]; then echo "fuzzing found a crash (above)" >&2; exit "$fuzz_status"; fi
+fi
+rm -f "$fuzz_log"
+echo "fuzzing (run beside the programs that run alone) took $(( $(date +%s) - fuzz_start )) s"
 # ---- end of sanitizers and fuzzing ----
 
 passed=0; failed=0
-for log in build/meson-logs/testlog.json "${emu_logs[@]}" build-asan/meson-logs/testlog.json; do
+for log in build/meson-logs/testlog.json "${emu_logs[@]}" build-asan/meson-logs/testlog.json build-asan/meson-logs/testlog-alone.json; do
   passed=$((passed + $(grep -c '"result": "OK"' "$log" || true)))
   failed=$((failed + $(grep -c '"result": "FAIL"\|"result": "TIMEOUT"\|"result": "ERROR"' "$log" || true)))
 done

@@ -98,7 +98,11 @@ struct Run {
     RC_ASSERT(own == replay);
     for (const auto& [hash, block] : replay) {
       RC_ASSERT(chained(block.parent, block.tokens) == hash);  // the parent hash and tokens it was stored with
-      RC_ASSERT(!block.parent || replay.contains(*block.parent));
+      // A bool first: RC_ASSERT captures its operands, and its captured ||
+      // does not short-circuit, so *block.parent was read when it had none
+      // (libstdc++'s assertions caught it in the sanitizer build).
+      const bool parent_replayed = !block.parent || replay.contains(*block.parent);
+      RC_ASSERT(parent_replayed);
     }
     const int P = pages.page_size();
     for (const auto& [id, tokens] : tasks) {
