@@ -52,6 +52,18 @@ std::optional<KeptBlocks> kept_blocks(const ModelSource& source, const ModelTens
   return KeptBlocks{*f, blocks->bytes, blocks->owner};
 }
 
+// Reads `t`'s values from the source (refusing a count that is not its
+// shape's) into the float32 staging buffer on the device; returns the count.
+size_t read_to_staging(const ModelSource& source, const ModelTensor& t, DeviceBuffer& staging) {
+  const std::vector<float> values = source.read(t);
+  if (values.size() != elements(t))
+    throw std::runtime_error(t.gguf_name() + ": the source gave " + std::to_string(values.size()) +
+                             " values for " + std::to_string(elements(t)) + " elements");
+  // Synchronous from pageable memory: `values` is freed on return.
+  ASTRAI_CUDA_CHECK(cudaMemcpy(staging.get(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return values.size();
+}
+
 // Reads the tensors one at a time and uploads them one after another into
 // one buffer of `dtype`, through a float32 staging buffer as large as the
 // largest: host memory holds one tensor's float32 values at a time.
@@ -66,16 +78,11 @@ DeviceBuffer upload_values(const ModelSource& source, DType dtype, const std::st
   DeviceBuffer staging(largest * sizeof(float), "staging for " + what);
   size_t offset = 0;
   for (const ModelTensor* t : tensors) {
-    const std::vector<float> values = source.read(*t);
-    if (values.size() != elements(*t))
-      throw std::runtime_error(t->gguf_name() + ": the source gave " + std::to_string(values.size()) +
-                               " values for " + std::to_string(elements(*t)) + " elements");
-    // Synchronous from pageable memory: `values` may be freed on return.
-    ASTRAI_CUDA_CHECK(cudaMemcpy(staging.get(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
-    launch_convert_from_float(staging.as<float>(), values.size(),
-                              static_cast<char*>(out.get()) + offset * dtype_size(dtype), dtype, nullptr);
+    const size_t count = read_to_staging(source, *t, staging);
+    launch_convert_from_float(staging.as<float>(), count, static_cast<char*>(out.get()) + offset * dtype_size(dtype),
+                              dtype, nullptr);
     ASTRAI_CUDA_CHECK(cudaDeviceSynchronize());  // before the next tensor overwrites staging
-    offset += values.size();
+    offset += count;
   }
   return out;
 }
@@ -135,11 +142,7 @@ DeviceExperts upload_experts(const ModelSource& source, DType dtype, const std::
   DeviceBuffer staging(largest * sizeof(float), "staging for " + what);
   size_t row_offset = 0;
   for (const ModelTensor* t : stacks) {
-    const std::vector<float> values = source.read(*t);
-    if (values.size() != elements(*t))
-      throw std::runtime_error(t->gguf_name() + ": the source gave " + std::to_string(values.size()) +
-                               " values for " + std::to_string(elements(*t)) + " elements");
-    ASTRAI_CUDA_CHECK(cudaMemcpy(staging.get(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
+    read_to_staging(source, *t, staging);
     const size_t matrix = t->shape.at(1) * t->shape.at(2);
     for (int e = 0; e < out.experts; ++e)
       launch_convert_from_float(staging.as<float>() + size_t(e) * matrix, matrix,

@@ -218,12 +218,8 @@ echo "release tests took $(( $(date +%s) - tests_start )) s"
 
 echo "== the official OpenAI and Anthropic Node.js clients against astrai serve (loopback)"
 bash tests/clients/run.sh build/cli/astrai
-echo "== the same clients against a Mixture-of-Experts model (Qwen 3 MoE shape: 8 experts, top 2; no tool calls: above)"
-moe_dir=$(mktemp -d)
-build/cli/astrai make-model -o "$moe_dir/qwen3moe.gguf" --arch qwen3moe --vocab 512 --dim 64 --hidden 96 \
-  --heads 4 --kv-heads 2 --head-dim 24 --layers 2 --context 512 --experts 8 --experts-used 2 --expert-hidden 32
-ASTRAI_CLIENTS_NO_TOOL_CALLS=1 bash tests/clients/run.sh build/cli/astrai -- --model "$moe_dir/qwen3moe.gguf"
-rm -rf "$moe_dir"
+echo "== the same clients against Mixture-of-Experts models: Qwen 3 MoE and Mixtral folders, converted, quantized by llama.cpp (no tool calls: above)"
+bash tests/clients/run_moe_models.sh build/cli/astrai
 
 # ---- sanitizers and fuzzing (see docs/reliability.md) ----
 echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (every CPU test program)"

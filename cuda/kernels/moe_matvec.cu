@@ -47,6 +47,18 @@ using matvec_lanes::load_chunk;
 
 constexpr int kRows = kMoeTileRows;
 
+// The input rows of a tile's slots: slot first + r reads x's row
+// x_rows[first + r] (the slot's own row when x_rows is null). Rows past
+// `rows` (a partial tile) point at a used one and are never read.
+template <typename T>
+__device__ void tile_inputs(const T* x, const int* x_rows, int in, int first, int rows, const T* (&xr)[kRows]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int s = first + (r < rows ? r : 0);
+    xr[r] = x + size_t(x_rows ? x_rows[s] : s) * size_t(in);
+  }
+}
+
 template <typename T, bool kAligned>
 __global__ void __launch_bounds__(kThreads)
     moe_matvec_kernel(const T* __restrict__ x, const int* __restrict__ x_rows, const T* __restrict__ w, int in,
@@ -61,11 +73,7 @@ __global__ void __launch_bounds__(kThreads)
   if (j < out) {
     const T* wj = w + (size_t(expert) * size_t(out) + size_t(j)) * size_t(in);
     const T* xr[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int s = first + (r < rows ? r : 0);  // unused rows point at a used one and are never read
-      xr[r] = x + size_t(x_rows ? x_rows[s] : s) * size_t(in);
-    }
+    tile_inputs(x, x_rows, in, first, rows, xr);
     float acc[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
@@ -113,11 +121,7 @@ __global__ void __launch_bounds__(kThreads)
     const int blocks = in / C::kBlockElements;
     const uint8_t* row = w + (size_t(expert) * size_t(out) + size_t(j)) * size_t(blocks) * size_t(C::kBlockBytes);
     const T* xr[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int s = first + (r < rows ? r : 0);
-      xr[r] = x + size_t(x_rows ? x_rows[s] : s) * size_t(in);
-    }
+    tile_inputs(x, x_rows, in, first, rows, xr);
     float acc[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;

@@ -4,10 +4,11 @@
 //   ASTRAI_API_KEY     the key the server was started with
 // The SDKs send the key their own way (OpenAI: Authorization: Bearer,
 // Anthropic: x-api-key), so both header forms are exercised.
-// The served model is run.sh's synthetic one, a Qwen 3 MoE-shaped synthetic
-// one, or stories260K (CI runs all three; stories260K on the emulated CUDA
-// device): all have 512 tokens and no chat template of their own (the plain
-// template serves them).
+// The served model is run.sh's synthetic one, stories260K (on the emulated
+// CUDA device), or a Mixture-of-Experts model (run_moe_models.sh: folders
+// with the real Qwen 3 and Mistral vocabularies, and their GGUF files), all
+// served with the plain chat template; ASTRAI_VOCAB_SIZE is its vocabulary's
+// size (run.sh reads it from the server's start-up line).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -23,6 +24,8 @@ if (new URL(serverUrl).hostname !== '127.0.0.1') throw new Error(`refusing to te
 // usage figures must match it, not just add up.
 const promptTokens = Number(process.env.ASTRAI_PROMPT_TOKENS);
 if (!(promptTokens > 1)) throw new Error('set ASTRAI_PROMPT_TOKENS to the prompt\'s token count (run.sh does)');
+const vocabSize = Number(process.env.ASTRAI_VOCAB_SIZE);
+if (!(vocabSize > 300)) throw new Error('set ASTRAI_VOCAB_SIZE to the model\'s vocabulary size (run.sh does)');
 
 // The same model behind a hermes Jinja template (run.sh's second server), for tool calls that come back.
 // The tool-call server: run.sh leaves it out (an empty ASTRAI_TOOLS_URL) when
@@ -225,16 +228,25 @@ describe('OpenAI SDK', () => {
     const bytesOf = (response) => response.choices[0].logprobs.content.map((e) => e.bytes.join(','));
     const plain = bytesOf(await openai.chat.completions.create(base));
     assert.ok(new Set(plain).size > 1, 'the premise: the plain greedy run has more than one distinct token');
-    // Every token of the model's 512 but one banned: greedy can only repeat that one.
+    // Every token of a small vocabulary but one banned: greedy can only repeat
+    // that one. A real vocabulary (151,680 ids for Qwen 3) would make that a
+    // 2 MB request: there the one token is raised to +100 instead.
     const logit_bias = {};
-    for (let id = 0; id < 512; id++) if (id !== 300) logit_bias[id] = -100;
+    if (vocabSize <= 4096) {
+      for (let id = 0; id < vocabSize; id++) if (id !== 300) logit_bias[id] = -100;
+    } else {
+      logit_bias[300] = 100;
+    }
     const only = bytesOf(await openai.chat.completions.create({ ...base, logit_bias }));
     assert.equal(only.length, 12);
     assert.equal(new Set(only).size, 1);
     // Penalties strong enough to change a greedy run that repeats itself. 40
     // tokens: stories260K's first 12 repeat none (", there was a little girl
     // named Lily. She"), and penalties cannot change a run before a repeat.
-    const long = { ...base, max_tokens: 40 };
+    // A random model over a real vocabulary repeats nothing in 40 tokens, so
+    // there two tokens are raised by +4 in both runs: the plain run repeats
+    // them, and the penalties (2 per use, 2 for presence) must move it off.
+    const long = { ...base, max_tokens: 40, ...(vocabSize > 4096 ? { logit_bias: { 300: 4, 301: 4 } } : {}) };
     const plainLong = bytesOf(await openai.chat.completions.create(long));
     assert.ok(new Set(plainLong).size < plainLong.length, 'the premise: the plain greedy run repeats a token');
     const penalised = bytesOf(await openai.chat.completions.create({ ...long, presence_penalty: 2, frequency_penalty: 2 }));

@@ -100,6 +100,9 @@ fi
 
 # Which model, template and backend the tests run against, for the CI log.
 grep -E "^astrai: |ready \(" "$log" || true
+# The vocabulary's size, from the start-up line ("... ready (dim=64 ... vocab=512 ..."), for logit_bias.
+vocab_size="$(grep -o 'ready (.* vocab=[0-9]*' "$log" | head -n 1 | sed 's/.*vocab=//')" || true
+[ -n "$vocab_size" ] || { cat "$log" >&2; echo "run.sh: the server's start-up line names no vocab=" >&2; exit 1; }
 
 # The prompt's token count, from the tokenizer alone (astrai tokenize, BOS
 # first), for the usage checks: the plain template, which serves the
@@ -118,9 +121,10 @@ generated="$("$astrai" generate "${tokenize_args[@]}" ${generate_args[@]+"${gene
   --prompt 'Once upon a time' --max-tokens 16 --temperature 0 2>/dev/null)"
 
 cd "$here"
-npm ci --no-audit --no-fund --loglevel=error
+# ASTRAI_CLIENTS_NPM_DONE=1: a caller running several models has installed them once (run_moe_models.sh).
+[ "${ASTRAI_CLIENTS_NPM_DONE:-}" = 1 ] || npm ci --no-audit --no-fund --loglevel=error
 status=0
-ASTRAI_SERVER_URL="$url" ASTRAI_TOOLS_URL="$tools_url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" ASTRAI_GENERATED="$generated" node --test || status=$?
+ASTRAI_SERVER_URL="$url" ASTRAI_TOOLS_URL="$tools_url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" ASTRAI_VOCAB_SIZE="$vocab_size" ASTRAI_GENERATED="$generated" node --test || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log ---" >&2
   cat "$log" >&2
