@@ -76,7 +76,17 @@ TEST_CASE("float32 mode reproduces run.c's greedy tokens on stories260K", "[cuda
   cuda::CudaExecutor executor(model.weights, {DType::Float32, 0, true});
   cuda::DevicePageCache cache(executor.config(), pages_for_one_context(executor.config(), 16), 16, DType::Float32);
   const auto json = nlohmann::json::parse(std::ifstream(golden));
-  for (const auto& c : json.at("cases")) {
+  auto cases = json.at("cases");
+#ifdef ASTRAI_CUDA_EMULATED
+  // On the emulated device, its shortest case only (100 steps where the three
+  // take 420): cli_golden_cuda runs all three through the same executor there
+  // and requires every id exact, a stricter check than the decided steps
+  // below, so the other two would repeat it at 17 s of the suite's time.
+  cases = nlohmann::json::array({*std::min_element(cases.begin(), cases.end(), [](const auto& a, const auto& b) {
+    return a.at("steps").template get<int>() < b.at("steps").template get<int>();
+  })});
+#endif
+  for (const auto& c : cases) {
     const std::vector<int> prompt = c.at("prompt_ids"), expected = c.at("greedy_ids");
     INFO("prompt: " << c.at("prompt"));
     GenerateOptions options;
