@@ -40,6 +40,9 @@ void memory_launch_begin(const KernelLaunch& launch);
 void memory_launch_end(const KernelLaunch& launch);
 // A new block starts on this OS thread (its dynamic shared memory in t_access).
 void memory_block_begin();
+// Every thread of the block has returned (may throw KernelFault: a race with
+// another block of the launch).
+void memory_block_end();
 
 // Accesses the emulator makes for the kernel: a completed cp.async copy
 // (plain accesses, as if the thread made them at `pc`) and atomics.

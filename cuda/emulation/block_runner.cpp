@@ -340,8 +340,10 @@ void run_block(const KernelLaunch& launch, uint3 block_index, StackPool& stacks,
       if (!b.fault.empty()) throw KernelFault(b.fault);
     }
     b.current = -1;
-    if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber& f) { return f.waiting == Waiting::Done; }))
+    if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber& f) { return f.waiting == Waiting::Done; })) {
+      memory_block_end();
       return;
+    }
     const bool warps = release_warps(b);
     const bool block = release_block(b);
     if (!warps && !block)

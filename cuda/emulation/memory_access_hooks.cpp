@@ -111,6 +111,10 @@ void memory_block_begin() {
   if (race_detection()) race_block_begin();
 }
 
+void memory_block_end() {
+  if (race_detection()) race_block_end();
+}
+
 void memory_access_by_emulator(const void* address, size_t bytes, bool store, const void* pc) {
   if (t_access.active) deliver(reinterpret_cast<uintptr_t>(address), bytes, store, false, pc);
 }

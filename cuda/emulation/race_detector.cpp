@@ -10,7 +10,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <array>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -58,17 +61,46 @@ struct PendingCell {
   uint32_t thread = 0;
 };
 
-// Per byte of global memory, for one launch.
+// One global access of the launch, as the log keeps it until the launch ends.
+struct GlobalAccess {
+  uintptr_t address = 0;
+  int32_t pc = 0;
+  uint32_t block = 0;
+  uint16_t thread = 0;
+  uint16_t bytes = 0;
+  bool store = false;
+};
+static_assert(sizeof(GlobalAccess) == 24);
+
+// One bit per byte of a host page of global memory.
+using PageBits = std::array<uint64_t, kHostPageBytes / 64>;
+
+// A page of global memory the launch touched: which of its bytes the running
+// block read and wrote, and which the launch's blocks before it did.
+struct GlobalPage {
+  PageBits block_read{}, block_write{};
+  PageBits launch_read{}, launch_write{};
+  bool in_block = false;  // listed in RaceState::block_pages
+};
+
+void set_bits(PageBits& bits, size_t first, size_t count) {
+  for (size_t i = first; i < first + count;) {
+    const size_t word = i / 64, bit = i % 64, n = std::min<size_t>(64 - bit, first + count - i);
+    bits[word] |= (n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1) << bit);
+    i += n;
+  }
+}
+
+bool test_bit(const PageBits& bits, size_t i) { return (bits[i / 64] >> (i % 64)) & 1; }
+
+// Per byte of global memory, when a conflict is replayed (replay_global).
 struct GlobalCell {
-  uint32_t launch = 0;  // the launch serial it belongs to; another: empty
   int32_t write_block = -1;
   int32_t read_block = -1;
   int32_t write_pc = 0, read_pc = 0;
   uint16_t write_thread = 0, read_thread = 0;
-  uint8_t reads_by_several_blocks = 0;
-  uint8_t padding[3] = {};  // named, so that cells compare with memcmp
+  bool reads_by_several_blocks = false;
 };
-static_assert(sizeof(GlobalCell) == 28);
 
 struct RaceState {
   const KernelLaunch* launch = nullptr;
@@ -77,12 +109,17 @@ struct RaceState {
   std::vector<SharedCell> static_shadow;
   std::vector<PendingCell> dynamic_pending, static_pending;
   size_t pending_bytes = 0;  // bytes of cp.async copies in flight in this block
-  std::unordered_map<uintptr_t, GlobalCell*> pages;  // the global pages this launch touched
-  std::vector<std::unique_ptr<GlobalCell[]>> page_pool;  // every page ever made; reused across launches
+  // Global memory: the launch's accesses in the order they ran (read back
+  // only to name a race); the pages it touched, with the running block's
+  // list of its own.
+  std::vector<GlobalAccess> log;
+  std::unordered_map<uintptr_t, GlobalPage*> pages;
+  std::vector<std::unique_ptr<GlobalPage>> page_pool;  // every page ever made; reused across launches
   size_t pages_used = 0;
+  std::vector<GlobalPage*> block_pages;
   struct Slot {
     uintptr_t page = ~uintptr_t(0);
-    GlobalCell* cells = nullptr;
+    GlobalPage* bits = nullptr;
   } page_cache[kPageCacheSlots];
 };
 
@@ -182,56 +219,89 @@ void check_shared(SharedCell& cell, uintptr_t address, bool store, const void* p
   }
 }
 
-GlobalCell* global_page(uintptr_t page) {
-  RaceState& s = t_state;
-  RaceState::Slot& slot = s.page_cache[page % kPageCacheSlots];
-  if (slot.page == page) return slot.cells;
-  auto [it, inserted] = s.pages.try_emplace(page, nullptr);
-  if (inserted) {
-    if (s.pages_used == s.page_pool.size()) s.page_pool.push_back(std::make_unique<GlobalCell[]>(kHostPageBytes));
-    it->second = s.page_pool[s.pages_used++].get();
-  }
-  slot = RaceState::Slot{page, it->second};
-  return it->second;
-}
-
 std::string global_access(const char* kind, int32_t block, uint32_t thread, const void* pc) {
   return std::string(kind) + " by block " + coordinates(uint32_t(block), t_state.launch->grid) + " thread " +
          coordinates(thread, t_state.launch->block) + " at " + describe_code_address(pc);
 }
 
-[[noreturn]] void report_global(const char* hazard, uintptr_t address, const std::string& first,
-                                const std::string& second) {
+std::string global_report(const char* hazard, uintptr_t address, const std::string& first, const std::string& second) {
   std::ostringstream where;
   where << reinterpret_cast<const void*>(address);
-  fault_from_fiber("kernel " + t_state.launch->name + ": global-memory race (" + hazard + ") at device address " +
-                   where.str() + ": " + first + " and " + second +
-                   " (the blocks of one launch are unordered; use an atomic or another launch)");
+  return "kernel " + t_state.launch->name + ": global-memory race (" + hazard + ") at device address " + where.str() +
+         ": " + first + " and " + second + " (the blocks of one launch are unordered; use an atomic or another launch)";
 }
 
-void check_global(GlobalCell& cell, uintptr_t address, bool store, const void* pc) {
-  const AccessContext& c = t_access;
-  if (cell.launch != t_state.launch_serial) cell = GlobalCell{t_state.launch_serial};
-  const int32_t block = int32_t(c.block);
+// One byte of `access` against the byte's history in the launch so far: the
+// report of the race it completes, or nothing (the history updated).
+std::optional<std::string> check_global(GlobalCell& cell, uintptr_t address, const GlobalAccess& access) {
+  const int32_t block = int32_t(access.block);
+  const void* pc = pc_at(access.pc);
   if (cell.write_block >= 0 && cell.write_block != block)
-    report_global(store ? "write after write" : "read after write", address,
-                  global_access("write", cell.write_block, cell.write_thread, pc_at(cell.write_pc)),
-                  global_access(store ? "write" : "read", block, c.thread, pc));
-  if (store) {
+    return global_report(access.store ? "write after write" : "read after write", address,
+                         global_access("write", cell.write_block, cell.write_thread, pc_at(cell.write_pc)),
+                         global_access(access.store ? "write" : "read", block, access.thread, pc));
+  if (access.store) {
     if (cell.read_block >= 0 && (cell.read_block != block || cell.reads_by_several_blocks))
-      report_global("write after read", address,
-                    global_access("read", cell.read_block, cell.read_thread, pc_at(cell.read_pc)),
-                    global_access("write", block, c.thread, pc));
+      return global_report("write after read", address,
+                           global_access("read", cell.read_block, cell.read_thread, pc_at(cell.read_pc)),
+                           global_access("write", block, access.thread, pc));
     cell.write_block = block;
-    cell.write_thread = uint16_t(c.thread);
-    cell.write_pc = pc_offset(pc);
+    cell.write_thread = access.thread;
+    cell.write_pc = access.pc;
   } else if (cell.read_block < 0) {
     cell.read_block = block;
-    cell.read_thread = uint16_t(c.thread);
-    cell.read_pc = pc_offset(pc);
+    cell.read_thread = access.thread;
+    cell.read_pc = access.pc;
   } else if (cell.read_block != block) {
-    cell.reads_by_several_blocks = 1;
+    cell.reads_by_several_blocks = true;
   }
+  return std::nullopt;
+}
+
+GlobalPage& global_page(uintptr_t page) {
+  RaceState& s = t_state;
+  RaceState::Slot& slot = s.page_cache[page % kPageCacheSlots];
+  if (slot.page == page) return *slot.bits;
+  auto [it, inserted] = s.pages.try_emplace(page, nullptr);
+  if (inserted) {
+    if (s.pages_used == s.page_pool.size()) s.page_pool.push_back(std::make_unique<GlobalPage>());
+    it->second = s.page_pool[s.pages_used++].get();
+    *it->second = GlobalPage{};
+  }
+  slot = RaceState::Slot{page, it->second};
+  return *it->second;
+}
+
+// Whether the running block read or wrote the byte at `address`.
+bool block_touched(uintptr_t address) {
+  const auto it = t_state.pages.find(address / kHostPageBytes);
+  if (it == t_state.pages.end()) return false;
+  const size_t i = address % kHostPageBytes;
+  return test_bit(it->second->block_read, i) || test_bit(it->second->block_write, i);
+}
+
+// The running block touched bytes an earlier block of the launch wrote, or
+// wrote bytes one read: replays the launch's log byte by byte, in the order
+// the accesses ran, over the bytes the running block touched (the earlier
+// blocks raced on no other byte, or their own check would have said so), so
+// the report names the first racing access and the earlier one it races with.
+std::string replay_global() {
+  std::unordered_map<uintptr_t, GlobalCell> cells;
+  for (const GlobalAccess& access : t_state.log)
+    for (uintptr_t a = access.address; a < access.address + access.bytes; ++a) {
+      if (!block_touched(a)) continue;
+      if (auto report = check_global(cells[a], a, access)) return *report;
+    }
+  return "kernel " + t_state.launch->name + ": global-memory race (the race detector lost the accesses)";
+}
+
+void clear_pages() {
+  RaceState& s = t_state;
+  s.log.clear();
+  s.pages.clear();
+  s.pages_used = 0;
+  s.block_pages.clear();
+  for (RaceState::Slot& slot : s.page_cache) slot = RaceState::Slot{};
 }
 
 }  // namespace
@@ -242,21 +312,13 @@ bool race_detection() { return g_enabled.load(std::memory_order_relaxed); }
 void race_launch_begin(const KernelLaunch& launch) {
   RaceState& s = t_state;
   s.launch = &launch;
-  if (++s.launch_serial == 0) {  // wrapped: clear every cell so no old serial matches
-    for (auto& page : s.page_pool) std::fill_n(page.get(), kHostPageBytes, GlobalCell{});
-    s.launch_serial = 1;
-  }
-  s.pages.clear();
-  s.pages_used = 0;
-  for (RaceState::Slot& slot : s.page_cache) slot = RaceState::Slot{};
+  clear_pages();
 }
 
 void race_launch_end() {
   RaceState& s = t_state;
   s.launch = nullptr;
-  s.pages.clear();
-  s.pages_used = 0;
-  for (RaceState::Slot& slot : s.page_cache) slot = RaceState::Slot{};
+  clear_pages();
 }
 
 void race_block_begin() {
@@ -302,22 +364,41 @@ void race_check(uintptr_t address, size_t bytes, bool store, MemorySpace space, 
       else check_shared(cells[i], address + i, store, pc);
     }
   } else {
-    // An access never crosses a page here: the kernels' accesses are naturally aligned.
-    GlobalCell* cells = global_page(address / kHostPageBytes);
-    GlobalCell& first = cells[address % kHostPageBytes];
-    if (first.launch != s.launch_serial) first = GlobalCell{s.launch_serial};
-    const GlobalCell before = first;
-    check_global(first, address, store, pc);
-    for (size_t i = 1; i < bytes; ++i) {
-      const uintptr_t a = address + i;
-      GlobalCell& cell = a / kHostPageBytes == address / kHostPageBytes
-                             ? cells[a % kHostPageBytes]
-                             : global_page(a / kHostPageBytes)[a % kHostPageBytes];
-      if (cell.launch != s.launch_serial) cell = GlobalCell{s.launch_serial};
-      if (std::memcmp(&cell, &before, sizeof before) == 0) cell = first;
-      else check_global(cell, a, store, pc);
+    // Marked in the page's bits of the running block, and checked against
+    // the other blocks' when the block ends (race_block_end): a block's own
+    // accesses never race, so nothing is lost by waiting, and a byte costs a
+    // bit, not a shadow cell. Logged to name a race, should there be one.
+    for (uintptr_t a = address; a < address + bytes;) {
+      const uintptr_t page = a / kHostPageBytes;
+      const size_t offset = a % kHostPageBytes, n = std::min<size_t>(kHostPageBytes - offset, address + bytes - a);
+      GlobalPage& p = global_page(page);
+      if (!p.in_block) {
+        p.in_block = true;
+        s.block_pages.push_back(&p);
+      }
+      set_bits(store ? p.block_write : p.block_read, offset, n);
+      a += n;
     }
+    s.log.push_back(GlobalAccess{address, pc_offset(pc), c.block, uint16_t(c.thread), uint16_t(bytes), store});
   }
+}
+
+void race_block_end() {
+  RaceState& s = t_state;
+  for (const GlobalPage* p : s.block_pages)
+    for (size_t w = 0; w < p->block_read.size(); ++w)
+      if ((p->block_write[w] & (p->launch_write[w] | p->launch_read[w])) | (p->block_read[w] & p->launch_write[w]))
+        throw KernelFault(replay_global());
+  for (GlobalPage* p : s.block_pages) {
+    for (size_t w = 0; w < p->block_read.size(); ++w) {
+      p->launch_read[w] |= p->block_read[w];
+      p->launch_write[w] |= p->block_write[w];
+    }
+    p->block_read = PageBits{};
+    p->block_write = PageBits{};
+    p->in_block = false;
+  }
+  s.block_pages.clear();
 }
 
 }  // namespace astrai::emu

@@ -14,10 +14,16 @@
 // cp_async_wait).
 //
 // Shadow state: per byte of shared memory the last write and the last reads
-// (thread, barrier interval, warp interval, pc); per byte of global memory
-// touched by the launch the writing block and reading block(s). A read after
-// several concurrent reads keeps one of them, so a report names one of the
-// readers. Accesses by one thread to its own data never race.
+// (thread, barrier interval, warp interval, pc). Global memory: a bit per
+// byte of each page the launch touches, for the running block's reads and
+// writes and for the earlier blocks' (the launch's accesses also logged, 24
+// bytes each); when a block ends its bits are checked against the earlier
+// blocks', and only on a conflict is the log replayed byte by byte to name
+// the two accesses. The blocks of a launch are unordered, so checking at a
+// block's end finds the races checking at each access would, and reports
+// the same pair. A read after several concurrent
+// reads keeps one of them, so a report names one of the readers. Accesses by
+// one thread to its own data never race.
 //
 // On by default in the emulated build; ASTRAI_EMULATION_RACECHECK=0 in the
 // environment turns it off at start-up (to measure its cost).
@@ -37,6 +43,9 @@ bool race_detection();
 void race_launch_begin(const KernelLaunch& launch);
 void race_launch_end();
 void race_block_begin();
+// The block ran to its end: its global accesses against the launch's other
+// blocks'. Throws KernelFault on a race.
+void race_block_end();
 void race_check(uintptr_t address, size_t bytes, bool store, MemorySpace space, const void* pc);
 void race_copy_pending(uintptr_t shared_address, size_t bytes, const void* pc, bool pending);
 

@@ -24,6 +24,15 @@ __global__ void global_neighbour_kernel(float* x, const float* input, int blocks
 }
 constexpr int kGlobalWrite = __LINE__ - 4, kGlobalRead = __LINE__ - 3;
 
+__global__ void global_ranges_kernel(uint8_t* bytes, const int* ranges, uint8_t* sink) {
+  const int* r = ranges + 4 * blockIdx.x;  // this block's [read begin, read end, write begin, write end)
+  const int t = int(threadIdx.x);
+  uint8_t v = 0;
+  if (r[0] + t < r[1]) v = bytes[r[0] + t];
+  if (r[2] + t < r[3]) bytes[r[2] + t] = uint8_t(blockIdx.x);
+  sink[blockIdx.x * blockDim.x + threadIdx.x] = v;  // each thread its own byte: keeps the read, races with nothing
+}
+
 __global__ void atomic_counter_kernel(int* counter) { atomicAdd(counter, 1); }
 
 __global__ void warp_exchange_kernel(float* out, bool syncwarp) {
@@ -56,6 +65,9 @@ void shared_neighbour(float* out, bool barrier) {
 }
 void global_neighbour(float* x, const float* input, int blocks, bool race) {
   ASTRAI_LAUNCH(global_neighbour_kernel, blocks, 32, 0, nullptr)(x, input, blocks, race);
+}
+void global_ranges(uint8_t* bytes, const int* ranges, int blocks, int threads, uint8_t* sink) {
+  ASTRAI_LAUNCH(global_ranges_kernel, blocks, threads, 0, nullptr)(bytes, ranges, sink);
 }
 void atomic_counter(int* counter, int blocks) { ASTRAI_LAUNCH(atomic_counter_kernel, blocks, 64, 0, nullptr)(counter); }
 void warp_exchange(float* out, bool syncwarp) { ASTRAI_LAUNCH(warp_exchange_kernel, 1, 32, 0, nullptr)(out, syncwarp); }

@@ -5,6 +5,8 @@
 // constants are the source lines a report must name.
 #pragma once
 
+#include <cstdint>
+
 namespace astrai::test::racy {
 
 // 64 threads: each writes cell[t] of a shared array and reads cell[t + 1],
@@ -16,6 +18,12 @@ extern const int shared_write_line, shared_read_line;
 // race), or (fixed) reads an input no block writes.
 void global_neighbour(float* x, const float* input, int blocks, bool race);
 extern const int global_write_line, global_read_line;
+
+// Block b's thread t reads bytes[ranges[4b] + t] when below ranges[4b + 1]
+// and writes bytes[ranges[4b + 2] + t] when below ranges[4b + 3] (one-byte
+// accesses), and writes its own byte of sink (blocks * threads bytes): a
+// race exactly when one block writes a byte another block reads or writes.
+void global_ranges(uint8_t* bytes, const int* ranges, int blocks, int threads, uint8_t* sink);
 
 // Every block adds into one counter with atomicAdd: no race.
 void atomic_counter(int* counter, int blocks);
