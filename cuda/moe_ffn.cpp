@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_check.h"
 
@@ -43,10 +44,26 @@ void MoeWorkspace::poison(cudaStream_t stream) const {
     if (b->get() != nullptr) ASTRAI_CUDA_CHECK(cudaMemsetAsync(b->get(), 0xff, b->bytes(), stream));
 }
 
+std::optional<MoeGateUp> fused_gate_up(const DeviceExperts& gate_up, int hidden, DType dtype) {
+  const std::vector<WeightPart>& parts = gate_up.parts;
+  const auto row_bytes = [&](const WeightPart& p) {
+    if (!p.quant) return size_t(gate_up.cols) * dtype_size(dtype);
+    const QuantFormatInfo info = quant_format_info(*p.quant);
+    return size_t(gate_up.cols / info.block_elements) * info.block_bytes;
+  };
+  if (parts.size() == 1 && parts[0].rows == 2 * hidden) {  // expert e: its gate rows, then its up rows
+    const auto* base = static_cast<const char*>(parts[0].data.get());
+    return MoeGateUp{base, base + size_t(hidden) * row_bytes(parts[0]), 2 * hidden, parts[0].quant};
+  }
+  if (parts.size() == 2 && parts[0].rows == hidden && parts[1].rows == hidden && parts[0].quant == parts[1].quant)
+    return MoeGateUp{parts[0].data.get(), parts[1].data.get(), hidden, parts[0].quant};
+  return std::nullopt;
+}
+
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,
                             const MoeWorkspace& ws, const float* shared_out, const float* shared_gate, float* out,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, MoePath path) {
   if (rows > ws.capacity())
     throw std::invalid_argument("enqueue_routed_experts: " + std::to_string(rows) + " rows for a workspace of " +
                                 std::to_string(ws.capacity()));
@@ -56,9 +73,14 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
     throw std::invalid_argument("enqueue_routed_experts: experts of " + std::to_string(gate_up.rows()) + " gate/up rows and " +
                                 std::to_string(down.cols) + " down columns for an expert width of " + std::to_string(eh));
   const MoePlan plan = ws.plan();
-  launch_moe_route(scores, rows, moe.n_experts, k, moe.routing, moe.norm_topk_prob, ws.expert.as<int>(),
-                   ws.weight.as<float>(), stream);
-  launch_moe_plan(ws.expert.as<int>(), rows, k, moe.n_experts, plan, stream);
+  if (path == MoePath::Fused) {
+    launch_moe_route_plan(scores, rows, moe.n_experts, k, moe.routing, moe.norm_topk_prob, ws.expert.as<int>(),
+                          ws.weight.as<float>(), plan, stream);
+  } else {
+    launch_moe_route(scores, rows, moe.n_experts, k, moe.routing, moe.norm_topk_prob, ws.expert.as<int>(),
+                     ws.weight.as<float>(), stream);
+    launch_moe_plan(ws.expert.as<int>(), rows, k, moe.n_experts, plan, stream);
+  }
   const int max_tiles = moe_max_tiles(rows * k, moe.n_experts);
   // Each part of a stack writes its columns of the slot's row (gate then up).
   const auto grouped = [&](const DeviceExperts& w, const void* x, const int* x_rows, float* y) {
@@ -69,8 +91,14 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
       col += p.rows;
     }
   };
-  grouped(gate_up, h, plan.slot_row, ws.gate_up.as<float>());
-  launch_swiglu(ws.gate_up.as<float>(), rows * k, eh, ws.hidden.get(), dtype, stream);
+  const std::optional<MoeGateUp> fused = path == MoePath::Fused ? fused_gate_up(gate_up, eh, dtype) : std::nullopt;
+  if (fused) {
+    launch_moe_gate_up_swiglu(h, plan.slot_row, dtype, *fused, gate_up.cols, eh, plan, max_tiles, ws.hidden.get(),
+                              stream);
+  } else {
+    grouped(gate_up, h, plan.slot_row, ws.gate_up.as<float>());
+    launch_swiglu(ws.gate_up.as<float>(), rows * k, eh, ws.hidden.get(), dtype, stream);
+  }
   grouped(down, ws.hidden.get(), nullptr, ws.expert_out.as<float>());
   launch_moe_combine(ws.expert_out.as<float>(), plan.slot_of, ws.weight.as<float>(), rows, k, dim, shared_out,
                      shared_gate, out, stream);

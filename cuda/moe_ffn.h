@@ -4,8 +4,11 @@
 //   router GEMM      scores = h router^T                      [rows, experts]
 //   moe_route        each row's k experts and weights          (reference route())
 //   moe_plan         the rows * k choices sorted by expert, in tiles of <= 8
-//   moe_matvec       gate/up of every chosen (row, expert): one grouped mat-vec
-//   swiglu           silu(gate) * up of every choice
+//                    (moe_route_plan: both in one launch up to 256 rows)
+//   moe_gate_up_swiglu  gate/up of every chosen (row, expert), one grouped
+//                    mat-vec, and silu(gate) * up in the same launch (a
+//                    gate and an up stack in different formats: moe_matvec
+//                    into float gate/up, then swiglu)
 //   moe_matvec       down of every choice
 //   (shared expert)  GEMMs + swiglu as a dense layer's, and its gate's GEMM
 //   moe_combine      out[r] = sum_j w_rj expert_out(r, j) (+ sigmoid(g) shared)
@@ -19,6 +22,8 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+
+#include <optional>
 
 #include "cuda/device_buffer.h"
 #include "cuda/device_weights.h"
@@ -57,13 +62,23 @@ class MoeWorkspace {
   int capacity_ = 0, choices_ = 0, max_tiles_ = 0;
 };
 
+// Fused: routing and its plan in one launch (up to 256 rows), the gate/up
+// product and its SwiGLU in one (gate and up stacks in one format); each
+// falls back to Separate where it cannot. Separate: one launch a step (the
+// kernel case's second variant, which checks the first's bits).
+enum class MoePath { Fused, Separate };
+
+// The gate and up matrices of `gate_up` as one launch of
+// launch_moe_gate_up_swiglu reads them, or nullopt where their formats differ.
+std::optional<MoeGateUp> fused_gate_up(const DeviceExperts& gate_up, int hidden, DType dtype);
+
 // From router scores on (the kernel case starts here): out [rows, dim] =
 // the routed experts' weighted sum for rows of h [rows, dim] (dtype), plus
 // sigmoid(shared_gate[r]) * shared_out[r] when those are given.
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,
                             const MoeWorkspace& ws, const float* shared_out, const float* shared_gate, float* out,
-                            cudaStream_t stream);
+                            cudaStream_t stream, MoePath path = MoePath::Fused);
 
 // The whole block of sparse layer L for rows of h (dtype, [rows, dim]), into
 // out [rows, dim] float (the feed-forward output the next residual adds).

@@ -8,6 +8,7 @@
 // index first) are common.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <span>
@@ -102,11 +103,17 @@ struct MoeRun final : KernelRun {
             A * (2.0 * double(H) * 4.0 * 2 + double(H) * double(es) * 2 + double(D) * 4.0 * 2) + 4.0 * double(R * D);
     flops = A * 6.0 * double(H * D);
   }
+  int launched = 0;  // the variant launch() last queued
+  // v1: the executor's sequence (routing and plan in one launch, gate/up and
+  // SwiGLU in one); v2: a launch a step (route, plan, the grouped gate/up
+  // mat-vec into float, SwiGLU).
   void launch(int variant, cudaStream_t stream) override {
-    if (variant != 1) throw std::invalid_argument("moe_ffn has no variant " + std::to_string(variant));
+    if (variant != 1 && variant != 2) throw std::invalid_argument("moe_ffn has no variant " + std::to_string(variant));
+    launched = variant;
     enqueue_routed_experts(d_scores.as<float>(), d_x.get(), rows, moe, gate_up, experts_down, t, ws,
                            shared_out.empty() ? nullptr : d_shared_out.as<float>(),
-                           shared_out.empty() ? nullptr : d_shared_gate.as<float>(), d_out.as<float>(), stream);
+                           shared_out.empty() ? nullptr : d_shared_gate.as<float>(), d_out.as<float>(), stream,
+                           variant == 1 ? MoePath::Fused : MoePath::Separate);
   }
   std::vector<float> result() override { return test::download(d_out, size_t(rows) * size_t(dim), DType::Float32); }
   std::vector<float> expected() override { return reference(nullptr); }
@@ -145,8 +152,22 @@ struct MoeRun final : KernelRun {
     }
     return out;
   }
-  // The chosen experts exactly (they come from the same scores), then the outputs within rtol.
+  // The chosen experts exactly (they come from the same scores), then the
+  // outputs within rtol; after v1, also v2's bits exactly (the fused
+  // launches run each row's routing code, and each gate and up output's
+  // chain and tree and the same SwiGLU, so all that follows is equal).
   std::string check(double rtol) override {
+    if (launched == 1) {
+      const std::vector<float> fused = result();
+      launch(2, nullptr);
+      ASTRAI_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<float> separate = result();
+      launched = 1;
+      for (size_t i = 0; i < fused.size(); ++i)
+        if (std::memcmp(&fused[i], &separate[i], sizeof(float)) != 0)
+          return "element " + std::to_string(i) + ": " + std::to_string(fused[i]) + " with the fused launches, " +
+                 std::to_string(separate[i]) + " with the separate launches (the bits must be equal)";
+    }
     const size_t E = size_t(moe.n_experts), k = size_t(moe.n_experts_used);
     std::vector<int> got(size_t(rows) * k);
     ASTRAI_CUDA_CHECK(cudaMemcpy(got.data(), ws.expert.get(), got.size() * 4, cudaMemcpyDeviceToHost));
@@ -186,7 +207,7 @@ KernelShape moe_shape(int rows, int experts, int k, int hidden, int dim) {
 
 KernelCase moe_case() {
   return {"moe_ffn", "cuda/kernels/moe_route.cu, moe_matvec.cu, moe_combine.cu (cuda/moe_ffn.cpp)",
-          "route() and the experts' SwiGLU (linear_slice) of reference/moe.cpp", 1,
+          "route() and the experts' SwiGLU (linear_slice) of reference/moe.cpp", 2,
           {1e-5, 1e-5,
            "the same inputs and float32 sums in another order; in bf16 the device also rounds the SwiGLU outputs "
            "to the storage type before the down product (as for a dense layer), which check() bounds by 2^-8 of "

@@ -205,6 +205,12 @@ inline int moe_max_tiles(int assignments, int n_experts) {
 // the order is a function of the choices alone (no atomics).
 void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const MoePlan& plan, cudaStream_t stream);
 
+// launch_moe_route, then launch_moe_plan, in one launch of one block where
+// rows <= 256 (a decode step: one launch where two), else as those two.
+// The same bits either way.
+void launch_moe_route_plan(const float* scores, int rows, int n_experts, int k, ExpertRouting routing,
+                           bool norm_topk, int* expert, float* weight, const MoePlan& plan, cudaStream_t stream);
+
 // The grouped mat-vec: for every slot s of every tile t < tiles[0], with e =
 // tile_expert[t]:  y[s * ldy + j] = sum_i x[xr, i] w[e, j, i]  for j < out,
 // where xr = x_rows ? x_rows[s] : s; x of `dtype`; w [n_experts, out, in] in
@@ -217,6 +223,28 @@ void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const Mo
 // its tile.                         (reference: linear_slice() in reference/linear.cpp)
 void launch_moe_matvec(const void* x, const int* x_rows, DType dtype, const void* w, std::optional<QuantFormat> format,
                        int in, int out, const MoePlan& plan, int max_tiles, float* y, int ldy, cudaStream_t stream);
+
+// The experts' gate and up matrices for launch_moe_gate_up_swiglu: expert
+// e's gate row j is row e * expert_rows + j of `gate`, its up row j the same
+// row of `up` (in one format: the storage type, or `format`'s blocks, rows of
+// in / block_elements whole blocks). A stack of [gate; up] per expert is
+// gate = the stack, up = its row `hidden`, expert_rows = 2 * hidden; two
+// stacks of [experts, hidden, in] are expert_rows = hidden.
+struct MoeGateUp {
+  const void* gate = nullptr;
+  const void* up = nullptr;
+  int expert_rows = 0;
+  std::optional<QuantFormat> format;
+};
+
+// The grouped gate/up product and its SwiGLU in one launch: for every slot s
+// of every tile t < tiles[0] (expert e), out[s * hidden + j] =
+// dtype(silu(g) * u) for j < hidden, with g and u the slot's products with
+// e's gate and up rows j. The bits are launch_moe_matvec's (into a float
+// gate/up row) followed by launch_swiglu's: the same chains, trees and
+// SwiGLU.                   (reference: linear_slice() and swiglu_ffn())
+void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, const MoeGateUp& w, int in, int hidden,
+                               const MoePlan& plan, int max_tiles, void* out, cudaStream_t stream);
 
 // out[r, d] = sum_j weight[r * k + j] * expert_out[slot_of[r * k + j], d] (j in
 // order, each product rounded, as the reference adds them), then, with a

@@ -50,20 +50,24 @@ __device__ __forceinline__ void load_chunk(const __nv_bfloat16* p, float (&v)[8]
 // of output j0 + i by a fixed pairwise tree (lane q + lane q + 8, then + 4,
 // + 2, + 1) and stores the result at y[r * ldy + j0 + i]; the kOutputs threads
 // of a row store their consecutive outputs together.
+// The kLanes sums of one output added by the fixed pairwise tree (lane q +
+// lane q + 8, then + 4, + 2, + 1): the one order every mat-vec uses.
+__device__ __forceinline__ float sum_lanes(const float (&lanes)[kLanes + 1]) {
+  float v[kLanes];
+#pragma unroll
+  for (int q = 0; q < kLanes; ++q) v[q] = lanes[q];
+#pragma unroll
+  for (int width = kLanes / 2; width > 0; width /= 2)
+#pragma unroll
+    for (int q = 0; q < width; ++q) v[q] = __fadd_rn(v[q], v[q + width]);
+  return v[0];
+}
+
 template <int kRows>
 __device__ __forceinline__ void store_row_sums(const float (&partial)[kRows][kOutputs][kLanes + 1], int j0, int out,
                                                float* __restrict__ y, int ldy, int rows = kRows) {
   const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
-  if (r < kRows && r < rows && j0 + i < out) {
-    float v[kLanes];
-#pragma unroll
-    for (int q = 0; q < kLanes; ++q) v[q] = partial[r][i][q];
-#pragma unroll
-    for (int width = kLanes / 2; width > 0; width /= 2)
-#pragma unroll
-      for (int q = 0; q < width; ++q) v[q] = __fadd_rn(v[q], v[q + width]);
-    y[size_t(r) * size_t(ldy) + size_t(j0 + i)] = v[0];
-  }
+  if (r < kRows && r < rows && j0 + i < out) y[size_t(r) * size_t(ldy) + size_t(j0 + i)] = sum_lanes(partial[r][i]);
 }
 
 }  // namespace astrai::cuda::matvec_lanes

@@ -27,14 +27,17 @@
 // (a grouped GEMM); this kernel reads each expert's matrix once per tile of
 // 8 slots, which is right for decode and correct, if slow, for prefill.
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
 #include "cuda/kernels/matvec_lanes.cuh"
 #include "cuda/kernels/quant_codec.cuh"
+#include "cuda/kernels/swiglu.cuh"
 
 namespace astrai::cuda {
 namespace {
@@ -59,24 +62,17 @@ __device__ void tile_inputs(const T* x, const int* x_rows, int in, int first, in
   }
 }
 
+// The experts' rows in the storage type: lane l streams 16-byte chunks l,
+// l + 16, ... of the row (matvec.cu's loop), then the in % V tail one element
+// per lane, adding to each of the tile's rows in turn.
 template <typename T, bool kAligned>
-__global__ void __launch_bounds__(kThreads)
-    moe_matvec_kernel(const T* __restrict__ x, const int* __restrict__ x_rows, const T* __restrict__ w, int in,
-                      int out, MoePlan plan, float* __restrict__ y, int ldy) {
-  constexpr int V = kVec<T>;
-  const int tile = int(blockIdx.x);
-  if (tile >= plan.tiles[0]) return;  // the whole block: before any barrier
-  const int expert = plan.tile_expert[tile], first = plan.tile_first[tile], rows = plan.tile_rows[tile];
-  __shared__ float partial[kRows][kOutputs][kLanes + 1];
-  const int o = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
-  const int j0 = int(blockIdx.y) * kOutputs, j = j0 + o;
-  if (j < out) {
-    const T* wj = w + (size_t(expert) * size_t(out) + size_t(j)) * size_t(in);
-    const T* xr[kRows];
-    tile_inputs(x, x_rows, in, first, rows, xr);
-    float acc[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+struct DenseRows {
+  const T* w;
+  int in;
+  __device__ __forceinline__ void dot(size_t row, const T* (&xr)[kRows], int lane, int rows,
+                                      float (&acc)[kRows]) const {
+    constexpr int V = kVec<T>;
+    const T* wj = w + row * size_t(in);
     const int chunks = in / V;
     for (int c = lane; c < chunks; c += kLanes) {
       float wv[V];
@@ -99,36 +95,24 @@ __global__ void __launch_bounds__(kThreads)
       for (int r = 0; r < kRows; ++r)
         if (r < rows) acc[r] = __fmaf_rn(to_float(xr[r][k]), wk, acc[r]);
     }
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
   }
-  __syncthreads();
-  matvec_lanes::store_row_sums<kRows>(partial, j0, out, y + size_t(first) * size_t(ldy), ldy, rows);
-}
+};
 
+// The experts' rows in a quantized format (matvec_quant.cu's loop): lane l
+// decodes items l, l + 16, ... of the row in registers (quant_codec.cuh).
 template <typename T, QuantFormat F>
-__global__ void __launch_bounds__(kThreads)
-    moe_matvec_quant_kernel(const T* __restrict__ x, const int* __restrict__ x_rows, const uint8_t* __restrict__ w,
-                            int in, int out, MoePlan plan, float* __restrict__ y, int ldy) {
-  using C = Codec<F>;
-  const int tile = int(blockIdx.x);
-  if (tile >= plan.tiles[0]) return;  // the whole block: before any barrier
-  const int expert = plan.tile_expert[tile], first = plan.tile_first[tile], rows = plan.tile_rows[tile];
-  __shared__ float partial[kRows][kOutputs][kLanes + 1];
-  const int o = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
-  const int j0 = int(blockIdx.y) * kOutputs, j = j0 + o;
-  if (j < out) {
+struct QuantRows {
+  const uint8_t* w;
+  int in;
+  __device__ __forceinline__ void dot(size_t row, const T* (&xr)[kRows], int lane, int rows,
+                                      float (&acc)[kRows]) const {
+    using C = Codec<F>;
     const int blocks = in / C::kBlockElements;
-    const uint8_t* row = w + (size_t(expert) * size_t(out) + size_t(j)) * size_t(blocks) * size_t(C::kBlockBytes);
-    const T* xr[kRows];
-    tile_inputs(x, x_rows, in, first, rows, xr);
-    float acc[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+    const uint8_t* wj = w + row * size_t(blocks) * size_t(C::kBlockBytes);
     for (int item = lane; item < blocks * C::kItems; item += kLanes) {
       const int b = item / C::kItems, sub = item % C::kItems;
       float wv[C::kElements];
-      C::decode(row + size_t(b) * size_t(C::kBlockBytes), sub, wv);
+      C::decode(wj + size_t(b) * size_t(C::kBlockBytes), sub, wv);
       const size_t k0 = size_t(b) * size_t(C::kBlockElements) + size_t(sub) * C::kElements;
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
@@ -138,6 +122,26 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
+  }
+};
+
+template <typename T, typename Rows>
+__global__ void __launch_bounds__(kThreads)
+    moe_matvec_kernel(const T* __restrict__ x, const int* __restrict__ x_rows, Rows w, int out, MoePlan plan,
+                      float* __restrict__ y, int ldy) {
+  const int tile = int(blockIdx.x);
+  if (tile >= plan.tiles[0]) return;  // the whole block: before any barrier
+  const int expert = plan.tile_expert[tile], first = plan.tile_first[tile], rows = plan.tile_rows[tile];
+  __shared__ float partial[kRows][kOutputs][kLanes + 1];
+  const int o = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
+  const int j0 = int(blockIdx.y) * kOutputs, j = j0 + o;
+  if (j < out) {
+    const T* xr[kRows];
+    tile_inputs(x, x_rows, w.in, first, rows, xr);
+    float acc[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+    w.dot(size_t(expert) * size_t(out) + size_t(j), xr, lane, rows, acc);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
   }
@@ -145,29 +149,89 @@ __global__ void __launch_bounds__(kThreads)
   matvec_lanes::store_row_sums<kRows>(partial, j0, out, y + size_t(first) * size_t(ldy), ldy, rows);
 }
 
+// Gate and up of kOutputs hidden units at once, then their SwiGLU: threads
+// 0 .. kThreads - 1 take the gate rows, the next kThreads the up rows (whole
+// warps each), every row by moe_matvec_kernel's lanes and chain; after the
+// barrier, thread r * kOutputs + i adds output i's lanes of row r for both
+// by the same tree and stores silu(gate) * up in the storage type. The bits
+// are launch_moe_matvec's into gate_up, then launch_swiglu's.
+template <typename T, typename Rows>
+__global__ void __launch_bounds__(2 * kThreads)
+    moe_gate_up_swiglu_kernel(const T* __restrict__ x, const int* __restrict__ x_rows, Rows gate, Rows up,
+                              int expert_rows, int hidden, MoePlan plan, T* __restrict__ out) {
+  const int tile = int(blockIdx.x);
+  if (tile >= plan.tiles[0]) return;  // the whole block: before any barrier
+  const int expert = plan.tile_expert[tile], first = plan.tile_first[tile], rows = plan.tile_rows[tile];
+  __shared__ float partial[kRows][2 * kOutputs][kLanes + 1];
+  const int o = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
+  const int j0 = int(blockIdx.y) * kOutputs, j = j0 + o % kOutputs;
+  if (j < hidden) {
+    const T* xr[kRows];
+    tile_inputs(x, x_rows, gate.in, first, rows, xr);
+    float acc[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+    const size_t row = size_t(expert) * size_t(expert_rows) + size_t(j);
+    if (o < kOutputs) gate.dot(row, xr, lane, rows, acc);
+    else up.dot(row, xr, lane, rows, acc);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
+  }
+  __syncthreads();
+  const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
+  if (r < rows && j0 + i < hidden) {
+    const float g = matvec_lanes::sum_lanes(partial[r][i]), u = matvec_lanes::sum_lanes(partial[r][kOutputs + i]);
+    out[size_t(first + r) * size_t(hidden) + size_t(j0 + i)] = from_float<T>(swiglu(g, u));
+  }
+}
+
+// Calls f(rows_of_gate, rows_of_up) with the Rows policy of `format` (both
+// matrices in one format), for a kernel template's instance.
+template <typename T, typename F>
+void with_rows(std::optional<QuantFormat> format, bool aligned, const void* gate, const void* up, int in, F&& f) {
+  const auto q = [&](auto format_tag) {
+    using Rows = QuantRows<T, decltype(format_tag)::value>;
+    f(Rows{static_cast<const uint8_t*>(gate), in}, Rows{static_cast<const uint8_t*>(up), in});
+  };
+  if (format) {
+    switch (*format) {
+      case QuantFormat::Q8_0: return q(std::integral_constant<QuantFormat, QuantFormat::Q8_0>{});
+      case QuantFormat::Q4_0: return q(std::integral_constant<QuantFormat, QuantFormat::Q4_0>{});
+      case QuantFormat::Q4_K: return q(std::integral_constant<QuantFormat, QuantFormat::Q4_K>{});
+      case QuantFormat::Q5_K: return q(std::integral_constant<QuantFormat, QuantFormat::Q5_K>{});
+      case QuantFormat::Q6_K: return q(std::integral_constant<QuantFormat, QuantFormat::Q6_K>{});
+    }
+  }
+  if (aligned) f(DenseRows<T, true>{static_cast<const T*>(gate), in}, DenseRows<T, true>{static_cast<const T*>(up), in});
+  else f(DenseRows<T, false>{static_cast<const T*>(gate), in}, DenseRows<T, false>{static_cast<const T*>(up), in});
+}
+
+// 16-byte loads need every row of x and of each matrix to start on 16 bytes.
+template <typename T>
+bool rows_aligned(const T* x, int in, std::initializer_list<const void*> matrices) {
+  bool aligned = in % kVec<T> == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  for (const void* w : matrices) aligned = aligned && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+  return aligned;
+}
+
 template <typename T>
 void launch_typed(const T* x, const int* x_rows, const void* w, std::optional<QuantFormat> format, int in, int out,
                   const MoePlan& plan, int max_tiles, float* y, int ldy, cudaStream_t stream) {
   const dim3 grid(unsigned(max_tiles), unsigned((out + kOutputs - 1) / kOutputs));
-  const auto* q = static_cast<const uint8_t*>(w);
-  if (format) {
-    const auto launch_quant = [&](auto moe_matvec_quant) {
-      ASTRAI_LAUNCH(moe_matvec_quant, grid, kThreads, 0, stream)(x, x_rows, q, in, out, plan, y, ldy);
-    };
-    switch (*format) {
-      case QuantFormat::Q8_0: return launch_quant(moe_matvec_quant_kernel<T, QuantFormat::Q8_0>);
-      case QuantFormat::Q4_0: return launch_quant(moe_matvec_quant_kernel<T, QuantFormat::Q4_0>);
-      case QuantFormat::Q4_K: return launch_quant(moe_matvec_quant_kernel<T, QuantFormat::Q4_K>);
-      case QuantFormat::Q5_K: return launch_quant(moe_matvec_quant_kernel<T, QuantFormat::Q5_K>);
-      case QuantFormat::Q6_K: return launch_quant(moe_matvec_quant_kernel<T, QuantFormat::Q6_K>);
-    }
-  }
-  const T* wt = static_cast<const T*>(w);
-  // 16-byte loads need every row of x and of each expert's W to start on 16 bytes.
-  const bool aligned = in % kVec<T> == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(w) % 16 == 0;
-  const auto kernel = aligned ? moe_matvec_kernel<T, true> : moe_matvec_kernel<T, false>;
-  ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(x, x_rows, wt, in, out, plan, y, ldy);
+  with_rows<T>(format, rows_aligned(x, in, {w}), w, w, in, [&](auto rows, auto) {
+    const auto kernel = moe_matvec_kernel<T, decltype(rows)>;
+    ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(x, x_rows, rows, out, plan, y, ldy);
+  });
+}
+
+template <typename T>
+void launch_gate_up_typed(const T* x, const int* x_rows, const MoeGateUp& w, int in, int hidden, const MoePlan& plan,
+                          int max_tiles, T* out, cudaStream_t stream) {
+  const dim3 grid(unsigned(max_tiles), unsigned((hidden + kOutputs - 1) / kOutputs));
+  with_rows<T>(w.format, rows_aligned(x, in, {w.gate, w.up}), w.gate, w.up, in, [&](auto gate, auto up) {
+    const auto kernel = moe_gate_up_swiglu_kernel<T, decltype(gate)>;
+    ASTRAI_LAUNCH(kernel, grid, 2 * kThreads, 0, stream)(x, x_rows, gate, up, w.expert_rows, hidden, plan, out);
+  });
 }
 
 }  // namespace
@@ -183,6 +247,20 @@ void launch_moe_matvec(const void* x, const int* x_rows, DType dtype, const void
   if (max_tiles == 0 || out == 0) return;
   ASTRAI_DISPATCH_DTYPE(dtype, launch_typed(static_cast<const Elem*>(x), x_rows, w, format, in, out, plan, max_tiles,
                                             y, ldy, stream));
+  ASTRAI_CUDA_CHECK_LAUNCH();
+}
+
+void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, const MoeGateUp& w, int in, int hidden,
+                               const MoePlan& plan, int max_tiles, void* out, cudaStream_t stream) {
+  if ((hidden + kOutputs - 1) / kOutputs > 65535)
+    throw std::invalid_argument("launch_moe_gate_up_swiglu: " + std::to_string(hidden) + " hidden units per expert");
+  if (w.expert_rows < hidden) throw std::invalid_argument("launch_moe_gate_up_swiglu: expert_rows below hidden");
+  if (w.format && in % quant_format_info(*w.format).block_elements != 0)
+    throw std::invalid_argument("launch_moe_gate_up_swiglu: a row of " + std::to_string(in) + " weights is not whole " +
+                                std::string(quant_format_info(*w.format).name) + " blocks");
+  if (max_tiles == 0 || hidden == 0) return;
+  ASTRAI_DISPATCH_DTYPE(dtype, launch_gate_up_typed(static_cast<const Elem*>(x), x_rows, w, in, hidden, plan,
+                                                    max_tiles, static_cast<Elem*>(out), stream));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

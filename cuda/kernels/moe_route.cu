@@ -39,11 +39,9 @@ __device__ __forceinline__ bool before(float rank_a, int a, float rank_b, int b)
   return rank_a > rank_b || (rank_a == rank_b && a < b);
 }
 
-__global__ void __launch_bounds__(kRouteThreads)
-    moe_route_kernel(const float* __restrict__ scores, int rows, int n_experts, int k, bool top_k_softmax,
-                     bool norm_topk, int* __restrict__ expert, float* __restrict__ weight) {
-  const int r = int(blockIdx.x) * kRouteThreads + int(threadIdx.x);
-  if (r >= rows) return;
+// Row r's k experts and their weights (the reference's route()).
+__device__ void route_row(const float* __restrict__ scores, int r, int n_experts, int k, bool top_k_softmax,
+                          bool norm_topk, int* __restrict__ expert, float* __restrict__ weight) {
   const float* s = scores + size_t(r) * size_t(n_experts);
   int* chosen = expert + size_t(r) * size_t(k);
   float* w = weight + size_t(r) * size_t(k);
@@ -84,8 +82,17 @@ __global__ void __launch_bounds__(kRouteThreads)
     for (int j = 0; j < k; ++j) w[j] = __fdiv_rn(w[j], chosen_sum);
 }
 
-__global__ void __launch_bounds__(kPlanThreads)
-    moe_plan_kernel(const int* __restrict__ expert, int rows, int k, int n_experts, MoePlan plan) {
+__global__ void __launch_bounds__(kRouteThreads)
+    moe_route_kernel(const float* __restrict__ scores, int rows, int n_experts, int k, bool top_k_softmax,
+                     bool norm_topk, int* __restrict__ expert, float* __restrict__ weight) {
+  const int r = int(blockIdx.x) * kRouteThreads + int(threadIdx.x);
+  if (r < rows) route_row(scores, r, n_experts, k, top_k_softmax, norm_topk, expert, weight);
+}
+
+// The plan of the rows * k choices in expert[] (moe_plan, above), by the
+// kPlanThreads threads of one block, with 3 * n_experts + 2 ints of dynamic
+// shared memory.
+__device__ void plan_choices(const int* __restrict__ expert, int rows, int k, int n_experts, MoePlan plan) {
   // count[e], then slot_begin[e] and tile_begin[e] (exclusive prefix sums; index n_experts: the totals).
   ASTRAI_DYNAMIC_SHARED(int, smem);
   int* count = smem;
@@ -126,6 +133,25 @@ __global__ void __launch_bounds__(kPlanThreads)
   }
 }
 
+
+__global__ void __launch_bounds__(kPlanThreads)
+    moe_plan_kernel(const int* __restrict__ expert, int rows, int k, int n_experts, MoePlan plan) {
+  plan_choices(expert, rows, k, n_experts, plan);
+}
+
+// Both in one block, for up to kPlanThreads rows (a decode step's): thread t
+// routes row t, and after the barrier (which makes the block's global
+// writes visible to the block) the block plans. A row's bits are
+// route_row's either way.
+__global__ void __launch_bounds__(kPlanThreads)
+    moe_route_plan_kernel(const float* __restrict__ scores, int rows, int n_experts, int k, bool top_k_softmax,
+                          bool norm_topk, int* __restrict__ expert, float* __restrict__ weight, MoePlan plan) {
+  const int r = int(threadIdx.x);
+  if (r < rows) route_row(scores, r, n_experts, k, top_k_softmax, norm_topk, expert, weight);
+  __syncthreads();
+  plan_choices(expert, rows, k, n_experts, plan);
+}
+
 }  // namespace
 
 void launch_moe_route(const float* scores, int rows, int n_experts, int k, ExpertRouting routing, bool norm_topk,
@@ -140,11 +166,34 @@ void launch_moe_route(const float* scores, int rows, int n_experts, int k, Exper
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 
-void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const MoePlan& plan, cudaStream_t stream) {
-  if (n_experts < 1 || k < 1) throw std::invalid_argument("launch_moe_plan: no experts");
+namespace {
+size_t plan_shared_bytes(const char* who, int n_experts, int k) {
+  if (n_experts < 1 || k < 1) throw std::invalid_argument(std::string(who) + ": no experts");
   const size_t smem = size_t(3 * n_experts + 2) * sizeof(int);
-  if (smem > 48 * 1024) throw std::invalid_argument("launch_moe_plan: " + std::to_string(n_experts) + " experts");
+  if (smem > 48 * 1024) throw std::invalid_argument(std::string(who) + ": " + std::to_string(n_experts) + " experts");
+  return smem;
+}
+}  // namespace
+
+void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const MoePlan& plan, cudaStream_t stream) {
+  const size_t smem = plan_shared_bytes("launch_moe_plan", n_experts, k);
   ASTRAI_LAUNCH(moe_plan_kernel, 1, kPlanThreads, smem, stream)(expert, rows, k, n_experts, plan);
+  ASTRAI_CUDA_CHECK_LAUNCH();
+}
+
+void launch_moe_route_plan(const float* scores, int rows, int n_experts, int k, ExpertRouting routing,
+                           bool norm_topk, int* expert, float* weight, const MoePlan& plan, cudaStream_t stream) {
+  if (rows > kPlanThreads || rows == 0) {  // a long prefill: many blocks route, one plans
+    launch_moe_route(scores, rows, n_experts, k, routing, norm_topk, expert, weight, stream);
+    launch_moe_plan(expert, rows, k, n_experts, plan, stream);
+    return;
+  }
+  if (k > n_experts)
+    throw std::invalid_argument("launch_moe_route_plan: top-" + std::to_string(k) + " of " +
+                                std::to_string(n_experts) + " experts");
+  const size_t smem = plan_shared_bytes("launch_moe_route_plan", n_experts, k);
+  ASTRAI_LAUNCH(moe_route_plan_kernel, 1, kPlanThreads, smem, stream)(
+      scores, rows, n_experts, k, routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight, plan);
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

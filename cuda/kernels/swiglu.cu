@@ -9,6 +9,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
+#include "cuda/kernels/swiglu.cuh"
 #include "cuda/kernels/vector_access.cuh"
 
 namespace astrai::cuda {
@@ -16,12 +17,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kPerBlock = kThreads * kVec4;  // elements of a row per block
-
-__device__ __forceinline__ float swiglu(float z, float up) {
-  // Explicitly rounded operations: the same operation order as the reference.
-  const float sigmoid = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-z)));
-  return __fmul_rn(__fmul_rn(z, sigmoid), up);
-}
 
 template <typename T, bool kVector>
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* __restrict__ gate_up, int hidden,
