@@ -6,11 +6,11 @@
 // float32 accumulation and float32 y [rows, out] (row-major, dense).
 //
 // The shape of llama.cpp's mul_mat_vec: the time is reading W once, so
-//  - 16 lanes (half a warp) per output j stream W's row j with 16-byte loads
-//    (8 bf16 or 4 float a lane: 256 contiguous bytes, every sector used) and
+//  - 32 lanes (a warp) per output j stream W's row j with 16-byte loads
+//    (8 bf16 or 4 float a lane: 512 contiguous bytes, every sector used) and
 //    hold the partial sums of all `rows` rows of x, so W is read once for the
 //    whole batch; x (at most 8 x in elements) stays in L1/L2. At Llama's 4,096
-//    outputs that is 65,536 threads, about 500 an SM, each with up to 4
+//    outputs that is 131,072 threads, about 1,000 an SM, each with up to 4
 //    16-byte loads in flight (kUnroll);
 //  - the lanes' sums meet in shared memory and one thread per (row, output)
 //    adds them by a fixed pairwise tree; a row's 8 consecutive outputs of a
@@ -36,7 +36,7 @@
 namespace astrai::cuda {
 namespace {
 
-using matvec_lanes::kLanes;    // lanes per output: a load of W is 16 x 16 = 256 contiguous bytes
+using matvec_lanes::kLanes;    // lanes per output: a load of W is 32 x 16 = 512 contiguous bytes
 using matvec_lanes::kOutputs;
 using matvec_lanes::kThreads;
 using matvec_lanes::kVec;

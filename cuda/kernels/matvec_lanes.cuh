@@ -11,7 +11,12 @@
 
 namespace astrai::cuda::matvec_lanes {
 
-inline constexpr int kLanes = 16;   // lanes per output
+// A warp per output: at one decode row a narrow matrix (a 2048-output
+// projection, a 128-expert router) has few outputs, and each warp's share
+// of the row (its loads in flight) is what keeps HBM busy; 16 lanes gave
+// Qwen3-30B-A3B's output projection 47% of its bytes' floor in the
+// performance report and 32 give 78% (docs/cuda-performance.md).
+inline constexpr int kLanes = 32;   // lanes per output
 inline constexpr int kOutputs = 8;  // outputs per block: a row's 8 results are one 32-byte store
 inline constexpr int kThreads = kLanes * kOutputs;
 
@@ -45,13 +50,8 @@ __device__ __forceinline__ void load_chunk(const __nv_bfloat16* p, float (&v)[8]
   }
 }
 
-// After every lane has stored its sums in partial[r][o][lane] and the block
-// has passed a barrier: thread t < rows * kOutputs (rows <= kRows) adds row r's kLanes sums
-// of output j0 + i by a fixed pairwise tree (lane q + lane q + 8, then + 4,
-// + 2, + 1) and stores the result at y[r * ldy + j0 + i]; the kOutputs threads
-// of a row store their consecutive outputs together.
 // The kLanes sums of one output added by the fixed pairwise tree (lane q +
-// lane q + 8, then + 4, + 2, + 1): the one order every mat-vec uses.
+// lane q + 16, then + 8, + 4, + 2, + 1): the one order every mat-vec uses.
 __device__ __forceinline__ float sum_lanes(const float (&lanes)[kLanes + 1]) {
   float v[kLanes];
 #pragma unroll
@@ -63,6 +63,11 @@ __device__ __forceinline__ float sum_lanes(const float (&lanes)[kLanes + 1]) {
   return v[0];
 }
 
+// After every lane has stored its sums in partial[r][o][lane] and the block
+// has passed a barrier: thread t < rows * kOutputs (rows <= kRows) adds row
+// r's kLanes sums of output j0 + i by sum_lanes and stores the result at
+// y[r * ldy + j0 + i]; the kOutputs threads of a row store their
+// consecutive outputs together.
 template <int kRows>
 __device__ __forceinline__ void store_row_sums(const float (&partial)[kRows][kOutputs][kLanes + 1], int j0, int out,
                                                float* __restrict__ y, int ldy, int rows = kRows) {

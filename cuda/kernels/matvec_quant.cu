@@ -10,10 +10,10 @@
 // order (quant_codec.cuh), so the device's weights are the host's bit for
 // bit; only the order of the float32 sum differs from the reference's.
 //
-// The shape of matvec.cu: 16 lanes per output j, 8 outputs per block. A
-// lane's unit of work is an item of quant_codec.cuh (a Q8_0/Q4_0 block, a
-// group of 32 of a Q4_K/Q5_K super-block, of 16 of Q6_K). Lane l takes items l,
-// l + 16, ...; its sums meet the other lanes' in shared memory and one thread
+// The shape of matvec.cu: kLanes (32) lanes per output j, 8 outputs per
+// block. A lane's unit of work is an item of quant_codec.cuh (a Q8_0/Q4_0
+// block, a group of 32 of a Q4_K/Q5_K super-block, of 16 of Q6_K). Lane l
+// takes items l, l + 32, ...; its sums meet the other lanes' in shared memory and one thread
 // per (row, output) adds them by a fixed pairwise tree, so a row's bits never
 // depend on the rows around it (batch invariance, as matvec.cu).
 //

@@ -4,7 +4,7 @@
 //
 // A decode step's experts are mat-vecs: each chosen expert's matrix is read
 // once for the few rows that chose it, and the experts nobody chose are
-// never read. So this is matvec.cu's kernel (16 lanes per output streaming
+// never read. So this is matvec.cu's kernel (a warp per output streaming
 // W's row with 16-byte loads, the lanes' sums added by the same fixed tree)
 // with the rows and the matrix taken from a tile: blockIdx.x is the tile
 // (up to kMoeTileRows slots of one expert), blockIdx.y the block of kOutputs
@@ -19,7 +19,7 @@
 // expert's matrix: the expert outputs of a row do not depend on the batch.
 //
 // Experts kept in a quantized format (a GGUF file's Q4_K_M stacks) take
-// matvec_quant.cu's loop instead: lane l decodes items l, l + 16, ... of
+// matvec_quant.cu's loop instead: lane l decodes items l, l + 32, ... of
 // the expert's row in registers (quant_codec.cuh) and every row of the tile
 // uses them; the bits are launch_matvec_quant's.
 //
@@ -63,7 +63,7 @@ __device__ void tile_inputs(const T* x, const int* x_rows, int in, int first, in
 }
 
 // The experts' rows in the storage type: lane l streams 16-byte chunks l,
-// l + 16, ... of the row (matvec.cu's loop), then the in % V tail one element
+// l + 32, ... of the row (matvec.cu's loop), then the in % V tail one element
 // per lane, adding to each of the tile's rows in turn.
 template <typename T, bool kAligned>
 struct DenseRows {
@@ -99,7 +99,7 @@ struct DenseRows {
 };
 
 // The experts' rows in a quantized format (matvec_quant.cu's loop): lane l
-// decodes items l, l + 16, ... of the row in registers (quant_codec.cuh).
+// decodes items l, l + 32, ... of the row in registers (quant_codec.cuh).
 template <typename T, QuantFormat F>
 struct QuantRows {
   const uint8_t* w;
@@ -149,22 +149,26 @@ __global__ void __launch_bounds__(kThreads)
   matvec_lanes::store_row_sums<kRows>(partial, j0, out, y + size_t(first) * size_t(ldy), ldy, rows);
 }
 
-// Gate and up of kOutputs hidden units at once, then their SwiGLU: threads
-// 0 .. kThreads - 1 take the gate rows, the next kThreads the up rows (whole
-// warps each), every row by moe_matvec_kernel's lanes and chain; after the
-// barrier, thread r * kOutputs + i adds output i's lanes of row r for both
-// by the same tree and stores silu(gate) * up in the storage type. The bits
-// are launch_moe_matvec's into gate_up, then launch_swiglu's.
+// Gate and up of kUnits hidden units at once, then their SwiGLU: the
+// block's first kUnits warps take the gate rows, the next kUnits the up
+// rows, every row by moe_matvec_kernel's lanes and chain; after the barrier,
+// thread r * kUnits + i adds unit i's lanes of row r for both by the same
+// tree and stores silu(gate) * up in the storage type. The bits are
+// launch_moe_matvec's into gate_up, then launch_swiglu's. (kThreads
+// threads, as the mat-vec's blocks: twice as many, at the ~73 registers of
+// the 8-row accumulators, left one block an SM.)
+constexpr int kUnits = kOutputs / 2;
+
 template <typename T, typename Rows>
-__global__ void __launch_bounds__(2 * kThreads)
+__global__ void __launch_bounds__(kThreads)
     moe_gate_up_swiglu_kernel(const T* __restrict__ x, const int* __restrict__ x_rows, Rows gate, Rows up,
                               int expert_rows, int hidden, MoePlan plan, T* __restrict__ out) {
   const int tile = int(blockIdx.x);
   if (tile >= plan.tiles[0]) return;  // the whole block: before any barrier
   const int expert = plan.tile_expert[tile], first = plan.tile_first[tile], rows = plan.tile_rows[tile];
-  __shared__ float partial[kRows][2 * kOutputs][kLanes + 1];
+  __shared__ float partial[kRows][2 * kUnits][kLanes + 1];
   const int o = int(threadIdx.x) / kLanes, lane = int(threadIdx.x) % kLanes;
-  const int j0 = int(blockIdx.y) * kOutputs, j = j0 + o % kOutputs;
+  const int j0 = int(blockIdx.y) * kUnits, j = j0 + o % kUnits;
   if (j < hidden) {
     const T* xr[kRows];
     tile_inputs(x, x_rows, gate.in, first, rows, xr);
@@ -172,15 +176,15 @@ __global__ void __launch_bounds__(2 * kThreads)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
     const size_t row = size_t(expert) * size_t(expert_rows) + size_t(j);
-    if (o < kOutputs) gate.dot(row, xr, lane, rows, acc);
+    if (o < kUnits) gate.dot(row, xr, lane, rows, acc);
     else up.dot(row, xr, lane, rows, acc);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) partial[r][o][lane] = acc[r];
   }
   __syncthreads();
-  const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
+  const int r = int(threadIdx.x) / kUnits, i = int(threadIdx.x) % kUnits;
   if (r < rows && j0 + i < hidden) {
-    const float g = matvec_lanes::sum_lanes(partial[r][i]), u = matvec_lanes::sum_lanes(partial[r][kOutputs + i]);
+    const float g = matvec_lanes::sum_lanes(partial[r][i]), u = matvec_lanes::sum_lanes(partial[r][kUnits + i]);
     out[size_t(first + r) * size_t(hidden) + size_t(j0 + i)] = from_float<T>(swiglu(g, u));
   }
 }
@@ -227,10 +231,10 @@ void launch_typed(const T* x, const int* x_rows, const void* w, std::optional<Qu
 template <typename T>
 void launch_gate_up_typed(const T* x, const int* x_rows, const MoeGateUp& w, int in, int hidden, const MoePlan& plan,
                           int max_tiles, T* out, cudaStream_t stream) {
-  const dim3 grid(unsigned(max_tiles), unsigned((hidden + kOutputs - 1) / kOutputs));
+  const dim3 grid(unsigned(max_tiles), unsigned((hidden + kUnits - 1) / kUnits));
   with_rows<T>(w.format, rows_aligned(x, in, {w.gate, w.up}), w.gate, w.up, in, [&](auto gate, auto up) {
     const auto kernel = moe_gate_up_swiglu_kernel<T, decltype(gate)>;
-    ASTRAI_LAUNCH(kernel, grid, 2 * kThreads, 0, stream)(x, x_rows, gate, up, w.expert_rows, hidden, plan, out);
+    ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(x, x_rows, gate, up, w.expert_rows, hidden, plan, out);
   });
 }
 
@@ -252,7 +256,7 @@ void launch_moe_matvec(const void* x, const int* x_rows, DType dtype, const void
 
 void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, const MoeGateUp& w, int in, int hidden,
                                const MoePlan& plan, int max_tiles, void* out, cudaStream_t stream) {
-  if ((hidden + kOutputs - 1) / kOutputs > 65535)
+  if ((hidden + kUnits - 1) / kUnits > 65535)
     throw std::invalid_argument("launch_moe_gate_up_swiglu: " + std::to_string(hidden) + " hidden units per expert");
   if (w.expert_rows < hidden) throw std::invalid_argument("launch_moe_gate_up_swiglu: expert_rows below hidden");
   if (w.format && in % quant_format_info(*w.format).block_elements != 0)
