@@ -6,6 +6,9 @@
 // softmax denominator. Splits are summed in order 0, 1, ... for every row,
 // whichever kernel produced them; a row's splits are split_len_of() its own
 // position (kernels.h), so the merge sees the same splits in any batch.
+#include <stdexcept>
+#include <string>
+
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
@@ -13,22 +16,35 @@
 namespace astrai::cuda {
 namespace {
 
-// One block per (listed row, head); threads over head_dim.
+// The most splits a row may have here (paged_attention.h's kSplitsPerRow is 32).
+constexpr int kMaxSplits = 64;
+
+// One block per (listed row, head); threads over head_dim. Thread s loads
+// split s's lse into shared memory and, once every thread has the maximum,
+// its weight exp(lse_s - M): a split's lse is read from global memory once,
+// not once per element, and the loop over the splits has only independent
+// loads of o left. Every thread takes M and the weights' sum over the
+// shared values in split order, the operations (and bits) of one thread
+// doing it all.
 template <typename T>
 __global__ void attention_merge_kernel(const AttentionArgs a, const int* __restrict__ rows, T* __restrict__ out) {
+  __shared__ float lse[kMaxSplits], weight[kMaxSplits];
   const int r = rows[blockIdx.x], h = blockIdx.y, hd = a.head_dim;
   const int pos = a.row_pos[r];
   const int n_splits = pos / split_len_of(pos, a.min_split_len, a.max_splits) + 1;
   const size_t base = (size_t(a.row_partial[r]) * size_t(a.n_heads) + size_t(h)) * size_t(a.max_splits);
-  const float* lse = a.lse_partial + base;
+  for (int s = int(threadIdx.x); s < n_splits; s += int(blockDim.x)) lse[s] = a.lse_partial[base + size_t(s)];
+  __syncthreads();
   float m = lse[0];
   for (int s = 1; s < n_splits; ++s) m = fmaxf(m, lse[s]);
+  for (int s = int(threadIdx.x); s < n_splits; s += int(blockDim.x)) weight[s] = expf(__fsub_rn(lse[s], m));
+  __syncthreads();
   float weight_sum = 0.0f;
-  for (int s = 0; s < n_splits; ++s) weight_sum = __fadd_rn(weight_sum, expf(__fsub_rn(lse[s], m)));
+  for (int s = 0; s < n_splits; ++s) weight_sum = __fadd_rn(weight_sum, weight[s]);
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float x = 0.0f;
     for (int s = 0; s < n_splits; ++s)
-      x = __fmaf_rn(expf(__fsub_rn(lse[s], m)), a.o_partial[(base + size_t(s)) * size_t(hd) + size_t(d)], x);
+      x = __fmaf_rn(weight[s], a.o_partial[(base + size_t(s)) * size_t(hd) + size_t(d)], x);
     out[size_t(r) * size_t(a.n_heads * hd) + size_t(h * hd + d)] = from_float<T>(__fdiv_rn(x, weight_sum));
   }
 }
@@ -38,6 +54,9 @@ __global__ void attention_merge_kernel(const AttentionArgs a, const int* __restr
 void launch_attention_merge(const AttentionArgs& args, const int* rows, int n_rows, void* out, DType out_dtype,
                             cudaStream_t stream) {
   if (n_rows == 0) return;
+  if (args.max_splits > kMaxSplits)
+    throw std::invalid_argument("launch_attention_merge: " + std::to_string(args.max_splits) + " splits a row, above " +
+                                std::to_string(kMaxSplits));
   const dim3 grid(unsigned(n_rows), unsigned(args.n_heads));
   const unsigned threads = args.head_dim >= 128 ? 128u : 64u;
   ASTRAI_DISPATCH_DTYPE(out_dtype, ASTRAI_LAUNCH(attention_merge_kernel<Elem>, grid, threads, 0, stream)(
