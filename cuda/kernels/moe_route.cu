@@ -133,7 +133,6 @@ __device__ void plan_choices(const int* __restrict__ expert, int rows, int k, in
   }
 }
 
-
 __global__ void __launch_bounds__(kPlanThreads)
     moe_plan_kernel(const int* __restrict__ expert, int rows, int k, int n_experts, MoePlan plan) {
   plan_choices(expert, rows, k, n_experts, plan);
