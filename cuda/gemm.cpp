@@ -175,8 +175,7 @@ void GemmRunner::run(const void* x, const DeviceMatrix& w, DType dtype, int rows
       // Decoded kDequantizeRows output rows at a time, each slice multiplied
       // by cuBLASLt into its columns (OnePerShape too: batch invariance needs
       // one algorithm for every row count, which the mat-vec is not).
-      const size_t row_bytes = size_t(w.cols) / size_t(quant_format_info(*part.quant).block_elements) *
-                               size_t(quant_format_info(*part.quant).block_bytes);
+      const size_t row_bytes = quant_matrix_bytes(*part.quant, 1, size_t(w.cols));
       if (impl_->dequantized.bytes() < size_t(std::min(kDequantizeRows, part.rows)) * size_t(w.cols) * dtype_size(dtype))
         throw std::logic_error("GemmRunner: reserve_dequantize() was not called for this matrix");
       for (int first = 0; first < part.rows; first += kDequantizeRows) {

@@ -1,6 +1,7 @@
 // The sparse layer's launch sequence (cuda/moe_ffn.h).
 #include "cuda/moe_ffn.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,21 +45,25 @@ void MoeWorkspace::poison(cudaStream_t stream) const {
     if (b->get() != nullptr) ASTRAI_CUDA_CHECK(cudaMemsetAsync(b->get(), 0xff, b->bytes(), stream));
 }
 
+namespace {
+
+// The gate and up matrices of `gate_up` as one launch of
+// launch_moe_gate_up_swiglu reads them, or nullopt where their formats differ.
 std::optional<MoeGateUp> fused_gate_up(const DeviceExperts& gate_up, int hidden, DType dtype) {
   const std::vector<WeightPart>& parts = gate_up.parts;
-  const auto row_bytes = [&](const WeightPart& p) {
-    if (!p.quant) return size_t(gate_up.cols) * dtype_size(dtype);
-    const QuantFormatInfo info = quant_format_info(*p.quant);
-    return size_t(gate_up.cols / info.block_elements) * info.block_bytes;
-  };
   if (parts.size() == 1 && parts[0].rows == 2 * hidden) {  // expert e: its gate rows, then its up rows
-    const auto* base = static_cast<const char*>(parts[0].data.get());
-    return MoeGateUp{base, base + size_t(hidden) * row_bytes(parts[0]), 2 * hidden, parts[0].quant};
+    const WeightPart& p = parts[0];
+    const size_t gate_bytes = p.quant ? quant_matrix_bytes(*p.quant, size_t(hidden), size_t(gate_up.cols))
+                                      : size_t(hidden) * size_t(gate_up.cols) * dtype_size(dtype);
+    const auto* base = static_cast<const char*>(p.data.get());
+    return MoeGateUp{base, base + gate_bytes, 2 * hidden, p.quant};
   }
   if (parts.size() == 2 && parts[0].rows == hidden && parts[1].rows == hidden && parts[0].quant == parts[1].quant)
     return MoeGateUp{parts[0].data.get(), parts[1].data.get(), hidden, parts[0].quant};
   return std::nullopt;
 }
+
+}  // namespace
 
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,

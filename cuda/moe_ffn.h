@@ -23,8 +23,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <optional>
-
 #include "cuda/device_buffer.h"
 #include "cuda/device_weights.h"
 #include "cuda/dtype.h"
@@ -67,10 +65,6 @@ class MoeWorkspace {
 // falls back to Separate where it cannot. Separate: one launch a step (the
 // kernel case's second variant, which checks the first's bits).
 enum class MoePath { Fused, Separate };
-
-// The gate and up matrices of `gate_up` as one launch of
-// launch_moe_gate_up_swiglu reads them, or nullopt where their formats differ.
-std::optional<MoeGateUp> fused_gate_up(const DeviceExperts& gate_up, int hidden, DType dtype);
 
 // From router scores on (the kernel case starts here): out [rows, dim] =
 // the routed experts' weighted sum for rows of h [rows, dim] (dtype), plus

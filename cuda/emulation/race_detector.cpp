@@ -7,11 +7,11 @@
 // only if exactly 2^16 warp collectives lie between them).
 #include "cuda/emulation/race_detector.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
-#include <array>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -104,7 +104,6 @@ struct GlobalCell {
 
 struct RaceState {
   const KernelLaunch* launch = nullptr;
-  uint32_t launch_serial = 0;
   std::vector<SharedCell> dynamic_shadow;
   std::vector<SharedCell> static_shadow;
   std::vector<PendingCell> dynamic_pending, static_pending;

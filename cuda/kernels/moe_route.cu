@@ -151,28 +151,30 @@ __global__ void __launch_bounds__(kPlanThreads)
   plan_choices(expert, rows, k, n_experts, plan);
 }
 
-}  // namespace
-
-void launch_moe_route(const float* scores, int rows, int n_experts, int k, ExpertRouting routing, bool norm_topk,
-                      int* expert, float* weight, cudaStream_t stream) {
+void check_top_k(const char* who, int n_experts, int k) {
   if (k < 1 || k > n_experts)
-    throw std::invalid_argument("launch_moe_route: top-" + std::to_string(k) + " of " + std::to_string(n_experts) +
+    throw std::invalid_argument(std::string(who) + ": top-" + std::to_string(k) + " of " + std::to_string(n_experts) +
                                 " experts");
-  if (rows == 0) return;
-  const unsigned blocks = unsigned((rows + kRouteThreads - 1) / kRouteThreads);
-  ASTRAI_LAUNCH(moe_route_kernel, blocks, kRouteThreads, 0, stream)(
-      scores, rows, n_experts, k, routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight);
-  ASTRAI_CUDA_CHECK_LAUNCH();
 }
 
-namespace {
 size_t plan_shared_bytes(const char* who, int n_experts, int k) {
   if (n_experts < 1 || k < 1) throw std::invalid_argument(std::string(who) + ": no experts");
   const size_t smem = size_t(3 * n_experts + 2) * sizeof(int);
   if (smem > 48 * 1024) throw std::invalid_argument(std::string(who) + ": " + std::to_string(n_experts) + " experts");
   return smem;
 }
+
 }  // namespace
+
+void launch_moe_route(const float* scores, int rows, int n_experts, int k, ExpertRouting routing, bool norm_topk,
+                      int* expert, float* weight, cudaStream_t stream) {
+  check_top_k("launch_moe_route", n_experts, k);
+  if (rows == 0) return;
+  const unsigned blocks = unsigned((rows + kRouteThreads - 1) / kRouteThreads);
+  ASTRAI_LAUNCH(moe_route_kernel, blocks, kRouteThreads, 0, stream)(
+      scores, rows, n_experts, k, routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight);
+  ASTRAI_CUDA_CHECK_LAUNCH();
+}
 
 void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const MoePlan& plan, cudaStream_t stream) {
   const size_t smem = plan_shared_bytes("launch_moe_plan", n_experts, k);
@@ -187,9 +189,7 @@ void launch_moe_route_plan(const float* scores, int rows, int n_experts, int k, 
     launch_moe_plan(expert, rows, k, n_experts, plan, stream);
     return;
   }
-  if (k > n_experts)
-    throw std::invalid_argument("launch_moe_route_plan: top-" + std::to_string(k) + " of " +
-                                std::to_string(n_experts) + " experts");
+  check_top_k("launch_moe_route_plan", n_experts, k);
   const size_t smem = plan_shared_bytes("launch_moe_route_plan", n_experts, k);
   ASTRAI_LAUNCH(moe_route_plan_kernel, 1, kPlanThreads, smem, stream)(
       scores, rows, n_experts, k, routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight, plan);
