@@ -43,6 +43,10 @@ void check_supported(const ModelConfig& c) {
                                 " the decode attention kernel supports");
   if (c.options.router_bias)
     throw std::invalid_argument("CUDA backend: routers with a bias (gpt-oss) are not supported yet");
+  if (c.options.attention_sinks)
+    throw std::invalid_argument("CUDA backend: attention sinks (gpt-oss) are not supported yet");
+  if (c.sliding_rope_theta > 0.0f)
+    throw std::invalid_argument("CUDA backend: a separate RoPE base for sliding layers (Gemma 3) is not supported yet");
 }
 
 }  // namespace
@@ -119,17 +123,20 @@ struct CudaExecutor::Impl {
     return device;
   }
 
-  // cos/sin of rope_angle() at rope_frequencies() (reference/rope.h, Llama
-  // 3.1's scaling included): the reference's own angles.
+  // cos/sin of rope_angle() at rope_frequencies() (reference/rope.h, the
+  // config's scaling included), times YaRN's attention factor (1 for the
+  // other kinds): the reference's own angles and rounding. Every layer
+  // rotates alike (check_supported refuses per-layer bases).
   void build_rope_tables() {
     const int half = c.head_dim() / 2;
     const std::vector<float> freqs = rope_frequencies(c);
+    const float magnitude = rope_attention_factor(c.rope_scaling);
     std::vector<float> cos_table(size_t(c.max_seq_len) * size_t(half)), sin_table(cos_table.size());
     for (int pos = 0; pos < c.max_seq_len; ++pos)
       for (int i = 0; i < half; ++i) {
         const float angle = rope_angle(pos, freqs[size_t(i)]);
-        cos_table[size_t(pos) * size_t(half) + size_t(i)] = std::cos(angle);
-        sin_table[size_t(pos) * size_t(half) + size_t(i)] = std::sin(angle);
+        cos_table[size_t(pos) * size_t(half) + size_t(i)] = std::cos(angle) * magnitude;
+        sin_table[size_t(pos) * size_t(half) + size_t(i)] = std::sin(angle) * magnitude;
       }
     rope_cos = DeviceBuffer(cos_table.size() * 4, "the RoPE cos table");
     rope_sin = DeviceBuffer(sin_table.size() * 4, "the RoPE sin table");
@@ -221,6 +228,7 @@ struct CudaExecutor::Impl {
                               stream);
       gemm.run(h.get(), L.wqkv, t, R, qkv.as<float>(), stream);
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
+      a.window = c.window(l);  // a sliding layer's splits cover its window only
       const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps};  // null where the model has none
       launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
                            meta_at(PlanLayout::kPos), rope_cos.as<float>(), rope_sin.as<float>(),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 namespace astrai {
@@ -9,25 +10,29 @@ namespace {
 
 // Softmax in place: p_j = exp(s_j - max s) / sum_k exp(s_k - max s).
 // Subtracting the max keeps exp from overflowing and does not change p.
-void softmax(std::vector<float>& s) {
-  const float max = *std::max_element(s.begin(), s.end());
+// With a sink logit (`sink` non-null) the max and the sum include it:
+// p_j = exp(s_j - m) / (sum_k exp(s_k - m) + exp(sink - m)), m = max(max s, sink).
+void softmax(std::vector<float>& s, const float* sink) {
+  float max = *std::max_element(s.begin(), s.end());
+  if (sink) max = std::max(max, *sink);
   float sum = 0.0f;
   for (float& x : s) {
     x = std::exp(x - max);
     sum += x;
   }
+  if (sink) sum += std::exp(*sink - max);
   for (float& x : s) x /= sum;
 }
 
-// The cached K and V rows (all heads) of positions 0..pos of one sequence,
-// looked up once per row and layer rather than once per head.
+// The cached K and V rows (all heads) of positions first..pos of one
+// sequence, looked up once per row and layer rather than once per head.
 struct CachedRows {
   std::vector<const float*> keys, values;
 };
 
-CachedRows cached_rows(const KVCacheView& cache, int layer, int seq, int pos) {
+CachedRows cached_rows(const KVCacheView& cache, int layer, int seq, int first, int pos) {
   CachedRows rows;
-  for (int j = 0; j <= pos; ++j) {
+  for (int j = first; j <= pos; ++j) {
     rows.keys.push_back(cache.key(layer, seq, j));
     rows.values.push_back(cache.value(layer, seq, j));
   }
@@ -35,11 +40,11 @@ CachedRows cached_rows(const KVCacheView& cache, int layer, int seq, int pos) {
 }
 
 // One query head, the textbook way: score_j = (q . k_j) / sqrt(head_dim) for
-// every cached position j, softmax, then out = sum_j p_j v_j. `offset` =
-// kv_head * head_dim picks the head's slice of each cached row. Each dot
-// product sums q[i] k_j[i] over i = 0, 1, ... in order, in float, as
-// llama2.c's run.c does.
-void attend_head(const float* q, const CachedRows& rows, size_t offset, int head_dim, float* out) {
+// every position j of `rows`, softmax (with the head's sink logit, if any),
+// then out = sum_j p_j v_j. `offset` = kv_head * head_dim picks the head's
+// slice of each cached row. Each dot product sums q[i] k_j[i] over
+// i = 0, 1, ... in order, in float, as llama2.c's run.c does.
+void attend_head(const float* q, const CachedRows& rows, size_t offset, int head_dim, const float* sink, float* out) {
   const float scale = 1.0f / std::sqrt(float(head_dim));
   std::vector<float> p(rows.keys.size());
   for (size_t j = 0; j < p.size(); ++j) {
@@ -48,7 +53,7 @@ void attend_head(const float* q, const CachedRows& rows, size_t offset, int head
     for (int i = 0; i < head_dim; ++i) dot += q[i] * k[i];
     p[j] = dot * scale;
   }
-  softmax(p);
+  softmax(p, sink);
   std::fill(out, out + head_dim, 0.0f);
   for (size_t j = 0; j < p.size(); ++j) {
     const float* v = rows.values[j] + offset;
@@ -59,15 +64,20 @@ void attend_head(const float* q, const CachedRows& rows, size_t offset, int head
 }  // namespace
 
 xt::xtensor<float, 2> causal_attention(const xt::xtensor<float, 2>& q, std::span<const BatchToken> batch,
-                                       const KVCacheView& cache, int layer, const ModelConfig& config) {
+                                       const KVCacheView& cache, int layer, const ModelConfig& config,
+                                       const xt::xtensor<float, 1>& sinks) {
   const int head_dim = config.head_dim();
   const int group = config.n_heads / config.n_kv_heads;  // query heads sharing one K/V head
+  const int window = config.window(layer);
+  if (sinks.size() != 0 && sinks.size() != size_t(config.n_heads))
+    throw std::invalid_argument("causal_attention: sinks needs one logit per query head");
   xt::xtensor<float, 2> out(q.shape());
   for (size_t r = 0; r < batch.size(); ++r) {
-    const CachedRows rows = cached_rows(cache, layer, batch[r].seq, batch[r].pos);
+    const int pos = batch[r].pos, first = window > 0 ? std::max(0, pos - window + 1) : 0;
+    const CachedRows rows = cached_rows(cache, layer, batch[r].seq, first, pos);
     for (int h = 0; h < config.n_heads; ++h)
       attend_head(&q(r, size_t(h * head_dim)), rows, size_t((h / group) * head_dim), head_dim,
-                  &out(r, size_t(h * head_dim)));
+                  sinks.size() ? &sinks(size_t(h)) : nullptr, &out(r, size_t(h * head_dim)));
   }
   return out;
 }

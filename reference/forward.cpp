@@ -42,11 +42,12 @@ xt::xtensor<float, 2> project(const xt::xtensor<float, 2>& x, const xt::xtensor<
 
 // x += W_o attention(RoPE(N_q(W_q norm(x) + b_q)), RoPE(N_k(W_k norm(x) + b_k)), W_v norm(x) + b_v)
 // where the biases are there only with qkv_bias (Qwen 2) and N_q, N_k are the
-// per-head RMSNorms of qk_norm (Qwen 3), else the identity; `freqs` holds
-// rope_frequencies(c) (with Llama 3.1's scaling when the config has it).
+// per-head RMSNorms of qk_norm (Qwen 3), else the identity. RoPE is the
+// layer's (rope_frequencies(c, layer): its base and scaling, YaRN's
+// attention factor as the rotation's magnitude); attention covers the
+// layer's window and its sinks when the config has them.
 void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer, std::span<const BatchToken> batch,
-                     std::span<const int> positions, std::span<const float> freqs, KVCacheView& cache,
-                     const ModelConfig& c) {
+                     std::span<const int> positions, KVCacheView& cache, const ModelConfig& c) {
   const xt::xtensor<float, 2> h = rmsnorm(x, L.attn_norm, c.norm_eps);
   xt::xtensor<float, 2> q = project(h, L.wq, L.bq);
   xt::xtensor<float, 2> k = project(h, L.wk, L.bk);
@@ -55,11 +56,13 @@ void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer,
     q = rmsnorm_heads(q, L.q_norm, c.norm_eps);
     k = rmsnorm_heads(k, L.k_norm, c.norm_eps);
   }
-  apply_rope(q, positions, freqs, c.rope_layout);
-  apply_rope(k, positions, freqs, c.rope_layout);
+  const std::vector<float> freqs = rope_frequencies(c, layer);
+  const float magnitude = rope_attention_factor(layer_rope(c, layer).scaling);
+  apply_rope(q, positions, freqs, c.rope_layout, magnitude);
+  apply_rope(k, positions, freqs, c.rope_layout, magnitude);
   // K enters the cache already rotated: a cached key never needs its position again.
   write_kv(cache, layer, batch, k, v);
-  x += linear(causal_attention(q, batch, cache, layer, c), L.wo);
+  x += linear(causal_attention(q, batch, cache, layer, c, L.sinks), L.wo);
 }
 
 // x += FFN(norm(x)): a SwiGLU in dense layers, the experts in sparse ones
@@ -96,13 +99,12 @@ xt::xtensor<float, 2> forward(const ModelWeights& weights, std::span<const Batch
   check_batch(c, batch);
   std::vector<int> positions;
   for (const auto& t : batch) positions.push_back(t.pos);
-  const std::vector<float> freqs = rope_frequencies(c);
 
   xt::xtensor<float, 2> x = embed(weights, batch);  // the residual stream, one row per token
   if (routing_margins) routing_margins->assign(batch.size(), std::numeric_limits<float>::infinity());
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = weights.layers[size_t(l)];
-    attention_block(x, L, l, batch, positions, freqs, cache, c);
+    attention_block(x, L, l, batch, positions, cache, c);
     feed_forward_block(x, L, l, c, routing_margins);
   }
   return logits_of_wanted_rows(weights, x, batch);

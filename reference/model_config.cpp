@@ -11,6 +11,11 @@ bool MoeConfig::sparse(int layer) const {
          std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
 }
 
+bool ModelConfig::sliding(int layer) const {
+  if (sliding_window <= 0) return false;
+  return sliding_layers.empty() || (layer >= 0 && size_t(layer) < sliding_layers.size() && sliding_layers[size_t(layer)]);
+}
+
 void ModelConfig::validate() const {
   auto fail = [](const std::string& what) { throw std::invalid_argument("invalid model config: " + what); };
   if (dim <= 0) fail("dim must be positive");
@@ -27,13 +32,24 @@ void ModelConfig::validate() const {
   if (!(rope_theta > 0.0f)) fail("rope_theta must be positive");
   if (!(norm_eps > 0.0f)) fail("norm_eps must be positive");
   if (rope_scaling.enabled()) {
-    if (!(rope_scaling.factor >= 1.0f)) fail("rope_scaling.factor must be at least 1");
-    if (!(rope_scaling.low_freq_factor > 0.0f) || !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor))
+    const RopeScaling& s = rope_scaling;
+    if (!(s.factor >= 1.0f)) fail("rope_scaling.factor must be at least 1");
+    if (s.kind == RopeScalingKind::Llama3 && (!(s.low_freq_factor > 0.0f) || !(s.high_freq_factor > s.low_freq_factor)))
       fail("rope_scaling needs 0 < low_freq_factor < high_freq_factor");
-    if (rope_scaling.original_context <= 0) fail("rope_scaling.original_context must be positive");
+    if (s.original_context <= 0) fail("rope_scaling.original_context must be positive");
+    if (s.kind == RopeScalingKind::Yarn && (!(s.beta_slow > 0.0f) || !(s.beta_fast > s.beta_slow)))
+      fail("YaRN rope_scaling needs 0 < beta_slow < beta_fast");
+    if (!(s.attention_factor >= 0.0f)) fail("rope_scaling.attention_factor must not be negative");
   } else if (!(rope_scaling.factor == 0.0f)) {
     fail("rope_scaling.factor must be 0 (off) or at least 1");
   }
+  if (sliding_window < 0) fail("sliding_window must not be negative");
+  if (!sliding_layers.empty() && sliding_layers.size() != size_t(n_layers))
+    fail("sliding_layers has " + std::to_string(sliding_layers.size()) + " entries for " + std::to_string(n_layers) +
+         " layers");
+  if (!sliding_layers.empty() && sliding_window == 0) fail("sliding_layers is set without a sliding_window");
+  if (sliding_rope_theta < 0.0f || (sliding_rope_theta > 0.0f && sliding_window == 0))
+    fail("sliding_rope_theta needs a sliding_window (and must be positive)");
   const bool has_experts = moe.n_experts > 0;
   if (moe.n_experts < 0) fail("moe.n_experts must not be negative");
   if (has_experts != (options.moe != MoeModule::None))
@@ -62,7 +78,19 @@ std::string ModelConfig::describe() const {
   if (explicit_head_dim > 0) out << " head_dim=" << explicit_head_dim;
   if (options.qkv_bias) out << " qkv_bias";
   if (options.qk_norm) out << " qk_norm";
-  if (rope_scaling.enabled()) out << " rope_scaling=llama3x" << rope_scaling.factor;
+  if (rope_scaling.enabled()) {
+    const char* kinds[] = {"llama3", "linear", "yarn"};
+    out << " rope_scaling=" << kinds[int(rope_scaling.kind)] << "x" << rope_scaling.factor;
+  }
+  if (sliding_window > 0) {
+    out << " window=" << sliding_window;
+    if (!sliding_layers.empty()) {
+      out << " sliding_layers=";
+      for (bool s : sliding_layers) out << (s ? 'S' : 'F');
+    }
+    if (sliding_rope_theta > 0.0f) out << " sliding_rope_theta=" << sliding_rope_theta;
+  }
+  if (options.attention_sinks) out << " sinks";
   if (moe.n_experts > 0) {
     out << " experts=" << moe.n_experts << " top_k=" << moe.n_experts_used << " expert_hidden=" << moe.expert_hidden_dim
         << (moe.routing == ExpertRouting::TopKSoftmax ? " topk_softmax" : moe.norm_topk_prob ? " norm_topk" : "");

@@ -14,19 +14,39 @@ namespace astrai {
 //  - RotateHalf: (x[i], x[i + head_dim/2]) as Hugging Face checkpoints use.
 enum class RopeLayout { AdjacentPairs, RotateHalf };
 
-// Llama 3.1's frequency-dependent RoPE scaling (config.json
-// "rope_scaling": {"rope_type": "llama3", ...}; GGUF rope.scaling.*, with
-// llama.cpp storing the resulting per-pair factors as rope_freqs.weight).
-// Pairs whose wavelength is longer than original_context / low_freq_factor
-// turn `factor` times slower, those shorter than original_context /
-// high_freq_factor keep their frequency, those between are blended.
+// How RoPE frequencies are stretched for contexts longer than training's
+// (config.json "rope_scaling": {"rope_type": ...}); the formulas are in
+// reference/rope.h.
+//  - Llama3 (Llama 3.1; GGUF rope.scaling.*, llama.cpp storing the per-pair
+//    factors as rope_freqs.weight): pairs whose wavelength is longer than
+//    original_context / low_freq_factor turn `factor` times slower, those
+//    shorter than original_context / high_freq_factor keep their frequency,
+//    those between are blended.
+//  - Linear (Gemma 3's full-attention layers): every pair `factor` times slower.
+//  - Yarn (gpt-oss; Peng et al. 2023): pairs that turn fewer than beta_slow
+//    times in original_context positions are interpolated (`factor` times
+//    slower), more than beta_fast times kept, a linear ramp between; cos and
+//    sin are multiplied by an attention factor.
+enum class RopeScalingKind { Llama3, Linear, Yarn };
+
 struct RopeScaling {
   float factor = 0.0f;  // 0: no scaling (every other field ignored)
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
   int original_context = 8192;  // original_max_position_embeddings
+  RopeScalingKind kind = RopeScalingKind::Llama3;
+  // Yarn only (transformers' defaults):
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  // Whether the ramp's ends are rounded to whole pairs (transformers'
+  // `truncate`, default true; gpt-oss sets false).
+  bool truncate = true;
+  // What cos and sin are multiplied by; 0: transformers' default for the
+  // factor, 0.1 ln(factor) + 1 (reference/rope.h rope_attention_factor).
+  float attention_factor = 0.0f;
 
   bool enabled() const { return factor > 0.0f; }
+  bool operator==(const RopeScaling&) const = default;
 };
 
 // What a layer has beyond the Llama block: which of the weight table's
@@ -47,6 +67,9 @@ struct LayerOptions {
   MoeModule moe = MoeModule::None;
   bool shared_expert = false;  // Qwen 2 MoE: every sparse layer adds a gated, always-on expert
   bool router_bias = false;    // gpt-oss: the router adds a bias to its scores
+  // gpt-oss: each query head has a learned logit that joins its softmax's
+  // denominator and gives no value ("attention sink"; weights `sinks`).
+  bool attention_sinks = false;
 
   bool operator==(const LayerOptions&) const = default;
 };
@@ -73,7 +96,7 @@ struct MoeConfig {
   // (l + 1) % sparse_step == 0 (decoder_sparse_step). The others are dense
   // SwiGLU layers of ModelConfig::hidden_dim.
   int sparse_step = 1;
-  std::vector<int> dense_layers;
+  std::vector<int> dense_layers{};
 
   bool sparse(int layer) const;
 
@@ -97,6 +120,23 @@ struct ModelConfig {
   int explicit_head_dim = 0;
   LayerOptions options{};
   MoeConfig moe{};
+  // Sliding-window attention (Mistral, Gemma 3, gpt-oss). A sliding layer's
+  // query at position p attends to positions p - sliding_window + 1 .. p,
+  // the last `sliding_window` ones, its own included (transformers' mask:
+  // kv_idx > q_idx - sliding_window; llama.cpp masks p - j >= n_swa: the same
+  // edge). 0: no layer slides.
+  int sliding_window = 0;
+  // Which layers slide (config.json layer_types), one flag per layer; empty
+  // with a window set: every layer does (Mistral).
+  std::vector<bool> sliding_layers{};
+  // Gemma 3: sliding layers rotate with this base and no scaling
+  // (rope_local_base_freq; GGUF rope.freq_base_swa), full layers with
+  // rope_theta and rope_scaling. 0: every layer uses rope_theta and rope_scaling.
+  float sliding_rope_theta = 0.0f;
+
+  // Whether `layer` attends over a window, and the window (0: everything).
+  bool sliding(int layer) const;
+  int window(int layer) const { return sliding(layer) ? sliding_window : 0; }
 
   int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : dim / n_heads; }
   int kv_dim() const { return n_kv_heads * head_dim(); }

@@ -65,6 +65,7 @@ void ModelWeights::validate_shapes() const {
     expect_shape(L.bv, {config.options.qkv_bias ? kv_dim : none}, p + "bv");
     expect_shape(L.q_norm, {config.options.qk_norm ? head_dim : none}, p + "q_norm");
     expect_shape(L.k_norm, {config.options.qk_norm ? head_dim : none}, p + "k_norm");
+    expect_shape(L.sinks, {config.options.attention_sinks ? size_t(config.n_heads) : none}, p + "sinks");
   }
 }
 

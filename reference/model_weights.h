@@ -48,6 +48,9 @@ struct LayerWeights {
   // Only when config.options.qk_norm (Qwen 3), else empty: RMSNorm weights shared by all heads.
   xt::xtensor<float, 1> q_norm;  // [head_dim]
   xt::xtensor<float, 1> k_norm;  // [head_dim]
+  // Only when config.options.attention_sinks (gpt-oss), else empty: each
+  // query head's sink logit (reference/attention.h).
+  xt::xtensor<float, 1> sinks;  // [n_heads]
 };
 
 // How one tensor was stored in the file the weights were read from.

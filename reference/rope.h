@@ -1,5 +1,6 @@
-// Rotary position embedding (RoPE, Su et al. 2021), with Llama 3.1's
-// frequency scaling.
+// Rotary position embedding (RoPE, Su et al. 2021), with the frequency
+// scalings of Llama 3.1, Gemma 3 (linear) and gpt-oss (YaRN), and per-layer
+// bases (Gemma 3's sliding layers).
 #pragma once
 
 #include <cmath>
@@ -28,9 +29,34 @@ namespace astrai {
 //   The three bands are evaluated in float64 from the float f_i and rounded
 //   once to float (transformers evaluates them in float32: the two agree to
 //   an ulp or so).
+//   Linear (rope_type "linear"): f_i / factor.
+//   YaRN (rope_type "yarn", transformers' _compute_yarn_parameters), with
+//   d = head_dim, L = original_context and the pair index that turns r times
+//   in L positions, c(r) = d ln(L / (2 pi r)) / (2 ln theta):
+//     low = max(c(beta_fast), 0), high = min(c(beta_slow), d - 1), rounded
+//     outwards (floor, ceil) only when `truncate` (llama.cpp always rounds:
+//     for gpt-oss, which sets truncate false, we follow transformers);
+//     ramp_i = clamp((i - low) / (high - low), 0, 1)   (high += 0.001 when equal)
+//     f_i' = (f_i / factor) ramp_i + f_i (1 - ramp_i)
+//   so the fast pairs (small i) keep their frequency and the slow ones are
+//   interpolated; again float64 from the float f_i, rounded once.
 std::vector<float> rope_frequencies(int head_dim, float theta, const RopeScaling& scaling = {});
-inline std::vector<float> rope_frequencies(const ModelConfig& c) {
-  return rope_frequencies(c.head_dim(), c.rope_theta, c.rope_scaling);
+
+// What cos and sin are multiplied by (transformers' attention_scaling):
+// YaRN's attention_factor, by default 0.1 ln(factor) + 1 (1 for factor <= 1);
+// 1 for every other kind. Both q and k are scaled, so scores grow by its square.
+float rope_attention_factor(const RopeScaling& scaling);
+
+// The base and scaling layer `layer` rotates with: Gemma 3's sliding layers
+// use sliding_rope_theta unscaled; every other layer rope_theta and rope_scaling.
+struct LayerRope {
+  float theta;
+  RopeScaling scaling;
+};
+LayerRope layer_rope(const ModelConfig& c, int layer);
+inline std::vector<float> rope_frequencies(const ModelConfig& c, int layer = 0) {
+  const LayerRope r = layer_rope(c, layer);
+  return rope_frequencies(c.head_dim(), r.theta, r.scaling);
 }
 
 // The angle of a pair of frequency f at position pos: float(pos) * f in float,
@@ -44,8 +70,11 @@ inline float rope_angle(int pos, float frequency) { return float(pos) * frequenc
 //   b' = a sin(angle) + b cos(angle)
 // The pairs are (x[2i], x[2i+1]) for AdjacentPairs and (x[i], x[i + head_dim/2])
 // for RotateHalf. Rotations preserve each pair's norm, and q.k after RoPE depends
-// on the positions only through their difference.
+// on the positions only through their difference. With `magnitude` m
+// (rope_attention_factor()) the rotation uses m cos and m sin, each rounded to
+// float before the products, as transformers' cos * attention_scaling is;
+// m = 1 changes no bit.
 void apply_rope(xt::xtensor<float, 2>& x, std::span<const int> positions, std::span<const float> frequencies,
-                RopeLayout layout);
+                RopeLayout layout, float magnitude = 1.0f);
 
 }  // namespace astrai

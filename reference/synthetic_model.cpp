@@ -75,6 +75,7 @@ std::vector<Piece> layer_pieces(const ModelConfig& c, int layer) {
   if (sparse && c.options.shared_expert)
     p.insert(p.end(), {{&L::shexp_gate_inp, {1, dim}, Law::Matrix}, {&L::shexp_gate, {sh, dim}, Law::Matrix},
                        {&L::shexp_down, {dim, sh}, Law::Matrix}, {&L::shexp_up, {sh, dim}, Law::Matrix}});
+  if (c.options.attention_sinks) p.push_back({&L::sinks, {size_t(c.n_heads)}, Law::Bias});
   return p;
 }
 

@@ -22,7 +22,9 @@ namespace astrai {
 // q_norm/k_norm (Qwen 3), rope_scaling needs no weights (Llama 3.1). Sparse
 // layers (config.moe) get a router and expert stacks drawn as matrices (so
 // router scores have the spread of any projection and routing is far from
-// ties), a router bias uniform in [-1, 1], and a shared expert's matrices.
+// ties), a router bias uniform in [-1, 1], and a shared expert's matrices;
+// attention sinks are uniform in [-1, 1] (the range of the synthetic
+// models' attention scores, so a sink takes a share that matters).
 ModelWeights make_synthetic_weights(const ModelConfig& config, uint64_t seed);
 
 // One tensor of make_synthetic_weights(config, seed), bit for bit, made

@@ -12,7 +12,9 @@
 // [1, len]), fresh (rows of each sequence in the batch, the last positions;
 // 0: drawn per sequence among 1, 3, 40 and all), page, split (the shortest
 // split, min_split_len), splits (the most splits of a row; 0: the executor's
-// max_splits_for) and chunk (prefill rows whose partials are kept at once).
+// max_splits_for), chunk (prefill rows whose partials are kept at once) and
+// window (a sliding window: each row attends to its last `window` positions;
+// 0: to all).
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -52,6 +54,7 @@ struct PagedAttentionRun final : KernelRun {
     m.n_layers = 1;
     m.vocab_size = 8;
     m.max_seq_len = len + 100;
+    m.sliding_window = s["window"];  // the one layer slides when set
     std::mt19937 rng(s.seed);
     const auto below = [&](int n) { return int(rng() % uint32_t(n)); };
     std::vector<int> fresh;
@@ -95,8 +98,9 @@ struct PagedAttentionRun final : KernelRun {
     d_out = test::nan_filled(size_t(plan.rows) * size_t(m.q_dim()), t);
 
     double positions_seen = 0.0, kv_positions = 0.0;
-    for (const BatchToken& row : batch) positions_seen += row.pos + 1;
-    for (int l : lens) kv_positions += l;
+    const int window = m.sliding_window > 0 ? m.sliding_window : len + 1;
+    for (const BatchToken& row : batch) positions_seen += std::min(row.pos + 1, window);
+    for (int l : lens) kv_positions += std::min(l, window);  // a decode row's reads; prefill rows reach further back
     bytes = 2.0 * kv_positions * m.kv_dim() * double(dtype_size(t)) +
             double(plan.rows) * m.q_dim() * (4.0 + double(dtype_size(t)));
     flops = 4.0 * positions_seen * m.q_dim();  // q.k and p v for every visible position
@@ -108,6 +112,7 @@ struct PagedAttentionRun final : KernelRun {
         attention_args(m, d_q.as<float>(), m.q_dim(), KVLayer{cache->layer_keys(0), cache->layer_values(0), t}, page,
                        *layout, d_meta.as<int>(), split, d_o.as<float>(), d_lse.as<float>());
     if (splits > 0) a.max_splits = std::min(a.max_splits, splits);  // fewer: the partials still fit
+    a.window = m.window(0);
     launch_paged_attention(a, plan, *layout, d_meta.as<int>(), d_out.get(), t, stream);
   }
 
@@ -150,7 +155,7 @@ KernelShape attention_shape(int n_seqs, int len, int fresh) {
   return {DType::BFloat16, 1,
           {{"head_dim", 128}, {"n_kv", 8}, {"ratio", 4}, {"n_seqs", n_seqs}, {"len", len}, {"ragged", 0},
            {"fresh", fresh}, {"page", 16}, {"split", split_len_for(len)}, {"splits", 0},
-           {"chunk", kPrefillChunkRows}}};
+           {"chunk", kPrefillChunkRows}, {"window", 0}}};
 }
 
 }  // namespace
@@ -177,7 +182,10 @@ KernelCase paged_attention_case() {
                                 {"page", pick_from(pick, {1, 7, 16, 32})},
                                 {"split", pick_from(pick, {kAttentionTile, 64, 96, 256})},
                                 {"splits", pick_from(pick, {0, 1, 2, 3})},
-                                {"chunk", pick_from(pick, {kPrefillTileRows, 48, kPrefillChunkRows})}}};
+                                {"chunk", pick_from(pick, {kPrefillTileRows, 48, kPrefillChunkRows})},
+                                // Windows of one position, around a tile and
+                                // a split's edge, and past most rows.
+                                {"window", pick_from(pick, {0, 0, 1, 31, 32, 33, 100, 700})}}};
           },
           {attention_shape(1, 4096, 1), attention_shape(16, 4096, 1), attention_shape(64, 2048, 1),
            attention_shape(1, 1024, 1024), attention_shape(1, 4096, 4096)},

@@ -1,10 +1,11 @@
 // Merges the splits of attention by log-sum-exp. Reference: the softmax over
-// all positions 0..pos in attend_head() of reference/attention.cpp, which
+// positions first..pos (row_splits() in kernels.h: 0, or the sliding
+// window's first) in attend_head() of reference/attention.cpp, which
 // splits reproduce exactly in real arithmetic:
 //   M = max_s lse_s,  w_s = exp(lse_s - M),  out = sum_s w_s o_s / sum_s w_s
 // where o_s is split s's softmax-weighted V and lse_s the log of its
 // softmax denominator. Splits are summed in order 0, 1, ... for every row,
-// whichever kernel produced them; a row's splits are split_len_of() its own
+// whichever kernel produced them; a row's splits are row_splits() of its own
 // position (kernels.h), so the merge sees the same splits in any batch.
 #include <stdexcept>
 #include <string>
@@ -31,7 +32,7 @@ __global__ void attention_merge_kernel(const AttentionArgs a, const int* __restr
   __shared__ float lse[kMaxSplits], weight[kMaxSplits];
   const int r = rows[blockIdx.x], h = blockIdx.y, hd = a.head_dim;
   const int pos = a.row_pos[r];
-  const int n_splits = pos / split_len_of(pos, a.min_split_len, a.max_splits) + 1;
+  const int n_splits = row_splits(pos, a.window, a.min_split_len, a.max_splits).count;
   const size_t base = (size_t(a.row_partial[r]) * size_t(a.n_heads) + size_t(h)) * size_t(a.max_splits);
   for (int s = int(threadIdx.x); s < n_splits; s += int(blockDim.x)) lse[s] = a.lse_partial[base + size_t(s)];
   __syncthreads();

@@ -8,7 +8,8 @@
 // heads w, w + 4, ... of the group (attention_split.cuh). A row's context is
 // cut into splits of split_len_of(pos) positions, at most max_splits of them,
 // so that a single sequence still fills the GPU (16 splits x 8 KV heads = 128
-// blocks for Llama 3 8B up to 8k positions, 256 at 131k); attention_merge.cu
+// blocks for Llama 3 8B up to 8k positions, 256 at 131k); on a sliding layer
+// the splits cover the window only (row_splits() in kernels.h); attention_merge.cu
 // combines the splits by log-sum-exp. Blocks past a row's last split exit at once, so the grid
 // depends only on the batch shape: a decode step can be replayed as a CUDA
 // graph.
@@ -24,10 +25,9 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
   ASTRAI_DYNAMIC_SHARED(uint4, smem);  // uint4: 16-byte aligned, one declaration for every T
   const int r = decode_rows[blockIdx.x], kv_head = int(blockIdx.y), split = int(blockIdx.z);
   const int pos = a.row_pos[r];
-  const int len = split_len_of(pos, a.min_split_len, a.max_splits);
-  const int begin = split * len;
-  if (begin > pos) return;  // the whole block exits: no __syncthreads() is left waiting
-  const int end = min(begin + len, pos + 1);
+  const RowSplits splits = row_splits(pos, a.window, a.min_split_len, a.max_splits);
+  if (split >= splits.count) return;  // the whole block exits: no __syncthreads() is left waiting
+  const int begin = splits.begin(split), end = min(begin + splits.len, pos + 1);
   const int group = a.n_heads / a.n_kv_heads, warp = int(threadIdx.x) / 32;
   SplitQuery mine[kQueriesPerWarp];
   int n_mine = 0;

@@ -82,6 +82,7 @@ struct AttentionArgs {
   int min_split_len = 0;             // the fewest positions of a split, a multiple of kAttentionTile
   int max_splits = 0;                // the most splits of one row (split_len_of() below)
   float scale = 0.0f;                // 1 / sqrt(head_dim)
+  int window = 0;                    // the layer's sliding window (ModelConfig::window): 0 attends to 0..pos
   float* o_partial = nullptr;        // [partial rows, n_heads, max_splits, head_dim]: softmax-weighted V of a split
   float* lse_partial = nullptr;      // [partial rows, n_heads, max_splits]: log-sum-exp of the split's scores
 };
@@ -112,6 +113,25 @@ __host__ __device__ inline int split_len_of(int pos, int min_split_len, int max_
   const int per = kAttentionTile * splits_wanted(pos, max_splits);
   const int len = (pos + per) / per * kAttentionTile;  // ceil((pos + 1) / splits), rounded up to a tile
   return len > min_split_len ? len : min_split_len;
+}
+
+// The positions a row at `pos` attends to, first .. pos, cut into splits.
+// On a sliding layer (window > 0) first = pos - window + 1 (at least 0): the
+// splits cover the window only, so positions before it cost no block and no
+// byte, however long the context. Split s is [first + s len, min(first +
+// (s + 1) len, pos + 1)), with len = split_len_of() of the range's own
+// length; without a window first = 0 and these are the splits above. Every
+// kernel of a row (decode, prefill, merge) takes its splits from here.
+struct RowSplits {
+  int first, len, count;
+  __host__ __device__ int begin(int s) const { return first + s * len; }
+};
+__host__ __device__ inline RowSplits row_splits(int pos, int window, int min_split_len, int max_splits) {
+  RowSplits r;
+  r.first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+  r.len = split_len_of(pos - r.first, min_split_len, max_splits);
+  r.count = (pos - r.first) / r.len + 1;
+  return r;
 }
 
 // Decode: one block per (decode row, KV head, split) handles the row's

@@ -32,10 +32,11 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
   // Every thread computes the block's walk (the union of the rows' ranges in this split).
   int walk_begin = 0x7fffffff, walk_end = 0;
   for (int qi = 0; qi < n; ++qi) {
-    const int pos = a.row_pos[rows[qi]], len = split_len_of(pos, a.min_split_len, a.max_splits);
-    if (split * len > pos) continue;  // the row has no such split
-    walk_begin = min(walk_begin, split * len);
-    walk_end = max(walk_end, min(split * len + len, pos + 1));
+    const int pos = a.row_pos[rows[qi]];
+    const RowSplits splits = row_splits(pos, a.window, a.min_split_len, a.max_splits);
+    if (split >= splits.count) continue;  // the row has no such split
+    walk_begin = min(walk_begin, splits.begin(split));
+    walk_end = max(walk_end, min(splits.begin(split) + splits.len, pos + 1));
   }
   if (walk_end == 0) return;  // the whole block exits
   SplitQuery mine[kQueriesPerWarp];
@@ -44,13 +45,14 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
   for (int k = 0; k < kQueriesPerWarp; ++k) {
     const int qi = warp + k * kAttentionWarps;
     if (qi >= n) break;
-    const int r = rows[qi], pos = a.row_pos[r], len = split_len_of(pos, a.min_split_len, a.max_splits);
+    const int r = rows[qi], pos = a.row_pos[r];
+    const RowSplits splits = row_splits(pos, a.window, a.min_split_len, a.max_splits);
     mine[k].q = a.q + size_t(r) * size_t(a.q_stride) + size_t(head) * size_t(a.head_dim);
-    if (split * len <= pos) {
-      mine[k].begin = split * len;
-      mine[k].end = min(split * len + len, pos + 1);
+    if (split < splits.count) {
+      mine[k].begin = splits.begin(split);
+      mine[k].end = min(splits.begin(split) + splits.len, pos + 1);
       mine[k].out_slot = (a.row_partial[r] * a.n_heads + head) * a.max_splits + split;
-    }  // else an empty range and no output: the merge reads splits 0 .. pos / len only
+    }  // else an empty range and no output: the merge reads splits 0 .. count - 1 only
     n_mine = k + 1;
   }
   const int kv_head = head / (a.n_heads / a.n_kv_heads);

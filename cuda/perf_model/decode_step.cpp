@@ -118,7 +118,7 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
     step.push_back({"layer: decode attention (+ merge)", "paged_attention",
                     bf16({{"head_dim", s.head_dim}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
                           {"n_seqs", B}, {"len", s.context}, {"ragged", 0}, {"fresh", 1}, {"page", 16},
-                          {"split", split_len_for(s.max_seq_len)}, {"splits", 0}, {"chunk", kPrefillChunkRows}}),
+                          {"split", split_len_for(s.max_seq_len)}, {"splits", 0}, {"chunk", kPrefillChunkRows}, {"window", 0}}),
                     1, e * 2.0 * B * double(s.context) * kv_dim + 4.0 * B * double(q_dim) + e * B * double(q_dim)});
     push_projection(step, s, l, "layer: output projection", q_dim, {{"layer: output projection", Matrix::O, s.dim}});
     step.push_back({"layer: ffn norm (+ residual)", "rmsnorm",

@@ -234,6 +234,48 @@ TEST_CASE("today's architectures: logits within tolerance of the reference, gree
   }
 }
 
+TEST_CASE("sliding windows and YaRN: logits within tolerance of the reference, greedy tokens equal", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  // Windows far shorter than the 50 positions run, so most of every row's
+  // context lies before its window: Mistral's (every layer), Gemma 3's and
+  // gpt-oss's mix of sliding and full layers (a window of 1 on one: a
+  // position sees only itself), and gpt-oss's YaRN (original context 16,
+  // no truncation, its attention factor) on a windowed model. The prompts
+  // are prefilled across the windows' edges.
+  ModelConfig base;
+  base.dim = 32;
+  base.hidden_dim = 48;
+  base.n_layers = 3;
+  base.n_heads = 4;
+  base.n_kv_heads = 2;
+  base.vocab_size = 64;
+  base.max_seq_len = 64;
+  base.rope_layout = RopeLayout::RotateHalf;
+  ModelConfig mistral = base;
+  mistral.sliding_window = 8;
+  ModelConfig mixed = base;
+  mixed.sliding_window = 5;
+  mixed.sliding_layers = {true, false, true};
+  ModelConfig one = base;
+  one.sliding_window = 1;
+  one.sliding_layers = {false, true, false};
+  ModelConfig yarn = mistral;
+  yarn.sliding_layers = {true, false, true};
+  yarn.rope_theta = 150000.0f;
+  yarn.rope_scaling = RopeScaling{.factor = 32.0f, .original_context = 16, .kind = RopeScalingKind::Yarn,
+                                  .truncate = false};
+  const std::vector<golden::SyntheticCase> cases = {
+      {"mistral-window8", mistral, 31, {1, 17, 42, 5, 33, 8, 60, 2, 9, 14, 23, 40}, 38, {}},
+      {"gemma-mixed-window5", mixed, 32, {3, 9, 27, 50, 11, 4, 38, 19, 22}, 40, {}},
+      {"window1", one, 33, {7, 8, 9, 10, 11, 12}, 40, {}},
+      {"gpt-oss-yarn-window8", yarn, 34, {1, 30, 12, 7, 44, 21, 63, 5, 16, 2, 3}, 38, {}},
+  };
+  for (const auto& c : cases) {
+    REQUIRE_NOTHROW(make_synthetic_weights(c.config, c.seed).validate_shapes());
+    check_against_reference(c, c.max_new_tokens);
+  }
+}
+
 TEST_CASE("a request's logits have the same bits alone, batched with others and chunked", "[cuda]") {
   ASTRAI_REQUIRE_GPU();
   const ModelConfig config = preset_config("tiny");

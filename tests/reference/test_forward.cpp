@@ -42,6 +42,10 @@ struct Forced {
   bool qk_norm = false;            // Qwen 3
   bool rope_scaling = false;       // Llama 3.1
   bool moe = false;                // Mixture-of-Experts layers (Mixtral, Qwen MoE), dense ones mixed in
+  bool sliding_window = false;     // Mistral, Gemma 3, gpt-oss: some or all layers attend over a window
+  bool sinks = false;              // gpt-oss: a sink logit per query head
+  bool yarn = false;               // gpt-oss: YaRN RoPE scaling
+  bool sliding_rope_theta = false; // Gemma 3: the sliding layers' own RoPE base (with a window)
 };
 
 // Experts in some layers: 1 to 6 of them, top-k, each routing rule, a shared
@@ -54,16 +58,36 @@ void draw_moe(ModelConfig& c) {
     if (*rc::gen::inRange(0, 4) == 0) c.moe.dense_layers.push_back(l);
 }
 
-// Llama 3.1's scaling with an original context of a few positions, so that
-// heads of 2 to 16 dimensions have pairs in all three bands within the
-// drawn contexts (wavelengths 2 pi .. 2 pi 10000^(7/8)).
-RopeScaling draw_scaling() {
+// Llama 3.1's scaling (or linear, or YaRN) with an original context of a
+// few positions, so that heads of 2 to 16 dimensions have pairs in all three
+// bands within the drawn contexts (wavelengths 2 pi .. 2 pi 10000^(7/8)).
+RopeScaling draw_scaling(bool yarn) {
   RopeScaling s;
   s.factor = *rc::gen::element(2.0f, 8.0f, 32.0f);
   s.low_freq_factor = *rc::gen::element(1.0f, 2.0f);
   s.high_freq_factor = s.low_freq_factor + *rc::gen::element(1.0f, 3.0f);
   s.original_context = *rc::gen::inRange(2, 65);
+  s.kind = yarn ? RopeScalingKind::Yarn
+                : *rc::gen::element(RopeScalingKind::Llama3, RopeScalingKind::Linear, RopeScalingKind::Yarn);
+  if (s.kind == RopeScalingKind::Yarn) {
+    // Turn counts for a few-position original context (transformers' 32 and
+    // 1 would put every pair of a small head on one side of the ramp).
+    s.beta_slow = *rc::gen::element(0.25f, 0.5f, 1.0f);
+    s.beta_fast = s.beta_slow * *rc::gen::element(2.0f, 8.0f, 32.0f);
+    s.truncate = *rc::gen::arbitrary<bool>();
+    if (*rc::gen::arbitrary<bool>()) s.attention_factor = *rc::gen::element(0.5f, 1.25f, 2.0f);
+  }
   return s;
+}
+
+// Sliding windows from 1 to the context on every layer (Mistral) or on a
+// drawn subset (layer_types: Gemma 3, gpt-oss), with Gemma 3's own base for
+// the sliding layers when forced or drawn.
+void draw_window(ModelConfig& c, bool sliding_rope_theta) {
+  c.sliding_window = *rc::gen::inRange(1, c.max_seq_len + 1);
+  if (*rc::gen::arbitrary<bool>())
+    c.sliding_layers = *rc::gen::container<std::vector<bool>>(size_t(c.n_layers), rc::gen::arbitrary<bool>());
+  if (sliding_rope_theta || *rc::gen::arbitrary<bool>()) c.sliding_rope_theta = *rc::gen::element(10.0f, 100.0f, 1e6f);
 }
 
 ModelConfig draw_config(Forced force = {}) {
@@ -84,8 +108,11 @@ ModelConfig draw_config(Forced force = {}) {
   c.rope_layout = *rc::gen::element(RopeLayout::AdjacentPairs, RopeLayout::RotateHalf);
   c.options.qkv_bias = force.qkv_bias || *rc::gen::arbitrary<bool>();
   c.options.qk_norm = force.qk_norm || *rc::gen::arbitrary<bool>();
-  if (force.rope_scaling || *rc::gen::arbitrary<bool>()) c.rope_scaling = draw_scaling();
+  if (force.rope_scaling || force.yarn || *rc::gen::arbitrary<bool>()) c.rope_scaling = draw_scaling(force.yarn);
   if (force.moe || *rc::gen::arbitrary<bool>()) draw_moe(c);
+  if (force.sliding_window || force.sliding_rope_theta || *rc::gen::arbitrary<bool>())
+    draw_window(c, force.sliding_rope_theta);
+  c.options.attention_sinks = force.sinks || *rc::gen::arbitrary<bool>();
   return c;
 }
 
@@ -269,19 +296,26 @@ void norm_heads(Matrix& x, const xt::xtensor<float, 1>& w, double eps) {
     }
 }
 
-void rotate(Matrix& x, const ModelConfig& c) {
+// RoPE as layer `layer` applies it: Gemma 3's sliding layers with their own
+// base and no scaling, the others with rope_theta and its scaling; cos and
+// sin times YaRN's attention factor.
+void rotate(Matrix& x, const ModelConfig& c, int layer) {
   const size_t d = size_t(c.head_dim());
+  const bool own_base = c.sliding_rope_theta > 0.0f && c.sliding_window > 0 &&
+                        (c.sliding_layers.empty() || c.sliding_layers[size_t(layer)]);
+  const double theta = own_base ? c.sliding_rope_theta : c.rope_theta;
+  const RopeScaling scaling = own_base ? RopeScaling{} : c.rope_scaling;
+  const double m = astrai::test::rope_magnitude_f64(scaling);
   for (size_t pos = 0; pos < x.size(); ++pos)
     for (size_t h = 0; h < x[pos].size() / d; ++h)
       for (size_t i = 0; i < d / 2; ++i) {
         const bool adjacent = c.rope_layout == RopeLayout::AdjacentPairs;
         double& a = x[pos][h * d + (adjacent ? 2 * i : i)];
         double& b = x[pos][h * d + (adjacent ? 2 * i + 1 : i + d / 2)];
-        const double angle =
-            double(pos) * astrai::test::rope_frequency_f64(int(i), int(d), c.rope_theta, c.rope_scaling);
+        const double angle = double(pos) * astrai::test::rope_frequency_f64(int(i), int(d), theta, scaling);
         const double a0 = a, b0 = b;
-        a = a0 * std::cos(angle) - b0 * std::sin(angle);
-        b = a0 * std::sin(angle) + b0 * std::cos(angle);
+        a = m * (a0 * std::cos(angle) - b0 * std::sin(angle));
+        b = m * (a0 * std::sin(angle) + b0 * std::cos(angle));
       }
 }
 
@@ -322,22 +356,31 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
       norm_heads(q, L.q_norm, c.norm_eps);
       norm_heads(k, L.k_norm, c.norm_eps);
     }
-    rotate(q, c);
-    rotate(k, c);
+    rotate(q, c, int(l));
+    rotate(k, c, int(l));
+    // A sliding layer's query t sees keys j with t - j < window.
+    const bool slides = c.sliding_window > 0 && (c.sliding_layers.empty() || c.sliding_layers[l]);
     Matrix att(n, std::vector<double>(size_t(c.q_dim())));
     for (size_t t = 0; t < n; ++t)
       for (size_t head = 0; head < size_t(c.n_heads); ++head) {
         const size_t g = head / group;
         std::vector<double> p(t + 1);
+        std::vector<bool> seen(t + 1);
         double max = -1e300, sum = 0.0;
         for (size_t j = 0; j <= t; ++j) {
+          seen[j] = !slides || t - j < size_t(c.sliding_window);
+          if (!seen[j]) continue;
           for (size_t i = 0; i < d; ++i) p[j] += q[t][head * d + i] * k[j][g * d + i];
           p[j] /= std::sqrt(double(d));
           max = std::max(max, p[j]);
         }
-        for (auto& e : p) sum += (e = std::exp(e - max));
+        const bool sink = c.options.attention_sinks;
+        if (sink) max = std::max(max, double(L.sinks(head)));
+        for (size_t j = 0; j <= t; ++j) sum += seen[j] ? (p[j] = std::exp(p[j] - max)) : 0.0;
+        if (sink) sum += std::exp(double(L.sinks(head)) - max);  // the sink's share, with no value
         for (size_t j = 0; j <= t; ++j)
-          for (size_t i = 0; i < d; ++i) att[t][head * d + i] += p[j] / sum * v[j][g * d + i];
+          if (seen[j])
+            for (size_t i = 0; i < d; ++i) att[t][head * d + i] += p[j] / sum * v[j][g * d + i];
       }
     residual_add(x, matmul_t(att, L.wo));
     const Matrix h2 = rms_norm(x, L.ffn_norm, c.norm_eps);
@@ -422,6 +465,12 @@ TEST_CASE("each of today's options matches the float64 forward pass when on") {
   rc::prop("per-head q/k RMSNorm (Qwen 3)", [] { check_against_f64({.qk_norm = true}); });
   rc::prop("Llama 3.1 RoPE scaling", [] { check_against_f64({.rope_scaling = true}); });
   rc::prop("Mixture-of-Experts layers (Mixtral, Qwen MoE; dense layers mixed in)", [] { check_against_f64({.moe = true}); });
+  rc::prop("sliding windows on all or some layers (Mistral, Gemma 3)", [] { check_against_f64({.sliding_window = true}); });
+  rc::prop("attention sinks (gpt-oss)", [] { check_against_f64({.sinks = true}); });
+  rc::prop("YaRN RoPE scaling (gpt-oss)", [] { check_against_f64({.yarn = true}); });
+  rc::prop("a RoPE base of their own for the sliding layers (Gemma 3)", [] {
+    check_against_f64({.sliding_rope_theta = true});
+  });
   rc::prop("Qwen 3 shape: explicit head_dim and q/k norms", [] {
     check_against_f64({.explicit_head_dim = true, .qk_norm = true});
   });
@@ -507,4 +556,74 @@ TEST_CASE("each option changes the logits far beyond the float64 comparison's to
     INFO("smallest relative change over 8 models: " << effect);
     CHECK(effect >= 100 * kF64Tolerance);
   }
+  SECTION("a sliding window of 4 (Mistral), over 16 tokens") {
+    ModelConfig c = arch_config();
+    c.sliding_window = 4;
+    const double effect = smallest_effect(c, [](ModelWeights& w) { w.config.sliding_window = 0; });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
+  SECTION("attention sinks (gpt-oss)") {
+    ModelConfig c = arch_config();
+    c.options.attention_sinks = true;
+    const double effect = smallest_effect(c, [](ModelWeights& w) {
+      w.config.options.attention_sinks = false;
+      for (auto& L : w.layers) L.sinks = {};
+    });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
+  SECTION("YaRN RoPE scaling (gpt-oss's rule: factor 32, betas 32 and 1, no truncation), and its attention factor") {
+    // head_dim 6 at theta 10000: pairs turn L / (2 pi), L / (2 pi 21.5) and
+    // L / (2 pi 464) times in L = 4096 positions (652, 30, 1.4): the first
+    // kept, the last two interpolated (and scaled by 0.1 ln 32 + 1 = 1.35).
+    ModelConfig c = arch_config();
+    c.rope_scaling = RopeScaling{.factor = 32.0f, .original_context = 4096, .kind = RopeScalingKind::Yarn,
+                                 .truncate = false};
+    const double effect = smallest_effect(c, [](ModelWeights& w) { w.config.rope_scaling = {}; });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+    ModelConfig unit = c;  // the attention factor alone moves the logits too
+    unit.rope_scaling.attention_factor = 1.0f;
+    const double factor_effect = smallest_effect(c, [&](ModelWeights& w) { w.config = unit; });
+    INFO("the attention factor's smallest relative change: " << factor_effect);
+    CHECK(factor_effect >= 100 * kF64Tolerance);
+  }
+  SECTION("Gemma 3's own RoPE base on the sliding layers") {
+    ModelConfig c = arch_config();
+    c.sliding_window = 20;  // longer than the prompt: only the base differs
+    c.sliding_layers = {true, false};
+    c.sliding_rope_theta = 100.0f;
+    const double effect = smallest_effect(c, [](ModelWeights& w) { w.config.sliding_rope_theta = 0.0f; });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
+}
+
+TEST_CASE("a token further back than every layer's window reaches changes nothing; a full layer sees it") {
+  // Two sliding layers of window W: position p sees p - W + 1 .. p in layer
+  // 0, and through it p - 2 (W - 1) .. p in layer 1. Change the first token
+  // of a prompt of 2 (W - 1) + 2 tokens: the last position's logits must keep
+  // every bit (no operation of theirs reads it), the next-to-last's too, and
+  // with layer 1 full (Gemma 3's mix) they must move.
+  rc::prop("needle past the windows", [] {
+    ModelConfig c = arch_config();
+    c.sliding_window = *rc::gen::inRange(1, 8);
+    c.max_seq_len = 2 * (c.sliding_window - 1) + 2;
+    const auto w = make_synthetic_weights(c, *rc::gen::arbitrary<uint64_t>());
+    auto tokens = *rc::gen::container<std::vector<int>>(size_t(c.max_seq_len), rc::gen::inRange(0, c.vocab_size));
+    auto changed = tokens;
+    changed[0] = (tokens[0] + *rc::gen::inRange(1, c.vocab_size)) % c.vocab_size;
+    const auto logits = [](const ModelWeights& m, const std::vector<int>& t) {
+      DenseKVCache cache(m.config, 1);
+      return forward_all(m, t, cache);
+    };
+    const auto a = logits(w, tokens), b = logits(w, changed);
+    const size_t last = tokens.size() - 1;
+    RC_ASSERT(xt::view(a, last) == xt::view(b, last));
+    ModelWeights mixed = w;
+    mixed.config.sliding_layers = {true, false};
+    const auto ma = logits(mixed, tokens), mb = logits(mixed, changed);
+    RC_ASSERT(xt::view(ma, last) != xt::view(mb, last));
+  });
 }

@@ -178,10 +178,27 @@ namespace {
 // where the band meets the low one), so the error bound grows by that much.
 // Rounding the blend to float adds an ulp. A wrong band or a swapped factor
 // is off by at least (factor - 1) / factor >= 0.5 somewhere.
+// Linear and YaRN scale f by a factor that does not depend on f (YaRN's
+// ramp is a function of the pair index), so their sensitivity is 1.
 double frequency_tolerance(const RopeScaling& s) {
   const double amplification =
-      s.enabled() ? 2.0 + double(s.factor - 1.0f) * s.low_freq_factor / (s.high_freq_factor - s.low_freq_factor) : 1.0;
+      s.enabled() && s.kind == RopeScalingKind::Llama3
+          ? 2.0 + double(s.factor - 1.0f) * s.low_freq_factor / (s.high_freq_factor - s.low_freq_factor)
+          : 1.0;
   return 1e-6 * amplification + 1.2e-7;
+}
+
+// YaRN with drawn parameters: contexts and turn counts that put the ramp
+// anywhere from before the first pair to past the last.
+RopeScaling draw_yarn() {
+  RopeScaling s;
+  s.kind = RopeScalingKind::Yarn;
+  s.factor = *rc::gen::element(1.0f, 2.0f, 4.0f, 32.0f, 40.0f);
+  s.original_context = *rc::gen::inRange(4, 262145);
+  s.beta_slow = *rc::gen::element(0.5f, 1.0f, 2.0f);
+  s.beta_fast = s.beta_slow * *rc::gen::element(1.5f, 8.0f, 32.0f);
+  s.truncate = *rc::gen::arbitrary<bool>();
+  return s;
 }
 
 }  // namespace
@@ -233,6 +250,95 @@ TEST_CASE("Llama 3.1's own scaling: high band kept, low band divided by 8, mediu
   CHECK(counts[int(test::RopeBand::High)] == 29);
   CHECK(counts[int(test::RopeBand::Medium)] == 6);
   CHECK(counts[int(test::RopeBand::Low)] == 29);
+}
+
+TEST_CASE("linear and YaRN frequencies equal the formulas in float64, pair by pair") {
+  rc::prop("rope_frequencies ~ float64 (linear, YaRN)", [] {
+    const int head_dim = 2 * *rc::gen::inRange(1, 129);
+    const float theta = *rc::gen::element(10000.0f, 150000.0f, 1000000.0f);
+    RopeScaling s = draw_yarn();
+    if (*rc::gen::arbitrary<bool>()) s.kind = RopeScalingKind::Linear;
+    const auto f = rope_frequencies(head_dim, theta, s);
+    bool kept = false, interpolated = false, blended = false;
+    for (int i = 0; i < head_dim / 2; ++i) {
+      const double want = test::rope_frequency_f64(i, head_dim, theta, s);
+      RC_ASSERT(std::abs(double(f[size_t(i)]) - want) <= frequency_tolerance(s) * want);
+      if (s.kind == RopeScalingKind::Yarn) {
+        const double ramp = test::yarn_ramp_f64(i, head_dim, theta, s);
+        kept = kept || ramp == 0.0, interpolated = interpolated || ramp == 1.0;
+        blended = blended || (ramp > 0.0 && ramp < 1.0);
+      }
+    }
+    RC_CLASSIFY(kept && blended && interpolated, "YaRN with pairs kept, blended and interpolated");
+  });
+}
+
+TEST_CASE("gpt-oss's YaRN: fast pairs kept, slow ones divided by 32, truncation moves the blend") {
+  // gpt-oss-20b: head_dim 64, rope_theta 150000, rope_scaling {factor 32,
+  // original_max_position_embeddings 4096, beta_fast 32, beta_slow 1,
+  // truncate false}. The ramp runs from pair 64 ln(4096 / (64 pi)) /
+  // (2 ln 150000) = 8.09 to 64 ln(4096 / (2 pi)) / (2 ln 150000) = 17.40:
+  // pairs 0-8 kept, 9-17 blended, 18-31 interpolated; truncated (llama.cpp,
+  // and transformers' default) it runs from 8 to 18.
+  RopeScaling s{.factor = 32.0f, .original_context = 4096, .kind = RopeScalingKind::Yarn, .truncate = false};
+  const auto plain = rope_frequencies(64, 150000.0f), yarn = rope_frequencies(64, 150000.0f, s);
+  s.truncate = true;
+  const auto truncated = rope_frequencies(64, 150000.0f, s);
+  for (int i = 0; i < 32; ++i) {
+    INFO("pair " << i);
+    const auto k = size_t(i);
+    if (i <= 8) CHECK(yarn[k] == plain[k]);  // ramp 0: the float f_i itself
+    // Dividing by 32 (a power of two) in float64 and rounding back is exact.
+    if (i >= 18) CHECK(yarn[k] == plain[k] / 32.0f);
+    if (i >= 9 && i <= 17) {
+      CHECK(yarn[k] < plain[k]);
+      CHECK(yarn[k] > plain[k] / 32.0f);
+      CHECK(truncated[k] != yarn[k]);  // (i - 8) / 10 against (i - 8.09) / 9.31
+    }
+  }
+  // transformers' default attention factor: 0.1 ln 32 + 1.
+  CHECK(rope_attention_factor(s) == Approx(1.34657359).epsilon(1e-7));
+  s.attention_factor = 1.5f;
+  CHECK(rope_attention_factor(s) == 1.5f);
+  CHECK(rope_attention_factor(RopeScaling{8.0f, 1.0f, 4.0f, 8192}) == 1.0f);  // Llama 3.1 scales no magnitude
+}
+
+TEST_CASE("RoPE with a magnitude scales the rotated pair by it") {
+  rc::prop("apply_rope(m) ~ m * rotation in float64", [] {
+    const int head_dim = 2 * *rc::gen::inRange(1, 33);
+    const float m = *rc::gen::element(0.5f, 1.0f, 1.3465736f, 2.0f);
+    auto x = test::random_matrix(1, size_t(head_dim), *rc::gen::arbitrary<uint64_t>());
+    const auto x0 = x;
+    const std::vector<int> pos{*rc::gen::inRange(0, 5000)};
+    const auto f = rope_frequencies(head_dim, 10000.0f);
+    apply_rope(x, pos, f, RopeLayout::RotateHalf, m);
+    const size_t half = size_t(head_dim / 2);
+    for (size_t i = 0; i < half; ++i) {
+      const double angle = double(rope_angle(pos[0], f[i]));  // the float angle both sides use
+      const double a = x0(0, i), b = x0(0, i + half);
+      const double want_a = m * (a * std::cos(angle) - b * std::sin(angle));
+      const double want_b = m * (a * std::sin(angle) + b * std::cos(angle));
+      // Each product of two floats and their sum: a few ulps of |m| (|a| + |b|).
+      const double bound = 4e-7 * m * (std::abs(a) + std::abs(b));
+      RC_ASSERT(std::abs(x(0, i) - want_a) <= bound);
+      RC_ASSERT(std::abs(x(0, i + half) - want_b) <= bound);
+    }
+  });
+}
+
+TEST_CASE("each layer's RoPE: Gemma 3's sliding layers use their own base, unscaled") {
+  ModelConfig c{.dim = 16, .hidden_dim = 8, .n_layers = 3, .n_heads = 2, .n_kv_heads = 1, .vocab_size = 4,
+                .max_seq_len = 64, .rope_theta = 1e6f};
+  c.rope_scaling = RopeScaling{.factor = 8.0f, .kind = RopeScalingKind::Linear};
+  c.sliding_window = 16;
+  c.sliding_layers = {true, false, true};
+  c.sliding_rope_theta = 10000.0f;
+  c.validate();
+  CHECK(rope_frequencies(c, 0) == rope_frequencies(8, 10000.0f));
+  CHECK(rope_frequencies(c, 1) == rope_frequencies(8, 1e6f, c.rope_scaling));
+  CHECK(rope_frequencies(c, 2) == rope_frequencies(8, 10000.0f));
+  c.sliding_rope_theta = 0.0f;  // one base for all (gpt-oss): every layer scaled
+  CHECK(rope_frequencies(c, 0) == rope_frequencies(8, 1e6f, c.rope_scaling));
 }
 
 }  // namespace test_rope

@@ -219,6 +219,13 @@ ModelConfig read_config(const GgufReader& g) {
   c.vocab_size = g.has(p + "vocab_size") ? positive_int(g, p + "vocab_size")
                  : token_array          ? int(std::min<size_t>(token_array->elements.size(), INT32_MAX))
                                         : 0;
+  // attention.sliding_window: every layer attends over the last that many
+  // positions (AstrAI's converter writes it for Mistral; llama.cpp's llama,
+  // qwen2 and qwen3 graphs ignore it); no shorter than the context: full.
+  if (g.has(p + "attention.sliding_window")) {
+    const int window = positive_int(g, p + "attention.sliding_window");
+    if (window < c.max_seq_len) c.sliding_window = window;
+  }
   try {
     c.validate();
     c.rope_scaling = read_rope_scaling(g, arch, c);
@@ -311,6 +318,16 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   if (c.options.moe != MoeModule::None) add_moe(out, c, row);
   // Llama 3.1 scaling: llama.cpp runs it from rope_freqs.weight (add_weights)
   // and must see none of its own scaling keys (read_rope_scaling).
+  if (c.rope_scaling.enabled() && c.rope_scaling.kind != RopeScalingKind::Llama3)
+    throw std::invalid_argument("write_gguf_model: linear and YaRN RoPE scaling are not written to GGUF yet");
+  // Sliding windows: llama.cpp's key; its llama, qwen2 and qwen3 graphs do
+  // not read it (they attend over everything), AstrAI's reader does.
+  if (c.sliding_window > 0) {
+    if (!c.sliding_layers.empty())
+      throw std::invalid_argument("write_gguf_model: a model that mixes sliding and full layers is not written to GGUF "
+                                  "for " + arch + " (llama.cpp's architecture fixes which layers slide)");
+    out.add_metadata(p + "attention.sliding_window", uint32_t(c.sliding_window));
+  }
   if (c.rope_scaling.enabled()) {
     if (arch != "llama")
       throw std::invalid_argument("write_gguf_model: llama.cpp's " + arch +

@@ -3,6 +3,7 @@
 
 #include "engine/model_files/architectures.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -122,9 +123,10 @@ HfArchitecture read_architecture(const Fields& f) {
 
 // rope_theta and rope_scaling: transformers 4.x writes "rope_theta" and
 // "rope_scaling" (null or {"rope_type": ...}); transformers 5 writes both into
-// "rope_parameters". Only no scaling ("default") and Llama 3.1's "llama3" are
-// supported; every other type would silently give wrong positions, so it is
-// refused by name.
+// "rope_parameters". No scaling ("default"), Llama 3.1's "llama3", "linear"
+// (Gemma 3) and "yarn" (gpt-oss; transformers' defaults for the fields it
+// leaves out) are supported; every other type would silently give wrong
+// positions, so it is refused by name, as are YaRN's DeepSeek fields.
 void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
   const Json* parameters = f.find("rope_parameters");
   if (parameters && !parameters->is_object()) f.fail("rope_parameters", "is not an object");
@@ -146,8 +148,26 @@ void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
   const auto type = s.find("rope_type") ? s.optional_string("rope_type") : s.optional_string("type");
   if (!type) s.fail("rope_type", "is missing");
   if (*type == "default") return;
+  RopeScaling& r = c.rope_scaling;
+  if (*type == "linear") {
+    r.kind = RopeScalingKind::Linear;
+    r.factor = float(s.number("factor"));
+    return;
+  }
+  if (*type == "yarn") {
+    r.kind = RopeScalingKind::Yarn;
+    r.factor = float(s.number("factor"));
+    r.original_context = s.optional_positive("original_max_position_embeddings").value_or(c.max_seq_len);
+    if (s.find("beta_fast")) r.beta_fast = float(s.number("beta_fast"));
+    if (s.find("beta_slow")) r.beta_slow = float(s.number("beta_slow"));
+    r.truncate = s.optional_bool("truncate").value_or(true);
+    if (const Json* a = s.find("attention_factor"); a && !a->is_null()) r.attention_factor = float(s.number("attention_factor"));
+    for (const char* key : {"mscale", "mscale_all_dim"})
+      if (const Json* v = s.find(key); v && !v->is_null()) s.fail(key, "is set; YaRN's DeepSeek magnitudes are not supported");
+    return;
+  }
   if (*type != "llama3")
-    s.fail("rope_type", "is '" + *type + "'; only 'llama3' RoPE scaling (and none) is supported");
+    s.fail("rope_type", "is '" + *type + "'; only 'llama3', 'linear' and 'yarn' RoPE scaling (and none) are supported");
   c.rope_scaling.factor = float(s.number("factor"));
   c.rope_scaling.low_freq_factor = float(s.number("low_freq_factor"));
   c.rope_scaling.high_freq_factor = float(s.number("high_freq_factor"));
@@ -232,6 +252,44 @@ HfArchitecture hf_architecture_for(const ModelConfig& config) {
   throw std::invalid_argument("no Hugging Face architecture has the options of " + config.describe());
 }
 
+// Sliding-window attention (ModelConfig::sliding_window). When config.json's
+// window applies is the row's rule; which layers slide is layer_types when
+// the file has it (transformers >= 4.54 writes it), else the family's rule:
+// every layer (Mistral, Mixtral), or the layers from max_window_layers on
+// (Qwen 2 / 3, transformers' default 28). A window at least as long as the
+// context is full attention, and is left out.
+void read_sliding_window(const Fields& f, const Architecture& row, ModelConfig& c) {
+  const bool applies = row.sliding_window == SlidingWindowRule::WhenSet ||
+                       (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow &&
+                        f.optional_bool("use_sliding_window").value_or(false));
+  if (!applies) return;
+  const auto window = f.optional_positive("sliding_window");
+  if (!window || *window >= c.max_seq_len) return;
+  std::vector<bool> sliding(size_t(c.n_layers), true);
+  if (const Json* types = f.find("layer_types"); types && !types->is_null()) {
+    if (!types->is_array() || types->size() != size_t(c.n_layers))
+      f.fail("layer_types", "is " + types->dump() + ", expected one entry per layer (" + std::to_string(c.n_layers) + ")");
+    for (size_t l = 0; l < types->size(); ++l) {
+      const Json& t = (*types)[l];
+      if (t != "sliding_attention" && t != "full_attention")
+        f.fail("layer_types", "entry " + std::to_string(l) + " is " + t.dump() +
+                                  ", expected \"sliding_attention\" or \"full_attention\"");
+      sliding[l] = t == "sliding_attention";
+    }
+  } else if (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow) {
+    int first = 28;
+    if (const Json* v = f.find("max_window_layers")) {
+      const int64_t n = f.integer("max_window_layers", *v);
+      if (n < 0) f.fail("max_window_layers", "is " + std::to_string(n) + ", expected a layer count");
+      first = int(std::min<int64_t>(n, c.n_layers));
+    }
+    for (int l = 0; l < c.n_layers; ++l) sliding[size_t(l)] = l >= first;
+  }
+  if (std::none_of(sliding.begin(), sliding.end(), [](bool s) { return s; })) return;
+  c.sliding_window = *window;
+  if (std::find(sliding.begin(), sliding.end(), false) != sliding.end()) c.sliding_layers = sliding;
+}
+
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& origin) {
   const Json j = parse_object(json_text, origin);
   const Fields f(j, origin);
@@ -257,20 +315,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   if (row.options.moe != MoeModule::None) read_moe(f, row, c);
   out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(false);
 
-  // Sliding-window attention: a token attends to at most the last `window`
-  // positions. While the sequence is no longer than the window that is exactly
-  // full causal attention, so capping the context at the window makes the
-  // full-attention forward pass exact (and longer contexts are refused, not
-  // computed wrongly). When the window applies is the row's rule.
-  const bool window_applies =
-      row.sliding_window == SlidingWindowRule::WhenSet ||
-      (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow && f.optional_bool("use_sliding_window").value_or(false));
-  if (window_applies) {
-    if (const auto window = f.optional_positive("sliding_window"); window && *window < c.max_seq_len) {
-      out.sliding_window = *window;
-      c.max_seq_len = *window;
-    }
-  }
+  read_sliding_window(f, row, c);
 
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (const auto dtype = f.optional_string(key)) {
@@ -329,6 +374,28 @@ double json_float(float x) {
 
 }  // namespace
 
+// The window as the row's config class reads it back (read_sliding_window).
+void write_sliding_window(Json& j, const ModelConfig& c, const Architecture& row) {
+  if (row.sliding_window == SlidingWindowRule::Never)
+    throw std::invalid_argument(std::string("hf_config_json: ") + row.hf_name + " has no sliding window");
+  j["sliding_window"] = c.sliding_window;
+  std::vector<bool> sliding = c.sliding_layers;
+  if (sliding.empty()) sliding.assign(size_t(c.n_layers), true);
+  if (row.sliding_window == SlidingWindowRule::WhenSet) {
+    if (std::find(sliding.begin(), sliding.end(), false) != sliding.end())
+      throw std::invalid_argument(std::string("hf_config_json: ") + row.hf_name +
+                                  " slides every layer or none; this model mixes sliding and full layers");
+    return;
+  }
+  j["use_sliding_window"] = true;
+  Json types = Json::array();
+  for (bool s : sliding) types.push_back(s ? "sliding_attention" : "full_attention");
+  j["layer_types"] = types;
+  // Older readers (no layer_types) slide the layers from max_window_layers on.
+  const auto first = std::find(sliding.begin(), sliding.end(), true) - sliding.begin();
+  j["max_window_layers"] = first;
+}
+
 std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_word_embeddings,
                            const std::string& torch_dtype) {
   c.validate();
@@ -356,17 +423,29 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (!torch_dtype.empty()) j["torch_dtype"] = torch_dtype;
   if (c.explicit_head_dim > 0 || names.head_dim_required) j["head_dim"] = c.head_dim();
-  if (c.rope_scaling.enabled()) {
+  const RopeScaling& r = c.rope_scaling;
+  if (r.enabled() && r.kind == RopeScalingKind::Linear) {
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", json_float(r.factor)}};
+  } else if (r.enabled() && r.kind == RopeScalingKind::Yarn) {
+    j["rope_scaling"] = {{"rope_type", "yarn"},
+                         {"factor", json_float(r.factor)},
+                         {"original_max_position_embeddings", r.original_context},
+                         {"beta_fast", json_float(r.beta_fast)},
+                         {"beta_slow", json_float(r.beta_slow)},
+                         {"truncate", r.truncate}};
+    if (r.attention_factor > 0.0f) j["rope_scaling"]["attention_factor"] = json_float(r.attention_factor);
+  } else if (r.enabled()) {
     j["rope_scaling"] = {{"rope_type", "llama3"},
-                         {"factor", json_float(c.rope_scaling.factor)},
-                         {"low_freq_factor", json_float(c.rope_scaling.low_freq_factor)},
-                         {"high_freq_factor", json_float(c.rope_scaling.high_freq_factor)},
-                         {"original_max_position_embeddings", c.rope_scaling.original_context}};
+                         {"factor", json_float(r.factor)},
+                         {"low_freq_factor", json_float(r.low_freq_factor)},
+                         {"high_freq_factor", json_float(r.high_freq_factor)},
+                         {"original_max_position_embeddings", r.original_context}};
   } else {
     j["rope_scaling"] = nullptr;
   }
   j.update(Json::parse(names.config_json_extras));
   if (c.options.moe != MoeModule::None) write_moe(j, c, names);
+  if (c.sliding_window > 0) write_sliding_window(j, c, names);
   return j.dump(2) + "\n";
 }
 

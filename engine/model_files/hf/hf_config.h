@@ -26,9 +26,6 @@ struct HfModelConfig {
   ModelConfig config;                 // rope_layout RotateHalf (Hugging Face's layout)
   bool tie_word_embeddings = false;   // lm_head shares embed_tokens (default false, as transformers)
   std::string torch_dtype;            // "bfloat16" / "float16" / "float32"; "" when absent
-  // The attention window that capped config.max_seq_len (Mistral's
-  // sliding_window, Qwen's when use_sliding_window), 0 when none did.
-  int sliding_window = 0;
   std::vector<int> eos_token_ids;     // config.json's own eos_token_id (int or list), may be empty
   std::optional<int> bos_token_id;
 };

@@ -392,6 +392,26 @@ TEST_CASE("write_gguf_model refuses what a GGUF file cannot hold", "[gguf_model]
                       "unknown GGUF tensor type 'q5_k' (choose f32, f16, bf16, q8_0, q4_0, q4_k or q6_k)");
 }
 
+TEST_CASE("a sliding window in GGUF: llama.cpp's key, read back; mixed layers and other scalings refused", "[gguf_model]") {
+  ModelConfig c = small_config(1, 2, 2, 6, 2, 260, 64);
+  c.sliding_window = 16;
+  const ModelWeights w = make_synthetic_weights(c, 5);
+  const auto path = astrai::test::scratch_file("window").string();
+  write_gguf_model(path, w, make_synthetic_tokenizer(260), GgufDType::F32, "x");
+  CHECK(GgufReader(path).get_int("llama.attention.sliding_window") == 16);
+  const ModelConfig back = read_gguf_model(path).weights.config;
+  CHECK(back.sliding_window == 16);
+  CHECK(back.sliding_layers.empty());
+  ModelWeights mixed = w;
+  mixed.config.sliding_layers = {true, false};
+  REQUIRE_THROWS_WITH(write_gguf_model(path, mixed, make_synthetic_tokenizer(260), GgufDType::F32, "x"),
+                      Contains("mixes sliding and full layers"));
+  ModelWeights yarn = w;
+  yarn.config.rope_scaling = RopeScaling{.factor = 4.0f, .kind = RopeScalingKind::Yarn};
+  REQUIRE_THROWS_WITH(write_gguf_model(path, yarn, make_synthetic_tokenizer(260), GgufDType::F32, "x"),
+                      Contains("linear and YaRN RoPE scaling are not written to GGUF yet"));
+}
+
 namespace {
 
 // A small Mixture-of-Experts model of llama.cpp's `gguf_arch` ("llama" with

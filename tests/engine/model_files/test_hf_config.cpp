@@ -3,12 +3,15 @@
 // without) and the Mixture-of-Experts Qwen 3 30B-A3B, Mixtral 8x7B and Qwen
 // 1.5 MoE A2.7B map to the right ModelConfig; each bad value is refused naming the
 // field; written configs read back to the same ModelConfig.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model_files/architectures.h"
 #include "engine/model_files/hf/hf_config.h"
 
 using namespace astrai;
@@ -176,7 +179,7 @@ TEST_CASE("config.json of Llama 3.2 1B", "[hf_config]") {
   CHECK(c.rope_scaling.original_context == 8192);
   CHECK(hf.tie_word_embeddings);
   CHECK(hf.torch_dtype == "bfloat16");
-  CHECK(hf.sliding_window == 0);
+  CHECK(c.sliding_window == 0);
   CHECK(hf.eos_token_ids == std::vector<int>{128001});
   CHECK(hf.bos_token_id == 128000);
 }
@@ -210,7 +213,7 @@ TEST_CASE("config.json of Qwen 2.5 0.5B", "[hf_config]") {
   CHECK(!c.options.qk_norm);
   CHECK(!c.rope_scaling.enabled());
   CHECK(hf.tie_word_embeddings);
-  CHECK(hf.sliding_window == 0);
+  CHECK(c.sliding_window == 0);
 }
 
 TEST_CASE("config.json of Qwen 3 0.6B", "[hf_config]") {
@@ -232,30 +235,96 @@ TEST_CASE("config.json of Qwen 3 0.6B", "[hf_config]") {
   CHECK(hf.eos_token_ids == std::vector<int>{151645});
 }
 
-TEST_CASE("config.json of Mistral 7B v0.3 and v0.1 (sliding window caps the context)", "[hf_config]") {
+TEST_CASE("config.json's YaRN (gpt-oss) and linear (Gemma 3) RoPE scaling", "[hf_config]") {
+  // openai/gpt-oss-20b's rope_scaling, on a Llama config.
+  const auto yarn = parse_hf_config(edited(kLlama32_1B,
+                                           [](auto& j) {
+                                             j["rope_scaling"] = {{"beta_fast", 32.0},
+                                                                  {"beta_slow", 1.0},
+                                                                  {"factor", 32.0},
+                                                                  {"original_max_position_embeddings", 4096},
+                                                                  {"rope_type", "yarn"},
+                                                                  {"truncate", false}};
+                                           }),
+                                    "c");
+  const RopeScaling& r = yarn.config.rope_scaling;
+  CHECK(r.kind == RopeScalingKind::Yarn);
+  CHECK(r.factor == 32.0f);
+  CHECK(r.original_context == 4096);
+  CHECK(r.beta_fast == 32.0f);
+  CHECK(r.beta_slow == 1.0f);
+  CHECK(!r.truncate);
+  CHECK(r.attention_factor == 0.0f);  // transformers' default, 0.1 ln 32 + 1
+  // Left out: transformers' defaults (betas 32 and 1, truncate true, the
+  // original context max_position_embeddings).
+  const auto bare = parse_hf_config(
+      edited(kLlama32_1B, [](auto& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"attention_factor", 1.2}}; }),
+      "c");
+  CHECK(bare.config.rope_scaling.beta_fast == 32.0f);
+  CHECK(bare.config.rope_scaling.beta_slow == 1.0f);
+  CHECK(bare.config.rope_scaling.truncate);
+  CHECK(bare.config.rope_scaling.original_context == bare.config.max_seq_len);
+  CHECK(bare.config.rope_scaling.attention_factor == 1.2f);
+  // google/gemma-3-4b-it's text rope_scaling.
+  const auto linear = parse_hf_config(
+      edited(kLlama32_1B, [](auto& j) { j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}}; }), "c");
+  CHECK(linear.config.rope_scaling.kind == RopeScalingKind::Linear);
+  CHECK(linear.config.rope_scaling.factor == 8.0f);
+}
+
+TEST_CASE("config.json of Mistral 7B v0.3 and v0.1, and Qwen's sliding windows", "[hf_config]") {
   const HfModelConfig v3 = parse_hf_config(kMistral7B_v03, "config.json");
   CHECK(v3.architecture == HfArchitecture::Mistral);
   CHECK(v3.config.dim == 4096);
   CHECK(v3.config.vocab_size == 32768);
   CHECK(v3.config.max_seq_len == 32768);
-  CHECK(v3.sliding_window == 0);
+  CHECK(v3.config.sliding_window == 0);
   CHECK(!v3.tie_word_embeddings);
   CHECK(!v3.config.options.qkv_bias);
   const HfModelConfig v1 = parse_hf_config(kMistral7B_v01, "config.json");
-  CHECK(v1.sliding_window == 4096);
-  CHECK(v1.config.max_seq_len == 4096);  // within the window, sliding-window attention is full attention
+  CHECK(v1.config.sliding_window == 4096);  // every layer attends over the last 4096 positions
+  CHECK(v1.config.sliding_layers.empty());
+  CHECK(v1.config.max_seq_len == 32768);  // the context is not capped at the window
+  CHECK(v1.config.sliding(0));
   CHECK(v1.config.rope_theta == 10000.0f);
   // A window at least as long as the context changes nothing.
   const auto wide = parse_hf_config(edited(kMistral7B_v01, [](auto& j) { j["sliding_window"] = 32768; }), "c");
   CHECK(wide.config.max_seq_len == 32768);
-  CHECK(wide.sliding_window == 0);
-  // Qwen's window applies only with use_sliding_window.
+  CHECK(wide.config.sliding_window == 0);
+  // Qwen's window applies only with use_sliding_window, and then (without
+  // layer_types) to the layers from max_window_layers on.
   const auto qwen = parse_hf_config(edited(kQwen25_05B, [](auto& j) {
                                       j["use_sliding_window"] = true;
                                       j["sliding_window"] = 4096;
+                                      j["max_window_layers"] = 21;
                                     }), "c");
-  CHECK(qwen.config.max_seq_len == 4096);
-  CHECK(qwen.sliding_window == 4096);
+  CHECK(qwen.config.max_seq_len == 32768);
+  CHECK(qwen.config.sliding_window == 4096);
+  REQUIRE(qwen.config.sliding_layers.size() == 24);
+  CHECK(!qwen.config.sliding(20));
+  CHECK(qwen.config.sliding(21));
+  // max_window_layers at or past the last layer: no layer slides.
+  const auto none = parse_hf_config(edited(kQwen25_05B, [](auto& j) {
+                                      j["use_sliding_window"] = true;
+                                      j["sliding_window"] = 4096;
+                                      j["max_window_layers"] = 24;
+                                    }), "c");
+  CHECK(none.config.sliding_window == 0);
+  // layer_types, when given, decide; a malformed one is named.
+  const auto typed = parse_hf_config(edited(kMistral7B_v01, [](auto& j) {
+                                       j["num_hidden_layers"] = 3;
+                                       j["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention"};
+                                     }), "c");
+  CHECK(typed.config.sliding_layers == std::vector<bool>{true, false, true});
+  CHECK_THROWS_WITH(parse_hf_config(edited(kMistral7B_v01, [](auto& j) { j["layer_types"] = {"sliding_attention"}; }), "c"),
+                    Catch::Contains("layer_types"));
+  CHECK_THROWS_WITH(parse_hf_config(edited(kMistral7B_v01,
+                                           [](auto& j) {
+                                             j["num_hidden_layers"] = 1;
+                                             j["layer_types"] = {"chunked_attention"};
+                                           }),
+                                    "c"),
+                    Catch::Contains("chunked_attention"));
 }
 
 TEST_CASE("config.json: defaults and transformers 5's rope_parameters", "[hf_config]") {
@@ -307,10 +376,12 @@ TEST_CASE("config.json: bad values are refused naming the field", "[hf_config]")
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rms_norm_eps"] = "small"; }), Contains("\"rms_norm_eps\" is \"small\", expected a number"));
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["tie_word_embeddings"] = 1; }), Contains("\"tie_word_embeddings\" is 1, expected true or false"));
   // Options the forward pass does not have.
-  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"]["rope_type"] = "yarn"; }),
-             Contains("\"rope_scaling.rope_type\" is 'yarn'; only 'llama3' RoPE scaling"));
-  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; }),
-             Contains("is 'linear'; only 'llama3'"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"]["rope_type"] = "longrope"; }),
+             Contains("\"rope_scaling.rope_type\" is 'longrope'; only 'llama3', 'linear' and 'yarn' RoPE scaling"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}}; }),
+             Contains("is 'dynamic'; only 'llama3'"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 40.0}, {"mscale", 1.0}}; }),
+             Contains("\"rope_scaling.mscale\" is set; YaRN's DeepSeek magnitudes are not supported"));
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"].erase("low_freq_factor"); }),
              Contains("\"rope_scaling.low_freq_factor\" is missing"));
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"]["factor"] = 0.5; }), Contains("rope_scaling.factor must be at least 1"));
@@ -474,8 +545,35 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     if (*rc::gen::arbitrary<bool>()) c.rope_scaling = {.factor = *rc::gen::element(8.0f, 32.0f, 1.5f),
                                                        .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
                                                        .original_context = *rc::gen::inRange(1, 1 << 16)};
+    if (c.rope_scaling.enabled()) {
+      c.rope_scaling.kind = *rc::gen::element(RopeScalingKind::Llama3, RopeScalingKind::Linear, RopeScalingKind::Yarn);
+      if (c.rope_scaling.kind == RopeScalingKind::Linear) c.rope_scaling = {.factor = c.rope_scaling.factor, .kind = RopeScalingKind::Linear};
+      if (c.rope_scaling.kind == RopeScalingKind::Yarn) {
+        c.rope_scaling.low_freq_factor = 1.0f, c.rope_scaling.high_freq_factor = 4.0f;  // not YaRN's: the defaults
+        c.rope_scaling.beta_fast = *rc::gen::element(32.0f, 16.5f);
+        c.rope_scaling.beta_slow = *rc::gen::element(1.0f, 0.25f);
+        c.rope_scaling.truncate = *rc::gen::arbitrary<bool>();
+        c.rope_scaling.attention_factor = *rc::gen::element(0.0f, 1.25f);
+      }
+    }
+    // A window where the architecture has one: on every layer (Mistral,
+    // Mixtral) or on drawn ones (Qwen: layer_types).
+    const SlidingWindowRule rule = architecture(arch).sliding_window;
+    if (rule != SlidingWindowRule::Never && c.max_seq_len > 1 && *rc::gen::arbitrary<bool>()) {
+      c.sliding_window = *rc::gen::inRange(1, c.max_seq_len);
+      if (rule == SlidingWindowRule::WhenUseSlidingWindow) {
+        c.sliding_layers = *rc::gen::container<std::vector<bool>>(size_t(c.n_layers), rc::gen::arbitrary<bool>());
+        if (std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) == c.sliding_layers.end())
+          c.sliding_window = 0;  // none slides: no window
+        if (c.sliding_window == 0 || std::find(c.sliding_layers.begin(), c.sliding_layers.end(), false) ==
+                                         c.sliding_layers.end())
+          c.sliding_layers.clear();  // every layer: the same as no list
+      }
+    }
     const bool tied = *rc::gen::arbitrary<bool>();
     const HfModelConfig hf = parse_hf_config(hf_config_json(c, arch, tied, "float16"), "c");
+    RC_ASSERT(hf.config.sliding_window == c.sliding_window);
+    RC_ASSERT(hf.config.sliding_layers == c.sliding_layers);
     RC_ASSERT(hf.architecture == arch);
     RC_ASSERT(hf.tie_word_embeddings == tied);
     RC_ASSERT(hf.torch_dtype == "float16");
@@ -489,10 +587,7 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     RC_ASSERT(r.explicit_head_dim == c.explicit_head_dim);
     RC_ASSERT(r.options == c.options);
     RC_ASSERT(r.moe == c.moe);
-    RC_ASSERT(r.rope_scaling.factor == c.rope_scaling.factor);
-    RC_ASSERT(r.rope_scaling.low_freq_factor == c.rope_scaling.low_freq_factor);
-    RC_ASSERT(r.rope_scaling.high_freq_factor == c.rope_scaling.high_freq_factor);
-    RC_ASSERT(r.rope_scaling.original_context == c.rope_scaling.original_context);
+    RC_ASSERT(r.rope_scaling == c.rope_scaling);
   });
   ModelConfig c;
   c.dim = 8;
