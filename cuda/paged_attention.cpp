@@ -54,7 +54,7 @@ AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride,
                                 " is not a positive multiple of kAttentionTile");
   a.min_split_len = min_split_len;
   a.max_splits = max_splits_for(m.max_seq_len, min_split_len);
-  a.scale = 1.0f / std::sqrt(float(m.head_dim()));
+  a.scale = m.attention_scale();  // 1 / sqrt(head_dim), or Gemma's query_pre_attn_scalar
   a.o_partial = o_partial;
   a.lse_partial = lse_partial;
   return a;

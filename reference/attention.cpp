@@ -39,13 +39,13 @@ CachedRows cached_rows(const KVCacheView& cache, int layer, int seq, int first, 
   return rows;
 }
 
-// One query head, the textbook way: score_j = (q . k_j) / sqrt(head_dim) for
+// One query head, the textbook way: score_j = (q . k_j) * scale for
 // every position j of `rows`, softmax (with the head's sink logit, if any),
 // then out = sum_j p_j v_j. `offset` = kv_head * head_dim picks the head's
 // slice of each cached row. Each dot product sums q[i] k_j[i] over
 // i = 0, 1, ... in order, in float, as llama2.c's run.c does.
-void attend_head(const float* q, const CachedRows& rows, size_t offset, int head_dim, const float* sink, float* out) {
-  const float scale = 1.0f / std::sqrt(float(head_dim));
+void attend_head(const float* q, const CachedRows& rows, size_t offset, int head_dim, float scale, const float* sink,
+                 float* out) {
   std::vector<float> p(rows.keys.size());
   for (size_t j = 0; j < p.size(); ++j) {
     const float* k = rows.keys[j] + offset;
@@ -76,7 +76,7 @@ xt::xtensor<float, 2> causal_attention(const xt::xtensor<float, 2>& q, std::span
     const int pos = batch[r].pos, first = window > 0 ? std::max(0, pos - window + 1) : 0;
     const CachedRows rows = cached_rows(cache, layer, batch[r].seq, first, pos);
     for (int h = 0; h < config.n_heads; ++h)
-      attend_head(&q(r, size_t(h * head_dim)), rows, size_t((h / group) * head_dim), head_dim,
+      attend_head(&q(r, size_t(h * head_dim)), rows, size_t((h / group) * head_dim), head_dim, config.attention_scale(),
                   sinks.size() ? &sinks(size_t(h)) : nullptr, &out(r, size_t(h * head_dim)));
   }
   return out;

@@ -13,7 +13,8 @@ namespace astrai {
 
 // For each batch row (sequence s, position p) and each query head h, with its
 // key/value head g = h / (n_heads / n_kv_heads):
-//   score_j = q_h . k_{g,j} / sqrt(head_dim)              for j = first .. p
+//   score_j = q_h . k_{g,j} * config.attention_scale()    for j = first .. p
+// (1 / sqrt(head_dim), or Gemma's 1 / sqrt(query_pre_attn_scalar))
 //   p_j     = exp(score_j - m) / (sum_i exp(score_i - m) + exp(sink_h - m))
 //   out_h   = sum_j p_j v_{g,j}
 // where first = 0, or p - window + 1 (at least 0) when `layer` slides

@@ -1,6 +1,7 @@
 #include "reference/forward.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -9,6 +10,7 @@
 #include <xtensor/xview.hpp>
 
 #include "reference/attention.h"
+#include "reference/geglu.h"
 #include "reference/linear.h"
 #include "reference/moe.h"
 #include "reference/rmsnorm.h"
@@ -18,11 +20,26 @@
 namespace astrai {
 namespace {
 
-// x[r] = token_embedding[batch[r].token]
+// x[r] = token_embedding[batch[r].token], times sqrt(dim) in float with
+// scaled_embedding (Gemma; llama.cpp's sqrtf(n_embd). transformers rounds
+// the factor to the checkpoint's dtype first: bf16(sqrt(2560)) = 50.5 for
+// 50.596, a difference within a bf16 model's own rounding).
 xt::xtensor<float, 2> embed(const ModelWeights& w, std::span<const BatchToken> batch) {
   xt::xtensor<float, 2> x({batch.size(), size_t(w.config.dim)});
   for (size_t r = 0; r < batch.size(); ++r) xt::row(x, r) = xt::row(w.token_embedding, size_t(batch[r].token));
+  if (w.config.options.scaled_embedding) x *= std::sqrt(float(w.config.dim));
   return x;
+}
+
+// The scale an RMSNorm multiplies by: its weight, or 1 + w (in float, as
+// transformers' Gemma3RMSNorm) with norm_unit_offset.
+xt::xtensor<float, 1> norm_scale(const xt::xtensor<float, 1>& w, const ModelConfig& c) {
+  if (!c.options.norm_unit_offset) return w;
+  return 1.0f + w;
+}
+
+xt::xtensor<float, 2> norm(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 1>& w, const ModelConfig& c) {
+  return rmsnorm(x, norm_scale(w, c), c.norm_eps);
 }
 
 // Stores every row's K (already rotated) and V at its sequence and position.
@@ -46,15 +63,17 @@ xt::xtensor<float, 2> project(const xt::xtensor<float, 2>& x, const xt::xtensor<
 // layer's (rope_frequencies(c, layer): its base and scaling, YaRN's
 // attention factor as the rotation's magnitude); attention covers the
 // layer's window and its sinks when the config has them.
+// With sandwich_norms (Gemma 3) the block's output is RMSNormed by
+// post_attn_norm before it is added.
 void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer, std::span<const BatchToken> batch,
                      std::span<const int> positions, KVCacheView& cache, const ModelConfig& c) {
-  const xt::xtensor<float, 2> h = rmsnorm(x, L.attn_norm, c.norm_eps);
+  const xt::xtensor<float, 2> h = norm(x, L.attn_norm, c);
   xt::xtensor<float, 2> q = project(h, L.wq, L.bq);
   xt::xtensor<float, 2> k = project(h, L.wk, L.bk);
   const xt::xtensor<float, 2> v = project(h, L.wv, L.bv);
   if (c.options.qk_norm) {
-    q = rmsnorm_heads(q, L.q_norm, c.norm_eps);
-    k = rmsnorm_heads(k, L.k_norm, c.norm_eps);
+    q = rmsnorm_heads(q, norm_scale(L.q_norm, c), c.norm_eps);
+    k = rmsnorm_heads(k, norm_scale(L.k_norm, c), c.norm_eps);
   }
   const std::vector<float> freqs = rope_frequencies(c, layer);
   const float magnitude = rope_attention_factor(layer_rope(c, layer).scaling);
@@ -62,16 +81,19 @@ void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer,
   apply_rope(k, positions, freqs, c.rope_layout, magnitude);
   // K enters the cache already rotated: a cached key never needs its position again.
   write_kv(cache, layer, batch, k, v);
-  x += linear(causal_attention(q, batch, cache, layer, c, L.sinks), L.wo);
+  const xt::xtensor<float, 2> out = linear(causal_attention(q, batch, cache, layer, c, L.sinks), L.wo);
+  x += c.options.sandwich_norms ? norm(out, L.post_attn_norm, c) : out;
 }
 
-// x += FFN(norm(x)): a SwiGLU in dense layers, the experts in sparse ones
-// (lowering each row's routing margin to its choice's there, when asked).
+// x += FFN(norm(x)): a SwiGLU (Gemma: GeGLU) in dense layers, the experts
+// in sparse ones (lowering each row's routing margin to its choice's there,
+// when asked); with sandwich_norms the output is RMSNormed by post_ffn_norm.
 void feed_forward_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer, const ModelConfig& c,
                         std::vector<float>* margins) {
-  const xt::xtensor<float, 2> h = rmsnorm(x, L.ffn_norm, c.norm_eps);
+  const xt::xtensor<float, 2> h = norm(x, L.ffn_norm, c);
   if (!c.moe.sparse(layer)) {
-    x += swiglu_ffn(h, L);
+    const xt::xtensor<float, 2> out = c.options.gelu_tanh ? geglu_ffn(h, L) : swiglu_ffn(h, L);
+    x += c.options.sandwich_norms ? norm(out, L.post_ffn_norm, c) : out;
     return;
   }
   std::vector<ExpertChoice> choices;
@@ -80,7 +102,8 @@ void feed_forward_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int lay
     for (size_t r = 0; r < choices.size(); ++r) (*margins)[r] = std::min((*margins)[r], choices[r].margin);
 }
 
-// logits = classifier norm(x[r]) for the rows that asked for them.
+// logits = classifier norm(x[r]) for the rows that asked for them; with a
+// final soft cap c (Gemma), c tanh(logits / c) in float.
 xt::xtensor<float, 2> logits_of_wanted_rows(const ModelWeights& w, const xt::xtensor<float, 2>& x,
                                             std::span<const BatchToken> batch) {
   std::vector<size_t> wanted;
@@ -88,7 +111,10 @@ xt::xtensor<float, 2> logits_of_wanted_rows(const ModelWeights& w, const xt::xte
     if (batch[r].want_logits) wanted.push_back(r);
   xt::xtensor<float, 2> rows({wanted.size(), size_t(w.config.dim)});
   for (size_t i = 0; i < wanted.size(); ++i) xt::row(rows, i) = xt::row(x, wanted[i]);
-  return linear(rmsnorm(rows, w.final_norm, w.config.norm_eps), w.classifier);
+  xt::xtensor<float, 2> logits = linear(norm(rows, w.final_norm, w.config), w.classifier);
+  if (const float cap = w.config.final_logit_softcap; cap > 0.0f)
+    for (float& l : logits) l = cap * std::tanh(l / cap);
+  return logits;
 }
 
 }  // namespace

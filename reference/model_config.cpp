@@ -1,6 +1,7 @@
 #include "reference/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -14,6 +15,10 @@ bool MoeConfig::sparse(int layer) const {
 bool ModelConfig::sliding(int layer) const {
   if (sliding_window <= 0) return false;
   return sliding_layers.empty() || (layer >= 0 && size_t(layer) < sliding_layers.size() && sliding_layers[size_t(layer)]);
+}
+
+float ModelConfig::attention_scale() const {
+  return 1.0f / std::sqrt(query_pre_attn_scalar > 0.0f ? query_pre_attn_scalar : float(head_dim()));
 }
 
 void ModelConfig::validate() const {
@@ -50,6 +55,8 @@ void ModelConfig::validate() const {
   if (!sliding_layers.empty() && sliding_window == 0) fail("sliding_layers is set without a sliding_window");
   if (sliding_rope_theta < 0.0f || (sliding_rope_theta > 0.0f && sliding_window == 0))
     fail("sliding_rope_theta needs a sliding_window (and must be positive)");
+  if (!(query_pre_attn_scalar >= 0.0f)) fail("query_pre_attn_scalar must not be negative");
+  if (!(final_logit_softcap >= 0.0f)) fail("final_logit_softcap must not be negative");
   const bool has_experts = moe.n_experts > 0;
   if (moe.n_experts < 0) fail("moe.n_experts must not be negative");
   if (has_experts != (options.moe != MoeModule::None))
@@ -57,6 +64,8 @@ void ModelConfig::validate() const {
                      : "the layer options name an expert module but moe.n_experts is 0");
   if (!has_experts && (options.shared_expert || options.router_bias))
     fail("a shared expert or a router bias needs experts (moe.n_experts > 0)");
+  if (has_experts && (options.sandwich_norms || options.gelu_tanh))
+    fail("Gemma's sandwich norms and GeGLU are dense-only (no expert module has them)");
   if (has_experts) {
     if (moe.n_experts_used < 1 || moe.n_experts_used > moe.n_experts)
       fail("moe.n_experts_used (" + std::to_string(moe.n_experts_used) + ") must lie in [1, n_experts = " +
@@ -91,6 +100,12 @@ std::string ModelConfig::describe() const {
     if (sliding_rope_theta > 0.0f) out << " sliding_rope_theta=" << sliding_rope_theta;
   }
   if (options.attention_sinks) out << " sinks";
+  if (options.norm_unit_offset) out << " norm_1+w";
+  if (options.sandwich_norms) out << " sandwich_norms";
+  if (options.gelu_tanh) out << " geglu";
+  if (options.scaled_embedding) out << " scaled_embedding";
+  if (query_pre_attn_scalar > 0.0f) out << " query_pre_attn_scalar=" << query_pre_attn_scalar;
+  if (final_logit_softcap > 0.0f) out << " final_softcap=" << final_logit_softcap;
   if (moe.n_experts > 0) {
     out << " experts=" << moe.n_experts << " top_k=" << moe.n_experts_used << " expert_hidden=" << moe.expert_hidden_dim
         << (moe.routing == ExpertRouting::TopKSoftmax ? " topk_softmax" : moe.norm_topk_prob ? " norm_topk" : "");

@@ -70,6 +70,18 @@ struct LayerOptions {
   // gpt-oss: each query head has a learned logit that joins its softmax's
   // denominator and gives no value ("attention sink"; weights `sinks`).
   bool attention_sinks = false;
+  // Gemma 3's block (transformers' Gemma3DecoderLayer):
+  //  - norm_unit_offset: every RMSNorm (q/k and final ones too) scales by
+  //    (1 + w), its stored weight w being an offset from 1;
+  //  - sandwich_norms: the attention and feed-forward outputs are RMSNormed
+  //    (post_attn_norm, post_ffn_norm) before their residual adds;
+  //  - gelu_tanh: the gated feed-forward's activation is tanh-approximated
+  //    GELU (GeGLU, gelu_pytorch_tanh) instead of SiLU;
+  //  - scaled_embedding: the embedding row is multiplied by sqrt(dim).
+  bool norm_unit_offset = false;
+  bool sandwich_norms = false;
+  bool gelu_tanh = false;
+  bool scaled_embedding = false;
 
   bool operator==(const LayerOptions&) const = default;
 };
@@ -133,6 +145,11 @@ struct ModelConfig {
   // (rope_local_base_freq; GGUF rope.freq_base_swa), full layers with
   // rope_theta and rope_scaling. 0: every layer uses rope_theta and rope_scaling.
   float sliding_rope_theta = 0.0f;
+  // Gemma: attention scores are scaled by 1 / sqrt(query_pre_attn_scalar)
+  // instead of 1 / sqrt(head_dim) (0: head_dim).
+  float query_pre_attn_scalar = 0.0f;
+  // Gemma 2 / 3 (final_logit_softcapping): logits = cap tanh(logits / cap); 0: none.
+  float final_logit_softcap = 0.0f;
 
   // Whether `layer` attends over a window, and the window (0: everything).
   bool sliding(int layer) const;
@@ -141,6 +158,8 @@ struct ModelConfig {
   int head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : dim / n_heads; }
   int kv_dim() const { return n_kv_heads * head_dim(); }
   int q_dim() const { return n_heads * head_dim(); }
+  // What q.k is multiplied by: 1 / sqrt(query_pre_attn_scalar, else head_dim), in float.
+  float attention_scale() const;
 
   // Throws std::invalid_argument naming the first inconsistent field.
   void validate() const;

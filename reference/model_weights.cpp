@@ -66,6 +66,8 @@ void ModelWeights::validate_shapes() const {
     expect_shape(L.q_norm, {config.options.qk_norm ? head_dim : none}, p + "q_norm");
     expect_shape(L.k_norm, {config.options.qk_norm ? head_dim : none}, p + "k_norm");
     expect_shape(L.sinks, {config.options.attention_sinks ? size_t(config.n_heads) : none}, p + "sinks");
+    expect_shape(L.post_attn_norm, {config.options.sandwich_norms ? dim : none}, p + "post_attn_norm");
+    expect_shape(L.post_ffn_norm, {config.options.sandwich_norms ? dim : none}, p + "post_ffn_norm");
   }
 }
 

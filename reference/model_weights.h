@@ -16,6 +16,9 @@
 
 namespace astrai {
 
+// Norm weights are stored as the file has them: with norm_unit_offset
+// (Gemma) the norm scales by 1 + w (GGUF files hold 1 + w; the reader
+// subtracts the 1).
 struct LayerWeights {
   xt::xtensor<float, 1> attn_norm;  // [dim]
   xt::xtensor<float, 2> wq;         // [n_heads * head_dim, dim]
@@ -51,6 +54,10 @@ struct LayerWeights {
   // Only when config.options.attention_sinks (gpt-oss), else empty: each
   // query head's sink logit (reference/attention.h).
   xt::xtensor<float, 1> sinks;  // [n_heads]
+  // Only when config.options.sandwich_norms (Gemma 3), else empty: the
+  // RMSNorms of the attention and feed-forward outputs.
+  xt::xtensor<float, 1> post_attn_norm;  // [dim]   (GGUF post_attention_norm)
+  xt::xtensor<float, 1> post_ffn_norm;   // [dim]   (GGUF post_ffw_norm)
 };
 
 // How one tensor was stored in the file the weights were read from.

@@ -41,7 +41,9 @@ ModelConfig shape(int dim, int hidden, int layers, int heads, int kv_heads, int 
 // law. In a layer the options' tensors come last and only when on, so a model
 // without them keeps the weights (and golden outputs) it always had; a sparse
 // layer draws its router and experts where a dense one draws its SwiGLU.
-enum class Law { Matrix, Embedding, Norm, Bias };
+// NormOffset: a norm weight stored as its offset from 1 (norm_unit_offset), so
+// that the norm's scale 1 + w has Norm's range.
+enum class Law { Matrix, Embedding, Norm, NormOffset, Bias };
 struct Piece {
   SyntheticField field;
   std::vector<size_t> shape;  // row-major; a matrix's inputs are the last axis
@@ -59,9 +61,10 @@ std::vector<Piece> layer_pieces(const ModelConfig& c, int layer) {
   const size_t dim = c.dim, q = c.q_dim(), kv = c.kv_dim(), hidden = c.hidden_dim, head = c.head_dim();
   const MoeConfig& m = c.moe;
   const size_t experts = size_t(m.n_experts), eh = size_t(m.expert_hidden_dim), sh = size_t(m.shared_expert_hidden_dim);
-  std::vector<Piece> p = {{&L::attn_norm, {dim}, Law::Norm}, {&L::wq, {q, dim}, Law::Matrix},
+  const Law norm = c.options.norm_unit_offset ? Law::NormOffset : Law::Norm;
+  std::vector<Piece> p = {{&L::attn_norm, {dim}, norm}, {&L::wq, {q, dim}, Law::Matrix},
                           {&L::wk, {kv, dim}, Law::Matrix},  {&L::wv, {kv, dim}, Law::Matrix},
-                          {&L::wo, {dim, q}, Law::Matrix},   {&L::ffn_norm, {dim}, Law::Norm}};
+                          {&L::wo, {dim, q}, Law::Matrix},   {&L::ffn_norm, {dim}, norm}};
   const bool sparse = m.sparse(layer);
   if (!sparse)
     p.insert(p.end(), {{&L::w_gate, {hidden, dim}, Law::Matrix}, {&L::w_down, {dim, hidden}, Law::Matrix},
@@ -70,12 +73,14 @@ std::vector<Piece> layer_pieces(const ModelConfig& c, int layer) {
     p.insert(p.end(), {{&L::router, {experts, dim}, Law::Matrix}, {&L::exp_gate, {experts, eh, dim}, Law::Matrix},
                        {&L::exp_down, {experts, dim, eh}, Law::Matrix}, {&L::exp_up, {experts, eh, dim}, Law::Matrix}});
   if (c.options.qkv_bias) p.insert(p.end(), {{&L::bq, {q}, Law::Bias}, {&L::bk, {kv}, Law::Bias}, {&L::bv, {kv}, Law::Bias}});
-  if (c.options.qk_norm) p.insert(p.end(), {{&L::q_norm, {head}, Law::Norm}, {&L::k_norm, {head}, Law::Norm}});
+  if (c.options.qk_norm) p.insert(p.end(), {{&L::q_norm, {head}, norm}, {&L::k_norm, {head}, norm}});
   if (sparse && c.options.router_bias) p.push_back({&L::router_bias, {experts}, Law::Bias});
   if (sparse && c.options.shared_expert)
     p.insert(p.end(), {{&L::shexp_gate_inp, {1, dim}, Law::Matrix}, {&L::shexp_gate, {sh, dim}, Law::Matrix},
                        {&L::shexp_down, {dim, sh}, Law::Matrix}, {&L::shexp_up, {sh, dim}, Law::Matrix}});
   if (c.options.attention_sinks) p.push_back({&L::sinks, {size_t(c.n_heads)}, Law::Bias});
+  if (c.options.sandwich_norms)
+    p.insert(p.end(), {{&L::post_attn_norm, {dim}, norm}, {&L::post_ffn_norm, {dim}, norm}});
   return p;
 }
 
@@ -95,6 +100,7 @@ std::vector<float> draw(const Piece& piece, SplitMix64& rng) {
       case Law::Matrix: x = rng.uniform(-a, a); break;
       case Law::Embedding: x = rng.uniform(-a, a) * std::sqrt(float(cols)); break;
       case Law::Norm: x = rng.uniform(0.5f, 1.5f); break;
+      case Law::NormOffset: x = rng.uniform(-0.5f, 0.5f); break;
       case Law::Bias: x = rng.uniform(-1.0f, 1.0f); break;
     }
   }
@@ -129,8 +135,9 @@ struct Plan {
 Plan plan_of(const ModelConfig& c) {
   using M = ModelWeights;
   const size_t vocab = c.vocab_size, dim = c.dim;
-  Plan plan{{&M::token_embedding, {vocab, dim}, Law::Embedding},
-            {&M::final_norm, {dim}, Law::Norm},
+  // A scaled embedding (Gemma) is drawn as a matrix: times sqrt(dim) it has the others' spread.
+  Plan plan{{&M::token_embedding, {vocab, dim}, c.options.scaled_embedding ? Law::Matrix : Law::Embedding},
+            {&M::final_norm, {dim}, c.options.norm_unit_offset ? Law::NormOffset : Law::Norm},
             {&M::classifier, {vocab, dim}, Law::Matrix},
             {}};
   for (int l = 0; l < c.n_layers; ++l) plan.layers.push_back(layer_pieces(c, l));

@@ -2,7 +2,8 @@
 // config classes and llama.cpp's LLM_ARCH names; layouts: llama.cpp's
 // llama_model_rope_type (LLAMA: NORM, QWEN2/QWEN3/QWEN2MOE/QWEN3MOE: NEOX);
 // config.json quirks: transformers' LlamaConfig, MistralConfig, Qwen2Config,
-// Qwen3Config, MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig; llama.cpp's MoE
+// Qwen3Config, MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig, Gemma3TextConfig
+// (llama.cpp: GEMMA3 is NEOX too); llama.cpp's MoE
 // graphs: src/models/llama.cpp, qwen2moe.cpp, qwen3moe.cpp (build_moe_ffn's
 // norm_w argument).
 #include "engine/model_files/architectures.h"
@@ -42,6 +43,14 @@ constexpr Architecture kArchitectures[] = {
   {HfArchitecture::Qwen3Moe, "Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", RotateHalf, {false,    true,  Mlp},
      true,              SlidingWindowRule::WhenUseSlidingWindow,
      R"({"attention_bias": false, "use_sliding_window": false, "output_router_logits": false, "router_aux_loss_coef": 0.001})", kQwen3Moe},
+  // Gemma 3's text model: q/k norms and Gemma's block (the options after
+  // router_bias and attention_sinks: (1 + w) norms, sandwich norms, GeGLU,
+  // scaled embedding).
+  {HfArchitecture::Gemma3, "Gemma3ForCausalLM", "gemma3_text", "gemma3", RotateHalf,
+     {false, true, None, false, false, false, true, true, true, true},
+     true,              SlidingWindowRule::Pattern,
+     R"({"attention_bias": false, "attn_logit_softcapping": null})", {}, false,
+     "hidden_activation", "gelu_pytorch_tanh", true, true},
 };
 // clang-format on
 

@@ -19,6 +19,9 @@ enum class SlidingWindowRule {
   Never,                 // the architecture has no sliding window
   WhenSet,               // sliding_window applies unless it is null (Mistral)
   WhenUseSlidingWindow,  // only when use_sliding_window is true (Qwen 2, Qwen 3)
+  // Always, on the layers layer_types names, else every layer but each
+  // sliding_window_pattern-th (default 6: five sliding, one full; Gemma 3).
+  Pattern,
 };
 
 // How a Mixture-of-Experts architecture's config.json names its fields, and
@@ -58,6 +61,13 @@ struct Architecture {
   // llama.cpp's loader for its GGUF architecture requires output.weight even
   // when the classifier is the embedding (qwen2moe has no tied fallback).
   bool gguf_output_required = false;
+  // The feed-forward activation's config.json field and value.
+  const char* activation_field = "hidden_act";
+  const char* activation = "silu";
+  // tie_word_embeddings when config.json leaves it out (Gemma's config class: true).
+  bool tied_by_default = false;
+  // Gemma 3: reads rope_local_base_freq, query_pre_attn_scalar and the soft caps.
+  bool gemma_fields = false;
 };
 
 std::span<const Architecture> architectures();

@@ -1,7 +1,8 @@
 // The weight table (see weight_table.h). Names: llama.cpp's
 // gguf-py/gguf/tensor_mapping.py and src/llama-arch.cpp (GGUF) and
 // transformers' modeling_llama.py, modeling_qwen2.py, modeling_qwen3.py,
-// modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py (Hugging
+// modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py,
+// modeling_gemma3.py (Hugging
 // Face). Matrices are [out_features, in_features], as both formats store
 // them; expert stacks [experts, out, in] (llama.cpp's ffn_*_exps, whose
 // ne is {in, out, experts}).
@@ -31,7 +32,13 @@ const WeightRow kRows[] = {
   {"attn_output.weight",   "self_attn.o_proj.weight",            {Dim, QDim},       Presence::Always,  &L::wo},
   {"attn_q_norm.weight",   "self_attn.q_norm.weight",            {HeadDim}, Presence::QkNorm, &L::q_norm, true},
   {"attn_k_norm.weight",   "self_attn.k_norm.weight",            {HeadDim}, Presence::QkNorm, &L::k_norm, true},
-  {"ffn_norm.weight",      "post_attention_layernorm.weight",    {Dim},        Presence::Always,  &L::ffn_norm},
+  {"ffn_norm.weight",      "post_attention_layernorm.weight",    {Dim},        Presence::PlainNorms, &L::ffn_norm},
+  // Gemma 3's four norms a layer: transformers' post_attention_layernorm is
+  // the attention output's (llama.cpp's post_attention_norm), and the norm
+  // before the feed-forward is pre_feedforward_layernorm.
+  {"post_attention_norm.weight", "post_attention_layernorm.weight", {Dim},    Presence::SandwichNorms, &L::post_attn_norm},
+  {"ffn_norm.weight",      "pre_feedforward_layernorm.weight",   {Dim},        Presence::SandwichNorms, &L::ffn_norm},
+  {"post_ffw_norm.weight", "post_feedforward_layernorm.weight",  {Dim},        Presence::SandwichNorms, &L::post_ffn_norm},
   {"ffn_gate.weight",      "mlp.gate_proj.weight",               {Hidden, Dim},     Presence::DenseFfn, &L::w_gate, false, Fusion::GateUp},
   {"ffn_up.weight",        "mlp.up_proj.weight",                 {Hidden, Dim},     Presence::DenseFfn, &L::w_up, false, Fusion::GateUp},
   {"ffn_down.weight",      "mlp.down_proj.weight",               {Dim, Hidden},     Presence::DenseFfn, &L::w_down},
@@ -61,6 +68,8 @@ bool present(Presence p, const ModelConfig& c, bool tied, int layer) {
   const bool sparse = layer >= 0 && c.moe.sparse(layer);
   switch (p) {
     case Presence::Always: return true;
+    case Presence::PlainNorms: return !c.options.sandwich_norms;
+    case Presence::SandwichNorms: return c.options.sandwich_norms;
     case Presence::QkvBias: return c.options.qkv_bias;
     case Presence::QkNorm: return c.options.qk_norm;
     case Presence::Untied: return !tied;

@@ -41,6 +41,8 @@ enum class Presence {
   QkvBias,  // config.options.qkv_bias (Qwen 2): q/k/v projection biases
   QkNorm,   // config.options.qk_norm (Qwen 3): per-head RMSNorm weights of q and k
   Untied,   // the classifier, stored only when it is not the embedding
+  PlainNorms,     // the pre-FFN norm under Llama's name (post_attention_layernorm): no sandwich norms
+  SandwichNorms,  // config.options.sandwich_norms (Gemma 3): the output norms, and the pre-FFN norm's own name
   // Per layer, by config.moe.sparse(layer):
   DenseFfn,               // a dense layer's SwiGLU (every layer of a dense model)
   ExpertsMlp,             // a sparse layer's router and experts under Qwen MoE's names (MoeModule::Mlp)

@@ -359,6 +359,24 @@ TEST_CASE("the CUDA executor refuses caches it cannot use, with clear errors", "
   CHECK_THROWS_AS(executor.forward(std::span<const BatchToken>(&bad_token, 1), cache.view()), std::invalid_argument);
 }
 
+TEST_CASE("the CUDA executor refuses what it does not run yet, naming it (the reference runs it)", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  ModelConfig gemma = preset_config("tiny");
+  gemma.options.qk_norm = gemma.options.norm_unit_offset = gemma.options.sandwich_norms = true;
+  gemma.options.gelu_tanh = gemma.options.scaled_embedding = true;
+  CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(gemma, 1), {DType::Float32, 0, true}),
+                    Catch::Contains("Gemma's block"));
+  ModelConfig sinks = preset_config("tiny");
+  sinks.options.attention_sinks = true;
+  CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(sinks, 1), {DType::Float32, 0, true}),
+                    Catch::Contains("attention sinks"));
+  ModelConfig local_base = preset_config("tiny");
+  local_base.sliding_window = 4;
+  local_base.sliding_rope_theta = 100.0f;
+  CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(local_base, 1), {DType::Float32, 0, true}),
+                    Catch::Contains("RoPE base for sliding layers"));
+}
+
 TEST_CASE("Mixture-of-Experts models: logits within tolerance of the reference, greedy tokens equal", "[cuda]") {
   ASTRAI_REQUIRE_GPU();
   // Small models in each family's shape; each routes differently, so an

@@ -15,6 +15,8 @@
 // [q_dim, dim] matrices); a BLAS may round a row differently with the matrix's
 // height (OpenBLAS's AVX-512 sgemv does), so that one holds to a tolerance.
 #include <cmath>
+#include <functional>
+#include <numbers>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -46,6 +48,8 @@ struct Forced {
   bool sinks = false;              // gpt-oss: a sink logit per query head
   bool yarn = false;               // gpt-oss: YaRN RoPE scaling
   bool sliding_rope_theta = false; // Gemma 3: the sliding layers' own RoPE base (with a window)
+  bool gemma = false;              // Gemma 3's block: (1 + w) norms, sandwich norms, GeGLU, scaled embedding,
+                                   // query_pre_attn_scalar, final soft cap
 };
 
 // Experts in some layers: 1 to 6 of them, top-k, each routing rule, a shared
@@ -90,6 +94,20 @@ void draw_window(ModelConfig& c, bool sliding_rope_theta) {
   if (sliding_rope_theta || *rc::gen::arbitrary<bool>()) c.sliding_rope_theta = *rc::gen::element(10.0f, 100.0f, 1e6f);
 }
 
+// Gemma 3's block, each part drawn (all of them when forced), on a dense model.
+void draw_gemma(ModelConfig& c, bool all) {
+  c.moe = {};
+  c.options.moe = MoeModule::None;
+  c.options.shared_expert = c.options.router_bias = false;
+  const auto on = [&] { return all || *rc::gen::arbitrary<bool>(); };
+  c.options.norm_unit_offset = on();
+  c.options.sandwich_norms = on();
+  c.options.gelu_tanh = on();
+  c.options.scaled_embedding = on();
+  if (on()) c.query_pre_attn_scalar = *rc::gen::element(2.0f, 7.0f, 168.0f);
+  if (on()) c.final_logit_softcap = *rc::gen::element(0.5f, 2.0f, 30.0f);
+}
+
 ModelConfig draw_config(Forced force = {}) {
   ModelConfig c;
   const int head_dim = *rc::gen::element(2, 4, 8, 16);
@@ -113,6 +131,7 @@ ModelConfig draw_config(Forced force = {}) {
   if (force.sliding_window || force.sliding_rope_theta || *rc::gen::arbitrary<bool>())
     draw_window(c, force.sliding_rope_theta);
   c.options.attention_sinks = force.sinks || *rc::gen::arbitrary<bool>();
+  if (force.gemma || (c.moe.n_experts == 0 && *rc::gen::arbitrary<bool>())) draw_gemma(c, force.gemma);
   return c;
 }
 
@@ -273,26 +292,27 @@ Matrix add_bias(Matrix y, const xt::xtensor<float, 1>& b) {
   return y;
 }
 
-Matrix rms_norm(const Matrix& x, const xt::xtensor<float, 1>& w, double eps) {
+// RMSNorm scaling by w, or by 1 + w (offset 1: Gemma's norms).
+Matrix rms_norm(const Matrix& x, const xt::xtensor<float, 1>& w, double eps, double offset = 0.0) {
   Matrix y = x;
   for (auto& row : y) {
     double ms = 0.0;
     for (double v : row) ms += v * v;
     const double inv = 1.0 / std::sqrt(ms / double(row.size()) + eps);
-    for (size_t i = 0; i < row.size(); ++i) row[i] *= inv * double(w(i));
+    for (size_t i = 0; i < row.size(); ++i) row[i] *= inv * (offset + double(w(i)));
   }
   return y;
 }
 
 // RMSNorm of every head_dim-wide slice of every row, with the shared weight w.
-void norm_heads(Matrix& x, const xt::xtensor<float, 1>& w, double eps) {
+void norm_heads(Matrix& x, const xt::xtensor<float, 1>& w, double eps, double offset) {
   const size_t d = w.size();
   for (auto& row : x)
     for (size_t h = 0; h < row.size() / d; ++h) {
       double ms = 0.0;
       for (size_t i = 0; i < d; ++i) ms += row[h * d + i] * row[h * d + i];
       const double inv = 1.0 / std::sqrt(ms / double(d) + eps);
-      for (size_t i = 0; i < d; ++i) row[h * d + i] *= inv * double(w(i));
+      for (size_t i = 0; i < d; ++i) row[h * d + i] *= inv * (offset + double(w(i)));
     }
 }
 
@@ -345,16 +365,23 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
   };
   const size_t n = tokens.size(), d = size_t(c.head_dim()), group = size_t(c.n_heads / c.n_kv_heads);
   Matrix x(n);
+  // Gemma 3 (transformers' Gemma3 modules): norms scale by 1 + w, the
+  // embedding by sqrt(dim), scores by 1 / sqrt(query_pre_attn_scalar), the
+  // attention and FFN outputs RMSNormed before their adds, GeGLU, soft cap.
+  const double offset = c.options.norm_unit_offset ? 1.0 : 0.0;
+  const double embed_scale = c.options.scaled_embedding ? std::sqrt(double(c.dim)) : 1.0;
+  const double score_scale =
+      1.0 / std::sqrt(c.query_pre_attn_scalar > 0.0f ? double(c.query_pre_attn_scalar) : double(c.head_dim()));
   for (size_t t = 0; t < n; ++t)
-    for (size_t i = 0; i < size_t(c.dim); ++i) x[t].push_back(w.token_embedding(size_t(tokens[t]), i));
+    for (size_t i = 0; i < size_t(c.dim); ++i) x[t].push_back(embed_scale * w.token_embedding(size_t(tokens[t]), i));
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& L = w.layers[l];
-    const Matrix h = rms_norm(x, L.attn_norm, c.norm_eps);
+    const Matrix h = rms_norm(x, L.attn_norm, c.norm_eps, offset);
     Matrix q = add_bias(matmul_t(h, L.wq), L.bq), k = add_bias(matmul_t(h, L.wk), L.bk);
     const Matrix v = add_bias(matmul_t(h, L.wv), L.bv);
     if (c.options.qk_norm) {
-      norm_heads(q, L.q_norm, c.norm_eps);
-      norm_heads(k, L.k_norm, c.norm_eps);
+      norm_heads(q, L.q_norm, c.norm_eps, offset);
+      norm_heads(k, L.k_norm, c.norm_eps, offset);
     }
     rotate(q, c, int(l));
     rotate(k, c, int(l));
@@ -371,7 +398,7 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
           seen[j] = !slides || t - j < size_t(c.sliding_window);
           if (!seen[j]) continue;
           for (size_t i = 0; i < d; ++i) p[j] += q[t][head * d + i] * k[j][g * d + i];
-          p[j] /= std::sqrt(double(d));
+          p[j] *= score_scale;
           max = std::max(max, p[j]);
         }
         const bool sink = c.options.attention_sinks;
@@ -382,8 +409,9 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
           if (seen[j])
             for (size_t i = 0; i < d; ++i) att[t][head * d + i] += p[j] / sum * v[j][g * d + i];
       }
-    residual_add(x, matmul_t(att, L.wo));
-    const Matrix h2 = rms_norm(x, L.ffn_norm, c.norm_eps);
+    const Matrix attn_out = matmul_t(att, L.wo);
+    residual_add(x, c.options.sandwich_norms ? rms_norm(attn_out, L.post_attn_norm, c.norm_eps, offset) : attn_out);
+    const Matrix h2 = rms_norm(x, L.ffn_norm, c.norm_eps, offset);
     if (c.moe.sparse(int(l))) {
       Matrix out(n);
       for (size_t t = 0; t < n; ++t) {
@@ -397,10 +425,21 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
     Matrix gate = matmul_t(h2, L.w_gate);
     const Matrix up = matmul_t(h2, L.w_up);
     for (size_t t = 0; t < n; ++t)
-      for (size_t i = 0; i < gate[t].size(); ++i) gate[t][i] = gate[t][i] / (1.0 + std::exp(-gate[t][i])) * up[t][i];
-    residual_add(x, matmul_t(gate, L.w_down));
+      for (size_t i = 0; i < gate[t].size(); ++i) {
+        const double g = gate[t][i];
+        const double act = c.options.gelu_tanh
+                               ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g)))
+                               : g / (1.0 + std::exp(-g));
+        gate[t][i] = act * up[t][i];
+      }
+    const Matrix ffn_out = matmul_t(gate, L.w_down);
+    residual_add(x, c.options.sandwich_norms ? rms_norm(ffn_out, L.post_ffn_norm, c.norm_eps, offset) : ffn_out);
   }
-  return matmul_t(rms_norm(x, w.final_norm, c.norm_eps), w.classifier);
+  Matrix logits = matmul_t(rms_norm(x, w.final_norm, c.norm_eps, offset), w.classifier);
+  if (c.final_logit_softcap > 0.0f)
+    for (auto& row : logits)
+      for (double& v : row) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
+  return logits;
 }
 
 }  // namespace
@@ -470,6 +509,9 @@ TEST_CASE("each of today's options matches the float64 forward pass when on") {
   rc::prop("YaRN RoPE scaling (gpt-oss)", [] { check_against_f64({.yarn = true}); });
   rc::prop("a RoPE base of their own for the sliding layers (Gemma 3)", [] {
     check_against_f64({.sliding_rope_theta = true});
+  });
+  rc::prop("Gemma 3's block: (1 + w) norms, sandwich norms, GeGLU, scaled embedding, query scale, soft cap", [] {
+    check_against_f64({.qk_norm = true, .sliding_window = true, .sliding_rope_theta = true, .gemma = true});
   });
   rc::prop("Qwen 3 shape: explicit head_dim and q/k norms", [] {
     check_against_f64({.explicit_head_dim = true, .qk_norm = true});
@@ -596,6 +638,33 @@ TEST_CASE("each option changes the logits far beyond the float64 comparison's to
     c.sliding_rope_theta = 100.0f;
     const double effect = smallest_effect(c, [](ModelWeights& w) { w.config.sliding_rope_theta = 0.0f; });
     INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
+}
+
+TEST_CASE("each part of Gemma 3's block changes the logits far beyond the float64 comparison's tolerance") {
+  ModelConfig gemma = arch_config();
+  gemma.explicit_head_dim = 8;
+  gemma.options.qk_norm = true;
+  gemma.options.norm_unit_offset = gemma.options.sandwich_norms = true;
+  gemma.options.gelu_tanh = gemma.options.scaled_embedding = true;
+  gemma.query_pre_attn_scalar = 32.0f;  // scores 1/2 of 1 / sqrt(8)'s
+  gemma.final_logit_softcap = 1.0f;     // the synthetic logits' own size: the cap bends them
+  const std::vector<std::pair<const char*, std::function<void(ModelWeights&)>>> parts = {
+      {"(1 + w) norms", [](ModelWeights& w) { w.config.options.norm_unit_offset = false; }},
+      {"sandwich norms",
+       [](ModelWeights& w) {
+         w.config.options.sandwich_norms = false;
+         for (auto& L : w.layers) L.post_attn_norm = L.post_ffn_norm = {};
+       }},
+      {"GeGLU", [](ModelWeights& w) { w.config.options.gelu_tanh = false; }},
+      {"scaled embedding", [](ModelWeights& w) { w.config.options.scaled_embedding = false; }},
+      {"query_pre_attn_scalar", [](ModelWeights& w) { w.config.query_pre_attn_scalar = 0.0f; }},
+      {"final soft cap", [](ModelWeights& w) { w.config.final_logit_softcap = 0.0f; }},
+  };
+  for (const auto& [name, turn_off] : parts) {
+    const double effect = smallest_effect(gemma, turn_off);
+    INFO(name << ": smallest relative change over 8 models: " << effect);
     CHECK(effect >= 100 * kF64Tolerance);
   }
 }

@@ -109,16 +109,16 @@ RopeScaling llama3_keys(const GgufReader& g, const std::string& prefix) {
 }
 
 // llama.cpp's RoPE scaling keys: "none" (or no key) and a factor of 0 or 1
-// change nothing; anything else is a scaling this engine does not run.
-void refuse_llama_cpp_scaling(const GgufReader& g, const std::string& key) {
+// change nothing; "linear" (or a factor alone) is linear scaling (Gemma 3's
+// full layers); anything else is a scaling this engine does not run.
+RopeScaling llama_cpp_scaling(const GgufReader& g, const std::string& key) {
   const std::string type = g.has(key + "type") ? g.get_string(key + "type") : "";
   if (!type.empty() && type != "none" && type != "linear")
-    throw std::runtime_error(g.path() + ": RoPE scaling '" + type + "' is not supported (Llama 3.1's is)");
-  if (type == "none" || !g.has(key + "factor")) return;
+    throw std::runtime_error(g.path() + ": RoPE scaling '" + type + "' is not supported (Llama 3.1's and linear are)");
+  if (type == "none" || !g.has(key + "factor")) return {};
   const double factor = g.get_float(key + "factor");
-  if (factor != 0.0 && factor != 1.0)
-    throw std::runtime_error(g.path() + ": linear RoPE scaling (" + key + "factor " + std::to_string(factor) +
-                             ") is not supported (Llama 3.1's is)");
+  if (factor == 0.0 || factor == 1.0) return {};
+  return RopeScaling{.factor = float(factor), .kind = RopeScalingKind::Linear};
 }
 
 // Llama 3.1 scaling, as llama.cpp reads it: rope_freqs.weight, per pair the
@@ -132,13 +132,15 @@ void refuse_llama_cpp_scaling(const GgufReader& g, const std::string& key) {
 RopeScaling read_rope_scaling(const GgufReader& g, const std::string& arch, const ModelConfig& c) {
   const std::string key = arch + ".rope.scaling.";
   if (g.has(key + "type") && g.get_string(key + "type") == "llama3") return llama3_keys(g, key);
-  refuse_llama_cpp_scaling(g, key);
+  const RopeScaling linear = llama_cpp_scaling(g, key);
   const bool has_table = g.find_tensor("rope_freqs.weight") != nullptr;
   if (!has_table) {
     if (g.has(kLlama3Keys + "factor"))
       throw std::runtime_error(g.path() + ": " + kLlama3Keys + "* without rope_freqs.weight (llama.cpp would not scale)");
-    return {};
+    return linear;
   }
+  if (linear.enabled())
+    throw std::runtime_error(g.path() + ": linear RoPE scaling with rope_freqs.weight (two scalings at once)");
   if (arch != "llama")
     throw std::runtime_error(g.path() + ": rope_freqs.weight in a " + arch +
                              " file (llama.cpp's " + arch + " has no per-pair RoPE factors)");
@@ -185,6 +187,31 @@ void read_moe(const GgufReader& g, const std::string& p, const Architecture& row
   m.norm_topk_prob = row.moe.gguf_norm_topk_prob;
 }
 
+// What llama.cpp's gemma3 fixes rather than reads (llama_model's hparams
+// for LLM_ARCH_GEMMA3): every sixth layer full, the others sliding with
+// rope base 10000 unscaled; scores scaled by 1 / sqrt(head_dim), or
+// 1 / sqrt(dim / heads) for the 62-layer (27B) model; the final soft cap
+// only where no layer slides (its graph with windows leaves it out).
+std::vector<bool> gemma3_sliding_layers(int n_layers) {
+  std::vector<bool> sliding(static_cast<size_t>(n_layers), false);
+  for (int l = 0; l < n_layers; ++l) sliding[static_cast<size_t>(l)] = (l + 1) % 6 != 0;
+  return sliding;
+}
+float gemma3_query_scalar(const ModelConfig& c) {
+  return c.n_layers == 62 ? float(c.dim / c.n_heads) : float(c.head_dim());
+}
+
+void read_gemma3(const GgufReader& g, const std::string& p, ModelConfig& c) {
+  if (c.sliding_window > 0) {
+    c.sliding_layers = gemma3_sliding_layers(c.n_layers);
+    if (c.n_layers < 6) c.sliding_layers.clear();  // every layer slides
+    c.sliding_rope_theta = 10000.0f;
+  }
+  c.query_pre_attn_scalar = gemma3_query_scalar(c);
+  if (c.sliding_window == 0 && g.has(p + "final_logit_softcapping"))
+    c.final_logit_softcap = float(g.get_float(p + "final_logit_softcapping"));
+}
+
 ModelConfig read_config(const GgufReader& g) {
   const std::string arch = g.get_string("general.architecture");
   const bool experts = g.has(arch + ".expert_count") && g.get_int(arch + ".expert_count") != 0;
@@ -226,6 +253,7 @@ ModelConfig read_config(const GgufReader& g) {
     const int window = positive_int(g, p + "attention.sliding_window");
     if (window < c.max_seq_len) c.sliding_window = window;
   }
+  if (arch == "gemma3") read_gemma3(g, p, c);
   try {
     c.validate();
     c.rope_scaling = read_rope_scaling(g, arch, c);
@@ -238,6 +266,17 @@ ModelConfig read_config(const GgufReader& g) {
                              std::to_string(g.get_int(p + "rope.dimension_count")) + " differs from head_dim " +
                              std::to_string(c.head_dim()) + " (partial RoPE is not supported)");
   return c;
+}
+
+// Gemma's norms scale by 1 + w; llama.cpp's converter stores 1 + w in the
+// file (every tensor whose name ends in "norm.weight") and its graph
+// multiplies by what is stored. The reader takes the 1 back off, and the
+// forward pass adds it again: for a stored s in [0.5, 2^24) both steps are
+// exact (s - 1 is a multiple of s's ulp no smaller than 1's), so the norm
+// scales by the file's s, bit for bit, as llama.cpp does.
+bool stores_unit_offset(const ModelTensor& t) {
+  const std::string name = t.gguf_name();
+  return name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0;
 }
 
 // The file's weights as a source: each tensor decoded when read, the
@@ -258,7 +297,13 @@ ModelSource weights_source(std::shared_ptr<const GgufReader> g, const ModelConfi
       throw std::runtime_error(g->path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
                                "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K");
   });
-  source.read = [g](const ModelTensor& t) { return g->read_tensor_values(t.gguf_name(), t.shape); };
+  const bool offset = c.options.norm_unit_offset;
+  source.read = [g, offset](const ModelTensor& t) {
+    std::vector<float> values = g->read_tensor_values(t.gguf_name(), t.shape);
+    if (offset && stores_unit_offset(t))
+      for (float& v : values) v -= 1.0f;  // the file holds 1 + w (add_weights)
+    return values;
+  };
   source.blocks = [g](const ModelTensor& t) -> std::optional<TensorBlocks> {
     const GgufTensorInfo& info = g->tensor_with_shape(t.gguf_name(), t.shape);
     if (!quant::can_dequantize(info.type)) return std::nullopt;
@@ -295,6 +340,26 @@ void add_moe(GgufWriter& out, const ModelConfig& c, const Architecture& row) {
     out.add_metadata(p + "expert_shared_feed_forward_length", uint32_t(m.shared_expert_hidden_dim));
 }
 
+// gemma3's window key (which llama.cpp requires: no window is one as long as
+// the context), after checking that the model is what llama.cpp's gemma3
+// fixes (read_gemma3); anything else would run as another model there.
+void add_gemma3(GgufWriter& out, const ModelConfig& c, const std::string& p) {
+  const auto refuse = [](const std::string& why) {
+    throw std::invalid_argument("write_gguf_model: llama.cpp's gemma3 " + why);
+  };
+  if (c.sliding_window > 0) {
+    const std::vector<bool> want = c.n_layers < 6 ? std::vector<bool>{} : gemma3_sliding_layers(c.n_layers);
+    if (c.sliding_layers != want) refuse("slides every layer but each sixth; this model's layers differ");
+    if (c.sliding_rope_theta != 10000.0f) refuse("rotates its sliding layers with base 10000");
+    if (c.final_logit_softcap > 0.0f) refuse("leaves the final soft cap out when layers slide");
+  }
+  if (c.query_pre_attn_scalar != gemma3_query_scalar(c))
+    refuse("scales scores by 1 / sqrt(" + std::to_string(gemma3_query_scalar(c)) + "), not by query_pre_attn_scalar " +
+           std::to_string(c.query_pre_attn_scalar));
+  out.add_metadata(p + "attention.sliding_window", uint32_t(c.sliding_window > 0 ? c.sliding_window : c.max_seq_len));
+  if (c.final_logit_softcap > 0.0f) out.add_metadata(p + "final_logit_softcapping", c.final_logit_softcap);
+}
+
 void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const std::string& name) {
   const Architecture& row = architecture_of(c);
   const std::string arch = row.gguf_name, p = arch + ".";
@@ -318,17 +383,23 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   if (c.options.moe != MoeModule::None) add_moe(out, c, row);
   // Llama 3.1 scaling: llama.cpp runs it from rope_freqs.weight (add_weights)
   // and must see none of its own scaling keys (read_rope_scaling).
-  if (c.rope_scaling.enabled() && c.rope_scaling.kind != RopeScalingKind::Llama3)
-    throw std::invalid_argument("write_gguf_model: linear and YaRN RoPE scaling are not written to GGUF yet");
-  // Sliding windows: llama.cpp's key; its llama, qwen2 and qwen3 graphs do
-  // not read it (they attend over everything), AstrAI's reader does.
-  if (c.sliding_window > 0) {
+  if (c.rope_scaling.enabled() && c.rope_scaling.kind == RopeScalingKind::Yarn)
+    throw std::invalid_argument("write_gguf_model: YaRN RoPE scaling is not written to GGUF yet");
+  if (c.rope_scaling.enabled() && c.rope_scaling.kind == RopeScalingKind::Linear) {
+    out.add_metadata(p + "rope.scaling.type", std::string("linear"));
+    out.add_metadata(p + "rope.scaling.factor", c.rope_scaling.factor);
+  }
+  if (arch == "gemma3") {
+    add_gemma3(out, c, p);
+  } else if (c.sliding_window > 0) {
+    // Sliding windows: llama.cpp's key; its llama, qwen2 and qwen3 graphs do
+    // not read it (they attend over everything), AstrAI's reader does.
     if (!c.sliding_layers.empty())
       throw std::invalid_argument("write_gguf_model: a model that mixes sliding and full layers is not written to GGUF "
                                   "for " + arch + " (llama.cpp's architecture fixes which layers slide)");
     out.add_metadata(p + "attention.sliding_window", uint32_t(c.sliding_window));
   }
-  if (c.rope_scaling.enabled()) {
+  if (c.rope_scaling.enabled() && c.rope_scaling.kind == RopeScalingKind::Llama3) {
     if (arch != "llama")
       throw std::invalid_argument("write_gguf_model: llama.cpp's " + arch +
                                   " has no per-pair RoPE factors, so Llama 3.1 RoPE scaling cannot be written");
@@ -352,6 +423,8 @@ void add_weights(GgufWriter& out, const ModelSource& source, RopeLayout layout, 
                    [&source, &c, t, layout] {
                      std::vector<float> values = source.read(t);
                      to_rope_layout(values, t, c, layout);
+                     if (c.options.norm_unit_offset && stores_unit_offset(t))
+                       for (float& v : values) v += 1.0f;
                      return values;
                    });
   });
@@ -363,7 +436,7 @@ void add_weights(GgufWriter& out, const ModelSource& source, RopeLayout layout, 
       out.add_tensor(t.gguf_name(), std::vector<uint64_t>(t.shape.rbegin(), t.shape.rend()),
                      matrix_type_for(wanted, t.shape.back()), [&source, embedding] { return source.read(embedding); });
     });
-  if (c.rope_scaling.enabled()) {
+  if (c.rope_scaling.enabled() && c.rope_scaling.kind == RopeScalingKind::Llama3) {  // Llama 3.1's per-pair factors
     const auto factors = rope_freq_factors(c);
     out.add_tensor("rope_freqs.weight", {factors.size()}, factors, GgmlType::F32);
   }

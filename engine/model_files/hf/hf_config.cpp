@@ -179,9 +179,13 @@ void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
 void refuse_unsupported(const Fields& f, HfArchitecture arch) {
   if (f.find("quantization_config"))
     f.fail("quantization_config", "is present: quantized checkpoints are not supported (only bf16/f16/f32 weights)");
+  const Architecture& row = architecture(arch);
   for (const char* key : {"hidden_act", "hidden_activation"})
-    if (const auto act = f.optional_string(key); act && *act != "silu")
-      f.fail(key, "is '" + *act + "'; only 'silu' (SwiGLU) is supported");
+    if (const auto act = f.optional_string(key); act && *act != row.activation)
+      f.fail(key, "is '" + *act + "'; " + row.hf_name + " supports only '" + row.activation + "'");
+  // Gemma 2's attention soft cap (Gemma 3 sets it null).
+  if (const Json* cap = f.find("attn_logit_softcapping"); cap && !cap->is_null())
+    f.fail("attn_logit_softcapping", "is set: attention soft-capping (Gemma 2) is not supported");
   // Qwen 2's q/k/v biases are implied by its architecture; elsewhere
   // attention_bias would add biases to q, k, v and o.
   if (!architecture(arch).options.qkv_bias && f.optional_bool("attention_bias").value_or(false))
@@ -260,6 +264,7 @@ HfArchitecture hf_architecture_for(const ModelConfig& config) {
 // context is full attention, and is left out.
 void read_sliding_window(const Fields& f, const Architecture& row, ModelConfig& c) {
   const bool applies = row.sliding_window == SlidingWindowRule::WhenSet ||
+                       row.sliding_window == SlidingWindowRule::Pattern ||
                        (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow &&
                         f.optional_bool("use_sliding_window").value_or(false));
   if (!applies) return;
@@ -276,6 +281,9 @@ void read_sliding_window(const Fields& f, const Architecture& row, ModelConfig& 
                                   ", expected \"sliding_attention\" or \"full_attention\"");
       sliding[l] = t == "sliding_attention";
     }
+  } else if (row.sliding_window == SlidingWindowRule::Pattern) {
+    const int pattern = f.optional_positive("sliding_window_pattern").value_or(6);
+    for (int l = 0; l < c.n_layers; ++l) sliding[size_t(l)] = (l + 1) % pattern != 0;
   } else if (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow) {
     int first = 28;
     if (const Json* v = f.find("max_window_layers")) {
@@ -288,6 +296,20 @@ void read_sliding_window(const Fields& f, const Architecture& row, ModelConfig& 
   if (std::none_of(sliding.begin(), sliding.end(), [](bool s) { return s; })) return;
   c.sliding_window = *window;
   if (std::find(sliding.begin(), sliding.end(), false) != sliding.end()) c.sliding_layers = sliding;
+}
+
+// Gemma 3's fields beyond the shared ones: the sliding layers' RoPE base
+// (rope_local_base_freq, default 10000; only when a layer slides), the
+// attention's query_pre_attn_scalar (default 256) and the final soft cap.
+void read_gemma(const Fields& f, ModelConfig& c) {
+  if (c.sliding_window > 0) {
+    const Json* base = f.find("rope_local_base_freq");
+    c.sliding_rope_theta = base && !base->is_null() ? float(f.number("rope_local_base_freq")) : 10000.0f;
+  }
+  const Json* scalar = f.find("query_pre_attn_scalar");
+  c.query_pre_attn_scalar = scalar && !scalar->is_null() ? float(f.number("query_pre_attn_scalar")) : 256.0f;
+  if (const Json* cap = f.find("final_logit_softcapping"); cap && !cap->is_null())
+    c.final_logit_softcap = float(f.number("final_logit_softcapping"));
 }
 
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& origin) {
@@ -313,9 +335,10 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
     f.require("head_dim");  // Qwen3Config's default (128) is not hidden_size / heads: make it explicit
   c.options = row.options;
   if (row.options.moe != MoeModule::None) read_moe(f, row, c);
-  out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(false);
+  out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(row.tied_by_default);
 
   read_sliding_window(f, row, c);
+  if (row.gemma_fields) read_gemma(f, c);
 
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (const auto dtype = f.optional_string(key)) {
@@ -387,13 +410,23 @@ void write_sliding_window(Json& j, const ModelConfig& c, const Architecture& row
                                   " slides every layer or none; this model mixes sliding and full layers");
     return;
   }
-  j["use_sliding_window"] = true;
   Json types = Json::array();
   for (bool s : sliding) types.push_back(s ? "sliding_attention" : "full_attention");
   j["layer_types"] = types;
+  if (row.sliding_window == SlidingWindowRule::Pattern) return;
+  j["use_sliding_window"] = true;
   // Older readers (no layer_types) slide the layers from max_window_layers on.
   const auto first = std::find(sliding.begin(), sliding.end(), true) - sliding.begin();
   j["max_window_layers"] = first;
+}
+
+// read_gemma's fields, and a window Gemma's class always applies: none
+// is a window as long as the context.
+void write_gemma(Json& j, const ModelConfig& c) {
+  if (c.sliding_window == 0) j["sliding_window"] = c.max_seq_len;
+  j["rope_local_base_freq"] = json_float(c.sliding_rope_theta > 0.0f ? c.sliding_rope_theta : c.rope_theta);
+  j["query_pre_attn_scalar"] = json_float(c.query_pre_attn_scalar > 0.0f ? c.query_pre_attn_scalar : float(c.head_dim()));
+  j["final_logit_softcapping"] = c.final_logit_softcap > 0.0f ? Json(json_float(c.final_logit_softcap)) : Json(nullptr);
 }
 
 std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_word_embeddings,
@@ -419,7 +452,7 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   j["max_position_embeddings"] = c.max_seq_len;
   j["rms_norm_eps"] = json_float(c.norm_eps);
   j["rope_theta"] = json_float(c.rope_theta);
-  j["hidden_act"] = "silu";
+  j[names.activation_field] = names.activation;
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (!torch_dtype.empty()) j["torch_dtype"] = torch_dtype;
   if (c.explicit_head_dim > 0 || names.head_dim_required) j["head_dim"] = c.head_dim();
@@ -446,6 +479,7 @@ std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_w
   j.update(Json::parse(names.config_json_extras));
   if (c.options.moe != MoeModule::None) write_moe(j, c, names);
   if (c.sliding_window > 0) write_sliding_window(j, c, names);
+  if (names.gemma_fields) write_gemma(j, c);
   return j.dump(2) + "\n";
 }
 

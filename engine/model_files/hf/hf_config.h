@@ -14,7 +14,7 @@
 namespace astrai {
 
 // config.json "architectures": [...], one of these (the first entry).
-enum class HfArchitecture { Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2Moe, Qwen3Moe };
+enum class HfArchitecture { Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2Moe, Qwen3Moe, Gemma3 };
 std::string hf_architecture_name(HfArchitecture arch);  // "LlamaForCausalLM", ...
 // The architecture a ModelConfig needs: Qwen2 with qkv_bias, Qwen3 with
 // qk_norm, else Llama. Throws std::invalid_argument when both are on (no

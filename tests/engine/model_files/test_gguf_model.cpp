@@ -244,7 +244,7 @@ TEST_CASE("GGUF model reader names what is wrong with a malformed model", "[gguf
     return [f](Metadata&, std::vector<TensorCopy>& t) { f(t); };
   };
   expect_error(meta([](Metadata& m) { set_key(m, "general.architecture", "gpt2"); }),
-               "architecture 'gpt2' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe are)");
+               "architecture 'gpt2' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma3 are)");
   expect_error(meta([](Metadata& m) { erase_key(m, "general.architecture"); }),
                "metadata key 'general.architecture' is missing");
   expect_error(meta([](Metadata& m) { set_key(m, "llama.embedding_length", "wide"); }),
@@ -409,7 +409,13 @@ TEST_CASE("a sliding window in GGUF: llama.cpp's key, read back; mixed layers an
   ModelWeights yarn = w;
   yarn.config.rope_scaling = RopeScaling{.factor = 4.0f, .kind = RopeScalingKind::Yarn};
   REQUIRE_THROWS_WITH(write_gguf_model(path, yarn, make_synthetic_tokenizer(260), GgufDType::F32, "x"),
-                      Contains("linear and YaRN RoPE scaling are not written to GGUF yet"));
+                      Contains("YaRN RoPE scaling is not written to GGUF yet"));
+  // Linear scaling: llama.cpp's own keys, read back.
+  ModelWeights linear = w;
+  linear.config.rope_scaling = RopeScaling{.factor = 8.0f, .kind = RopeScalingKind::Linear};
+  write_gguf_model(path, linear, make_synthetic_tokenizer(260), GgufDType::F32, "x");
+  CHECK(GgufReader(path).get_string("llama.rope.scaling.type") == "linear");
+  CHECK(read_gguf_model(path).weights.config.rope_scaling == linear.config.rope_scaling);
 }
 
 namespace {

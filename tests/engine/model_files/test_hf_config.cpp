@@ -29,6 +29,9 @@ LayerOptions architecture_options(HfArchitecture arch) {
     case HfArchitecture::Mixtral: return {.moe = MoeModule::BlockSparseMoe};
     case HfArchitecture::Qwen2Moe: return {.qkv_bias = true, .moe = MoeModule::Mlp, .shared_expert = true};
     case HfArchitecture::Qwen3Moe: return {.qk_norm = true, .moe = MoeModule::Mlp};
+    case HfArchitecture::Gemma3:
+      return {.qk_norm = true, .norm_unit_offset = true, .sandwich_norms = true, .gelu_tanh = true,
+              .scaled_embedding = true};
   }
   return {};
 }
@@ -235,6 +238,67 @@ TEST_CASE("config.json of Qwen 3 0.6B", "[hf_config]") {
   CHECK(hf.eos_token_ids == std::vector<int>{151645});
 }
 
+// google/gemma-3-1b-it's config.json (transformers 4.50), and the text
+// config of gemma-3-4b-it with its linear scaling and 1,024-position window.
+const char* kGemma3_1B = R"({
+  "architectures": ["Gemma3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": [1, 106],
+  "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152,
+  "initializer_range": 0.02, "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+  "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1, "pad_token_id": 0,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000, "rope_scaling": null,
+  "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+  "transformers_version": "4.50.0.dev0", "use_cache": true, "vocab_size": 262144})";
+
+TEST_CASE("config.json of Gemma 3 1B, and the text part of 4B", "[hf_config]") {
+  const HfModelConfig hf = parse_hf_config(kGemma3_1B, "config.json");
+  const ModelConfig& c = hf.config;
+  CHECK(hf.architecture == HfArchitecture::Gemma3);
+  CHECK(hf.tie_word_embeddings);  // Gemma3TextConfig's default
+  CHECK(c.head_dim() == 256);
+  CHECK(c.q_dim() == 1024);
+  CHECK(c.options.qk_norm);
+  CHECK(c.options.norm_unit_offset);
+  CHECK(c.options.sandwich_norms);
+  CHECK(c.options.gelu_tanh);
+  CHECK(c.options.scaled_embedding);
+  CHECK(c.sliding_window == 512);
+  REQUIRE(c.sliding_layers.size() == 26);
+  for (int l = 0; l < 26; ++l) CHECK(c.sliding(l) == ((l + 1) % 6 != 0));  // layers 5, 11, 17, 23 full
+  CHECK(c.sliding_rope_theta == 10000.0f);
+  CHECK(c.rope_theta == 1e6f);
+  CHECK(!c.rope_scaling.enabled());
+  CHECK(c.query_pre_attn_scalar == 256.0f);
+  CHECK(c.final_logit_softcap == 0.0f);
+  CHECK(hf.eos_token_ids == std::vector<int>{1, 106});
+  const auto four = parse_hf_config(edited(kGemma3_1B,
+                                           [](auto& j) {
+                                             j["hidden_size"] = 2560;
+                                             j["num_hidden_layers"] = 34;
+                                             j["num_attention_heads"] = 8;
+                                             j["num_key_value_heads"] = 4;
+                                             j["sliding_window"] = 1024;
+                                             j["max_position_embeddings"] = 131072;
+                                             j["rope_scaling"] = {{"factor", 8.0}, {"rope_type", "linear"}};
+                                           }),
+                                    "c");
+  CHECK(four.config.sliding_window == 1024);
+  CHECK(four.config.rope_scaling.kind == RopeScalingKind::Linear);
+  CHECK(four.config.rope_scaling.factor == 8.0f);
+  // layer_types decide when present; Gemma 2's attention soft cap is named.
+  const auto typed = parse_hf_config(edited(kGemma3_1B,
+                                            [](auto& j) {
+                                              j["num_hidden_layers"] = 2;
+                                              j["layer_types"] = {"full_attention", "sliding_attention"};
+                                            }),
+                                     "c");
+  CHECK(typed.config.sliding_layers == std::vector<bool>{false, true});
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_1B, [](auto& j) { j["attn_logit_softcapping"] = 50.0; }), "c"),
+                    Catch::Contains("attention soft-capping"));
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_1B, [](auto& j) { j["hidden_activation"] = "silu"; }), "c"),
+                    Catch::Contains("Gemma3ForCausalLM supports only 'gelu_pytorch_tanh'"));
+}
+
 TEST_CASE("config.json's YaRN (gpt-oss) and linear (Gemma 3) RoPE scaling", "[hf_config]") {
   // openai/gpt-oss-20b's rope_scaling, on a Llama config.
   const auto yarn = parse_hf_config(edited(kLlama32_1B,
@@ -386,7 +450,7 @@ TEST_CASE("config.json: bad values are refused naming the field", "[hf_config]")
              Contains("\"rope_scaling.low_freq_factor\" is missing"));
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"]["factor"] = 0.5; }), Contains("rope_scaling.factor must be at least 1"));
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["rope_scaling"] = "llama3"; }), Contains("\"rope_scaling\" is \"llama3\", expected null or an object"));
-  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["hidden_act"] = "gelu"; }), Contains("\"hidden_act\" is 'gelu'; only 'silu'"));
+  CHECK_THAT(with(kLlama32_1B, [](J& j) { j["hidden_act"] = "gelu"; }), Contains("\"hidden_act\" is 'gelu'; LlamaForCausalLM supports only 'silu'"));
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["attention_bias"] = true; }), Contains("\"attention_bias\" is true"));
   CHECK_THAT(with(kQwen3_06B, [](J& j) { j["attention_bias"] = true; }), Contains("\"attention_bias\" is true"));
   CHECK_THAT(with(kLlama32_1B, [](J& j) { j["mlp_bias"] = true; }), Contains("\"mlp_bias\" is true"));
@@ -512,7 +576,7 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
   rc::prop("every architecture", [] {
     const auto arch = *rc::gen::element(HfArchitecture::Llama, HfArchitecture::Mistral, HfArchitecture::Qwen2,
                                         HfArchitecture::Qwen3, HfArchitecture::Mixtral, HfArchitecture::Qwen2Moe,
-                                        HfArchitecture::Qwen3Moe);
+                                        HfArchitecture::Qwen3Moe, HfArchitecture::Gemma3);
     ModelConfig c;
     c.n_kv_heads = *rc::gen::inRange(1, 5);
     c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
@@ -525,8 +589,8 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     c.rope_theta = *rc::gen::element(10000.0f, 500000.0f, 1e6f, 1234.567f);
     c.norm_eps = *rc::gen::element(1e-5f, 1e-6f, 3.3e-7f);
     c.rope_layout = RopeLayout::RotateHalf;
-    const bool qwen3 = arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe;
-    if (qwen3 || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 80);
+    if (architecture(arch).head_dim_required || *rc::gen::arbitrary<bool>())
+      c.explicit_head_dim = 2 * *rc::gen::inRange(1, 80);
     c.options = architecture_options(arch);
     if (c.options.moe != MoeModule::None) {
       c.moe.n_experts = *rc::gen::inRange(1, 300);
@@ -561,7 +625,7 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
     const SlidingWindowRule rule = architecture(arch).sliding_window;
     if (rule != SlidingWindowRule::Never && c.max_seq_len > 1 && *rc::gen::arbitrary<bool>()) {
       c.sliding_window = *rc::gen::inRange(1, c.max_seq_len);
-      if (rule == SlidingWindowRule::WhenUseSlidingWindow) {
+      if (rule != SlidingWindowRule::WhenSet) {
         c.sliding_layers = *rc::gen::container<std::vector<bool>>(size_t(c.n_layers), rc::gen::arbitrary<bool>());
         if (std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) == c.sliding_layers.end())
           c.sliding_window = 0;  // none slides: no window
@@ -570,10 +634,18 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
           c.sliding_layers.clear();  // every layer: the same as no list
       }
     }
+    if (architecture(arch).gemma_fields) {  // Gemma 3: the sliding layers' base, the query scale, the soft cap
+      if (c.sliding_window > 0) c.sliding_rope_theta = *rc::gen::element(10000.0f, 1234.5f);
+      c.query_pre_attn_scalar = *rc::gen::element(256.0f, 168.0f, 7.5f);
+      if (*rc::gen::arbitrary<bool>()) c.final_logit_softcap = *rc::gen::element(30.0f, 0.5f);
+    }
     const bool tied = *rc::gen::arbitrary<bool>();
     const HfModelConfig hf = parse_hf_config(hf_config_json(c, arch, tied, "float16"), "c");
     RC_ASSERT(hf.config.sliding_window == c.sliding_window);
     RC_ASSERT(hf.config.sliding_layers == c.sliding_layers);
+    RC_ASSERT(hf.config.sliding_rope_theta == c.sliding_rope_theta);
+    RC_ASSERT(hf.config.query_pre_attn_scalar == c.query_pre_attn_scalar);
+    RC_ASSERT(hf.config.final_logit_softcap == c.final_logit_softcap);
     RC_ASSERT(hf.architecture == arch);
     RC_ASSERT(hf.tie_word_embeddings == tied);
     RC_ASSERT(hf.torch_dtype == "float16");

@@ -80,7 +80,11 @@ ModelConfig config_for(HfArchitecture arch, int kv_heads, int group, int half_he
   c.max_seq_len = ctx;
   c.rope_layout = RopeLayout::RotateHalf;
   c.options.qkv_bias = arch == HfArchitecture::Qwen2 || arch == HfArchitecture::Qwen2Moe;
-  c.options.qk_norm = arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe;
+  c.options.qk_norm = arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe || arch == HfArchitecture::Gemma3;
+  if (arch == HfArchitecture::Gemma3) {  // Gemma 3's block: four norms a layer, stored as offsets from 1
+    c.options.norm_unit_offset = c.options.sandwich_norms = c.options.gelu_tanh = c.options.scaled_embedding = true;
+    c.query_pre_attn_scalar = float(2 * half_head);
+  }
   // Mixture-of-Experts: 3 experts, top 2; Qwen's with a dense first layer
   // (mlp_only_layers) and Qwen 2 MoE's shared expert.
   if (arch == HfArchitecture::Mixtral) {
@@ -155,10 +159,9 @@ bool same_config(const ModelConfig& a, const ModelConfig& b) {
          a.n_kv_heads == b.n_kv_heads && a.vocab_size == b.vocab_size && a.max_seq_len == b.max_seq_len &&
          a.rope_theta == b.rope_theta && a.norm_eps == b.norm_eps && a.rope_layout == b.rope_layout &&
          a.explicit_head_dim == b.explicit_head_dim && a.options == b.options && a.moe == b.moe &&
-         a.rope_scaling.factor == b.rope_scaling.factor &&
-         a.rope_scaling.low_freq_factor == b.rope_scaling.low_freq_factor &&
-         a.rope_scaling.high_freq_factor == b.rope_scaling.high_freq_factor &&
-         a.rope_scaling.original_context == b.rope_scaling.original_context;
+         a.rope_scaling == b.rope_scaling && a.sliding_window == b.sliding_window &&
+         a.sliding_layers == b.sliding_layers && a.sliding_rope_theta == b.sliding_rope_theta &&
+         a.query_pre_attn_scalar == b.query_pre_attn_scalar && a.final_logit_softcap == b.final_logit_softcap;
 }
 
 // A small model of `arch` written as a folder; returns its path.
@@ -223,14 +226,16 @@ TEST_CASE("random models of every architecture survive folder write -> read", "[
   rc::prop("f32 bit for bit, f16/bf16 as rounded independently, single file or sharded", [] {
     const auto arch = *rc::gen::element(HfArchitecture::Llama, HfArchitecture::Mistral, HfArchitecture::Qwen2,
                                         HfArchitecture::Qwen3, HfArchitecture::Mixtral, HfArchitecture::Qwen2Moe,
-                                        HfArchitecture::Qwen3Moe);
+                                        HfArchitecture::Qwen3Moe, HfArchitecture::Gemma3);
     ModelConfig c = config_for(arch, *rc::gen::inRange(1, 4), *rc::gen::inRange(1, 4), *rc::gen::inRange(1, 5),
                                *rc::gen::inRange(1, 26), *rc::gen::inRange(1, 4), *rc::gen::inRange(2, 40),
                                *rc::gen::inRange(1, 65));
     c.rope_theta = *rc::gen::element(10000.0f, 500000.0f, 1234.5f);
     c.norm_eps = *rc::gen::element(1e-5f, 1e-6f, 3.3e-7f);
     // Qwen 3 always names its head_dim; the others may (an odd-sized explicit one too).
-    if (arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe || *rc::gen::arbitrary<bool>()) c.explicit_head_dim = 2 * *rc::gen::inRange(1, 6);
+    if (arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe || arch == HfArchitecture::Gemma3 ||
+        *rc::gen::arbitrary<bool>())
+      c.explicit_head_dim = 2 * *rc::gen::inRange(1, 6);
     if (*rc::gen::arbitrary<bool>())
       c.rope_scaling = {.factor = 8.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
                         .original_context = *rc::gen::inRange(1, 100)};

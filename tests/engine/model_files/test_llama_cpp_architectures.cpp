@@ -188,6 +188,90 @@ TEST_CASE("every architecture and option AstrAI writes runs in llama.cpp as in t
 
 namespace {
 
+// A Gemma 3 file: six layers (llama.cpp's gemma3 slides five, the sixth
+// full), a window of `window` positions, which the 41-position prompt
+// crosses five times over, and linear scaling on the full layer or none.
+struct GemmaCase {
+  const char* label;
+  int window;
+  float linear_factor;  // 0: none
+  GgufDType dtype;
+  double logit_bound;   // as kLogitBound above
+};
+
+ModelConfig gemma3_config(const GemmaCase& g) {
+  ModelConfig c{.dim = 256, .hidden_dim = 512, .n_layers = 6, .n_heads = 4, .n_kv_heads = 2,
+                .vocab_size = 512, .max_seq_len = 256, .rope_theta = 1e6f, .norm_eps = 1e-6f};
+  c.rope_layout = RopeLayout::RotateHalf;
+  c.explicit_head_dim = 128;  // q_dim 512 over dim 256, as Gemma's heads are wider than dim / heads
+  c.options = {.qk_norm = true, .norm_unit_offset = true, .sandwich_norms = true, .gelu_tanh = true,
+               .scaled_embedding = true};
+  c.sliding_window = g.window;
+  c.sliding_layers = {true, true, true, true, true, false};
+  c.sliding_rope_theta = 10000.0f;
+  c.query_pre_attn_scalar = 128.0f;  // what llama.cpp's gemma3 uses below 62 layers: head_dim
+  if (g.linear_factor > 0.0f) c.rope_scaling = RopeScaling{.factor = g.linear_factor, .kind = RopeScalingKind::Linear};
+  c.validate();
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("Gemma 3 files AstrAI writes run in llama.cpp as in the reference, windows and all", "[llama.cpp]") {
+  if (!test::llama_cpp_oracle_available()) return;
+  using D = GgufDType;
+  const std::vector<GemmaCase> cases = {
+      {"gemma3", 8, 0.0f, D::F32, 1e-5},
+      {"gemma3-linear-bf16", 8, 8.0f, D::BF16, 3 * 8e-3},
+      {"gemma3-q8_0", 16, 0.0f, D::Q8_0, 3 * 0.01},
+  };
+  for (const GemmaCase& g : cases) {
+    if (test::kSanitizedBuild && std::string(g.label) != "gemma3") continue;
+    INFO(g.label);
+    const ModelConfig config = gemma3_config(g);
+    ModelWeights weights = make_synthetic_weights(config, 7);
+    tie(weights);  // Gemma ties its head
+    const fs::path path = test::scratch_file(std::string("arch-") + g.label);
+    write_gguf_model(path.string(), weights, make_synthetic_tokenizer(config.vocab_size), g.dtype, g.label);
+
+    const GgufReader file(path.string());
+    CHECK(file.get_string("general.architecture") == "gemma3");
+    CHECK(file.get_int("gemma3.attention.sliding_window") == g.window);
+    CHECK(file.find_tensor("blk.0.post_attention_norm.weight") != nullptr);
+    CHECK(file.find_tensor("blk.0.post_ffw_norm.weight") != nullptr);
+    // llama.cpp's converter stores Gemma's norms as 1 + w.
+    const std::vector<size_t> norm_shape = {size_t(config.dim)};
+    const auto stored = file.read_tensor_values("blk.0.attn_norm.weight", norm_shape);
+    CHECK(stored[0] == 1.0f + weights.layers[0].attn_norm(0));
+
+    const LoadedModel model = load_model(path.string());
+    CHECK(model.weights.config.describe() == config.describe());
+    double logit_err = 0, window_effect = INFINITY;
+    ModelWeights unwindowed = model.weights;
+    unwindowed.config.sliding_window = 0;
+    unwindowed.config.sliding_layers.clear();
+    unwindowed.config.sliding_rope_theta = 0.0f;
+    for (const auto& p : prompts()) {
+      const auto logits = test::prompt_logits(model.weights, p);
+      logit_err = std::max(logit_err, test::normwise_difference(logits, test::prompt_logits(weights, p)));
+      // The inverse: without the window (and its base) the model is another
+      // one on the prompt that crosses the window's edge.
+      if (int(p.size()) > g.window)
+        window_effect = std::min(window_effect, test::normwise_difference(logits, test::prompt_logits(unwindowed, p)));
+    }
+    CHECK(logit_err <= g.logit_bound);
+    CHECK(window_effect >= 10 * test::kDistributionTolerance);
+
+    const test::Agreement a = test::check_llama_cpp_agrees(path, model, prompts(), 32);
+    std::printf("%s: logits %.2e from the original's, %.3f from the windowless model's; %zu greedy steps compared; "
+                "llama.cpp's distributions within %.4f over %zu steps\n",
+                g.label, logit_err, window_effect, a.decided, a.worst_distribution, a.steps);
+    CHECK(a.decided >= 1);
+  }
+}
+
+namespace {
+
 // A Mixture-of-Experts file case: llama.cpp's architecture, experts and top-k.
 struct MoeCase {
   const char* label;
