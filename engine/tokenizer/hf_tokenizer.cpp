@@ -57,11 +57,16 @@ std::string parse_pre_tokenizer(const std::string& origin, const json& pt) {
   return pattern.value_or("");
 }
 
-// The normalizer: none, NFC (Qwen), or the legacy '▁' pair (Llama 2, Mistral 7B).
+// The normalizer: none, NFC (Qwen), the legacy '▁' pair (Llama 2, Mistral
+// 7B), or Gemma's Replace(' ', '▁') alone.
 void parse_normalizer(const std::string& origin, const json& norm, BpeTokenizerParts& parts) {
   if (norm.is_null()) return;
   if (is_legacy_metaspace_normalizer(norm)) {
     parts.metaspace = Metaspace::EverySegment;
+    return;
+  }
+  if (is_replace_only_metaspace_normalizer(norm)) {
+    parts.metaspace = Metaspace::Never;
     return;
   }
   if (norm.at("type") != "NFC")
@@ -74,6 +79,10 @@ void parse_normalizer(const std::string& origin, const json& norm, BpeTokenizerP
 // The pre-tokenizer of a SentencePiece-style file: none after the legacy
 // normalizer, else Metaspace (without a normalizer).
 void parse_sentencepiece_pre_tokenizer(const std::string& origin, const json& pt, BpeTokenizerParts& parts) {
+  if (parts.metaspace == Metaspace::Never) {
+    check_replace_only_pre_tokenizer(origin, pt);
+    return;
+  }
   if (parts.metaspace == Metaspace::EverySegment) {
     if (!pt.is_null()) unsupported(origin, "pre_tokenizer " + pt.at("type").dump() + " after the '▁' normalizer");
     return;
@@ -164,7 +173,7 @@ HfTokenizer HfTokenizer::parse(std::string_view json_text, const std::string& or
     const json& pre_tokenizer = j.at("pre_tokenizer");
     if (parts.metaspace != Metaspace::None || is_metaspace_pre_tokenizer(pre_tokenizer)) {
       parse_sentencepiece_pre_tokenizer(origin, pre_tokenizer, parts);
-      check_metaspace_decoder(origin, j.at("decoder"));
+      check_metaspace_decoder(origin, j.at("decoder"), parts.metaspace);
     } else {
       if (j.at("decoder").is_null() || j.at("decoder").at("type") != "ByteLevel")
         unsupported(origin, "decoder (supported with byte-level pieces: ByteLevel)");
@@ -232,9 +241,12 @@ HfTokenizer HfTokenizer::from_parts(BpeTokenizerParts parts, const std::string& 
       t.id_bytes_[size_t(id)] = t.piece_bytes(piece);
       t.has_token_[size_t(id)] = true;
     }
-    for (const AddedToken& a : t.added_) {  // an added token's text wins over a piece of the same id
+    // An added token's text wins over a piece of the same id. The decoder
+    // runs on added tokens too: with '▁' pieces it turns Gemma's whitespace
+    // tokens ("▁▁", ...) into spaces, as Hugging Face's decode does.
+    for (const AddedToken& a : t.added_) {
       if (a.id < 0) throw std::runtime_error("negative id for added token '" + a.content + "'");
-      t.id_bytes_[size_t(a.id)] = a.content;
+      t.id_bytes_[size_t(a.id)] = t.metaspace_ == Metaspace::None ? a.content : metaspace_to_spaces(a.content);
       t.has_token_[size_t(a.id)] = true;
     }
     for (const int id : t.prefix_ids_)
@@ -329,7 +341,8 @@ std::string HfTokenizer::decode(std::span<const int> ids, bool skip_special) con
   std::string text;
   for (const int id : ids)
     if (!(skip_special && is_special(id))) text += token_bytes(id);
-  if (metaspace_ != Metaspace::None && text.starts_with(' ')) text.erase(0, 1);  // the dummy prefix
+  if (metaspace_ != Metaspace::None && metaspace_ != Metaspace::Never && text.starts_with(' '))
+    text.erase(0, 1);  // the dummy prefix
   return text;
 }
 

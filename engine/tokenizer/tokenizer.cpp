@@ -137,7 +137,9 @@ std::string Tokenizer::decode_token(int prev_token, int token) const {
   if (bpe_) return piece;  // byte-level pieces are the bytes themselves
   // The encoder put a space before the text (the dummy prefix); the first
   // piece after BOS carries it, so it is dropped there (run.c's decode).
-  if (prev_token == bos_id_ && !piece.empty() && piece[0] == ' ') return piece.substr(1);
+  // Gemma's tokenizer.json puts no prefix (Metaspace::Never): nothing to drop.
+  const bool dummy_prefix = !hf_sentencepiece_ || hf_sentencepiece_->metaspace() != Metaspace::Never;
+  if (dummy_prefix && prev_token == bos_id_ && !piece.empty() && piece[0] == ' ') return piece.substr(1);
   return piece;
 }
 

