@@ -30,8 +30,13 @@ int run_make_model(std::span<const std::string_view> argv) {
       .option("--format", "gguf, or hf (a Hugging Face folder: config.json, safetensors, tokenizer files)", "gguf")
       .option("--arch", "llama, mistral (llama's layers, MistralForCausalLM in config.json), qwen2 (q/k/v biases), "
                         "qwen3 (q/k norms), or with Mixture-of-Experts layers: mixtral (llama's attention), qwen2moe "
-                        "(qwen2's, a shared expert as wide as --hidden) or qwen3moe (qwen3's)",
+                        "(qwen2's, a shared expert as wide as --hidden) or qwen3moe (qwen3's); gemma3 (Gemma 3's "
+                        "block: q/k norms, (1 + w) and sandwich norms, GeGLU, scaled embedding)",
               "llama")
+      .option("--sliding-window",
+              "attend over the last N positions: every layer (mistral), or five layers of six with RoPE base "
+              "10000 on them (gemma3); 0: none",
+              "0")
       .option("--experts", "experts per layer (MoE architectures)", "8")
       .option("--experts-used", "experts each token runs, top-k (MoE architectures)", "2")
       .option("--expert-hidden", "each expert's feed-forward width (qwen2moe, qwen3moe; mixtral's are --hidden wide)")
@@ -71,14 +76,30 @@ int run_make_model(std::span<const std::string_view> argv) {
     if (args.has("--rope-theta")) config.rope_theta = float(args.get_double("--rope-theta"));
     override_int("--head-dim", config.explicit_head_dim);
     const std::string arch = args.get("--arch"), format = args.get("--format");
-    const std::vector<std::string> arches = {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2moe", "qwen3moe"};
+    const std::vector<std::string> arches = {"llama",    "mistral",  "qwen2", "qwen3", "mixtral",
+                                             "qwen2moe", "qwen3moe", "gemma3"};
     if (std::find(arches.begin(), arches.end(), arch) == arches.end())
-      throw std::invalid_argument("--arch must be llama, mistral, qwen2, qwen3, mixtral, qwen2moe or qwen3moe, got '" +
-                                  arch + "'");
+      throw std::invalid_argument(
+          "--arch must be llama, mistral, qwen2, qwen3, mixtral, qwen2moe, qwen3moe or gemma3, got '" + arch + "'");
     config.rope_scaling.factor = float(args.get_double("--rope-scaling"));
     if (format != "gguf" && format != "hf") throw std::invalid_argument("--format must be gguf or hf, got '" + format + "'");
     config.options.qkv_bias = arch == "qwen2" || arch == "qwen2moe";
-    config.options.qk_norm = arch == "qwen3" || arch == "qwen3moe";
+    config.options.qk_norm = arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3";
+    if (const int window = int(args.get_int("--sliding-window")); window > 0) {
+      if (arch != "mistral" && arch != "gemma3")
+        throw std::invalid_argument("--sliding-window is for --arch mistral or gemma3");
+      config.sliding_window = window;
+    }
+    if (arch == "gemma3") {  // as Gemma 3 ships: every sixth layer full, the others on base 10000
+      config.options.norm_unit_offset = config.options.sandwich_norms = true;
+      config.options.gelu_tanh = config.options.scaled_embedding = true;
+      config.query_pre_attn_scalar = float(config.head_dim());
+      if (config.sliding_window > 0) {
+        config.sliding_rope_theta = 10000.0f;
+        if (config.n_layers >= 6)
+          for (int l = 0; l < config.n_layers; ++l) config.sliding_layers.push_back((l + 1) % 6 != 0);
+      }
+    }
     if (arch == "mixtral" || arch == "qwen2moe" || arch == "qwen3moe") {
       // As the published models route: Mixtral and Qwen 3 MoE renormalise
       // the top-k weights, Qwen 2 MoE does not (what llama.cpp runs too).

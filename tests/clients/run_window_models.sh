@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The official OpenAI and Anthropic SDKs (run.sh) against models that attend
+# over sliding windows (issue 39):
+#   a Gemma 3 folder (Gemma3ForCausalLM: five sliding layers of six, the real
+#   Gemma 3 tokenizer), and a Mistral folder whose every layer slides (the
+#   real Mistral 7B tokenizer) as the GGUF `astrai convert` writes from it.
+#
+#   tests/clients/run_window_models.sh [path/to/astrai]    (default: build/cli/astrai)
+#
+# The models are random (make-model --format hf) with a window of 16, far
+# shorter than the SDK tests' conversations and completions, so every reply
+# is computed past the window's edge. Each is served with the plain chat
+# template (run.sh counts the prompt's tokens for it; Gemma 3's own template
+# is checked against jinja2 by chat_template_oracle) and without the
+# tool-call suite, which does not depend on the model (run.sh says why).
+# Needs the npm folder of tests/engine/tokenizer/bpe_oracle (the tokenizers):
+# without it it says what is missing and exits 0, or 1 when
+# ASTRAI_REQUIRE_TEST_DATA=1 (CI).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$here/../.."
+astrai="${1:-$root/build/cli/astrai}"
+[ -x "$astrai" ] || { echo "run_window_models.sh: no astrai program at $astrai" >&2; exit 2; }
+
+tokenizers="$root/tests/engine/tokenizer/bpe_oracle/node_modules/@lenml"
+missing=""
+[ -f "$tokenizers/tokenizer-gemma3/models/tokenizer.json" ] || missing="$tokenizers/tokenizer-gemma3 (npm ci in tests/engine/tokenizer/bpe_oracle)"
+[ -f "$tokenizers/tokenizer-llama2/models/tokenizer.json" ] || missing="$tokenizers/tokenizer-llama2 (npm ci in tests/engine/tokenizer/bpe_oracle)"
+if [ -n "$missing" ]; then
+  echo "run_window_models.sh: SKIPPED: $missing is missing"
+  [ "${ASTRAI_REQUIRE_TEST_DATA:-}" = 1 ] && exit 1
+  exit 0
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# Gemma 3: 128 wide with heads of 64 (q_dim 256), 6 layers (layer 5 full);
+# its 262,145-token vocabulary is most of the folder (bf16: 2 x 67 MB, the head
+# untied: a random tied model only repeats its last token, which the
+# penalties test needs it not to).
+"$astrai" make-model --format hf --arch gemma3 --tokenizer "$tokenizers/tokenizer-gemma3/models/tokenizer.json" \
+  --dim 128 --hidden 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --context 512 --sliding-window 16 \
+  --dtype bf16 -o "$work/gemma3"
+grep -q '"sliding_window": 16' "$work/gemma3/config.json"
+"$astrai" make-model --format hf --arch mistral --tokenizer "$tokenizers/tokenizer-llama2/models/tokenizer.json" \
+  --dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --context 512 --sliding-window 16 --dtype bf16 \
+  -o "$work/mistral"
+"$astrai" convert --model "$work/mistral" --dtype bf16 -o "$work/mistral.gguf"
+
+npm_done=""
+for model in "$work/gemma3" "$work/mistral.gguf"; do
+  echo "== the SDK clients against $(basename "$model") (astrai serve --model ${model#"$work"/})"
+  ASTRAI_CLIENTS_NO_TOOL_CALLS=1 ASTRAI_CLIENTS_NPM_DONE="$npm_done" \
+    bash "$here/run.sh" "$astrai" -- --model "$model" --chat-template plain
+  npm_done=1  # run.sh's npm ci installed the SDKs once
+done
+echo "the SDK clients passed against a Gemma 3 folder and a sliding-window Mistral GGUF"
