@@ -41,9 +41,30 @@ Tokenizer Tokenizer::load_hf(const std::string& tokenizer_json_path, const std::
                  tokenizer_config_path, std::move(extra_end_ids), vocab_size);
 }
 
+// Added tokens past the model's vocabulary (Gemma 3 1B: 262,144 embedding
+// rows, and <image_soft_token> at id 262144 for the multimodal models) are
+// left out: the model cannot read them, so the text they spell is encoded as
+// ordinary text instead (as llama.cpp's converter, which writes the model's
+// vocabulary size of pieces, does). A piece of the BPE model itself past
+// the vocabulary is still an error (from the Tokenizer constructors).
+namespace {
+std::shared_ptr<const HfTokenizer> without_added_past(std::shared_ptr<const HfTokenizer> hf, int vocab_size,
+                                                      const std::string& origin) {
+  if (vocab_size == 0 || vocab_size >= hf->vocab_size()) return hf;
+  BpeTokenizerParts parts = hf->parts();
+  for (const auto& [piece, id] : parts.vocab)
+    if (id >= vocab_size) return hf;  // not ours to trim: the constructor names the problem
+  std::erase_if(parts.added, [&](const AddedToken& a) { return a.id >= vocab_size; });
+  for (const int id : parts.prefix_ids)
+    if (id >= vocab_size) return hf;
+  return std::make_shared<const HfTokenizer>(HfTokenizer::from_parts(std::move(parts), origin));
+}
+}  // namespace
+
 Tokenizer Tokenizer::load_hf(std::shared_ptr<const HfTokenizer> bpe, const std::string& tokenizer_json_path,
                              const std::string& tokenizer_config_path, std::vector<int> extra_end_ids,
                              int vocab_size) {
+  bpe = without_added_past(std::move(bpe), vocab_size, "tokenizer '" + tokenizer_json_path + "'");
   const nlohmann::ordered_json config = read_json_file(tokenizer_config_path);
   if (!config.is_object()) throw std::runtime_error("tokenizer config '" + tokenizer_config_path + "': not an object");
   const std::string source = "tokenizer config '" + tokenizer_config_path + "'";

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -173,6 +174,15 @@ TEST_CASE("Gemma 3's tokenizer.json equals tokenizers.js, keeps a leading space 
   CHECK(engine->decode(engine->encode(" two  spaces", true)) == " two  spaces");
   CHECK(engine->encode("<start_of_turn>user\nHi<end_of_turn>", true) ==
         tok->encode("<start_of_turn>user\nHi<end_of_turn>", true));
+  // Gemma 3 1B's model has 262,144 rows: the added token past them
+  // (<image_soft_token>, id 262144) is left out and its text encoded as text.
+  const astrai::Tokenizer* text_only = astrai::test::lenml_tokenizer("gemma3", 262144);
+  REQUIRE(text_only);
+  CHECK(text_only->vocab_size() == 262144);
+  const auto ids = text_only->encode("a<image_soft_token>b", false);
+  CHECK(ids.size() > 3);
+  CHECK(std::all_of(ids.begin(), ids.end(), [](int id) { return id < 262144; }));
+  CHECK(text_only->encode("<start_of_turn>", false) == tok->encode("<start_of_turn>", false));
 }
 
 TEST_CASE("SentencePiece-style tokenizer.json: round trip, added tokens never split") {
