@@ -49,8 +49,6 @@ void check_supported(const ModelConfig& c) {
       c.query_pre_attn_scalar > 0.0f || c.final_logit_softcap > 0.0f)
     throw std::invalid_argument("CUDA backend: Gemma's block ((1 + w) norms, sandwich norms, GeGLU, scaled embedding, "
                                 "query scale, soft cap) is not supported yet; the reference backend runs it");
-  if (c.sliding_rope_theta > 0.0f)
-    throw std::invalid_argument("CUDA backend: a separate RoPE base for sliding layers (Gemma 3) is not supported yet");
 }
 
 }  // namespace
@@ -63,7 +61,11 @@ struct CudaExecutor::Impl {
   cudaStream_t stream = nullptr;
   DeviceWeights weights;
   GemmRunner gemm;
-  DeviceBuffer rope_cos, rope_sin;  // [max_seq_len, head_dim / 2]
+  // A cos/sin table pair [max_seq_len, head_dim / 2] per distinct RoPE the
+  // layers rotate with (one, or two for Gemma 3's sliding layers), and
+  // which pair each layer takes.
+  std::vector<DeviceBuffer> rope_cos, rope_sin;
+  std::vector<int> layer_rope_table;
 
   // Buffers grown on demand: activations and metadata for `layout.capacity()`
   // rows, attention partials for `partial_capacity` rows (BatchPlan::
@@ -127,25 +129,37 @@ struct CudaExecutor::Impl {
     return device;
   }
 
-  // cos/sin of rope_angle() at rope_frequencies() (reference/rope.h, the
-  // config's scaling included), times YaRN's attention factor (1 for the
-  // other kinds): the reference's own angles and rounding. Every layer
-  // rotates alike (check_supported refuses per-layer bases).
+  // cos/sin of rope_angle() at rope_frequencies() (reference/rope.h, each
+  // layer's base and scaling: layer_rope()), times YaRN's attention factor
+  // (1 for the other kinds): the reference's own angles and rounding. Layers
+  // that rotate alike share one pair of tables.
   void build_rope_tables() {
     const int half = c.head_dim() / 2;
-    const std::vector<float> freqs = rope_frequencies(c);
-    const float magnitude = rope_attention_factor(c.rope_scaling);
-    std::vector<float> cos_table(size_t(c.max_seq_len) * size_t(half)), sin_table(cos_table.size());
-    for (int pos = 0; pos < c.max_seq_len; ++pos)
-      for (int i = 0; i < half; ++i) {
-        const float angle = rope_angle(pos, freqs[size_t(i)]);
-        cos_table[size_t(pos) * size_t(half) + size_t(i)] = std::cos(angle) * magnitude;
-        sin_table[size_t(pos) * size_t(half) + size_t(i)] = std::sin(angle) * magnitude;
+    std::vector<LayerRope> built;
+    for (int l = 0; l < c.n_layers; ++l) {
+      const LayerRope r = layer_rope(c, l);
+      const auto same = std::find_if(built.begin(), built.end(),
+                                     [&](const LayerRope& b) { return b.theta == r.theta && b.scaling == r.scaling; });
+      if (same != built.end()) {
+        layer_rope_table.push_back(int(same - built.begin()));
+        continue;
       }
-    rope_cos = DeviceBuffer(cos_table.size() * 4, "the RoPE cos table");
-    rope_sin = DeviceBuffer(sin_table.size() * 4, "the RoPE sin table");
-    ASTRAI_CUDA_CHECK(cudaMemcpy(rope_cos.get(), cos_table.data(), cos_table.size() * 4, cudaMemcpyHostToDevice));
-    ASTRAI_CUDA_CHECK(cudaMemcpy(rope_sin.get(), sin_table.data(), sin_table.size() * 4, cudaMemcpyHostToDevice));
+      layer_rope_table.push_back(int(built.size()));
+      built.push_back(r);
+      const std::vector<float> freqs = rope_frequencies(c.head_dim(), r.theta, r.scaling);
+      const float magnitude = rope_attention_factor(r.scaling);
+      std::vector<float> cos_table(size_t(c.max_seq_len) * size_t(half)), sin_table(cos_table.size());
+      for (int pos = 0; pos < c.max_seq_len; ++pos)
+        for (int i = 0; i < half; ++i) {
+          const float angle = rope_angle(pos, freqs[size_t(i)]);
+          cos_table[size_t(pos) * size_t(half) + size_t(i)] = std::cos(angle) * magnitude;
+          sin_table[size_t(pos) * size_t(half) + size_t(i)] = std::sin(angle) * magnitude;
+        }
+      rope_cos.emplace_back(cos_table.size() * 4, "a RoPE cos table");
+      rope_sin.emplace_back(sin_table.size() * 4, "a RoPE sin table");
+      ASTRAI_CUDA_CHECK(cudaMemcpy(rope_cos.back().get(), cos_table.data(), cos_table.size() * 4, cudaMemcpyHostToDevice));
+      ASTRAI_CUDA_CHECK(cudaMemcpy(rope_sin.back().get(), sin_table.data(), sin_table.size() * 4, cudaMemcpyHostToDevice));
+    }
   }
 
   void clear_graphs() {
@@ -235,7 +249,8 @@ struct CudaExecutor::Impl {
       a.window = c.window(l);  // a sliding layer's splits cover its window only
       const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps};  // null where the model has none
       launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
-                           meta_at(PlanLayout::kPos), rope_cos.as<float>(), rope_sin.as<float>(),
+                           meta_at(PlanLayout::kPos), rope_cos[size_t(layer_rope_table[size_t(l)])].as<float>(),
+                           rope_sin[size_t(layer_rope_table[size_t(l)])].as<float>(),
                            meta_at(PlanLayout::kSlot), a.kv, pre, stream);
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);

@@ -234,12 +234,14 @@ TEST_CASE("today's architectures: logits within tolerance of the reference, gree
   }
 }
 
-TEST_CASE("sliding windows and YaRN: logits within tolerance of the reference, greedy tokens equal", "[cuda]") {
+TEST_CASE("sliding windows, per-layer RoPE and YaRN: logits within tolerance of the reference, greedy tokens equal",
+          "[cuda]") {
   ASTRAI_REQUIRE_GPU();
   // Windows far shorter than the 50 positions run, so most of every row's
   // context lies before its window: Mistral's (every layer), Gemma 3's and
-  // gpt-oss's mix of sliding and full layers (a window of 1 on one: a
-  // position sees only itself), and gpt-oss's YaRN (original context 16,
+  // gpt-oss's mix of sliding and full layers (Gemma's with a RoPE base of
+  // their own on the sliding layers and linear scaling on the full one; a
+  // window of 1 on one: a position sees only itself), and gpt-oss's YaRN (original context 16,
   // no truncation, its attention factor) on a windowed model. The prompts
   // are prefilled across the windows' edges.
   ModelConfig base;
@@ -253,9 +255,12 @@ TEST_CASE("sliding windows and YaRN: logits within tolerance of the reference, g
   base.rope_layout = RopeLayout::RotateHalf;
   ModelConfig mistral = base;
   mistral.sliding_window = 8;
-  ModelConfig mixed = base;
+  ModelConfig mixed = base;  // and Gemma 3's two RoPEs: base 100 on the sliding layers, linear x8 on the full one
   mixed.sliding_window = 5;
   mixed.sliding_layers = {true, false, true};
+  mixed.rope_theta = 1e6f;
+  mixed.sliding_rope_theta = 100.0f;
+  mixed.rope_scaling = RopeScaling{.factor = 8.0f, .kind = RopeScalingKind::Linear};
   ModelConfig one = base;
   one.sliding_window = 1;
   one.sliding_layers = {false, true, false};
@@ -370,11 +375,6 @@ TEST_CASE("the CUDA executor refuses what it does not run yet, naming it (the re
   sinks.options.attention_sinks = true;
   CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(sinks, 1), {DType::Float32, 0, true}),
                     Catch::Contains("attention sinks"));
-  ModelConfig local_base = preset_config("tiny");
-  local_base.sliding_window = 4;
-  local_base.sliding_rope_theta = 100.0f;
-  CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(local_base, 1), {DType::Float32, 0, true}),
-                    Catch::Contains("RoPE base for sliding layers"));
 }
 
 TEST_CASE("Mixture-of-Experts models: logits within tolerance of the reference, greedy tokens equal", "[cuda]") {

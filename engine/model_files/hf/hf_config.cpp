@@ -256,6 +256,8 @@ HfArchitecture hf_architecture_for(const ModelConfig& config) {
   throw std::invalid_argument("no Hugging Face architecture has the options of " + config.describe());
 }
 
+namespace {
+
 // Sliding-window attention (ModelConfig::sliding_window). When config.json's
 // window applies is the row's rule; which layers slide is layer_types when
 // the file has it (transformers >= 4.54 writes it), else the family's rule:
@@ -311,6 +313,8 @@ void read_gemma(const Fields& f, ModelConfig& c) {
   if (const Json* cap = f.find("final_logit_softcapping"); cap && !cap->is_null())
     c.final_logit_softcap = float(f.number("final_logit_softcapping"));
 }
+
+}  // namespace
 
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& origin) {
   const Json j = parse_object(json_text, origin);
@@ -395,8 +399,6 @@ double json_float(float x) {
   return float(d) == x ? d : double(x);
 }
 
-}  // namespace
-
 // The window as the row's config class reads it back (read_sliding_window).
 void write_sliding_window(Json& j, const ModelConfig& c, const Architecture& row) {
   if (row.sliding_window == SlidingWindowRule::Never)
@@ -428,6 +430,8 @@ void write_gemma(Json& j, const ModelConfig& c) {
   j["query_pre_attn_scalar"] = json_float(c.query_pre_attn_scalar > 0.0f ? c.query_pre_attn_scalar : float(c.head_dim()));
   j["final_logit_softcapping"] = c.final_logit_softcap > 0.0f ? Json(json_float(c.final_logit_softcap)) : Json(nullptr);
 }
+
+}  // namespace
 
 std::string hf_config_json(const ModelConfig& c, HfArchitecture arch, bool tie_word_embeddings,
                            const std::string& torch_dtype) {

@@ -20,6 +20,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "engine/kv_cache/events/kv_event_encoding.h"
 #include "engine/kv_cache/events/kv_events_config.h"
 #include "engine/kv_cache/events/kv_events_publisher.h"
@@ -97,14 +100,41 @@ KVEventsConfig inproc_config(const std::string& name) {
 // sends matches no one and is lost. Probes until the subscriber hears one
 // (an event wait; the bound is a hang guard) and returns the next seq.
 uint64_t handshake(KVEventsPublisher& pub, zmq::socket_t& sub, const std::string& topic) {
-  for (int i = 0; i < 100000; ++i) {
-    pub.publish(stored(9999));
+  // Probes until one arrives; then waits until everything published has
+  // arrived and nothing is due: a probe the pipe refused while an earlier one
+  // was not yet visible to the subscriber (seen under AddressSanitizer) is
+  // counted as dropped and makes a resync due, which goes out here. The test
+  // then starts from an empty pipe, its counts taken after this. The wait is
+  // bounded by time, not by a number of polls, so a slow machine only waits longer.
+  bool heard = false;
+  uint64_t next = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!heard) pub.publish(stored(9999));
     pub.run_once(std::chrono::milliseconds(0));
-    const auto got = drain(sub, topic);
-    if (!got.empty()) return got.back().seq + 1;
+    for (const Message& m : drain(sub, topic)) {
+      heard = true;
+      next = m.seq + 1;
+    }
+    const auto c = pub.counts();
+    if (heard && !c.resync_pending && c.queued == 0 && next == c.published) return next;
+    if (heard) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  FAIL("the subscriber never heard the publisher");
+  FAIL("the subscriber never heard the publisher, or never received all it sent");
   return 0;
+}
+
+// Runs the publisher and reads until `n` messages have arrived, or 60 s
+// have passed (then fewer come back, and the caller's check fails).
+std::vector<Message> receive(KVEventsPublisher& pub, zmq::socket_t& sub, const std::string& topic, size_t n) {
+  std::vector<Message> got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (got.size() < n && std::chrono::steady_clock::now() < deadline) {
+    pub.run_once(std::chrono::milliseconds(0));
+    for (const Message& m : drain(sub, topic)) got.push_back(m);
+    if (got.size() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return got;
 }
 
 }  // namespace
@@ -163,20 +193,20 @@ TEST_CASE("The publisher sends [topic, seq, batch] in order and never blocks on 
   KVEventsPublisher pub(config, KVEventStamp{16, "GPU", 0}, &context, false);  // binds: inproc:// (endpoint_binds)
   sub.connect(config.endpoint);
   const uint64_t base = handshake(pub, sub, config.topic);
+  const auto before = pub.counts();
 
   for (uint64_t h = 1; h <= 5; ++h) pub.publish(stored(h));  // 3 more than the queue holds
   auto c = pub.counts();
   CHECK(c.dropped_queue_full == 3);
   CHECK(c.queued == 2);
-  for (int i = 0; i < 3; ++i) pub.run_once(std::chrono::milliseconds(0));
-  const auto got = drain(sub, config.topic);
+  const auto got = receive(pub, sub, config.topic, 3);  // the two queued batches, then the resync
   REQUIRE(got.size() == 3);
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].seq == base + i);  // no gap
   CHECK(got[0].first_hash == 1);
   CHECK(got[1].first_hash == 2);
   CHECK(got[2].types == std::vector<std::string>{"AllBlocksCleared"});  // the resync after the lost batches
   c = pub.counts();
-  CHECK(c.resyncs == 1);
+  CHECK(c.resyncs == before.resyncs + 1);
   CHECK(c.published == base + 3);
   CHECK(c.queued == 0);
   // Every batch handed over is sent or counted as dropped (the handshake's probes were all sent).
@@ -193,6 +223,7 @@ TEST_CASE("A subscriber at its high-water mark loses batches, counted, then gets
   KVEventsPublisher pub(config, KVEventStamp{}, &context, false);
   sub.connect(config.endpoint);
   const uint64_t base = handshake(pub, sub, config.topic);
+  const auto before = pub.counts();
 
   for (uint64_t h = 1; h <= 10; ++h) {  // the subscriber reads nothing meanwhile
     pub.publish(stored(h));
@@ -204,11 +235,12 @@ TEST_CASE("A subscriber at its high-water mark loses batches, counted, then gets
   const uint64_t k = c.published - base;
   REQUIRE(k >= 1);
   REQUIRE(k < 10);
-  CHECK(c.dropped_subscriber_full == 10 - k);
-  std::vector<Message> got = drain(sub, config.topic);
-  // The resync is due; it goes out once the subscriber has read (each round retries it).
-  for (int i = 0; i < 100000 && pub.counts().resyncs == 0; ++i) pub.run_once(std::chrono::milliseconds(0));
-  for (const Message& m : drain(sub, config.topic)) got.push_back(m);
+  CHECK(c.dropped_subscriber_full - before.dropped_subscriber_full == 10 - k);
+  // The resync is due; it goes out once the subscriber has read (each round
+  // retries it). Read until the k batches and the resync have arrived: a
+  // message in the pipe may take a moment to become visible to the
+  // subscriber, so the wait is bounded by time, not by a count of polls.
+  std::vector<Message> got = receive(pub, sub, config.topic, k + 1);
   REQUIRE(got.size() == k + 1);
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].seq == base + i);  // no gap: seqs count accepted messages
   for (size_t i = 0; i < k; ++i) CHECK(got[i].first_hash == i + 1);
@@ -218,8 +250,7 @@ TEST_CASE("A subscriber at its high-water mark loses batches, counted, then gets
   CHECK(c.batches == (c.published - c.resyncs) + c.dropped_queue_full + c.dropped_subscriber_full);
 
   pub.publish(stored(11));  // afterwards, batches flow again
-  pub.run_once(std::chrono::milliseconds(0));
-  got = drain(sub, config.topic);
+  got = receive(pub, sub, config.topic, 1);
   REQUIRE(got.size() == 1);
   CHECK(got[0].seq == base + k + 1);
   CHECK(got[0].first_hash == 11);
@@ -248,10 +279,15 @@ TEST_CASE("The replay socket sends the kept batches from a sequence number on, t
   dealer.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
   dealer.send(zmq::buffer(start_bytes), zmq::send_flags::none);
   std::vector<uint64_t> seqs, hashes;
-  for (int round = 0; round < 100000; ++round) {
+  // Bounded by time, not by a count of polls: a slow machine only waits longer.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
     pub.run_once(std::chrono::milliseconds(0));
     std::vector<zmq::message_t> frames;
-    if (!zmq::recv_multipart(dealer, std::back_inserter(frames), zmq::recv_flags::dontwait)) continue;
+    if (!zmq::recv_multipart(dealer, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
     REQUIRE(frames.size() == 3);  // "", seq, payload
     const uint64_t seq = from_big_endian(frames[1]);
     if (seq == ~uint64_t(0)) {
