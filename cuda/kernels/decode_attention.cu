@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
   const int pos = a.row_pos[r];
   const RowSplits splits = row_splits(pos, a.window, a.min_split_len, a.max_splits);
   if (split >= splits.count) return;  // the whole block exits: no __syncthreads() is left waiting
-  const int begin = splits.begin(split), end = min(begin + splits.len, pos + 1);
+  const int begin = splits.begin(split), end = splits.end(split, pos);  // the query's range; the walk starts on a tile
   const int group = a.n_heads / a.n_kv_heads, warp = int(threadIdx.x) / 32;
   SplitQuery mine[kQueriesPerWarp];
   int n_mine = 0;
@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
     n_mine = k + 1;
   }
   const int* page_table = a.page_tables + size_t(a.row_seq[r]) * size_t(a.pages_per_seq);
-  attend_split<T>(a, page_table, kv_head, begin, end, mine, n_mine, reinterpret_cast<T*>(smem));
+  attend_split<T>(a, page_table, kv_head, splits.walk_begin(split), end, mine, n_mine, reinterpret_cast<T*>(smem));
 }
 
 }  // namespace

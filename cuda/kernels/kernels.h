@@ -117,20 +117,29 @@ __host__ __device__ inline int split_len_of(int pos, int min_split_len, int max_
 
 // The positions a row at `pos` attends to, first .. pos, cut into splits.
 // On a sliding layer (window > 0) first = pos - window + 1 (at least 0): the
-// splits cover the window only, so positions before it cost no block and no
-// byte, however long the context. Split s is [first + s len, min(first +
-// (s + 1) len, pos + 1)), with len = split_len_of() of the range's own
-// length; without a window first = 0 and these are the splits above. Every
-// kernel of a row (decode, prefill, merge) takes its splits from here.
+// splits cover the window only, so positions before it cost no block and
+// (but for the rest of first's tile) no byte, however long the context.
+// Splits start on tile boundaries, from base = first rounded down to a
+// tile: split s walks [base + s len, min(base + (s + 1) len, pos + 1)) and
+// its query's range starts at first in split 0, with len = split_len_of()
+// of the walked length. attend_split() needs a walk that begins on a tile
+// (its tiles are the walk's), and every kernel then groups a row's
+// positions into the same absolute tiles, whichever other rows share its
+// block: a row's bits do not depend on its batch. Without a window first =
+// base = 0 and these are the splits above. Every kernel of a row (decode,
+// prefill, merge) takes its splits from here.
 struct RowSplits {
-  int first, len, count;
-  __host__ __device__ int begin(int s) const { return first + s * len; }
+  int first, base, len, count;
+  __host__ __device__ int walk_begin(int s) const { return base + s * len; }
+  __host__ __device__ int begin(int s) const { return walk_begin(s) > first ? walk_begin(s) : first; }
+  __host__ __device__ int end(int s, int pos) const { return walk_begin(s) + len < pos + 1 ? walk_begin(s) + len : pos + 1; }
 };
 __host__ __device__ inline RowSplits row_splits(int pos, int window, int min_split_len, int max_splits) {
   RowSplits r;
   r.first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
-  r.len = split_len_of(pos - r.first, min_split_len, max_splits);
-  r.count = (pos - r.first) / r.len + 1;
+  r.base = r.first / kAttentionTile * kAttentionTile;
+  r.len = split_len_of(pos - r.base, min_split_len, max_splits);
+  r.count = (pos - r.base) / r.len + 1;
   return r;
 }
 

@@ -35,8 +35,8 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
     const int pos = a.row_pos[rows[qi]];
     const RowSplits splits = row_splits(pos, a.window, a.min_split_len, a.max_splits);
     if (split >= splits.count) continue;  // the row has no such split
-    walk_begin = min(walk_begin, splits.begin(split));
-    walk_end = max(walk_end, min(splits.begin(split) + splits.len, pos + 1));
+    walk_begin = min(walk_begin, splits.walk_begin(split));  // on a tile boundary, as attend_split needs
+    walk_end = max(walk_end, splits.end(split, pos));
   }
   if (walk_end == 0) return;  // the whole block exits
   SplitQuery mine[kQueriesPerWarp];
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSM)
     mine[k].q = a.q + size_t(r) * size_t(a.q_stride) + size_t(head) * size_t(a.head_dim);
     if (split < splits.count) {
       mine[k].begin = splits.begin(split);
-      mine[k].end = min(splits.begin(split) + splits.len, pos + 1);
+      mine[k].end = splits.end(split, pos);
       mine[k].out_slot = (a.row_partial[r] * a.n_heads + head) * a.max_splits + split;
     }  // else an empty range and no output: the merge reads splits 0 .. count - 1 only
     n_mine = k + 1;

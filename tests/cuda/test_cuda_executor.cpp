@@ -283,10 +283,15 @@ TEST_CASE("sliding windows, per-layer RoPE and YaRN: logits within tolerance of 
 
 TEST_CASE("a request's logits have the same bits alone, batched with others and chunked", "[cuda]") {
   ASTRAI_REQUIRE_GPU();
-  const ModelConfig config = preset_config("tiny");
-  const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 4));
+  // Full attention, and a sliding window of 5 (not a multiple of the
+  // kernels' 32-position tile: each row's window starts mid-tile, at its own
+  // position, while the 19-position prompt is prefilled and decoded).
+  ModelConfig windowed = preset_config("tiny");
+  windowed.sliding_window = 5;
+  for (const ModelConfig& config : {preset_config("tiny"), windowed})
   for (const DType t : {DType::Float32, DType::BFloat16}) {
-    INFO(cuda::dtype_name(t));
+    INFO(cuda::dtype_name(t) << (config.sliding_window > 0 ? " with a window of 5" : ""));
+    const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(config, 4));
     CudaOptions options{t, 0, true};
     options.batch_invariant = true;  // one GEMM algorithm for every row count (cuda/gemm.h)
     cuda::CudaExecutor executor(*weights, options);
