@@ -13,7 +13,8 @@
 #     and a case whose shared data is missing are skips; a "no GPU" skip in
 #     another program fails it; a failing program fails; the decode_step
 #     lines reach the table; the exit status is 1.
-#  2. nvidia-smi lists none: every "no GPU" skip is a skip, no
+#  2. nvidia-smi lists none, the programs prebuilt (no build.ninja):
+#     configure and build are skipped, every "no GPU" skip is a skip, no
 #     compute-sanitizer is reported as such, the exit status is 0.
 #  3. A test program that runs past its time limit is a TIMEOUT.
 set -uo pipefail
@@ -145,10 +146,15 @@ make_build "$b"
 for t in test_cuda test_cuda_kernels test_cuda_executor test_cuda_batching; do
   fake_test "$b/tests/cuda/$t" "no GPU was found (CUDA driver version is insufficient)" 0
 done
+rm "$b/build.ninja"  # prebuilt programs, as bench/gpu-check-prebuilt.sh unpacks them: nothing to build
 out=$work/out2
 OUT=$out PATH=$fakebin:$PATH CUDA_HOME=$work/no-cuda bash bench/gpu-check.sh "$b" > "$work/run2.txt" 2>&1
 status=$?
 [ "$status" = 0 ] || fail "scenario 2 exited $status, expected 0: $(cat "$work/run2.txt")"
+checks=$((checks + 1))
+expect "$out" configure skipped
+expect "$out" build skipped
+grep -q 'prebuilt programs' "$out/results.tsv" || fail "the prebuilt programs are not named"
 checks=$((checks + 1))
 for t in test_cuda test_cuda_kernels test_cuda_executor test_cuda_batching; do expect "$out" "$t" passed; done
 expect "$out" memcheck skipped

@@ -11,6 +11,10 @@
 #
 #   bench/gpu-check.sh [build-dir]          (default build-gpu-check)
 #
+# A build dir without build.ninja that holds the five programs
+# (tests/cuda/test_cuda*, bench/bench_cuda) is taken as prebuilt elsewhere:
+# configure and build are skipped (bench/gpu-check-pack.sh makes one).
+#
 # Results go under $OUT (default ./gpu-check-out): summary.txt (the table),
 # skipped.txt (each skipped test case and why), logs/<step>.txt, and
 # bench_*.json. Exit status 0 when nothing failed; skips are not failures.
@@ -44,10 +48,10 @@ started=$(date +%s)
 
 # Seconds each step may take; the sum stays below 540 (checked here).
 declare -A budget=(
-  [configure]=30 [build]=200
+  [configure]=30 [build]=135
   [test_cuda]=10 [test_cuda_kernels]=35 [test_cuda_executor]=35 [test_cuda_batching]=35
   [memcheck]=25 [racecheck]=25
-  [bench_kernels]=45 [bench_decode]=75 [torch]=20
+  [bench_kernels]=90 [bench_decode]=75 [torch]=40
 )
 steps=(configure build test_cuda test_cuda_kernels test_cuda_executor test_cuda_batching memcheck racecheck
        bench_kernels bench_decode torch)
@@ -107,7 +111,19 @@ command -v ccache > /dev/null || echo "no ccache: a cold build"
 
 echo "== configure and build (sm_90 only; $(nproc) cores)"
 built=1
+programs=(tests/cuda/test_cuda tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor tests/cuda/test_cuda_batching
+          bench/bench_cuda)
+prebuilt=0
 if [ ! -f "$build/build.ninja" ]; then
+  prebuilt=1
+  for p in "${programs[@]}"; do [ -x "$build/$p" ] || prebuilt=0; done
+fi
+if ((prebuilt)); then
+  # Programs built on another machine (the GPU machine has nvcc but none of
+  # the Debian packages): no build.ninja, the five programs in place.
+  record configure skipped "prebuilt programs in $build"
+  record build skipped "prebuilt programs in $build"
+elif [ ! -f "$build/build.ninja" ]; then
   run configure meson setup "$build" --buildtype=release -Dcuda=enabled -Dgpu_archs=90 -Dtests=true -Dbenchmarks=true
   if ((rc != 0)); then
     built=0
@@ -118,9 +134,8 @@ if [ ! -f "$build/build.ninja" ]; then
 else
   record configure skipped "$build already configured"
 fi
-if ((built)); then
-  run build ninja -C "$build" -j"$(nproc)" tests/cuda/test_cuda tests/cuda/test_cuda_kernels \
-    tests/cuda/test_cuda_executor tests/cuda/test_cuda_batching bench/bench_cuda
+if ((built && !prebuilt)); then
+  run build ninja -C "$build" -j"$(nproc)" "${programs[@]}"
   if ((rc == 0)); then
     record build passed "${secs}s"
   else
@@ -137,22 +152,23 @@ judge_test() {
   [ -n "$skips" ] && while IFS= read -r line; do echo "$step: $line"; done <<< "$skips" >> "$skipped"
   local n_skips=0 bad_skips=0
   [ -n "$skips" ] && n_skips=$(wc -l <<< "$skips")
-  # With a GPU listed, only the multi-GPU and missing-data skips are skips.
+  # With a GPU listed, only the multi-GPU, missing-data and missing-Node
+  # (the llama.cpp oracle runs under node-llama-cpp) skips are skips.
   if [ "$ASTRAI_EXPECT_GPU" = 1 ] && [ -n "$skips" ]; then
-    bad_skips=$(grep -vc -e 'one CUDA device' -e 'shared data .* not found' <<< "$skips")
+    bad_skips=$(grep -vc -e 'one CUDA device' -e 'shared data .* not found' -e 'node not found' <<< "$skips")
   fi
   local tally
   tally=$(grep -E '^(All tests passed|test cases:)' "$log" | tail -n 1)
   if ((rc == 124 || rc == 137)); then
     record "$step" TIMEOUT "past ${budget[$step]}s"
   elif ((rc != 0)); then
-    record "$step" FAILED "$tally"
+    record "$step" FAILED "$tally (${secs}s)"
   elif ((bad_skips > 0)); then
     record "$step" FAILED "$bad_skips skipped on a GPU machine (skipped.txt)"
   elif ((n_skips > 0)); then
-    record "$step" passed "$tally; $n_skips skipped (skipped.txt)"
+    record "$step" passed "$tally; $n_skips skipped (skipped.txt; ${secs}s)"
   else
-    record "$step" passed "$tally"
+    record "$step" passed "$tally (${secs}s)"
   fi
 }
 
@@ -182,7 +198,7 @@ for tool in memcheck racecheck; do
     elif ((rc != 0)); then
       record "$tool" FAILED "$summary_line"
     else
-      record "$tool" passed "$summary_line"
+      record "$tool" passed "$summary_line (${secs}s)"
     fi
   fi
 done
@@ -223,7 +239,13 @@ done
 echo "== PyTorch comparison"
 if command -v python3 > /dev/null && python3 -c 'import torch' 2> /dev/null; then
   run torch python3 bench/torch_compare.py
-  if ((rc == 0)); then record torch passed "${secs}s"; else record torch FAILED "see logs/torch.txt"; fi
+  if ((rc == 0)); then
+    record torch passed "${secs}s"
+  elif ((rc == 124 || rc == 137)); then
+    record torch TIMEOUT "past ${budget[torch]}s"
+  else
+    record torch FAILED "exit $rc, see logs/torch.txt"
+  fi
 else
   record torch skipped "no python3 with torch"
 fi

@@ -110,6 +110,23 @@ struct GemmRunner::Impl {
     for (int i = 0; i < returned; ++i)
       if (results[i].state == CUBLAS_STATUS_SUCCESS && (allow_split_k || splitk_of(results[i].algo) == 1))
         return results[i].algo;
+    // Every candidate splits K (the H200's heuristic does for skinny shapes,
+    // to fill 132 multiprocessors): the best one with its split count set to
+    // one, if cuBLASLt accepts that configuration for this problem.
+    for (int i = 0; i < returned; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      cublasLtMatmulAlgo_t unsplit = results[i].algo;
+      const int32_t one = 1;
+      const uint32_t no_reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoConfigSetAttribute(&unsplit, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof one) ==
+              CUBLAS_STATUS_SUCCESS &&
+          cublasLtMatmulAlgoConfigSetAttribute(&unsplit, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &no_reduction,
+                                               sizeof no_reduction) == CUBLAS_STATUS_SUCCESS &&
+          cublasLtMatmulAlgoCheck(handle, p.op, p.a, p.b, p.d, p.d, &unsplit, &check) == CUBLAS_STATUS_SUCCESS &&
+          check.workspaceSize <= kWorkspaceBytes && splitk_of(unsplit) == 1)
+        return unsplit;
+    }
     note += std::string("every candidate for ") + what + " splits K; ";
     return results[0].algo;
   }

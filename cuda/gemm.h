@@ -27,7 +27,8 @@
 //    it. If that algorithm does not support some row count
 //    (cublasLtMatmulAlgoCheck fails), that row count gets its own algorithm
 //    and batch_invariant() turns false, with the reason in invariance_note().
-// Not measured on a GPU yet (docs/cuda.md, "Skinny GEMMs").
+// Measured once on an H200 (docs/cuda.md, "Skinny GEMMs"): the mat-vec wins at
+// 1 row and loses to cuBLASLt at 8.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -14,6 +14,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -44,6 +45,10 @@ struct Preference {
 };
 constexpr uint64_t kAlgoMarker = 0xa57a1e;
 std::atomic<int64_t> g_last_algorithm_rows{-1};
+std::atomic<int64_t> g_last_split_k{-1};
+std::atomic<bool> g_only_split_k{false};
+// An algorithm's words: [0] the marker, [1] the row count it was chosen
+// for, [2] its split-K count (0 = 1), [3] its reduction scheme.
 
 
 // Our descriptors live in the opaque structs' data arrays, copied in and out.
@@ -180,12 +185,20 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   const cublasStatus_t status = check(op, a, b, c, d);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (status != CUBLAS_STATUS_SUCCESS) return status;
-  results[0] = cublasLtMatmulHeuristicResult_t{};
-  results[0].algo.data[0] = kAlgoMarker;  // one algorithm: no split-K, no workspace
-  results[0].algo.data[1] = layout(d).cols;  // the row count it was chosen for (see last_matmul_algorithm_rows)
-  results[0].state = CUBLAS_STATUS_SUCCESS;
-  results[0].wavesCount = 1.0f;
-  *returned = 1;
+  // One algorithm, no split-K and no workspace; or, under
+  // heuristic_offers_only_split_k(), two that split K in 4 and 2 (what the
+  // H200's heuristic returned for skinny shapes), reduced in place.
+  const int offered = g_only_split_k ? std::min(requested, 2) : 1;
+  for (int i = 0; i < offered; ++i) {
+    results[i] = cublasLtMatmulHeuristicResult_t{};
+    results[i].algo.data[0] = kAlgoMarker;
+    results[i].algo.data[1] = layout(d).cols;  // the row count it was chosen for (see last_matmul_algorithm_rows)
+    results[i].algo.data[2] = g_only_split_k ? uint64_t(4 >> i) : 0;
+    results[i].algo.data[3] = g_only_split_k ? CUBLASLT_REDUCTION_SCHEME_INPLACE : CUBLASLT_REDUCTION_SCHEME_NONE;
+    results[i].state = CUBLAS_STATUS_SUCCESS;
+    results[i].wavesCount = 1.0f;
+  }
+  *returned = offered;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -206,11 +219,33 @@ cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* 
                                                     size_t bytes, size_t* written) {
   if (!algo || algo->data[0] != kAlgoMarker) return CUBLAS_STATUS_INVALID_VALUE;
   if (attr != CUBLASLT_ALGO_CONFIG_SPLITK_NUM) return CUBLAS_STATUS_NOT_SUPPORTED;
-  const uint32_t splits = 1;
+  const int32_t splits = algo->data[2] == 0 ? 1 : int32_t(algo->data[2]);
   if (written) *written = sizeof splits;
   if (!buf || bytes != sizeof splits) return CUBLAS_STATUS_INVALID_VALUE;
   std::memcpy(buf, &splits, sizeof splits);
   return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr, const void* buf,
+                                                    size_t bytes) {
+  if (!algo || !buf || algo->data[0] != kAlgoMarker) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM) {
+    int32_t splits = 0;
+    if (bytes != sizeof splits) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&splits, buf, sizeof splits);
+    if (splits < 1) return CUBLAS_STATUS_INVALID_VALUE;
+    algo->data[2] = uint64_t(splits);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attr == CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME) {
+    uint32_t scheme = 0;
+    if (bytes != sizeof scheme) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&scheme, buf, sizeof scheme);
+    algo->data[3] = scheme;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha, const void* A,
@@ -223,6 +258,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   const MatmulDesc m = desc(op);
   const Layout la = layout(a), lb = layout(b), lc = layout(c), ld = layout(d);
   g_last_algorithm_rows = algo ? int64_t(algo->data[1]) : -1;
+  g_last_split_k = algo ? (algo->data[2] == 0 ? 1 : int64_t(algo->data[2])) : -1;
   float alpha_value, beta_value;
   std::memcpy(&alpha_value, alpha, sizeof alpha_value);  // host pointers (the default pointer mode)
   std::memcpy(&beta_value, beta, sizeof beta_value);
@@ -243,4 +279,6 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
 
 namespace astrai::emu {
 int64_t last_matmul_algorithm_rows() { return g_last_algorithm_rows.load(); }
+int64_t last_matmul_split_k() { return g_last_split_k.load(); }
+void heuristic_offers_only_split_k(bool on) { g_only_split_k = on; }
 }  // namespace astrai::emu

@@ -25,6 +25,12 @@ EmulationCounters counters();
 // cublasLtMatmul call; -1 before any. Each emulated algorithm carries it, so
 // tests can see which algorithm a GEMM of some size ran with.
 int64_t last_matmul_algorithm_rows();
+// The split-K count of the last cublasLtMatmul call's algorithm; -1 before any.
+int64_t last_matmul_split_k();
+// While on, the heuristic offers only algorithms that split K (4 and 2
+// ways), as the H200's cuBLASLt 13.0 did for a 512 x 1376 weight at 64
+// rows in f32 and bf16 (the first GPU run); off by default.
+void heuristic_offers_only_split_k(bool on);
 
 // Clears the sticky error a kernel fault leaves (a GPU would need a new
 // process); for tests that plant faults on purpose.

@@ -68,6 +68,13 @@ class KernelRun {
   // of unrelated scales (row_logprobs) states its own check here.
   virtual std::string check(double rtol);
 
+  // Whether launch() first rewrites the inputs a launch updates in place
+  // (rmsnorm's residual stream, rope's q) so every launch computes on the
+  // same values. The benchmark turns it off to time the kernel alone: the
+  // first GPU run timed a 4 MB host upload with each rmsnorm launch. The
+  // values then drift from launch to launch; the traffic and work do not.
+  bool restore_inputs = true;
+
   double bytes = 0.0;  // global memory one launch must read and write, at the least
   double flops = 0.0;  // arithmetic of one launch (a multiply-add is 2)
 };

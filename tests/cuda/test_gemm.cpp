@@ -124,9 +124,40 @@ TEST_CASE("batch-invariant GEMMs: a row has the same bits whatever the number of
       // cuBLASLt cannot, batch_invariant() is false and says why (cuda/gemm.h).
       CHECK(y == first_row_alone);
     }
+    INFO(cuda::dtype_name(t) << ": " << gemm.invariance_note());
     CHECK(gemm.batch_invariant());
   }
 }
+
+#ifdef ASTRAI_CUDA_EMULATED
+TEST_CASE("batch-invariant GEMMs when every heuristic candidate splits K: the split count is set to one", "[cuda]") {
+  // The H200's heuristic offered only split-K algorithms for the test above's
+  // shapes; the runner then takes the best one unsplit. The emulated
+  // cuBLASLt plays that heuristic.
+  struct OnlySplitK {
+    OnlySplitK() { emu::heuristic_offers_only_split_k(true); }
+    ~OnlySplitK() { emu::heuristic_offers_only_split_k(false); }
+  } only_split_k;
+  const int in = 40, out = 24;
+  const auto d_w = test::upload(test::random_values(size_t(out) * size_t(in), 5, DType::Float32), DType::Float32);
+  cuda::GemmRunner gemm(cuda::GemmAlgorithms::OnePerShape);
+  for (const int rows : {1, 3, 64, 100}) {
+    const auto d_x = test::upload(test::random_values(size_t(rows) * size_t(in), 6, DType::Float32), DType::Float32);
+    auto d_y = test::nan_filled(size_t(rows) * size_t(out), DType::Float32);
+    gemm.run(d_x.get(), d_w.get(), DType::Float32, rows, in, out, d_y.as<float>(), nullptr);
+    INFO(rows << " rows; " << gemm.invariance_note());
+    CHECK(emu::last_matmul_split_k() == 1);
+    CHECK(emu::last_matmul_algorithm_rows() == 64);
+  }
+  CHECK(gemm.batch_invariant());
+  // The per-bucket runner may split K for 9-64 rows: it keeps the heuristic's split.
+  cuda::GemmRunner buckets;
+  const auto d_x = test::upload(test::random_values(size_t(20) * size_t(in), 6, DType::Float32), DType::Float32);
+  auto d_y = test::nan_filled(size_t(20) * size_t(out), DType::Float32);
+  buckets.run(d_x.get(), d_w.get(), DType::Float32, 20, in, out, d_y.as<float>(), nullptr);
+  CHECK(emu::last_matmul_split_k() == 4);
+}
+#endif
 
 TEST_CASE("per-bucket GEMMs: a row has the same bits for every row count of its bucket", "[cuda]") {
   ASTRAI_REQUIRE_GPU();

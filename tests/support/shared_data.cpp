@@ -5,7 +5,12 @@
 
 namespace astrai::test {
 
-std::filesystem::path source_root() { return ASTRAI_SOURCE_ROOT; }
+// $ASTRAI_SOURCE_ROOT when set: programs built on one machine and run on
+// another (bench/gpu-check-pack.sh) find the checkout there.
+std::filesystem::path source_root() {
+  if (const char* env = std::getenv("ASTRAI_SOURCE_ROOT"); env && *env) return env;
+  return ASTRAI_SOURCE_ROOT;
+}
 
 std::filesystem::path shared_dir() {
   if (const char* env = std::getenv("ASTRAI_SHARED_DIR"); env && *env) return env;

@@ -20,7 +20,7 @@ std::optional<std::filesystem::path> shared_file(const std::string& relative);
 // A folder for files a test writes (inside the build tree), created on demand.
 std::filesystem::path scratch_dir();
 // The repository root (for golden/ files committed with the code).
-std::filesystem::path source_root();
+std::filesystem::path source_root();  // $ASTRAI_SOURCE_ROOT, else the checkout built from
 // Whether a test whose data or oracle is missing must fail rather than skip:
 // ASTRAI_REQUIRE_TEST_DATA=1, which scripts/build-and-test.sh sets under CI
 // (CI installs every oracle and has ../shared: a skip there is a hole).
