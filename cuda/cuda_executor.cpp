@@ -45,6 +45,9 @@ void check_supported(const ModelConfig& c) {
     throw std::invalid_argument("CUDA backend: routers with a bias (gpt-oss) are not supported yet");
   if (c.options.attention_sinks)
     throw std::invalid_argument("CUDA backend: attention sinks (gpt-oss) are not supported yet");
+  if (c.options.expert_biases || c.options.out_bias || c.moe.swiglu_limit > 0.0f)
+    throw std::invalid_argument("CUDA backend: gpt-oss's biased experts, clamped SwiGLU and output bias are not "
+                                "supported yet; the reference backend runs them");
   if (c.options.norm_unit_offset || c.options.sandwich_norms || c.options.gelu_tanh || c.options.scaled_embedding ||
       c.query_pre_attn_scalar > 0.0f || c.final_logit_softcap > 0.0f)
     throw std::invalid_argument("CUDA backend: Gemma's block ((1 + w) norms, sandwich norms, GeGLU, scaled embedding, "

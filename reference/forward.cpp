@@ -57,8 +57,9 @@ xt::xtensor<float, 2> project(const xt::xtensor<float, 2>& x, const xt::xtensor<
   return y;
 }
 
-// x += W_o attention(RoPE(N_q(W_q norm(x) + b_q)), RoPE(N_k(W_k norm(x) + b_k)), W_v norm(x) + b_v)
-// where the biases are there only with qkv_bias (Qwen 2) and N_q, N_k are the
+// x += W_o attention(RoPE(N_q(W_q norm(x) + b_q)), RoPE(N_k(W_k norm(x) + b_k)), W_v norm(x) + b_v) + b_o
+// where b_q, b_k, b_v are there only with qkv_bias (Qwen 2, gpt-oss), b_o with
+// out_bias (gpt-oss), and N_q, N_k are the
 // per-head RMSNorms of qk_norm (Qwen 3), else the identity. RoPE is the
 // layer's (rope_frequencies(c, layer): its base and scaling, YaRN's
 // attention factor as the rotation's magnitude); attention covers the
@@ -81,7 +82,7 @@ void attention_block(xt::xtensor<float, 2>& x, const LayerWeights& L, int layer,
   apply_rope(k, positions, freqs, c.rope_layout, magnitude);
   // K enters the cache already rotated: a cached key never needs its position again.
   write_kv(cache, layer, batch, k, v);
-  const xt::xtensor<float, 2> out = linear(causal_attention(q, batch, cache, layer, c, L.sinks), L.wo);
+  const xt::xtensor<float, 2> out = project(causal_attention(q, batch, cache, layer, c, L.sinks), L.wo, L.bo);
   x += c.options.sandwich_norms ? norm(out, L.post_attn_norm, c) : out;
 }
 

@@ -62,8 +62,10 @@ void ModelConfig::validate() const {
   if (has_experts != (options.moe != MoeModule::None))
     fail(has_experts ? "moe.n_experts is set but the layer options name no expert module"
                      : "the layer options name an expert module but moe.n_experts is 0");
-  if (!has_experts && (options.shared_expert || options.router_bias))
-    fail("a shared expert or a router bias needs experts (moe.n_experts > 0)");
+  if (!has_experts && (options.shared_expert || options.router_bias || options.expert_biases))
+    fail("a shared expert, a router bias or expert biases need experts (moe.n_experts > 0)");
+  if (!(moe.swiglu_limit >= 0.0f)) fail("moe.swiglu_limit must not be negative");
+  if (!has_experts && moe.swiglu_limit > 0.0f) fail("moe.swiglu_limit needs experts (moe.n_experts > 0)");
   if (has_experts && (options.sandwich_norms || options.gelu_tanh))
     fail("Gemma's sandwich norms and GeGLU are dense-only (no expert module has them)");
   if (has_experts) {
@@ -87,6 +89,7 @@ std::string ModelConfig::describe() const {
   if (explicit_head_dim > 0) out << " head_dim=" << explicit_head_dim;
   if (options.qkv_bias) out << " qkv_bias";
   if (options.qk_norm) out << " qk_norm";
+  if (options.out_bias) out << " out_bias";
   if (rope_scaling.enabled()) {
     const char* kinds[] = {"llama3", "linear", "yarn"};
     out << " rope_scaling=" << kinds[int(rope_scaling.kind)] << "x" << rope_scaling.factor;
@@ -111,6 +114,8 @@ std::string ModelConfig::describe() const {
         << (moe.routing == ExpertRouting::TopKSoftmax ? " topk_softmax" : moe.norm_topk_prob ? " norm_topk" : "");
     if (moe.shared_expert_hidden_dim > 0) out << " shared_expert=" << moe.shared_expert_hidden_dim;
     if (options.router_bias) out << " router_bias";
+    if (options.expert_biases) out << " expert_biases";
+    if (moe.swiglu_limit > 0.0f) out << " swiglu_limit=" << moe.swiglu_limit;
     if (moe.sparse_step != 1) out << " sparse_step=" << moe.sparse_step;
     for (size_t i = 0; i < moe.dense_layers.size(); ++i) out << (i ? "," : " dense_layers=") << moe.dense_layers[i];
   }

@@ -82,6 +82,10 @@ struct LayerOptions {
   bool sandwich_norms = false;
   bool gelu_tanh = false;
   bool scaled_embedding = false;
+  // gpt-oss (after Gemma's, so the architecture table's positional rows keep
+  // their meaning):
+  bool expert_biases = false;  // each expert's gate, up and down projections add a bias
+  bool out_bias = false;       // the attention output projection adds a bias (o_proj.bias)
 
   bool operator==(const LayerOptions&) const = default;
 };
@@ -109,6 +113,9 @@ struct MoeConfig {
   // SwiGLU layers of ModelConfig::hidden_dim.
   int sparse_step = 1;
   std::vector<int> dense_layers{};
+  // gpt-oss (swiglu_limit): the experts' activation is clamped_swiglu()
+  // (reference/swiglu.h) with this limit; 0: silu(gate) * up.
+  float swiglu_limit = 0.0f;
 
   bool sparse(int layer) const;
 

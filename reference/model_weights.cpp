@@ -56,6 +56,11 @@ void ModelWeights::validate_shapes() const {
     expect_shape(L.exp_gate, {experts, sparse ? eh : none, sparse ? dim : none}, p + "exp_gate");
     expect_shape(L.exp_up, {experts, sparse ? eh : none, sparse ? dim : none}, p + "exp_up");
     expect_shape(L.exp_down, {experts, sparse ? dim : none, sparse ? eh : none}, p + "exp_down");
+    const bool biased = sparse && config.options.expert_biases;
+    expect_shape(L.exp_gate_bias, {biased ? experts : none, biased ? eh : none}, p + "exp_gate_bias");
+    expect_shape(L.exp_up_bias, {biased ? experts : none, biased ? eh : none}, p + "exp_up_bias");
+    expect_shape(L.exp_down_bias, {biased ? experts : none, biased ? dim : none}, p + "exp_down_bias");
+    expect_shape(L.bo, {config.options.out_bias ? dim : none}, p + "bo");
     expect_shape(L.shexp_gate_inp, {shared ? 1 : none, shared ? dim : none}, p + "shexp_gate_inp");
     expect_shape(L.shexp_gate, {sh, shared ? dim : none}, p + "shexp_gate");
     expect_shape(L.shexp_up, {sh, shared ? dim : none}, p + "shexp_up");

@@ -38,6 +38,10 @@ struct LayerWeights {
   xt::xtensor<float, 3> exp_gate;     // [n_experts, E_h, dim]   (GGUF ffn_gate_exps)
   xt::xtensor<float, 3> exp_up;       // [n_experts, E_h, dim]   (GGUF ffn_up_exps)
   xt::xtensor<float, 3> exp_down;     // [n_experts, dim, E_h]   (GGUF ffn_down_exps)
+  // Sparse layers with options.expert_biases (gpt-oss), else empty:
+  xt::xtensor<float, 2> exp_gate_bias;  // [n_experts, E_h]  (GGUF ffn_gate_exps.bias)
+  xt::xtensor<float, 2> exp_up_bias;    // [n_experts, E_h]  (GGUF ffn_up_exps.bias)
+  xt::xtensor<float, 2> exp_down_bias;  // [n_experts, dim]  (GGUF ffn_down_exps.bias)
   // Sparse layers with options.shared_expert, else empty: an always-on SwiGLU
   // of S_h = moe.shared_expert_hidden_dim, scaled by sigmoid(shexp_gate_inp x).
   xt::xtensor<float, 2> shexp_gate_inp;  // [1, dim]    (GGUF ffn_gate_inp_shexp)
@@ -48,6 +52,8 @@ struct LayerWeights {
   xt::xtensor<float, 1> bq;  // [n_heads * head_dim]
   xt::xtensor<float, 1> bk;  // [n_kv_heads * head_dim]
   xt::xtensor<float, 1> bv;  // [n_kv_heads * head_dim]
+  // Only when config.options.out_bias (gpt-oss), else empty:
+  xt::xtensor<float, 1> bo;  // [dim]  (GGUF attn_output.bias)
   // Only when config.options.qk_norm (Qwen 3), else empty: RMSNorm weights shared by all heads.
   xt::xtensor<float, 1> q_norm;  // [head_dim]
   xt::xtensor<float, 1> k_norm;  // [head_dim]

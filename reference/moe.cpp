@@ -31,10 +31,33 @@ xt::xtensor<float, 2> row_of(const xt::xtensor<float, 2>& x, size_t r) {
   return one;
 }
 
-// SwiGLU with expert e's matrices: W_down_e (silu(x W_gate_e^T) * (x W_up_e^T))^T.
-xt::xtensor<float, 2> expert_ffn(const xt::xtensor<float, 2>& x, const LayerWeights& L, size_t e) {
-  xt::xtensor<float, 2> hidden = silu(linear_slice(x, L.exp_gate, e)) * linear_slice(x, L.exp_up, e);
-  return linear_slice(hidden, L.exp_down, e);
+// Row e of a [n_experts, n] bias as a [n] vector; empty when there is none.
+xt::xtensor<float, 1> bias_row(const xt::xtensor<float, 2>& b, size_t e) {
+  if (b.size() == 0) return {};
+  auto row = xt::xtensor<float, 1>::from_shape({b.shape(1)});
+  std::copy(b.data() + e * b.shape(1), b.data() + (e + 1) * b.shape(1), row.data());
+  return row;
+}
+
+// x W_e^T (+ b_e), the bias added after the product, in float.
+xt::xtensor<float, 2> expert_linear(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 3>& W,
+                                    const xt::xtensor<float, 2>& b, size_t e) {
+  xt::xtensor<float, 2> y = linear_slice(x, W, e);
+  if (b.size() > 0) y += bias_row(b, e);  // broadcast over the rows
+  return y;
+}
+
+// Expert e's gated feed-forward:
+//   W_down_e act(x W_gate_e^T + b_gate_e, x W_up_e^T + b_up_e)^T + b_down_e,
+// act(g, u) = silu(g) * u, or gpt-oss's clamped_swiglu(g, u, limit) when the
+// config sets a limit; the biases only with expert_biases (gpt-oss).
+xt::xtensor<float, 2> expert_ffn(const xt::xtensor<float, 2>& x, const LayerWeights& L, const MoeConfig& moe,
+                                 size_t e) {
+  const xt::xtensor<float, 2> gate = expert_linear(x, L.exp_gate, L.exp_gate_bias, e);
+  const xt::xtensor<float, 2> up = expert_linear(x, L.exp_up, L.exp_up_bias, e);
+  const xt::xtensor<float, 2> hidden = moe.swiglu_limit > 0.0f ? clamped_swiglu(gate, up, moe.swiglu_limit)
+                                                               : xt::xtensor<float, 2>(silu(gate) * up);
+  return expert_linear(hidden, L.exp_down, L.exp_down_bias, e);
 }
 
 float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
@@ -101,7 +124,7 @@ xt::xtensor<float, 2> moe_ffn(const xt::xtensor<float, 2>& x, const LayerWeights
     const xt::xtensor<float, 2> xr = row_of(x, r);
     xt::xtensor<float, 2> sum = xt::zeros<float>({size_t(1), size_t(c.dim)});
     for (size_t j = 0; j < choice.experts.size(); ++j)
-      sum += choice.weights[j] * expert_ffn(xr, L, size_t(choice.experts[j]));
+      sum += choice.weights[j] * expert_ffn(xr, L, c.moe, size_t(choice.experts[j]));
     if (L.shexp_gate_inp.size() > 0) {
       const float gate = sigmoid(linear(xr, L.shexp_gate_inp)(0, 0));
       sum += gate * swiglu(xr, L.shexp_gate, L.shexp_up, L.shexp_down);

@@ -1,5 +1,6 @@
 #include "reference/swiglu.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "reference/linear.h"
@@ -10,6 +11,16 @@ xt::xtensor<float, 2> silu(const xt::xtensor<float, 2>& z) {
   xt::xtensor<float, 2> y(z.shape());
   auto in = z.begin();
   for (auto out = y.begin(); out != y.end(); ++out, ++in) *out = *in * (1.0f / (1.0f + std::exp(-*in)));
+  return y;
+}
+
+xt::xtensor<float, 2> clamped_swiglu(const xt::xtensor<float, 2>& gate, const xt::xtensor<float, 2>& up, float limit) {
+  xt::xtensor<float, 2> y(gate.shape());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float g = std::min(gate.data()[i], limit);
+    const float u = std::clamp(up.data()[i], -limit, limit);
+    y.data()[i] = (u + 1.0f) * (g * (1.0f / (1.0f + std::exp(-kClampedSwigluAlpha * g))));
+  }
   return y;
 }
 

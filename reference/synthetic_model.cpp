@@ -81,6 +81,10 @@ std::vector<Piece> layer_pieces(const ModelConfig& c, int layer) {
   if (c.options.attention_sinks) p.push_back({&L::sinks, {size_t(c.n_heads)}, Law::Bias});
   if (c.options.sandwich_norms)
     p.insert(p.end(), {{&L::post_attn_norm, {dim}, norm}, {&L::post_ffn_norm, {dim}, norm}});
+  if (c.options.out_bias) p.push_back({&L::bo, {dim}, Law::Bias});
+  if (sparse && c.options.expert_biases)
+    p.insert(p.end(), {{&L::exp_gate_bias, {experts, eh}, Law::Bias}, {&L::exp_up_bias, {experts, eh}, Law::Bias},
+                       {&L::exp_down_bias, {experts, dim}, Law::Bias}});
   return p;
 }
 

@@ -380,6 +380,16 @@ TEST_CASE("the CUDA executor refuses what it does not run yet, naming it (the re
   sinks.options.attention_sinks = true;
   CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(sinks, 1), {DType::Float32, 0, true}),
                     Catch::Contains("attention sinks"));
+  ModelConfig out_bias = preset_config("tiny");
+  out_bias.options.out_bias = true;
+  CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(out_bias, 1), {DType::Float32, 0, true}),
+                    Catch::Contains("output bias"));
+  ModelConfig experts = preset_config("tiny");
+  experts.options.moe = MoeModule::Mlp;
+  experts.options.expert_biases = true;
+  experts.moe = {.n_experts = 4, .n_experts_used = 2, .expert_hidden_dim = 8, .swiglu_limit = 7.0f};
+  CHECK_THROWS_WITH(cuda::CudaExecutor(make_synthetic_weights(experts, 1), {DType::Float32, 0, true}),
+                    Catch::Contains("clamped SwiGLU"));
 }
 
 TEST_CASE("Mixture-of-Experts models: logits within tolerance of the reference, greedy tokens equal", "[cuda]") {

@@ -2,7 +2,8 @@
 // reference tests, written from transformers' modeling_mixtral.py /
 // modeling_qwen2_moe.py / modeling_qwen3_moe.py and gpt-oss's router: scores
 // x router^T (+ bias) in float64, the k best experts (ties: lower index),
-// their weights by the routing rule, each expert's SwiGLU, and the shared
+// their weights by the routing rule, each expert's SwiGLU (gpt-oss's: with
+// biases and the clamped activation, from modeling_gpt_oss.py), and the shared
 // expert scaled by sigmoid(gate . x). It shares no code with reference/moe.cpp.
 //
 // Near-ties: where the k-th and (k+1)-th best float64 scores lie within
@@ -41,18 +42,50 @@ inline double dot_f64(const std::vector<double>& x, const float* w, bool abs = f
   return s;
 }
 
-// W_down (silu(x W_gate^T) * (x W_up^T)) with [hidden, dim] / [dim, hidden]
-// matrices at the pointers; with `abs`, the same on |x| and |W| (|x| given).
+// An expert's optional parts (gpt-oss): biases of its gate, up and down
+// projections (null: none) and the clamped activation's limit (0: silu).
+struct ExpertExtras {
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+  double limit = 0.0;
+};
+
+// W_down act(x W_gate^T + b_g, x W_up^T + b_u) + b_d with [hidden, dim] /
+// [dim, hidden] matrices at the pointers, act(g, u) = silu(g) u, or with a
+// limit gpt-oss's (u' + 1) g' sigmoid(1.702 g') for g' = min(g, limit),
+// u' = clamp(u, -limit, limit) (transformers' GptOssExperts.forward). With
+// `abs`, a bound on every term's size instead: the same on |x|, |W| and
+// |b|, the activation's magnitude taken as |g| |u| (silu(|g|) <= |g|) or,
+// clamped, as (|u| + 1) |g|, which bounds both the value and how an error
+// in g or u moves it.
 inline std::vector<double> swiglu_f64(const std::vector<double>& x, const float* gate, const float* up,
-                                      const float* down, size_t hidden, bool abs = false) {
+                                      const float* down, size_t hidden, bool abs = false, ExpertExtras extras = {}) {
   const size_t dim = x.size();
+  const auto bias = [&](const float* b, size_t i) { return b ? (abs ? std::abs(double(b[i])) : double(b[i])) : 0.0; };
   std::vector<double> h(hidden), y(dim, 0.0);
   for (size_t j = 0; j < hidden; ++j) {
-    const double g = dot_f64(x, gate + j * dim, abs), u = dot_f64(x, up + j * dim, abs);
-    h[j] = g / (1.0 + std::exp(-g)) * u;
+    const double g = dot_f64(x, gate + j * dim, abs) + bias(extras.gate_bias, j);
+    const double u = dot_f64(x, up + j * dim, abs) + bias(extras.up_bias, j);
+    if (abs) {
+      h[j] = extras.limit > 0.0 ? (u + 1.0) * g : g * u;
+    } else if (extras.limit > 0.0) {
+      const double gc = std::min(g, extras.limit), uc = std::clamp(u, -extras.limit, extras.limit);
+      h[j] = (uc + 1.0) * gc / (1.0 + std::exp(-1.702 * gc));
+    } else {
+      h[j] = g / (1.0 + std::exp(-g)) * u;
+    }
   }
-  for (size_t i = 0; i < dim; ++i) y[i] = dot_f64(h, down + i * hidden, abs);
+  for (size_t i = 0; i < dim; ++i) y[i] = dot_f64(h, down + i * hidden, abs) + bias(extras.down_bias, i);
   return y;
+}
+
+// Expert e's biases and activation limit in a layer of `moe`.
+inline ExpertExtras expert_extras(const LayerWeights& L, const MoeConfig& moe, size_t e) {
+  const size_t eh = size_t(moe.expert_hidden_dim), dim = L.exp_down.size() ? L.exp_down.shape(1) : 0;
+  const bool biased = L.exp_gate_bias.size() > 0;
+  return {biased ? L.exp_gate_bias.data() + e * eh : nullptr, biased ? L.exp_up_bias.data() + e * eh : nullptr,
+          biased ? L.exp_down_bias.data() + e * dim : nullptr, double(moe.swiglu_limit)};
 }
 
 inline MoeF64 moe_f64(const std::vector<double>& x, const LayerWeights& L, const MoeConfig& moe,
@@ -88,7 +121,7 @@ inline MoeF64 moe_f64(const std::vector<double>& x, const LayerWeights& L, const
     const size_t e = size_t(r.experts[j]);
     for (bool abs : {false, true}) {
       const auto y = swiglu_f64(abs ? abs_x : x, L.exp_gate.data() + e * eh * dim, L.exp_up.data() + e * eh * dim,
-                                L.exp_down.data() + e * dim * eh, eh, abs);
+                                L.exp_down.data() + e * dim * eh, eh, abs, expert_extras(L, moe, e));
       for (size_t i = 0; i < dim; ++i) (abs ? r.magnitude : r.out)[i] += r.weights[j] * y[i];
     }
   }

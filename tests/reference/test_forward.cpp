@@ -46,6 +46,7 @@ struct Forced {
   bool moe = false;                // Mixture-of-Experts layers (Mixtral, Qwen MoE), dense ones mixed in
   bool sliding_window = false;     // Mistral, Gemma 3, gpt-oss: some or all layers attend over a window
   bool sinks = false;              // gpt-oss: a sink logit per query head
+  bool out_bias = false;           // gpt-oss: the attention output projection's bias
   bool yarn = false;               // gpt-oss: YaRN RoPE scaling
   bool sliding_rope_theta = false; // Gemma 3: the sliding layers' own RoPE base (with a window)
   bool gemma = false;              // Gemma 3's block: (1 + w) norms, sandwich norms, GeGLU, scaled embedding,
@@ -98,7 +99,7 @@ void draw_window(ModelConfig& c, bool sliding_rope_theta) {
 void draw_gemma(ModelConfig& c, bool all) {
   c.moe = {};
   c.options.moe = MoeModule::None;
-  c.options.shared_expert = c.options.router_bias = false;
+  c.options.shared_expert = c.options.router_bias = c.options.expert_biases = false;
   const auto on = [&] { return all || *rc::gen::arbitrary<bool>(); };
   c.options.norm_unit_offset = on();
   c.options.sandwich_norms = on();
@@ -131,6 +132,7 @@ ModelConfig draw_config(Forced force = {}) {
   if (force.sliding_window || force.sliding_rope_theta || *rc::gen::arbitrary<bool>())
     draw_window(c, force.sliding_rope_theta);
   c.options.attention_sinks = force.sinks || *rc::gen::arbitrary<bool>();
+  c.options.out_bias = force.out_bias || *rc::gen::arbitrary<bool>();
   if (force.gemma || (c.moe.n_experts == 0 && *rc::gen::arbitrary<bool>())) draw_gemma(c, force.gemma);
   return c;
 }
@@ -409,7 +411,7 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
           if (seen[j])
             for (size_t i = 0; i < d; ++i) att[t][head * d + i] += p[j] / sum * v[j][g * d + i];
       }
-    const Matrix attn_out = matmul_t(att, L.wo);
+    const Matrix attn_out = add_bias(matmul_t(att, L.wo), L.bo);
     residual_add(x, c.options.sandwich_norms ? rms_norm(attn_out, L.post_attn_norm, c.norm_eps, offset) : attn_out);
     const Matrix h2 = rms_norm(x, L.ffn_norm, c.norm_eps, offset);
     if (c.moe.sparse(int(l))) {
@@ -507,6 +509,11 @@ TEST_CASE("each of today's options matches the float64 forward pass when on") {
   rc::prop("sliding windows on all or some layers (Mistral, Gemma 3)", [] { check_against_f64({.sliding_window = true}); });
   rc::prop("attention sinks (gpt-oss)", [] { check_against_f64({.sinks = true}); });
   rc::prop("YaRN RoPE scaling (gpt-oss)", [] { check_against_f64({.yarn = true}); });
+  rc::prop("the attention output's bias (gpt-oss)", [] { check_against_f64({.out_bias = true}); });
+  rc::prop("gpt-oss's shape: q/k/v/o biases, experts (biased, clamped), sinks, YaRN, windows", [] {
+    check_against_f64({.qkv_bias = true, .moe = true, .sliding_window = true, .sinks = true, .out_bias = true,
+                       .yarn = true});
+  });
   rc::prop("a RoPE base of their own for the sliding layers (Gemma 3)", [] {
     check_against_f64({.sliding_rope_theta = true});
   });
@@ -611,6 +618,16 @@ TEST_CASE("each option changes the logits far beyond the float64 comparison's to
     const double effect = smallest_effect(c, [](ModelWeights& w) {
       w.config.options.attention_sinks = false;
       for (auto& L : w.layers) L.sinks = {};
+    });
+    INFO("smallest relative change over 8 models: " << effect);
+    CHECK(effect >= 100 * kF64Tolerance);
+  }
+  SECTION("the attention output's bias (gpt-oss)") {
+    ModelConfig c = arch_config();
+    c.options.out_bias = true;
+    const double effect = smallest_effect(c, [](ModelWeights& w) {
+      w.config.options.out_bias = false;
+      for (auto& L : w.layers) L.bo = {};
     });
     INFO("smallest relative change over 8 models: " << effect);
     CHECK(effect >= 100 * kF64Tolerance);

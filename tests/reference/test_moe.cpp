@@ -177,7 +177,7 @@ TEST_CASE("with k = n_experts the block is the dense mixture of all experts") {
       std::vector<double> out(dim, 0.0);
       for (size_t e = 0; e < p.size(); ++e) {
         const auto y = test::swiglu_f64(xr, L.exp_gate.data() + e * eh * dim, L.exp_up.data() + e * eh * dim,
-                                        L.exp_down.data() + e * dim * eh, eh);
+                                        L.exp_down.data() + e * dim * eh, eh, false, test::expert_extras(L, c.moe, e));
         for (size_t i = 0; i < dim; ++i) out[i] += p[e] / sum * y[i];
       }
       if (c.options.shared_expert) {
@@ -228,8 +228,9 @@ double smallest_effect(Change change) {
   c.explicit_head_dim = 2;
   c.vocab_size = c.max_seq_len = 4;
   c.options.moe = MoeModule::Mlp;
-  c.options.shared_expert = c.options.router_bias = true;
-  c.moe = {.n_experts = 8, .n_experts_used = 2, .expert_hidden_dim = 16, .shared_expert_hidden_dim = 12};
+  c.options.shared_expert = c.options.router_bias = c.options.expert_biases = true;
+  c.moe = {.n_experts = 8, .n_experts_used = 2, .expert_hidden_dim = 16, .shared_expert_hidden_dim = 12,
+           .swiglu_limit = 7.0f};
   double smallest = INFINITY;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     const ModelWeights on = make_synthetic_weights(c, seed);
@@ -273,4 +274,15 @@ TEST_CASE("each MoE option moves the output far beyond the float64 comparison's 
     }));
   }
   SECTION("the router bias") { check(smallest_effect([](ModelWeights& w) { w.layers[0].router_bias.fill(0.0f); })); }
+  SECTION("the experts' biases, each") {
+    check(smallest_effect([](ModelWeights& w) { w.layers[0].exp_gate_bias.fill(0.0f); }));
+    check(smallest_effect([](ModelWeights& w) { w.layers[0].exp_up_bias.fill(0.0f); }));
+    check(smallest_effect([](ModelWeights& w) { w.layers[0].exp_down_bias.fill(0.0f); }));
+  }
+  SECTION("the clamped activation against silu") {
+    check(smallest_effect([](ModelWeights& w) { w.config.moe.swiglu_limit = 0.0f; }));
+  }
+  SECTION("the clamp's limit (7 against one that clamps often)") {
+    check(smallest_effect([](ModelWeights& w) { w.config.moe.swiglu_limit = 0.05f; }));
+  }
 }

@@ -330,6 +330,7 @@ void add_moe(GgufWriter& out, const ModelConfig& c, const Architecture& row) {
     refuse(std::string(row.moe.gguf_norm_topk_prob ? "always renormalises" : "never renormalises") +
            " the top-k weights (norm_topk_prob " + (m.norm_topk_prob ? "true" : "false") + " here)");
   if (c.options.router_bias) refuse("has no router bias");
+  if (m.swiglu_limit > 0.0f) refuse("has no clamped SwiGLU (swiglu_limit)");
   if (!row.moe.expert_hidden_dim && m.expert_hidden_dim != c.hidden_dim)
     refuse("experts are feed_forward_length wide (" + std::to_string(c.hidden_dim) + "), not " +
            std::to_string(m.expert_hidden_dim));

@@ -229,6 +229,7 @@ void write_moe(Json& j, const ModelConfig& c, const Architecture& row) {
     throw std::invalid_argument("hf_config_json: " + std::string(row.hf_name) + " " + what);
   };
   if (m.routing != ExpertRouting::SoftmaxTopK) refuse("routes softmax then top-k, not top-k then softmax");
+  if (m.swiglu_limit > 0.0f) refuse("has no clamped SwiGLU (swiglu_limit)");
   if (!names.expert_hidden_dim && m.expert_hidden_dim != c.hidden_dim)
     refuse("experts are intermediate_size wide (" + std::to_string(c.hidden_dim) + "), not " +
            std::to_string(m.expert_hidden_dim));

@@ -11,6 +11,7 @@
 #include "engine/model_files/gguf/gguf_model.h"
 #include "engine/model_files/gguf/gguf_reader.h"
 #include "engine/model_files/gguf/gguf_writer.h"
+#include "engine/model_files/hf/hf_config.h"
 #include "engine/model_files/llama2c/llama2c_checkpoint.h"
 #include "engine/model_files/load_model.h"
 #include "engine/model_files/model_source.h"
@@ -451,6 +452,17 @@ std::string compare_by_table(const ModelWeights& got, const ModelWeights& origin
 }
 
 }  // namespace
+
+TEST_CASE("gpt-oss's clamped SwiGLU is refused by the other MoE families' writers, GGUF and config.json", "[gguf_model]") {
+  // Written as qwen3moe, the limit would be dropped and the model run as another.
+  ModelConfig c = moe_config("qwen3moe", 4, 2);
+  c.moe.swiglu_limit = 7.0f;
+  const ModelWeights w = make_synthetic_weights(c, 3);
+  CHECK_THROWS_WITH(write_gguf_model(astrai::test::scratch_file("limit").string(), w, make_synthetic_tokenizer(260),
+                                     GgufDType::F32, "x"),
+                    Contains("has no clamped SwiGLU"));
+  CHECK_THROWS_WITH(hf_config_json(c, HfArchitecture::Qwen3Moe, false, "float32"), Contains("has no clamped SwiGLU"));
+}
 
 TEST_CASE("Mixture-of-Experts GGUF round trip: llama.cpp's keys, stacked experts, F32 routers", "[gguf_model]") {
   for (const std::string arch : {"llama", "qwen2moe", "qwen3moe"}) {
