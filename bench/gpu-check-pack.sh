@@ -7,8 +7,11 @@
 #   bench/gpu-check-pack.sh BUILD-DIR PACK.tar.xz
 #
 # BUILD-DIR is a release build configured with -Dcuda=enabled
-# -Dgpu_archs=90 whose five targets are built (the script builds them if
-# ninja is at hand). On the GPU machine:
+# -Dgpu_archs=90 whose five targets are built (`ninja -C BUILD-DIR
+# tests/cuda/test_cuda tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor
+# tests/cuda/test_cuda_batching bench/bench_cuda`). XZ_OPT sets the
+# compression (xz's default, -6, packs 22 MB; bench/gpu-check-pack-selftest.sh
+# uses -0). On the GPU machine:
 #
 #   mkdir -p /tmp/pack && tar xJf PACK.tar.xz -C /tmp/pack
 #   LD_LIBRARY_PATH=/tmp/pack/lib ASTRAI_SHARED_DIR=/tmp/pack/shared bench/gpu-check.sh /tmp/pack/build
@@ -25,7 +28,9 @@ pack=${2:?usage: bench/gpu-check-pack.sh BUILD-DIR PACK.tar.xz}
 shared=${ASTRAI_SHARED_DIR:-../shared}
 programs=(tests/cuda/test_cuda tests/cuda/test_cuda_kernels tests/cuda/test_cuda_executor tests/cuda/test_cuda_batching
           bench/bench_cuda)
-ninja -C "$build" "${programs[@]}" > /dev/null
+for p in "${programs[@]}"; do
+  [ -x "$build/$p" ] || { echo "gpu-check-pack.sh: $build/$p is not built" >&2; exit 2; }
+done
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
