@@ -39,8 +39,11 @@ for p in "$work"/unpacked/build/tests/cuda/* "$work"/unpacked/build/bench/bench_
   done < <(LD_LIBRARY_PATH=$work/unpacked/lib ldd "$p")
   checks=$((checks + 1))
 done
-[ -s "$work/unpacked/shared/models/stories260K/stories260K.bin" ] || fail "the pack lacks the shared test data"
-checks=$((checks + 1))
+# The shared test data, where this machine has it (the pack takes what there is).
+if [ -s "${ASTRAI_SHARED_DIR:-../shared}/models/stories260K/stories260K.bin" ]; then
+  [ -s "$work/unpacked/shared/models/stories260K/stories260K.bin" ] || fail "the pack lacks the shared test data"
+  checks=$((checks + 1))
+fi
 
 # 2. The prebuilt run, no GPU listed.
 mkdir -p "$work/bin"
