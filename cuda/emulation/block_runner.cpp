@@ -538,4 +538,14 @@ void async_wait(int pending_groups_allowed) {
   f.pending_copies.erase(keep, f.pending_copies.end());
 }
 
+void misaligned_vector_access(const void* p, size_t alignment, const char* file, int line) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  Block& b = running_block("a vector access");
+  std::ostringstream out;
+  out << b.name() << ", thread " << b.me().index.x << ": a " << alignment << "-byte vector access at " << p << ", "
+      << address % alignment << " bytes past a " << alignment << "-byte boundary (misaligned address on a GPU), at "
+      << file << ":" << line;
+  fault_from_fiber(out.str());
+}
+
 }  // namespace astrai::emu

@@ -99,6 +99,12 @@ int warp_all(const char* file, int line, unsigned mask, int predicate);
 void warp_sync(const char* file, int line, unsigned mask = 0xffffffffu);
 unsigned active_mask();
 
+// A vector access (float4 or uint4: 16 bytes; uint2, float2: 8) at `p`
+// that ASTRAI_VECTOR_PTR (cuda/kernels/vector_pointer.cuh) found off its
+// alignment: a GPU faults on it ("misaligned address") where this CPU would
+// load it anyway; so does this, naming the kernel, thread, file and line.
+[[noreturn]] void misaligned_vector_access(const void* p, size_t alignment, const char* file, int line);
+
 // cp.async (cuda/kernels/async_copy.cuh): a copy of `bytes` from global to
 // shared memory that stays pending, its destination unchanged, until the
 // thread waits for its group: async_wait(n) completes every committed group

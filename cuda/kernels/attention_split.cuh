@@ -42,6 +42,7 @@
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
 #include "cuda/kernels/async_copy.cuh"  // after dtype_device.cuh, which sets up the emulated built-ins
+#include "cuda/kernels/vector_pointer.cuh"
 
 namespace astrai::cuda {
 
@@ -133,11 +134,11 @@ __device__ __forceinline__ void zero_16(void* smem) {
 
 // One 16-byte chunk of shared memory as floats (exact: bf16 -> float loses nothing).
 __device__ __forceinline__ void chunk_to_float(const float* p, float* out) {
-  const float4 v = *reinterpret_cast<const float4*>(p);
+  const float4 v = *ASTRAI_VECTOR_PTR(const float4, p);
   out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
 }
 __device__ __forceinline__ void chunk_to_float(const __nv_bfloat16* p, float* out) {
-  const uint4 v = *reinterpret_cast<const uint4*>(p);
+  const uint4 v = *ASTRAI_VECTOR_PTR(const uint4, p);
   const unsigned words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {  // a bf16 is the high half of its float
@@ -278,7 +279,7 @@ __device__ __forceinline__ void start_query(const TileShape& shape, const SplitQ
     if (live && vector) {
 #pragma unroll
       for (int e = 0; e < kVec; e += 4) {
-        const float4 x = *reinterpret_cast<const float4*>(query.q + d0 + e);
+        const float4 x = *ASTRAI_VECTOR_PTR(const float4, query.q + d0 + e);
         st.q[c * kVec + e] = x.x, st.q[c * kVec + e + 1] = x.y, st.q[c * kVec + e + 2] = x.z,
                         st.q[c * kVec + e + 3] = x.w;
       }
@@ -314,7 +315,8 @@ __device__ __forceinline__ void finish_query(const AttentionArgs& a, const TileS
     for (int e = 0; e < kVec; ++e) x[e] = __fdiv_rn(st.acc[c * kVec + e], st.l);
     if (vector) {
 #pragma unroll
-      for (int e = 0; e < kVec; e += 4) *reinterpret_cast<float4*>(o + d0 + e) = make_float4(x[e], x[e + 1], x[e + 2], x[e + 3]);
+      for (int e = 0; e < kVec; e += 4)
+        *ASTRAI_VECTOR_PTR(float4, o + d0 + e) = make_float4(x[e], x[e + 1], x[e + 2], x[e + 3]);
     } else {
 #pragma unroll
       for (int e = 0; e < kVec; ++e)

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/kernels/dtype_device.cuh"
+#include "cuda/kernels/vector_pointer.cuh"
 
 namespace astrai::cuda::matvec_lanes {
 
@@ -28,7 +29,7 @@ constexpr int kVec = 16 / int(sizeof(T));
 template <bool kAligned>
 __device__ __forceinline__ void load_chunk(const float* p, float (&v)[4]) {
   if constexpr (kAligned) {
-    const float4 q = *reinterpret_cast<const float4*>(p);
+    const float4 q = *ASTRAI_VECTOR_PTR(const float4, p);
     v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
   } else {
     for (int e = 0; e < 4; ++e) v[e] = p[e];
@@ -39,7 +40,7 @@ __device__ __forceinline__ void load_chunk(const __nv_bfloat16* p, float (&v)[8]
   if constexpr (kAligned) {
     // Each 32-bit word holds elements 2i (low half, little-endian) and 2i + 1;
     // a bf16 is the top 16 bits of its float.
-    const uint4 q = *reinterpret_cast<const uint4*>(p);
+    const uint4 q = *ASTRAI_VECTOR_PTR(const uint4, p);
     const unsigned words[4] = {q.x, q.y, q.z, q.w};
     for (int i = 0; i < 4; ++i) {
       v[2 * i] = __int_as_float(int(words[i] << 16));

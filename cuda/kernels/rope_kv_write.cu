@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
     float* h = row + head * head_dim;  // q heads, then k heads (k follows q in the row)
     float a, b;
     if (adjacent && !bias) {
-      const float2 ab = *reinterpret_cast<const float2*>(h + ia);  // ia even, rows of even length
+      const float2 ab = *ASTRAI_VECTOR_PTR(const float2, h + ia);  // ia even, rows of even length
       a = ab.x, b = ab.y;
     } else {
       a = projected(row, bias, head * head_dim + ia), b = projected(row, bias, head * head_dim + ib);

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "cuda/kernels/dtype_device.cuh"
+#include "cuda/kernels/vector_pointer.cuh"
 
 namespace astrai::cuda {
 
@@ -23,29 +24,31 @@ inline bool vector_aligned(const void* p, int row_length) {
 }
 
 __device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
-  const float4 q = *reinterpret_cast<const float4*>(p);
+  const float4 q = *ASTRAI_VECTOR_PTR(const float4, p);
   v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
 }
 __device__ __forceinline__ void load4(const __nv_bfloat16* p, float (&v)[4]) {
   // Little-endian: the low half of each 32-bit word is the lower index; a
   // bf16 is the top 16 bits of its float.
-  const uint2 q = *reinterpret_cast<const uint2*>(p);
+  const uint2 q = *ASTRAI_VECTOR_PTR(const uint2, p);
   v[0] = __int_as_float(int(q.x << 16)), v[1] = __int_as_float(int(q.x & 0xffff0000u));
   v[2] = __int_as_float(int(q.y << 16)), v[3] = __int_as_float(int(q.y & 0xffff0000u));
 }
 
 __device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
-  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  *ASTRAI_VECTOR_PTR(float4, p) = make_float4(v[0], v[1], v[2], v[3]);
 }
 __device__ __forceinline__ void store4(__nv_bfloat16* p, const float (&v)[4]) {
   unsigned bits[4];
   for (int e = 0; e < 4; ++e) bits[e] = __bfloat16_as_ushort(from_float<__nv_bfloat16>(v[e]));
-  *reinterpret_cast<uint2*>(p) = make_uint2(bits[0] | (bits[1] << 16), bits[2] | (bits[3] << 16));
+  *ASTRAI_VECTOR_PTR(uint2, p) = make_uint2(bits[0] | (bits[1] << 16), bits[2] | (bits[3] << 16));
 }
 
 // Two consecutive elements (a RoPE pair of the adjacent layout): 8 bytes of
 // float, 4 of bf16; p aligned to two elements.
-__device__ __forceinline__ void store2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
+__device__ __forceinline__ void store2(float* p, float a, float b) {
+  *ASTRAI_VECTOR_PTR(float2, p) = make_float2(a, b);
+}
 __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   const unsigned lo = __bfloat16_as_ushort(from_float<__nv_bfloat16>(a));
   const unsigned hi = __bfloat16_as_ushort(from_float<__nv_bfloat16>(b));

@@ -3,6 +3,7 @@
 
 #include "cuda/kernels/async_copy.cuh"
 #include "cuda/kernels/launch.cuh"
+#include "cuda/kernels/vector_pointer.cuh"
 
 namespace astrai::test::racy {
 namespace {
@@ -53,12 +54,19 @@ __global__ void async_tile_kernel(const float* global, float* out, bool wait) {
 }
 constexpr int kAsyncIssue = __LINE__ - 6, kAsyncRead = __LINE__ - 2;
 
+__global__ void vector_load_kernel(const float* x, float* out) {
+  const float4 v = *ASTRAI_VECTOR_PTR(const float4, x + 4 * threadIdx.x);
+  out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+constexpr int kVectorLoad = __LINE__ - 3;
+
 }  // namespace
 
 const int shared_write_line = kSharedWrite, shared_read_line = kSharedRead;
 const int global_write_line = kGlobalWrite, global_read_line = kGlobalRead;
 const int warp_write_line = kWarpWrite, warp_read_line = kWarpRead;
 const int async_issue_line = kAsyncIssue, async_read_line = kAsyncRead;
+const int vector_load_line = kVectorLoad;
 
 void shared_neighbour(float* out, bool barrier) {
   ASTRAI_LAUNCH(shared_neighbour_kernel, 1, 64, 0, nullptr)(out, barrier);
@@ -71,6 +79,9 @@ void global_ranges(uint8_t* bytes, const int* ranges, int blocks, int threads, u
 }
 void atomic_counter(int* counter, int blocks) { ASTRAI_LAUNCH(atomic_counter_kernel, blocks, 64, 0, nullptr)(counter); }
 void warp_exchange(float* out, bool syncwarp) { ASTRAI_LAUNCH(warp_exchange_kernel, 1, 32, 0, nullptr)(out, syncwarp); }
+void vector_load(const float* x, float* out, int threads) {
+  ASTRAI_LAUNCH(vector_load_kernel, 1, threads, 0, nullptr)(x, out);
+}
 void async_tile(const float* global, float* out, bool wait) {
   ASTRAI_LAUNCH(async_tile_kernel, 1, 16, 64 * sizeof(float), nullptr)(global, out, wait);
 }

@@ -33,6 +33,11 @@ void atomic_counter(int* counter, int blocks);
 void warp_exchange(float* out, bool syncwarp);
 extern const int warp_write_line, warp_read_line;
 
+// Thread t loads x[4t .. 4t + 3] as one float4 (ASTRAI_VECTOR_PTR) and
+// writes their sum to out[t]: x must be 16-byte aligned, as on a GPU.
+void vector_load(const float* x, float* out, int threads);
+extern const int vector_load_line;
+
 // 16 threads cp.async 64 floats into shared memory, then read each other's
 // after a barrier, with (fixed) or without cp_async_wait<0>() before it.
 void async_tile(const float* global, float* out, bool wait);

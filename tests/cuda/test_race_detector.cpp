@@ -222,3 +222,24 @@ TEST_CASE("memory trace: an observer sees each access of kernel code once, class
   CHECK(counted.atomics == 3 * 64);
   CHECK(counted.global_stores + counted.global_loads == 0);
 }
+
+TEST_CASE("a vector access off its alignment faults, as on a GPU, naming file and line", "[cuda][emulation]") {
+  // A CPU loads a float4 at any address; a GPU faults ("misaligned address").
+  // ASTRAI_VECTOR_PTR (cuda/kernels/vector_pointer.cuh), which every vector
+  // access of the kernels goes through, makes the emulated device fault too.
+  DeviceArray<float> x(4 * 8 + 1), out(8);
+  std::vector<float> values(4 * 8 + 1);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i);
+  REQUIRE(cudaMemcpy(x.data, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  test::racy::vector_load(x.data, out.data, 8);  // cudaMalloc's pointer: 256-byte aligned
+  REQUIRE(synchronize().empty());
+  float first = 0.0f;
+  REQUIRE(cudaMemcpy(&first, out.data, sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(first == 0.0f + 1.0f + 2.0f + 3.0f);
+  test::racy::vector_load(x.data + 1, out.data, 8);  // 4 bytes past a 16-byte boundary
+  const std::string fault = synchronize();
+  INFO(fault);
+  CHECK(fault.find("16-byte vector access") != std::string::npos);
+  CHECK(fault.find("4 bytes past a 16-byte boundary") != std::string::npos);
+  CHECK(fault.find(line(test::racy::vector_load_line)) != std::string::npos);
+}
