@@ -141,8 +141,7 @@ struct CudaExecutor::Impl {
     std::vector<LayerRope> built;
     for (int l = 0; l < c.n_layers; ++l) {
       const LayerRope r = layer_rope(c, l);
-      const auto same = std::find_if(built.begin(), built.end(),
-                                     [&](const LayerRope& b) { return b.theta == r.theta && b.scaling == r.scaling; });
+      const auto same = std::find(built.begin(), built.end(), r);
       if (same != built.end()) {
         layer_rope_table.push_back(int(same - built.begin()));
         continue;

