@@ -250,9 +250,9 @@ struct CudaExecutor::Impl {
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
       a.window = c.window(l);  // a sliding layer's splits cover its window only
       const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps};  // null where the model has none
+      const size_t rope = size_t(layer_rope_table[size_t(l)]);  // this layer's cos/sin pair
       launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
-                           meta_at(PlanLayout::kPos), rope_cos[size_t(layer_rope_table[size_t(l)])].as<float>(),
-                           rope_sin[size_t(layer_rope_table[size_t(l)])].as<float>(),
+                           meta_at(PlanLayout::kPos), rope_cos[rope].as<float>(), rope_sin[rope].as<float>(),
                            meta_at(PlanLayout::kSlot), a.kv, pre, stream);
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <xtensor/xview.hpp>
+
 #include "reference/linear.h"
 #include "reference/swiglu.h"
 
@@ -31,19 +33,12 @@ xt::xtensor<float, 2> row_of(const xt::xtensor<float, 2>& x, size_t r) {
   return one;
 }
 
-// Row e of a [n_experts, n] bias as a [n] vector; empty when there is none.
-xt::xtensor<float, 1> bias_row(const xt::xtensor<float, 2>& b, size_t e) {
-  if (b.size() == 0) return {};
-  auto row = xt::xtensor<float, 1>::from_shape({b.shape(1)});
-  std::copy(b.data() + e * b.shape(1), b.data() + (e + 1) * b.shape(1), row.data());
-  return row;
-}
-
-// x W_e^T (+ b_e), the bias added after the product, in float.
+// x W_e^T (+ b_e, row e of a [n_experts, n] bias), the bias added after the
+// product, in float.
 xt::xtensor<float, 2> expert_linear(const xt::xtensor<float, 2>& x, const xt::xtensor<float, 3>& W,
                                     const xt::xtensor<float, 2>& b, size_t e) {
   xt::xtensor<float, 2> y = linear_slice(x, W, e);
-  if (b.size() > 0) y += bias_row(b, e);  // broadcast over the rows
+  if (b.size() > 0) y += xt::row(b, e);  // broadcast over the rows
   return y;
 }
 

@@ -49,6 +49,7 @@ std::atomic<int64_t> g_last_split_k{-1};
 std::atomic<bool> g_only_split_k{false};
 // An algorithm's words: [0] the marker, [1] the row count it was chosen
 // for, [2] its split-K count (0 = 1), [3] its reduction scheme.
+int32_t split_k_of(const cublasLtMatmulAlgo_t& algo) { return algo.data[2] == 0 ? 1 : int32_t(algo.data[2]); }
 
 
 // Our descriptors live in the opaque structs' data arrays, copied in and out.
@@ -219,7 +220,7 @@ cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* 
                                                     size_t bytes, size_t* written) {
   if (!algo || algo->data[0] != kAlgoMarker) return CUBLAS_STATUS_INVALID_VALUE;
   if (attr != CUBLASLT_ALGO_CONFIG_SPLITK_NUM) return CUBLAS_STATUS_NOT_SUPPORTED;
-  const int32_t splits = algo->data[2] == 0 ? 1 : int32_t(algo->data[2]);
+  const int32_t splits = split_k_of(*algo);
   if (written) *written = sizeof splits;
   if (!buf || bytes != sizeof splits) return CUBLAS_STATUS_INVALID_VALUE;
   std::memcpy(buf, &splits, sizeof splits);
@@ -258,7 +259,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
   const MatmulDesc m = desc(op);
   const Layout la = layout(a), lb = layout(b), lc = layout(c), ld = layout(d);
   g_last_algorithm_rows = algo ? int64_t(algo->data[1]) : -1;
-  g_last_split_k = algo ? (algo->data[2] == 0 ? 1 : int64_t(algo->data[2])) : -1;
+  g_last_split_k = algo ? split_k_of(*algo) : -1;
   float alpha_value, beta_value;
   std::memcpy(&alpha_value, alpha, sizeof alpha_value);  // host pointers (the default pointer mode)
   std::memcpy(&beta_value, beta, sizeof beta_value);

@@ -269,7 +269,6 @@ TEST_CASE("A subscriber at its high-water mark loses batches, counted, then gets
   c = pub.counts();
   CHECK(c.published == base + taken + 1);
   CHECK(c.batches == (c.published - c.resyncs) + c.dropped_queue_full + c.dropped_subscriber_full);
-  const uint64_t k = taken;  // the messages before the final resync
   // Afterwards, batches flow again. The publisher learns that the
   // subscriber has read asynchronously (ZeroMQ passes the reader's progress
   // back to the writer as a command), so the next batch may still meet what
@@ -277,7 +276,7 @@ TEST_CASE("A subscriber at its high-water mark loses batches, counted, then gets
   // as dropped and a resync follows, as for any loss. Publish until a batch
   // arrives; every message is a resync or one of these batches, in sequence
   // with no gap, and the counts add up.
-  uint64_t next_seq = base + k + 1, hash = 11;
+  uint64_t next_seq = base + taken + 1, hash = 11;  // after the taken messages and the final resync
   bool flowed = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!flowed && std::chrono::steady_clock::now() < deadline) {
