@@ -30,16 +30,28 @@ struct MoeF64 {
   // (|silu(g)| <= silu(|g|)), so float32's error in out[i] is a small
   // multiple of u * magnitude[i] however much the terms cancel.
   std::vector<double> magnitude;
+  // The same with every sum of terms taken as their root sum of squares: the
+  // size float32's rounding errors in out[i] have, give or take a small
+  // factor, when the terms' signs are random (the forward-pass test's
+  // cancellation check).
+  std::vector<double> rss;
   std::vector<int> experts;    // chosen, best first
   std::vector<double> weights;
   bool ambiguous = false;      // a near-tie at the top-k boundary
 };
 
-// x . w, or with `abs` |x| . |w|.
-inline double dot_f64(const std::vector<double>& x, const float* w, bool abs = false) {
+// How the experts' sums are taken: as they are, as sums of the terms'
+// magnitudes, or as their root sum of squares (on sizes, never negative).
+enum class Terms { Value, Abs, Rss };
+
+// x . w, |x| . |w|, or sqrt(sum (x_i w_i)^2).
+inline double dot_f64(const std::vector<double>& x, const float* w, Terms terms = Terms::Value) {
   double s = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) s += abs ? std::abs(x[i] * double(w[i])) : x[i] * double(w[i]);
-  return s;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double p = x[i] * double(w[i]);
+    s += terms == Terms::Value ? p : terms == Terms::Abs ? std::abs(p) : p * p;
+  }
+  return terms == Terms::Rss ? std::sqrt(s) : s;
 }
 
 // An expert's optional parts (gpt-oss): biases of its gate, up and down
@@ -55,18 +67,24 @@ struct ExpertExtras {
 // [dim, hidden] matrices at the pointers, act(g, u) = silu(g) u, or with a
 // limit gpt-oss's (u' + 1) g' sigmoid(1.702 g') for g' = min(g, limit),
 // u' = clamp(u, -limit, limit) (transformers' GptOssExperts.forward). With
-// `abs`, a bound on every term's size instead: the same on |x|, |W| and
+// Terms::Abs, a bound on every term's size instead: the same on |x|, |W| and
 // |b|, the activation's magnitude taken as |g| |u| (silu(|g|) <= |g|) or,
 // clamped, as (|u| + 1) |g|, which bounds both the value and how an error
-// in g or u moves it.
+// in g or u moves it; Terms::Rss the same with root sums of squares.
 inline std::vector<double> swiglu_f64(const std::vector<double>& x, const float* gate, const float* up,
-                                      const float* down, size_t hidden, bool abs = false, ExpertExtras extras = {}) {
+                                      const float* down, size_t hidden, Terms terms = Terms::Value,
+                                      ExpertExtras extras = {}) {
   const size_t dim = x.size();
-  const auto bias = [&](const float* b, size_t i) { return b ? (abs ? std::abs(double(b[i])) : double(b[i])) : 0.0; };
+  const bool abs = terms != Terms::Value;
+  // A dot product plus its bias, summed as the terms are.
+  const auto affine = [&](const std::vector<double>& in, const float* w, const float* b, size_t i) {
+    const double d = dot_f64(in, w, terms), bias = b ? double(b[i]) : 0.0;
+    return terms == Terms::Value ? d + bias : terms == Terms::Abs ? d + std::abs(bias) : std::hypot(d, bias);
+  };
   std::vector<double> h(hidden), y(dim, 0.0);
   for (size_t j = 0; j < hidden; ++j) {
-    const double g = dot_f64(x, gate + j * dim, abs) + bias(extras.gate_bias, j);
-    const double u = dot_f64(x, up + j * dim, abs) + bias(extras.up_bias, j);
+    const double g = affine(x, gate + j * dim, extras.gate_bias, j);
+    const double u = affine(x, up + j * dim, extras.up_bias, j);
     if (abs) {
       h[j] = extras.limit > 0.0 ? (u + 1.0) * g : g * u;
     } else if (extras.limit > 0.0) {
@@ -76,7 +94,7 @@ inline std::vector<double> swiglu_f64(const std::vector<double>& x, const float*
       h[j] = g / (1.0 + std::exp(-g)) * u;
     }
   }
-  for (size_t i = 0; i < dim; ++i) y[i] = dot_f64(h, down + i * hidden, abs) + bias(extras.down_bias, i);
+  for (size_t i = 0; i < dim; ++i) y[i] = affine(h, down + i * hidden, extras.down_bias, i);
   return y;
 }
 
@@ -117,22 +135,33 @@ inline MoeF64 moe_f64(const std::vector<double>& x, const LayerWeights& L, const
   for (double& v : abs_x) v = std::abs(v);
   r.out.assign(dim, 0.0);
   r.magnitude.assign(dim, 0.0);
-  for (size_t j = 0; j < k; ++j) {
-    const size_t e = size_t(r.experts[j]);
-    for (bool abs : {false, true}) {
-      const auto y = swiglu_f64(abs ? abs_x : x, L.exp_gate.data() + e * eh * dim, L.exp_up.data() + e * eh * dim,
-                                L.exp_down.data() + e * dim * eh, eh, abs, expert_extras(L, moe, e));
-      for (size_t i = 0; i < dim; ++i) (abs ? r.magnitude : r.out)[i] += r.weights[j] * y[i];
+  r.rss.assign(dim, 0.0);  // squares until the end
+  // Adds weight * (the block of `terms` on x) to out, magnitude or rss.
+  const auto add = [&](Terms terms, double weight, const auto& block) {
+    const auto y = block(terms == Terms::Value ? x : abs_x, terms);
+    for (size_t i = 0; i < dim; ++i) {
+      if (terms == Terms::Value) r.out[i] += weight * y[i];
+      if (terms == Terms::Abs) r.magnitude[i] += weight * y[i];
+      if (terms == Terms::Rss) r.rss[i] += weight * y[i] * weight * y[i];
+    }
+  };
+  for (Terms terms : {Terms::Value, Terms::Abs, Terms::Rss}) {
+    for (size_t j = 0; j < k; ++j) {
+      const size_t e = size_t(r.experts[j]);
+      add(terms, r.weights[j], [&](const std::vector<double>& in, Terms t) {
+        return swiglu_f64(in, L.exp_gate.data() + e * eh * dim, L.exp_up.data() + e * eh * dim,
+                          L.exp_down.data() + e * dim * eh, eh, t, expert_extras(L, moe, e));
+      });
+    }
+    if (L.shexp_gate_inp.size() > 0) {
+      const double gate = 1.0 / (1.0 + std::exp(-dot_f64(x, L.shexp_gate_inp.data())));
+      add(terms, gate, [&](const std::vector<double>& in, Terms t) {
+        return swiglu_f64(in, L.shexp_gate.data(), L.shexp_up.data(), L.shexp_down.data(),
+                          size_t(moe.shared_expert_hidden_dim), t);
+      });
     }
   }
-  if (L.shexp_gate_inp.size() > 0) {
-    const double gate = 1.0 / (1.0 + std::exp(-dot_f64(x, L.shexp_gate_inp.data())));
-    for (bool abs : {false, true}) {
-      const auto y = swiglu_f64(abs ? abs_x : x, L.shexp_gate.data(), L.shexp_up.data(), L.shexp_down.data(),
-                                size_t(moe.shared_expert_hidden_dim), abs);
-      for (size_t i = 0; i < dim; ++i) (abs ? r.magnitude : r.out)[i] += gate * y[i];
-    }
-  }
+  for (double& v : r.rss) v = std::sqrt(v);
   return r;
 }
 

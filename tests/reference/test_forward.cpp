@@ -17,6 +17,7 @@
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <random>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -279,18 +280,47 @@ namespace {
 // (Llama 3.1-scaled) frequencies; scores scaled by 1 / sqrt(head_dim).
 using Matrix = std::vector<std::vector<double>>;
 
+// Monte Carlo arithmetic (Parker 1997; what CADNA and Verificarlo automate):
+// while a MonteCarloRounding is alive, every operation's result below is
+// multiplied by (1 + r u) with r uniform in [-1, 1] and u four times
+// float32's unit roundoff, as if rounded to a float32 of random error. Two
+// such runs move the logits about as far as float32 arithmetic may rightly
+// move them on this case; where that is a good part of the tolerance, the
+// case is ill-conditioned at float32's precision (a sum that cancels before
+// an RMSNorm scales it up, a near-zero head of q before its norm: drawn
+// one-wide models failed at 1.1e-4 to 1.8e-4) and the comparison says
+// nothing about the code, so the property discards it. A bug moves the
+// logits by far more than rounding, and a perturbed run does not.
+class MonteCarloRounding {
+ public:
+  explicit MonteCarloRounding(uint64_t seed) : rng_(seed) { active_ = this; }
+  ~MonteCarloRounding() { active_ = nullptr; }
+  MonteCarloRounding(const MonteCarloRounding&) = delete;
+  MonteCarloRounding& operator=(const MonteCarloRounding&) = delete;
+
+  static double round(double v) {
+    if (!active_) return v;
+    return v * (1.0 + 4.0 * 0x1p-24 * std::uniform_real_distribution<double>(-1.0, 1.0)(active_->rng_));
+  }
+
+ private:
+  static inline MonteCarloRounding* active_ = nullptr;
+  std::mt19937_64 rng_;
+};
+double rounded(double v) { return MonteCarloRounding::round(v); }
+
 Matrix matmul_t(const Matrix& x, const xt::xtensor<float, 2>& W) {  // x W^T
   Matrix y(x.size(), std::vector<double>(W.shape(0)));
   for (size_t r = 0; r < x.size(); ++r)
     for (size_t o = 0; o < W.shape(0); ++o)
-      for (size_t i = 0; i < W.shape(1); ++i) y[r][o] += x[r][i] * double(W(o, i));
+      for (size_t i = 0; i < W.shape(1); ++i) y[r][o] = rounded(y[r][o] + rounded(x[r][i] * double(W(o, i))));
   return y;
 }
 
 Matrix add_bias(Matrix y, const xt::xtensor<float, 1>& b) {
   if (b.size() == 0) return y;
   for (auto& row : y)
-    for (size_t o = 0; o < row.size(); ++o) row[o] += double(b(o));
+    for (size_t o = 0; o < row.size(); ++o) row[o] = rounded(row[o] + double(b(o)));
   return y;
 }
 
@@ -299,9 +329,9 @@ Matrix rms_norm(const Matrix& x, const xt::xtensor<float, 1>& w, double eps, dou
   Matrix y = x;
   for (auto& row : y) {
     double ms = 0.0;
-    for (double v : row) ms += v * v;
-    const double inv = 1.0 / std::sqrt(ms / double(row.size()) + eps);
-    for (size_t i = 0; i < row.size(); ++i) row[i] *= inv * (offset + double(w(i)));
+    for (double v : row) ms = rounded(ms + v * v);
+    const double inv = rounded(1.0 / std::sqrt(ms / double(row.size()) + eps));
+    for (size_t i = 0; i < row.size(); ++i) row[i] = rounded(row[i] * inv * (offset + double(w(i))));
   }
   return y;
 }
@@ -312,9 +342,9 @@ void norm_heads(Matrix& x, const xt::xtensor<float, 1>& w, double eps, double of
   for (auto& row : x)
     for (size_t h = 0; h < row.size() / d; ++h) {
       double ms = 0.0;
-      for (size_t i = 0; i < d; ++i) ms += row[h * d + i] * row[h * d + i];
-      const double inv = 1.0 / std::sqrt(ms / double(d) + eps);
-      for (size_t i = 0; i < d; ++i) row[h * d + i] *= inv * (offset + double(w(i)));
+      for (size_t i = 0; i < d; ++i) ms = rounded(ms + row[h * d + i] * row[h * d + i]);
+      const double inv = rounded(1.0 / std::sqrt(ms / double(d) + eps));
+      for (size_t i = 0; i < d; ++i) row[h * d + i] = rounded(row[h * d + i] * inv * (offset + double(w(i))));
     }
 }
 
@@ -336,34 +366,19 @@ void rotate(Matrix& x, const ModelConfig& c, int layer) {
         double& b = x[pos][h * d + (adjacent ? 2 * i + 1 : i + d / 2)];
         const double angle = double(pos) * astrai::test::rope_frequency_f64(int(i), int(d), theta, scaling);
         const double a0 = a, b0 = b;
-        a = m * (a0 * std::cos(angle) - b0 * std::sin(angle));
-        b = m * (a0 * std::sin(angle) + b0 * std::cos(angle));
+        a = rounded(m * (a0 * std::cos(angle) - b0 * std::sin(angle)));
+        b = rounded(m * (a0 * std::sin(angle) + b0 * std::cos(angle)));
       }
 }
 
 // `ambiguous` (when given) is set when a sparse layer met a near-tie between
 // the k-th and (k+1)-th experts (moe_f64.h), where float32 may rightly choose
-// the other one, or when a residual add cancelled (kCancellation below).
+// the other one.
 Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* ambiguous = nullptr) {
   const ModelConfig& c = w.config;
-  // x[t] += delta[t], row by row. float32 rounds the terms it adds (about
-  // 6e-8 of their size, and the products before them about 1e-6); where the
-  // sum is far smaller than its terms, those errors are that much larger
-  // relative to it, and the next RMSNorm scales them up with it. A row whose
-  // sum is below 1/kCancellation of its terms' size (normwise) is where
-  // float32 may rightly be 1e-4 off: a one-wide model (dim 1, drawn) whose
-  // only element nears zero failed at 1.08e-4 here.
-  constexpr double kCancellation = 30.0;
   const auto residual_add = [&](Matrix& x, const Matrix& delta) {
-    for (size_t t = 0; t < x.size(); ++t) {
-      double terms = 0.0, sum = 0.0;
-      for (size_t i = 0; i < x[t].size(); ++i) {
-        terms += x[t][i] * x[t][i] + delta[t][i] * delta[t][i];
-        x[t][i] += delta[t][i];
-        sum += x[t][i] * x[t][i];
-      }
-      if (ambiguous && kCancellation * kCancellation * sum < terms) *ambiguous = true;
-    }
+    for (size_t t = 0; t < x.size(); ++t)
+      for (size_t i = 0; i < x[t].size(); ++i) x[t][i] = rounded(x[t][i] + delta[t][i]);
   };
   const size_t n = tokens.size(), d = size_t(c.head_dim()), group = size_t(c.n_heads / c.n_kv_heads);
   Matrix x(n);
@@ -375,7 +390,8 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
   const double score_scale =
       1.0 / std::sqrt(c.query_pre_attn_scalar > 0.0f ? double(c.query_pre_attn_scalar) : double(c.head_dim()));
   for (size_t t = 0; t < n; ++t)
-    for (size_t i = 0; i < size_t(c.dim); ++i) x[t].push_back(embed_scale * w.token_embedding(size_t(tokens[t]), i));
+    for (size_t i = 0; i < size_t(c.dim); ++i)
+      x[t].push_back(rounded(embed_scale * w.token_embedding(size_t(tokens[t]), i)));
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const LayerWeights& L = w.layers[l];
     const Matrix h = rms_norm(x, L.attn_norm, c.norm_eps, offset);
@@ -399,20 +415,24 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
         for (size_t j = 0; j <= t; ++j) {
           seen[j] = !slides || t - j < size_t(c.sliding_window);
           if (!seen[j]) continue;
-          for (size_t i = 0; i < d; ++i) p[j] += q[t][head * d + i] * k[j][g * d + i];
-          p[j] *= score_scale;
+          for (size_t i = 0; i < d; ++i) p[j] = rounded(p[j] + q[t][head * d + i] * k[j][g * d + i]);
+          p[j] = rounded(p[j] * score_scale);
           max = std::max(max, p[j]);
         }
         const bool sink = c.options.attention_sinks;
         if (sink) max = std::max(max, double(L.sinks(head)));
-        for (size_t j = 0; j <= t; ++j) sum += seen[j] ? (p[j] = std::exp(p[j] - max)) : 0.0;
-        if (sink) sum += std::exp(double(L.sinks(head)) - max);  // the sink's share, with no value
+        for (size_t j = 0; j <= t; ++j) sum += seen[j] ? (p[j] = rounded(std::exp(p[j] - max))) : 0.0;
+        if (sink) sum += rounded(std::exp(double(L.sinks(head)) - max));  // the sink's share, with no value
         for (size_t j = 0; j <= t; ++j)
           if (seen[j])
-            for (size_t i = 0; i < d; ++i) att[t][head * d + i] += p[j] / sum * v[j][g * d + i];
+            for (size_t i = 0; i < d; ++i)
+              att[t][head * d + i] = rounded(att[t][head * d + i] + rounded(p[j] / sum) * v[j][g * d + i]);
       }
-    const Matrix attn_out = add_bias(matmul_t(att, L.wo), L.bo);
-    residual_add(x, c.options.sandwich_norms ? rms_norm(attn_out, L.post_attn_norm, c.norm_eps, offset) : attn_out);
+    // An output into the residual stream; Gemma's sandwich norms RMSNorm it first.
+    const auto add_output = [&](const Matrix& y, const xt::xtensor<float, 1>& post_norm) {
+      residual_add(x, c.options.sandwich_norms ? rms_norm(y, post_norm, c.norm_eps, offset) : y);
+    };
+    add_output(add_bias(matmul_t(att, L.wo), L.bo), L.post_attn_norm);
     const Matrix h2 = rms_norm(x, L.ffn_norm, c.norm_eps, offset);
     if (c.moe.sparse(int(l))) {
       Matrix out(n);
@@ -420,6 +440,9 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
         auto moe = astrai::test::moe_f64(h2[t], L, c.moe);
         if (ambiguous && moe.ambiguous) *ambiguous = true;
         out[t] = std::move(moe.out);
+        // moe_f64 rounds nothing itself: an error of the size float32's sums
+        // of its terms have (moe.rss), as the rounding in its sums would give.
+        for (size_t i = 0; i < out[t].size(); ++i) out[t][i] += rounded(moe.rss[i]) - moe.rss[i];
       }
       residual_add(x, out);
       continue;
@@ -432,16 +455,26 @@ Matrix forward_f64(const ModelWeights& w, const std::vector<int>& tokens, bool* 
         const double act = c.options.gelu_tanh
                                ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g)))
                                : g / (1.0 + std::exp(-g));
-        gate[t][i] = act * up[t][i];
+        gate[t][i] = rounded(rounded(act) * up[t][i]);
       }
-    const Matrix ffn_out = matmul_t(gate, L.w_down);
-    residual_add(x, c.options.sandwich_norms ? rms_norm(ffn_out, L.post_ffn_norm, c.norm_eps, offset) : ffn_out);
+    add_output(matmul_t(gate, L.w_down), L.post_ffn_norm);
   }
   Matrix logits = matmul_t(rms_norm(x, w.final_norm, c.norm_eps, offset), w.classifier);
   if (c.final_logit_softcap > 0.0f)
     for (auto& row : logits)
-      for (double& v : row) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
+      for (double& v : row) v = rounded(c.final_logit_softcap * std::tanh(v / c.final_logit_softcap));
   return logits;
+}
+
+// Normwise relative difference of two logit matrices of the same shape.
+double normwise_difference(const Matrix& got, const Matrix& want) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t r = 0; r < want.size(); ++r)
+    for (size_t i = 0; i < want[r].size(); ++i) {
+      diff += (got[r][i] - want[r][i]) * (got[r][i] - want[r][i]);
+      norm += want[r][i] * want[r][i];
+    }
+  return std::sqrt(diff / norm);
 }
 
 }  // namespace
@@ -475,9 +508,24 @@ double error_against_f64(const ModelWeights& w, const std::vector<int>& tokens, 
 // relative error ~1e-6; 1e-4 leaves room for the float32 RoPE angles (and the
 // float32 Llama 3.1 frequencies: their error, at most twice that of the
 // unscaled float frequency, 6e-7 relative, times positions < 40, is < 5e-5 rad).
-// Biases add one rounding per element; the per-head RMSNorms are as well
-// conditioned as the layer norms (eps bounds their gain).
+// Biases add one rounding per element. Cases where rounding alone may move
+// the logits by a quarter of this (rounding_spread: a sum that cancels
+// before an RMSNorm scales it up) are ill-conditioned at float32's precision
+// and discarded, about 1 in 700 drawn.
 constexpr double kF64Tolerance = 1e-4;
+
+// How far float32's rounding may rightly move the logits on this case: the
+// larger normwise difference of two Monte Carlo rounded runs
+// (MonteCarloRounding) from the exact one.
+double rounding_spread(const ModelWeights& w, const std::vector<int>& tokens) {
+  const Matrix exact = forward_f64(w, tokens);
+  double spread = 0.0;
+  for (uint64_t seed : {1, 2}) {
+    const MonteCarloRounding rounding(seed);
+    spread = std::max(spread, normwise_difference(forward_f64(w, tokens), exact));
+  }
+  return spread;
+}
 
 void check_against_f64(Forced force) {
   const auto config = draw_config(force);
@@ -486,7 +534,8 @@ void check_against_f64(Forced force) {
   RC_LOG() << config.describe() << "\n";  // printed for a failing case only
   bool ambiguous = false;
   const double error = error_against_f64(w, tokens, &ambiguous);
-  RC_PRE(!ambiguous);  // a near-tie between two experts (either is right: moe_f64.h), or a cancelling residual
+  RC_PRE(!ambiguous);  // a near-tie between two experts (either is right: moe_f64.h)
+  RC_PRE(rounding_spread(w, tokens) <= kF64Tolerance / 4);  // ill-conditioned at float32's precision
   RC_ASSERT(error <= kF64Tolerance);
 }
 

@@ -177,7 +177,7 @@ TEST_CASE("with k = n_experts the block is the dense mixture of all experts") {
       std::vector<double> out(dim, 0.0);
       for (size_t e = 0; e < p.size(); ++e) {
         const auto y = test::swiglu_f64(xr, L.exp_gate.data() + e * eh * dim, L.exp_up.data() + e * eh * dim,
-                                        L.exp_down.data() + e * dim * eh, eh, false, test::expert_extras(L, c.moe, e));
+                                        L.exp_down.data() + e * dim * eh, eh, test::Terms::Value, test::expert_extras(L, c.moe, e));
         for (size_t i = 0; i < dim; ++i) out[i] += p[e] / sum * y[i];
       }
       if (c.options.shared_expert) {
