@@ -20,8 +20,10 @@ int special_id(const Tokenizer& tokenizer, const std::string& piece) {
 std::vector<int> encode_prompt(const Prompt& prompt, const Tokenizer& tokenizer) {
   if (prompt.size() == 1 && prompt[0].kind == PromptPart::Kind::Rendered)
     return tokenizer.encode_with_special_tokens(prompt[0].text);
-  std::vector<int> ids;
-  if (tokenizer.bos_id() >= 0) ids.push_back(tokenizer.bos_id());  // Qwen's vocabulary has none
+  // The tokenizer's own prefix, as encode(text) puts it first: BOS for
+  // SentencePiece and Llama 3, nothing for Qwen (no BOS) and gpt-oss (a BOS
+  // its post-processor never adds).
+  std::vector<int> ids = tokenizer.encode("", true);
   std::string text;
   auto flush_text = [&] {
     if (text.empty()) return;

@@ -20,7 +20,7 @@ struct BpePreTokenizer {
 const BpePreTokenizer* find_bpe_pre_tokenizer(std::string_view gguf_name);
 // The entry with exactly these three settings, or nullptr.
 const BpePreTokenizer* find_bpe_pre_tokenizer(std::string_view pattern, bool nfc, bool ignore_merges);
-// "llama-bpe, qwen2, gpt-2" for error messages.
+// "llama-bpe, qwen2, gpt-2, gpt-4o" for error messages.
 std::string_view known_bpe_pre_tokenizer_names();
 
 }  // namespace astrai

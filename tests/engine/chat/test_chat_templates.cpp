@@ -9,6 +9,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/chat/prompt_encoder.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
+#include "tests/support/bpe_oracle_files.h"
 
 namespace astrai {
 namespace {
@@ -135,6 +136,25 @@ TEST_CASE("Prompt encoding: special parts become their ids, user text never does
   llama2.push_back(base.bos_id());
   for (int id : base.encode("[INST] c [/INST]", false)) llama2.push_back(id);
   CHECK(encode_prompt(make_chat_template("llama2")->render(turns), base) == llama2);
+}
+
+TEST_CASE("Prompt encoding starts with the tokenizer's own prefix: BOS only where encode adds one", "[chat]") {
+  const std::vector<ChatMessage> messages = {{ChatRole::User, "Once upon a time"}};
+  const auto plain = [&](const Tokenizer& t) { return encode_prompt(make_chat_template("plain")->render(messages), t); };
+  // SentencePiece (llama2.c's) always starts with BOS.
+  const Tokenizer sentencepiece = make_synthetic_tokenizer(300);
+  CHECK(plain(sentencepiece).front() == sentencepiece.bos_id());
+  CHECK(plain(sentencepiece) == sentencepiece.encode("Once upon a time", true));
+  // gpt-oss's tokenizer names a BOS (<|startoftext|>) that its
+  // post-processor never adds, and its chat format starts without one.
+  const Tokenizer* gptoss = test::lenml_tokenizer("gptoss");
+  if (!gptoss) {
+    ASTRAI_MISSING(test::lenml_tokenizer_json("gptoss") << " not found (run npm ci in " << test::bpe_oracle_dir() << ")");
+    return;
+  }
+  REQUIRE(gptoss->bos_id() >= 0);
+  CHECK(plain(*gptoss) == gptoss->encode("Once upon a time", true));
+  CHECK(plain(*gptoss).front() != gptoss->bos_id());
 }
 
 }  // namespace astrai

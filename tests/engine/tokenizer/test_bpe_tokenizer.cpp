@@ -115,6 +115,14 @@ TEST_CASE("Qwen 3 tokenizer.json equals tokenizers.js on random texts") {
   compare_with_oracle("qwen3", *tok);
 }
 
+TEST_CASE("gpt-oss's tokenizer.json (o200k_harmony) equals tokenizers.js on random texts") {
+  // Its pre-tokenizer splits letters by case class (\p{Lu}\p{Lt}... then
+  // \p{Ll}...) with case-insensitive contractions ((?i:'s|'t...)): another
+  // regex than Llama 3's and Qwen's.
+  REQUIRE_TOKENIZER(tok, "gptoss");
+  compare_with_oracle("gptoss", *tok);
+}
+
 TEST_CASE("decode(encode(s)) == s for valid UTF-8; added tokens are never split") {
   for (const char* name : {"llama3", "qwen3"}) {
     REQUIRE_TOKENIZER(tok, name);

@@ -48,10 +48,10 @@ std::vector<std::string> sample_texts() {
 
 }  // namespace
 
-TEST_CASE("GGUF gpt2 vocabulary: the real Llama 3 and Qwen 3 tokenizers survive a round trip") {
+TEST_CASE("GGUF gpt2 vocabulary: the real Llama 3, Qwen 3 and gpt-oss tokenizers survive a round trip") {
   // Sanitizer builds: Qwen 3 alone (NFC, the qwen2 pre-tokenizer), see sanitized_build.h.
   const std::vector<std::string> names = astrai::test::kSanitizedBuild ? std::vector<std::string>{"qwen3"}
-                                                                       : std::vector<std::string>{"llama3", "qwen3"};
+                                                                       : std::vector<std::string>{"llama3", "qwen3", "gptoss"};
   for (const std::string& name : names) {
     INFO(name);
     // Padded to a multiple of 64 past the last id, as the real embeddings are.
