@@ -358,7 +358,7 @@ void GgufReader::read_tensor_floats(const GgufTensorInfo& info, std::span<float>
     default:
       if (!quant::can_dequantize(info.type))
         throw std::runtime_error(path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
-                                 "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K");
+                                 "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 and Q2_K ... Q6_K");
       quant::dequantize(info.type, bytes, out);
   }
   file_.release(bytes);  // converted: the float32 copy is what the caller keeps

@@ -25,6 +25,7 @@ void decode_q5_0(std::span<const std::byte, 22> block, std::span<float, kQK> out
 void decode_q5_1(std::span<const std::byte, 24> block, std::span<float, kQK> out);
 void decode_q8_0(std::span<const std::byte, 34> block, std::span<float, kQK> out);
 void decode_iq4_nl(std::span<const std::byte, 18> block, std::span<float, kQK> out);
+void decode_mxfp4(std::span<const std::byte, 17> block, std::span<float, kQK> out);
 void decode_q2_k(std::span<const std::byte, 84> block, std::span<float, kQK_K> out);
 void decode_q3_k(std::span<const std::byte, 110> block, std::span<float, kQK_K> out);
 void decode_q4_k(std::span<const std::byte, 144> block, std::span<float, kQK_K> out);

@@ -26,7 +26,7 @@ void decode_blocks(void (*decode)(std::span<const std::byte, Bytes>, std::span<f
 bool can_dequantize(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
-    case GgmlType::IQ4_NL: case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K:
+    case GgmlType::IQ4_NL: case GgmlType::MXFP4: case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K:
     case GgmlType::Q6_K:
       return true;
     default: return false;
@@ -41,6 +41,7 @@ void dequantize(GgmlType type, std::span<const std::byte> blocks, std::span<floa
     case GgmlType::Q5_1: return decode_blocks(decode_q5_1, type, blocks, out);
     case GgmlType::Q8_0: return decode_blocks(decode_q8_0, type, blocks, out);
     case GgmlType::IQ4_NL: return decode_blocks(decode_iq4_nl, type, blocks, out);
+    case GgmlType::MXFP4: return decode_blocks(decode_mxfp4, type, blocks, out);
     case GgmlType::Q2_K: return decode_blocks(decode_q2_k, type, blocks, out);
     case GgmlType::Q3_K: return decode_blocks(decode_q3_k, type, blocks, out);
     case GgmlType::Q4_K: return decode_blocks(decode_q4_k, type, blocks, out);

@@ -1,6 +1,7 @@
 // Quantized GGUF tensors (llama.cpp's Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the K
 // quants Q2_K ... Q6_K, and IQ4_NL, the type llama.cpp falls back to for
-// Q2_K / Q3_K tensors whose rows are not a multiple of 256) decoded to
+// Q2_K / Q3_K tensors whose rows are not a multiple of 256, and MXFP4,
+// gpt-oss's experts) decoded to
 // float32, the way a model is loaded for the reference and for the device
 // (which rounds the float32 values to bf16 when it stores bf16).
 #pragma once

@@ -71,6 +71,15 @@ inline float oracle_element(GgmlType type, std::span<const uint8_t> b, size_t e)
                                                    1,    13,   25,  38,  53,  69,  89,  113};
       return float(oracle_half(b, 0) * grid[nibble(2 + e % 16, e / 16)]);
     }
+    case GgmlType::MXFP4: {
+      // E2M1 (sign bit 3; exponent bits 2..1, bias 1; mantissa bit 0) of the
+      // nibble, times 2^(e - 127) for the scale byte e (OCP MX spec).
+      const unsigned q = nibble(1 + e % 16, e / 16);
+      const int exponent = int(q >> 1 & 3), mantissa = int(q & 1);
+      const double magnitude = exponent == 0 ? 0.5 * mantissa : std::ldexp(1.0 + 0.5 * mantissa, exponent - 1);
+      if (magnitude == 0.0) return 0.0f;  // -0 (nibble 8) is +0 in ggml's kvalues_mxfp4: equal values
+      return float((q & 8 ? -magnitude : magnitude) * std::ldexp(1.0, int(block_bits(b, 0, 8)) - 127));
+    }
     case GgmlType::Q2_K: {
       const size_t g = e / 16;
       const int q = int(block_bits(b, 8 * (16 + 32 * (e / 128) + e % 32) + 2 * ((e % 128) / 32), 2));

@@ -27,7 +27,7 @@ TEST_CASE("random blocks of every type decode as ggml's dequantize_row, bit for 
   std::mt19937 rng(seed);
   const size_t blocks = astrai::test::kSanitizedBuild ? 16 : 512;
   for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                              GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                              GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
                               GgmlType::Q6_K}) {
     INFO(astrai::ggml_type_name(type));
     const auto traits = *astrai::ggml_type_traits(uint32_t(type));

@@ -54,7 +54,7 @@ void check_against_oracle(const Block& b) {
 }
 
 const std::vector<GgmlType> kTypes = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                      GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,
+                                      GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K,
                                       GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 }  // namespace
@@ -119,6 +119,19 @@ TEST_CASE("IQ4_NL: nibbles index the non-linear grid", "[quant]") {
   CHECK(x[0] == -127.0f);
   CHECK(x[16] == 113.0f);
   CHECK(x[1] == -127.0f);
+  check_against_oracle(b);
+}
+
+TEST_CASE("MXFP4: E2M1 nibbles (low: elements 0..15) times 2^(e - 127)", "[quant]") {
+  Block b(GgmlType::MXFP4);
+  b.set(0, 128).set(1, 0xF1).set(2, 0x07);  // scale 2; nibbles 1 (0.5) and 15 (-6), 7 (6) and 0
+  const auto x = b.decode();
+  CHECK(x[0] == 1.0f);
+  CHECK(x[16] == -12.0f);
+  CHECK(x[1] == 12.0f);
+  CHECK(x[17] == 0.0f);
+  b.set(0, 0);  // 2^-127: subnormal in float32, still exact
+  CHECK(b.decode()[0] == std::ldexp(0.5f, -127));
   check_against_oracle(b);
 }
 
