@@ -31,11 +31,13 @@ int run_make_model(std::span<const std::string_view> argv) {
       .option("--arch", "llama, mistral (llama's layers, MistralForCausalLM in config.json), qwen2 (q/k/v biases), "
                         "qwen3 (q/k norms), or with Mixture-of-Experts layers: mixtral (llama's attention), qwen2moe "
                         "(qwen2's, a shared expert as wide as --hidden) or qwen3moe (qwen3's); gemma3 (Gemma 3's "
-                        "block: q/k norms, (1 + w) and sandwich norms, GeGLU, scaled embedding)",
+                        "block: q/k norms, (1 + w) and sandwich norms, GeGLU, scaled embedding); gpt-oss (q/k/v/o biases, attention "
+                        "sinks, experts as wide as --hidden with router and expert biases, the clamped SwiGLU at 7, "
+                        "top-k then softmax)",
               "llama")
       .option("--sliding-window",
-              "attend over the last N positions: every layer (mistral), or five layers of six with RoPE base "
-              "10000 on them (gemma3); 0: none",
+              "attend over the last N positions: every layer (mistral), five layers of six with RoPE base "
+              "10000 on them (gemma3), or every other layer from the first (gpt-oss); 0: none",
               "0")
       .option("--experts", "experts per layer (MoE architectures)", "8")
       .option("--experts-used", "experts each token runs, top-k (MoE architectures)", "2")
@@ -77,17 +79,18 @@ int run_make_model(std::span<const std::string_view> argv) {
     override_int("--head-dim", config.explicit_head_dim);
     const std::string arch = args.get("--arch"), format = args.get("--format");
     const std::vector<std::string> arches = {"llama",    "mistral",  "qwen2", "qwen3", "mixtral",
-                                             "qwen2moe", "qwen3moe", "gemma3"};
+                                             "qwen2moe", "qwen3moe", "gemma3", "gpt-oss"};
     if (std::find(arches.begin(), arches.end(), arch) == arches.end())
       throw std::invalid_argument(
-          "--arch must be llama, mistral, qwen2, qwen3, mixtral, qwen2moe, qwen3moe or gemma3, got '" + arch + "'");
+          "--arch must be llama, mistral, qwen2, qwen3, mixtral, qwen2moe, qwen3moe, gemma3 or gpt-oss, got '" + arch +
+          "'");
     config.rope_scaling.factor = float(args.get_double("--rope-scaling"));
     if (format != "gguf" && format != "hf") throw std::invalid_argument("--format must be gguf or hf, got '" + format + "'");
     config.options.qkv_bias = arch == "qwen2" || arch == "qwen2moe";
     config.options.qk_norm = arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3";
     if (const int window = int(args.get_int("--sliding-window")); window > 0) {
-      if (arch != "mistral" && arch != "gemma3")
-        throw std::invalid_argument("--sliding-window is for --arch mistral or gemma3");
+      if (arch != "mistral" && arch != "gemma3" && arch != "gpt-oss")
+        throw std::invalid_argument("--sliding-window is for --arch mistral, gemma3 or gpt-oss");
       config.sliding_window = window;
     }
     if (arch == "gemma3") {  // as Gemma 3 ships: every sixth layer full, the others on base 10000
@@ -99,6 +102,15 @@ int run_make_model(std::span<const std::string_view> argv) {
         if (config.n_layers >= 6)
           for (int l = 0; l < config.n_layers; ++l) config.sliding_layers.push_back((l + 1) % 6 != 0);
       }
+    }
+    if (arch == "gpt-oss") {  // as gpt-oss ships: biases everywhere, sinks, every other layer sliding
+      config.options = {.qkv_bias = true, .moe = MoeModule::GptOss, .router_bias = true, .attention_sinks = true,
+                        .expert_biases = true, .out_bias = true};
+      config.moe = {.n_experts = int(args.get_int("--experts")), .n_experts_used = int(args.get_int("--experts-used")),
+                    .expert_hidden_dim = config.hidden_dim, .routing = ExpertRouting::TopKSoftmax,
+                    .swiglu_limit = 7.0f};
+      if (config.sliding_window > 0 && config.n_layers > 1)
+        for (int l = 0; l < config.n_layers; ++l) config.sliding_layers.push_back(l % 2 == 0);
     }
     if (arch == "mixtral" || arch == "qwen2moe" || arch == "qwen3moe") {
       // As the published models route: Mixtral and Qwen 3 MoE renormalise

@@ -56,8 +56,9 @@ struct RopeScaling {
 // Which module of a transformers checkpoint holds a sparse layer's router and
 // experts (their names differ; the computation does not): Qwen 2 / 3 MoE's
 // `mlp` (`mlp.gate`, `mlp.experts.E.gate_proj`), Mixtral's
-// `block_sparse_moe` (`block_sparse_moe.gate`, `block_sparse_moe.experts.E.w1`).
-enum class MoeModule { None, Mlp, BlockSparseMoe };
+// `block_sparse_moe` (`block_sparse_moe.gate`, `block_sparse_moe.experts.E.w1`),
+// gpt-oss's `mlp` (`mlp.router`, one `mlp.experts.gate_up_proj` per layer).
+enum class MoeModule { None, Mlp, BlockSparseMoe, GptOss };
 
 struct LayerOptions {
   bool qkv_bias = false;  // Qwen 2 / 2.5: the q, k and v projections add a bias

@@ -25,6 +25,7 @@ std::optional<Slice> axis_slice(Extent extent, const ModelConfig& full, const Sh
   switch (extent) {
     case Extent::QDim: return Slice{size_t(s.q_first) * hd, size_t(s.q_heads) * hd};
     case Extent::KvDim: return Slice{size_t(s.kv_first) * hd, size_t(s.kv_heads) * hd};
+    case Extent::Heads: return Slice{size_t(s.q_first), size_t(s.q_heads)};  // attention sinks, one per query head
     case Extent::Hidden: return Slice{size_t(s.hidden_first), size_t(s.hidden_rows)};
     case Extent::ExpertHidden: return Slice{size_t(s.expert_hidden_first), size_t(s.expert_hidden_rows)};
     case Extent::SharedHidden: return Slice{size_t(s.shared_hidden_first), size_t(s.shared_hidden_rows)};
@@ -73,6 +74,10 @@ void check_tensor_parallel(const ModelConfig& c, TensorParallelRank r) {
                                 c.describe() + "): " + what);
   };
   if (c.n_heads % w != 0) refuse(std::to_string(c.n_heads) + " query heads");
+  // Each rank's output projections give a partial sum of the output; a bias
+  // there would be added once per rank.
+  if (w > 1 && (c.options.out_bias || c.options.expert_biases))
+    refuse("its attention output or expert down projections add a bias (gpt-oss)");
   if (c.hidden_dim % w != 0) refuse("a feed-forward size of " + std::to_string(c.hidden_dim));
   if (c.moe.expert_hidden_dim % w != 0) refuse("an expert feed-forward size of " + std::to_string(c.moe.expert_hidden_dim));
   if (c.moe.shared_expert_hidden_dim % w != 0)

@@ -2,8 +2,8 @@
 // config classes and llama.cpp's LLM_ARCH names; layouts: llama.cpp's
 // llama_model_rope_type (LLAMA: NORM, QWEN2/QWEN3/QWEN2MOE/QWEN3MOE: NEOX);
 // config.json quirks: transformers' LlamaConfig, MistralConfig, Qwen2Config,
-// Qwen3Config, MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig, Gemma3TextConfig
-// (llama.cpp: GEMMA3 is NEOX too); llama.cpp's MoE
+// Qwen3Config, MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig, Gemma3TextConfig,
+// GptOssConfig (llama.cpp: GEMMA3 and OPENAI_MOE are NEOX too); llama.cpp's MoE
 // graphs: src/models/llama.cpp, qwen2moe.cpp, qwen3moe.cpp (build_moe_ffn's
 // norm_w argument).
 #include "engine/model_files/architectures.h"
@@ -21,6 +21,7 @@ using enum MoeModule;
 constexpr MoeFields kQwen2Moe{"num_experts", "moe_intermediate_size", "shared_expert_intermediate_size", true, false};
 constexpr MoeFields kQwen3Moe{"num_experts", "moe_intermediate_size", nullptr, true, true};
 constexpr MoeFields kMixtral{"num_local_experts", nullptr, nullptr, false, true};
+constexpr MoeFields kGptOss{"num_local_experts", nullptr, nullptr, false, false, true};
 
 // clang-format off
 constexpr Architecture kArchitectures[] = {
@@ -51,6 +52,14 @@ constexpr Architecture kArchitectures[] = {
      true,              SlidingWindowRule::Pattern,
      R"({"attention_bias": false, "attn_logit_softcapping": null})", {}, false,
      "hidden_activation", "gelu_pytorch_tanh", true, true},
+  // gpt-oss: q/k/v and output biases, a router bias, expert biases, the
+  // clamped SwiGLU, attention sinks, every other layer sliding.
+  {HfArchitecture::GptOss, "GptOssForCausalLM", "gpt_oss", "gpt-oss", RotateHalf,
+     {.qkv_bias = true, .moe = GptOss, .router_bias = true, .attention_sinks = true, .expert_biases = true,
+      .out_bias = true},
+     true,              SlidingWindowRule::Pattern,
+     R"({"attention_bias": true, "output_router_logits": false, "router_aux_loss_coef": 0.9})", kGptOss, true,
+     "hidden_act", "silu", false, false, 2},
 };
 // clang-format on
 

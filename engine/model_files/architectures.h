@@ -20,7 +20,8 @@ enum class SlidingWindowRule {
   WhenSet,               // sliding_window applies unless it is null (Mistral)
   WhenUseSlidingWindow,  // only when use_sliding_window is true (Qwen 2, Qwen 3)
   // Always, on the layers layer_types names, else every layer but each
-  // sliding_window_pattern-th (default 6: five sliding, one full; Gemma 3).
+  // sliding_window_pattern-th (Architecture::default_sliding_pattern when
+  // absent: 6 for Gemma 3, five sliding and one full; 2 for gpt-oss).
   Pattern,
 };
 
@@ -41,6 +42,10 @@ struct MoeFields {
   // weights (build_moe_ffn's norm_w: qwen3moe and llama true, qwen2moe false;
   // no key in the file changes it).
   bool gguf_norm_topk_prob = false;
+  // gpt-oss: top-k then softmax over the k (ExpertRouting::TopKSoftmax) and
+  // the clamped SwiGLU whose limit is config.json's swiglu_limit (default 7,
+  // which llama.cpp's gpt-oss graph fixes).
+  bool gpt_oss_fields = false;
 };
 
 struct Architecture {
@@ -68,6 +73,9 @@ struct Architecture {
   bool tied_by_default = false;
   // Gemma 3: reads rope_local_base_freq, query_pre_attn_scalar and the soft caps.
   bool gemma_fields = false;
+  // Which layers slide when config.json has no layer_types nor
+  // sliding_window_pattern (SlidingWindowRule::Pattern): all but each n-th.
+  int default_sliding_pattern = 6;
 };
 
 std::span<const Architecture> architectures();

@@ -1,6 +1,6 @@
 // Every weight of the architectures AstrAI reads and writes (Llama, Mistral,
-// Qwen 2, Qwen 3, and the Mixture-of-Experts Mixtral, Qwen 2 MoE and Qwen 3
-// MoE), one row each: its name in GGUF (llama.cpp's), its name in
+// Qwen 2, Qwen 3, Gemma 3, and the Mixture-of-Experts Mixtral, Qwen 2 MoE,
+// Qwen 3 MoE and gpt-oss), one row each: its name in GGUF (llama.cpp's), its name in
 // a Hugging Face folder (transformers' module path), its shape in terms of
 // ModelConfig, when it is present, the ModelWeights field holding it, and the
 // group a backend may keep it in (q/k/v, gate/up). The GGUF and safetensors
@@ -25,7 +25,7 @@
 namespace astrai {
 
 // A length in a weight's shape, in terms of the config.
-enum class Extent { Dim, Hidden, Vocab, QDim, KvDim, HeadDim, Experts, ExpertHidden, SharedHidden, One };
+enum class Extent { Dim, Hidden, Vocab, QDim, KvDim, HeadDim, Heads, Experts, ExpertHidden, SharedHidden, One };
 size_t extent_of(Extent extent, const ModelConfig& config);
 
 // Rows a backend keeps as one tensor: the present rows of a group, stacked in
@@ -48,6 +48,26 @@ enum class Presence {
   ExpertsMlp,             // a sparse layer's router and experts under Qwen MoE's names (MoeModule::Mlp)
   ExpertsBlockSparseMoe,  // the same under Mixtral's names (MoeModule::BlockSparseMoe)
   SharedExpert,           // a sparse layer's shared expert (options.shared_expert: Qwen 2 MoE)
+  // gpt-oss (MoeModule::GptOss):
+  ExpertsGptOss,   // a sparse layer's router and experts under gpt-oss's names
+  GptOssFfnNorm,   // the pre-FFN norm, which llama.cpp's gpt-oss names post_attention_norm
+  RouterBias,      // options.router_bias, in a sparse layer
+  ExpertBiases,    // options.expert_biases, in a sparse layer: each expert's gate, up and down biases
+  OutBias,         // options.out_bias: the attention output projection's bias
+  AttentionSinks,  // options.attention_sinks: one logit per query head
+};
+
+// How a Hugging Face folder stores a row, where it is not as the table's
+// shape says ([out, in] matrices, a stack as one tensor per "{e}" expert).
+// gpt-oss keeps each layer's experts in one tensor with the output axis
+// last ([experts, in, out]; transformers' GptOssExperts computes x @ W), and
+// gate and up in one tensor whose outputs interleave (gate_up_proj: gate at
+// even positions, up at odd ones).
+enum class HfLayout {
+  AsTable,
+  OutLast,         // one tensor, each expert's output axis last
+  OutLastEven,     // the same, sharing the tensor with the next row: this row's outputs at even positions
+  OutLastOdd,      // ... and the previous row's partner: its outputs at odd positions
 };
 
 using WeightVector = xt::xtensor<float, 1>;
@@ -77,6 +97,7 @@ struct WeightRow {
   // llama.cpp's converter and quantizer keep routers: their scores choose
   // the experts, and rounding them would change which ones run.
   bool keep_f32 = false;
+  HfLayout hf_layout = HfLayout::AsTable;
 
   bool per_layer() const { return field.index() >= 2; }
   size_t rank() const {
@@ -100,11 +121,17 @@ struct ModelTensor {
   std::vector<size_t> shape;
 
   std::string gguf_name() const;  // "blk.3.attn_q.weight", "token_embd.weight"
-  std::string hf_name() const;    // "model.layers.3.self_attn.q_proj.weight"; throws for a stack
+  // "model.layers.3.self_attn.q_proj.weight"; throws for a stack stored one
+  // tensor per expert.
+  std::string hf_name() const;
   // A Hugging Face folder's names for it: hf_name() alone, or for a stack
   // one per matrix ("model.layers.3.mlp.experts.0.gate_proj.weight", ...),
   // each holding shape[1..] of it.
   std::vector<std::string> hf_names() const;
+  // The shape of the folder's tensor hf_name() (row->hf_layout): the
+  // table's, or with the output axis last and, shared with a partner row,
+  // twice as long.
+  std::vector<size_t> hf_shape() const;
 };
 
 // Calls `f` with each tensor a model of `config` stores, in file order: the

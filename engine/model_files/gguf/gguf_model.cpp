@@ -1,6 +1,6 @@
 // GGUF <-> (ModelWeights, Tokenizer) with llama.cpp's names for the `llama`
-// (with experts: Mixtral), `qwen2`, `qwen3`, `qwen2moe` and `qwen3moe`
-// architectures (see gguf_model.h).
+// (with experts: Mixtral), `qwen2`, `qwen3`, `qwen2moe`, `qwen3moe`, `gemma3`
+// and `gpt-oss` architectures (see gguf_model.h).
 //
 // RoPE layouts: llama.cpp runs `llama` with adjacent pairs (its "normal"
 // RoPE) and `qwen2`/`qwen3` with rotate-half ("neox"). llama2.c checkpoints
@@ -98,6 +98,10 @@ int positive_int(const GgufReader& g, const std::string& key) {
 // they live in a namespace llama.cpp does not read.
 const std::string kLlama3Keys = "astrai.rope.llama3.";
 
+// The clamped SwiGLU's limit llama.cpp's gpt-oss graph fixes (swiglu_oai's
+// alpha 1.702 is reference/swiglu.h's too); gpt-oss's configs say 7.0.
+constexpr float kGptOssSwigluLimit = 7.0f;
+
 // Scaling parameters from llama3-style keys under `prefix`.
 RopeScaling llama3_keys(const GgufReader& g, const std::string& prefix) {
   RopeScaling s;
@@ -108,16 +112,50 @@ RopeScaling llama3_keys(const GgufReader& g, const std::string& prefix) {
   return s;
 }
 
+// Whether YaRN rounds its ramp's ends to whole pairs (transformers'
+// `truncate`). llama.cpp always does; gpt-oss's config sets false, and
+// transformers, which this engine follows, then does not. llama.cpp has no
+// key for it, so AstrAI writes its own; a file without it (llama.cpp's
+// converter's) gets the value the architecture's Hugging Face configs have.
+const std::string kYarnTruncateKey = "astrai.rope.yarn.truncate";
+
+// YaRN's magnitude as llama.cpp computes it: (1 + 0.1 ln factor) times
+// rope.scaling.attn_factor (default 1), the same as transformers' default
+// attention factor; a file's attn_factor is kept as the config's
+// attention_factor.
+float yarn_attn_factor_key(const RopeScaling& s) {
+  return s.attention_factor > 0.0f ? s.attention_factor / (1.0f + 0.1f * std::log(s.factor)) : 1.0f;
+}
+
+// llama.cpp's YaRN keys under `key` (rope.scaling.): factor,
+// original_context_length (default: the training context), yarn_beta_fast /
+// yarn_beta_slow (32 and 1, llama.cpp's defaults) and attn_factor.
+RopeScaling yarn_keys(const GgufReader& g, const std::string& key, const std::string& arch, int context) {
+  RopeScaling s{.factor = float(g.get_float(key + "factor")), .kind = RopeScalingKind::Yarn};
+  s.original_context = g.has(key + "original_context_length") ? positive_int(g, key + "original_context_length") : context;
+  if (g.has(key + "yarn_beta_fast")) s.beta_fast = float(g.get_float(key + "yarn_beta_fast"));
+  if (g.has(key + "yarn_beta_slow")) s.beta_slow = float(g.get_float(key + "yarn_beta_slow"));
+  if (g.has(key + "attn_factor")) {
+    const double a = g.get_float(key + "attn_factor");
+    if (a != 1.0) s.attention_factor = float(a * (1.0 + 0.1 * std::log(double(s.factor))));
+  }
+  s.truncate = g.has(kYarnTruncateKey) ? g.get_bool(kYarnTruncateKey) : arch != "gpt-oss";
+  return s;
+}
+
 // llama.cpp's RoPE scaling keys: "none" (or no key) and a factor of 0 or 1
 // change nothing; "linear" (or a factor alone) is linear scaling (Gemma 3's
-// full layers); anything else is a scaling this engine does not run.
-RopeScaling llama_cpp_scaling(const GgufReader& g, const std::string& key) {
+// full layers); "yarn" is YaRN (gpt-oss); anything else is a scaling this
+// engine does not run.
+RopeScaling llama_cpp_scaling(const GgufReader& g, const std::string& key, const std::string& arch, int context) {
   const std::string type = g.has(key + "type") ? g.get_string(key + "type") : "";
-  if (!type.empty() && type != "none" && type != "linear")
-    throw std::runtime_error(g.path() + ": RoPE scaling '" + type + "' is not supported (Llama 3.1's and linear are)");
+  if (!type.empty() && type != "none" && type != "linear" && type != "yarn")
+    throw std::runtime_error(g.path() + ": RoPE scaling '" + type +
+                             "' is not supported (Llama 3.1's, linear and YaRN are)");
   if (type == "none" || !g.has(key + "factor")) return {};
   const double factor = g.get_float(key + "factor");
   if (factor == 0.0 || factor == 1.0) return {};
+  if (type == "yarn") return yarn_keys(g, key, arch, context);
   return RopeScaling{.factor = float(factor), .kind = RopeScalingKind::Linear};
 }
 
@@ -132,15 +170,15 @@ RopeScaling llama_cpp_scaling(const GgufReader& g, const std::string& key) {
 RopeScaling read_rope_scaling(const GgufReader& g, const std::string& arch, const ModelConfig& c) {
   const std::string key = arch + ".rope.scaling.";
   if (g.has(key + "type") && g.get_string(key + "type") == "llama3") return llama3_keys(g, key);
-  const RopeScaling linear = llama_cpp_scaling(g, key);
+  const RopeScaling own = llama_cpp_scaling(g, key, arch, c.max_seq_len);
   const bool has_table = g.find_tensor("rope_freqs.weight") != nullptr;
   if (!has_table) {
     if (g.has(kLlama3Keys + "factor"))
       throw std::runtime_error(g.path() + ": " + kLlama3Keys + "* without rope_freqs.weight (llama.cpp would not scale)");
-    return linear;
+    return own;
   }
-  if (linear.enabled())
-    throw std::runtime_error(g.path() + ": linear RoPE scaling with rope_freqs.weight (two scalings at once)");
+  if (own.enabled())
+    throw std::runtime_error(g.path() + ": " + key + "* with rope_freqs.weight (two scalings at once)");
   if (arch != "llama")
     throw std::runtime_error(g.path() + ": rope_freqs.weight in a " + arch +
                              " file (llama.cpp's " + arch + " has no per-pair RoPE factors)");
@@ -177,7 +215,8 @@ void read_moe(const GgufReader& g, const std::string& p, const Architecture& row
   MoeConfig& m = c.moe;
   m.n_experts = positive_int(g, p + "expert_count");
   m.n_experts_used = positive_int(g, p + "expert_used_count");
-  m.expert_hidden_dim = !row.moe.expert_hidden_dim                ? c.hidden_dim
+  m.expert_hidden_dim = row.moe.gpt_oss_fields ? positive_int(g, p + "expert_feed_forward_length")  // required there
+                        : !row.moe.expert_hidden_dim                ? c.hidden_dim
                         : g.has(p + "expert_feed_forward_length") ? positive_int(g, p + "expert_feed_forward_length")
                                                                   : c.hidden_dim / m.n_experts_used;
   if (row.options.shared_expert)
@@ -185,6 +224,28 @@ void read_moe(const GgufReader& g, const std::string& p, const Architecture& row
                                      ? positive_int(g, p + "expert_shared_feed_forward_length")
                                      : c.hidden_dim;
   m.norm_topk_prob = row.moe.gguf_norm_topk_prob;
+  if (row.moe.gpt_oss_fields) {  // llama.cpp's gpt-oss graph: top-k, softmax over them, swiglu_oai with limit 7
+    m.routing = ExpertRouting::TopKSoftmax;
+    m.swiglu_limit = kGptOssSwigluLimit;
+  }
+}
+
+// What llama.cpp's gpt-oss reads: a window on every layer but each
+// sliding_window_pattern-th (default 2: even layers slide), the key
+// attention.sliding_window being required.
+std::vector<bool> gpt_oss_sliding_layers(int n_layers, int pattern) {
+  std::vector<bool> sliding(static_cast<size_t>(n_layers), false);
+  for (int l = 0; l < n_layers; ++l) sliding[static_cast<size_t>(l)] = (l + 1) % pattern != 0;
+  return sliding;
+}
+
+void read_gpt_oss(const GgufReader& g, const std::string& p, ModelConfig& c) {
+  positive_int(g, p + "attention.sliding_window");  // llama.cpp refuses a file without it
+  const int pattern = g.has(p + "attention.sliding_window_pattern") ? positive_int(g, p + "attention.sliding_window_pattern") : 2;
+  if (c.sliding_window == 0) return;  // a window as long as the context
+  c.sliding_layers = gpt_oss_sliding_layers(c.n_layers, pattern);
+  if (std::find(c.sliding_layers.begin(), c.sliding_layers.end(), false) == c.sliding_layers.end())
+    c.sliding_layers.clear();  // every layer slides
 }
 
 // What llama.cpp's gemma3 fixes rather than reads (llama_model's hparams
@@ -254,6 +315,7 @@ ModelConfig read_config(const GgufReader& g) {
     if (window < c.max_seq_len) c.sliding_window = window;
   }
   if (arch == "gemma3") read_gemma3(g, p, c);
+  if (arch == "gpt-oss") read_gpt_oss(g, p, c);
   try {
     c.validate();
     c.rope_scaling = read_rope_scaling(g, arch, c);
@@ -295,7 +357,7 @@ ModelSource weights_source(std::shared_ptr<const GgufReader> g, const ModelConfi
     const bool float_type = info.type == GgmlType::F32 || info.type == GgmlType::F16 || info.type == GgmlType::BF16;
     if (!float_type && !quant::can_dequantize(info.type))
       throw std::runtime_error(g->path() + ": tensor '" + info.name + "' has type " + ggml_type_name(info.type) +
-                               "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K");
+                               "; AstrAI reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 and Q2_K ... Q6_K");
   });
   const bool offset = c.options.norm_unit_offset;
   source.read = [g, offset](const ModelTensor& t) {
@@ -325,18 +387,25 @@ void add_moe(GgufWriter& out, const ModelConfig& c, const Architecture& row) {
   };
   for (int l = 0; l < c.n_layers; ++l)
     if (!m.sparse(l)) refuse("has experts in every layer; layer " + std::to_string(l) + " of this model is dense");
-  if (m.routing != ExpertRouting::SoftmaxTopK) refuse("routes softmax then top-k");
-  if (m.norm_topk_prob != row.moe.gguf_norm_topk_prob)
-    refuse(std::string(row.moe.gguf_norm_topk_prob ? "always renormalises" : "never renormalises") +
-           " the top-k weights (norm_topk_prob " + (m.norm_topk_prob ? "true" : "false") + " here)");
-  if (c.options.router_bias) refuse("has no router bias");
-  if (m.swiglu_limit > 0.0f) refuse("has no clamped SwiGLU (swiglu_limit)");
-  if (!row.moe.expert_hidden_dim && m.expert_hidden_dim != c.hidden_dim)
+  if (row.moe.gpt_oss_fields) {
+    if (m.routing != ExpertRouting::TopKSoftmax) refuse("routes top-k then softmax");
+    if (m.swiglu_limit != kGptOssSwigluLimit)
+      refuse("clamps its SwiGLU at 7 (swiglu_limit " + std::to_string(m.swiglu_limit) + " here)");
+  } else {
+    if (m.routing != ExpertRouting::SoftmaxTopK) refuse("routes softmax then top-k");
+    if (m.norm_topk_prob != row.moe.gguf_norm_topk_prob)
+      refuse(std::string(row.moe.gguf_norm_topk_prob ? "always renormalises" : "never renormalises") +
+             " the top-k weights (norm_topk_prob " + (m.norm_topk_prob ? "true" : "false") + " here)");
+    if (c.options.router_bias) refuse("has no router bias");
+    if (m.swiglu_limit > 0.0f) refuse("has no clamped SwiGLU (swiglu_limit)");
+  }
+  if (!row.moe.expert_hidden_dim && !row.moe.gpt_oss_fields && m.expert_hidden_dim != c.hidden_dim)
     refuse("experts are feed_forward_length wide (" + std::to_string(c.hidden_dim) + "), not " +
            std::to_string(m.expert_hidden_dim));
   out.add_metadata(p + "expert_count", uint32_t(m.n_experts));
   out.add_metadata(p + "expert_used_count", uint32_t(m.n_experts_used));
-  if (row.moe.expert_hidden_dim) out.add_metadata(p + "expert_feed_forward_length", uint32_t(m.expert_hidden_dim));
+  if (row.moe.expert_hidden_dim || row.moe.gpt_oss_fields)
+    out.add_metadata(p + "expert_feed_forward_length", uint32_t(m.expert_hidden_dim));
   if (c.options.shared_expert)
     out.add_metadata(p + "expert_shared_feed_forward_length", uint32_t(m.shared_expert_hidden_dim));
 }
@@ -359,6 +428,38 @@ void add_gemma3(GgufWriter& out, const ModelConfig& c, const std::string& p) {
            std::to_string(c.query_pre_attn_scalar));
   out.add_metadata(p + "attention.sliding_window", uint32_t(c.sliding_window > 0 ? c.sliding_window : c.max_seq_len));
   if (c.final_logit_softcap > 0.0f) out.add_metadata(p + "final_logit_softcapping", c.final_logit_softcap);
+}
+
+// gpt-oss's window keys (read_gpt_oss): every layer but each n-th slides, n
+// written when it is not llama.cpp's default 2; no window is one as long as
+// the context.
+void add_gpt_oss(GgufWriter& out, const ModelConfig& c, const std::string& p) {
+  out.add_metadata(p + "attention.sliding_window", uint32_t(c.sliding_window > 0 ? c.sliding_window : c.max_seq_len));
+  if (c.sliding_window == 0) return;
+  const std::vector<bool> all(size_t(c.n_layers), true);
+  const std::vector<bool>& sliding = c.sliding_layers.empty() ? all : c.sliding_layers;
+  for (int pattern = 2; pattern <= c.n_layers + 1; ++pattern)
+    if (gpt_oss_sliding_layers(c.n_layers, pattern) == sliding) {
+      if (pattern != 2) out.add_metadata(p + "attention.sliding_window_pattern", uint32_t(pattern));
+      return;
+    }
+  throw std::invalid_argument("write_gguf_model: llama.cpp's gpt-oss slides every layer but each n-th; this model's "
+                              "sliding layers are not such a pattern");
+}
+
+// YaRN as llama.cpp reads it (llama_cpp_scaling), and the rounding it does
+// not record (kYarnTruncateKey). Its gpt-oss graph fixes the ramp's betas at
+// 32 and 1 whatever the file says.
+void add_yarn(GgufWriter& out, const RopeScaling& s, const std::string& arch, const std::string& p) {
+  if (arch == "gpt-oss" && (s.beta_fast != 32.0f || s.beta_slow != 1.0f))
+    throw std::invalid_argument("write_gguf_model: llama.cpp's gpt-oss runs YaRN with beta_fast 32 and beta_slow 1");
+  out.add_metadata(p + "rope.scaling.type", std::string("yarn"));
+  out.add_metadata(p + "rope.scaling.factor", s.factor);
+  out.add_metadata(p + "rope.scaling.original_context_length", uint32_t(s.original_context));
+  out.add_metadata(p + "rope.scaling.yarn_beta_fast", s.beta_fast);
+  out.add_metadata(p + "rope.scaling.yarn_beta_slow", s.beta_slow);
+  if (s.attention_factor > 0.0f) out.add_metadata(p + "rope.scaling.attn_factor", yarn_attn_factor_key(s));
+  out.add_metadata(kYarnTruncateKey, s.truncate);
 }
 
 void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const std::string& name) {
@@ -384,14 +485,15 @@ void add_config(GgufWriter& out, const ModelConfig& c, GgufDType dtype, const st
   if (c.options.moe != MoeModule::None) add_moe(out, c, row);
   // Llama 3.1 scaling: llama.cpp runs it from rope_freqs.weight (add_weights)
   // and must see none of its own scaling keys (read_rope_scaling).
-  if (c.rope_scaling.enabled() && c.rope_scaling.kind == RopeScalingKind::Yarn)
-    throw std::invalid_argument("write_gguf_model: YaRN RoPE scaling is not written to GGUF yet");
+  if (c.rope_scaling.enabled() && c.rope_scaling.kind == RopeScalingKind::Yarn) add_yarn(out, c.rope_scaling, arch, p);
   if (c.rope_scaling.enabled() && c.rope_scaling.kind == RopeScalingKind::Linear) {
     out.add_metadata(p + "rope.scaling.type", std::string("linear"));
     out.add_metadata(p + "rope.scaling.factor", c.rope_scaling.factor);
   }
   if (arch == "gemma3") {
     add_gemma3(out, c, p);
+  } else if (arch == "gpt-oss") {
+    add_gpt_oss(out, c, p);
   } else if (c.sliding_window > 0) {
     // Sliding windows: llama.cpp's key; its llama, qwen2 and qwen3 graphs do
     // not read it (they attend over everything), AstrAI's reader does.

@@ -100,6 +100,17 @@ class Fields {
   std::string prefix_;
 };
 
+// A float as the JSON number with the fewest digits that reads back as the
+// same float (1e-05 rather than 9.999999747378752e-06), so written configs
+// look like transformers' and still round-trip bit for bit.
+double json_float(float x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  double d = 0;
+  std::from_chars(buf, r.ptr, d);
+  return float(d) == x ? d : double(x);
+}
+
 Json parse_object(std::string_view text, const std::string& origin) {
   Json j;
   try {
@@ -176,10 +187,19 @@ void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
 
 // Options of these architectures that AstrAI's forward pass does not have:
 // refused by name rather than ignored.
-void refuse_unsupported(const Fields& f, HfArchitecture arch) {
-  if (f.find("quantization_config"))
-    f.fail("quantization_config", "is present: quantized checkpoints are not supported (only bf16/f16/f32 weights)");
+// Returns whether the experts may be MXFP4 (gpt-oss's quantization_config).
+bool refuse_unsupported(const Fields& f, HfArchitecture arch, const std::string& origin) {
   const Architecture& row = architecture(arch);
+  bool mxfp4 = false;
+  if (const Json* q = f.find("quantization_config")) {
+    if (!q->is_object()) f.fail("quantization_config", "is not an object");
+    const auto method = Fields(*q, origin, "quantization_config.").optional_string("quant_method");
+    mxfp4 = method == "mxfp4" && row.moe.gpt_oss_fields;
+    if (!mxfp4)
+      f.fail("quantization_config", "is present (quant_method " + method.value_or("unset") +
+                                        "): quantized checkpoints are not supported (only bf16/f16/f32 weights, and "
+                                        "gpt-oss's MXFP4 experts)");
+  }
   for (const char* key : {"hidden_act", "hidden_activation"})
     if (const auto act = f.optional_string(key); act && *act != row.activation)
       f.fail(key, "is '" + *act + "'; " + row.hf_name + " supports only '" + row.activation + "'");
@@ -191,6 +211,7 @@ void refuse_unsupported(const Fields& f, HfArchitecture arch) {
   if (!architecture(arch).options.qkv_bias && f.optional_bool("attention_bias").value_or(false))
     f.fail("attention_bias", "is true: attention projection biases are only supported as Qwen 2's q/k/v biases");
   if (f.optional_bool("mlp_bias").value_or(false)) f.fail("mlp_bias", "is true: MLP biases are not supported");
+  return mxfp4;
 }
 
 // The Mixture-of-Experts fields of a MoE row's config.json (MoeFields says
@@ -206,6 +227,12 @@ void read_moe(const Fields& f, const Architecture& row, ModelConfig& c) {
   if (names.shared_expert_hidden_dim) m.shared_expert_hidden_dim = f.positive(names.shared_expert_hidden_dim);
   m.routing = ExpertRouting::SoftmaxTopK;
   m.norm_topk_prob = names.qwen_fields ? f.optional_bool("norm_topk_prob").value_or(false) : true;
+  if (names.gpt_oss_fields) {  // GptOssConfig: swiglu_limit defaults to 7.0
+    m.routing = ExpertRouting::TopKSoftmax;
+    m.norm_topk_prob = false;  // TopKSoftmax's weights sum to 1 already
+    m.swiglu_limit = f.find("swiglu_limit") ? float(f.number("swiglu_limit")) : 7.0f;
+    if (!(m.swiglu_limit > 0.0f)) f.fail("swiglu_limit", "is not positive");
+  }
   if (!names.qwen_fields) return;
   m.sparse_step = f.optional_positive("decoder_sparse_step").value_or(1);
   if (const Json* list = f.find("mlp_only_layers")) {
@@ -228,13 +255,19 @@ void write_moe(Json& j, const ModelConfig& c, const Architecture& row) {
   auto refuse = [&](const std::string& what) {
     throw std::invalid_argument("hf_config_json: " + std::string(row.hf_name) + " " + what);
   };
-  if (m.routing != ExpertRouting::SoftmaxTopK) refuse("routes softmax then top-k, not top-k then softmax");
-  if (m.swiglu_limit > 0.0f) refuse("has no clamped SwiGLU (swiglu_limit)");
+  if (names.gpt_oss_fields) {
+    if (m.routing != ExpertRouting::TopKSoftmax) refuse("routes top-k then softmax, not softmax then top-k");
+    if (!(m.swiglu_limit > 0.0f)) refuse("clamps its SwiGLU (swiglu_limit); this model does not");
+    j["swiglu_limit"] = json_float(m.swiglu_limit);
+  } else {
+    if (m.routing != ExpertRouting::SoftmaxTopK) refuse("routes softmax then top-k, not top-k then softmax");
+    if (m.swiglu_limit > 0.0f) refuse("has no clamped SwiGLU (swiglu_limit)");
+  }
   if (!names.expert_hidden_dim && m.expert_hidden_dim != c.hidden_dim)
     refuse("experts are intermediate_size wide (" + std::to_string(c.hidden_dim) + "), not " +
            std::to_string(m.expert_hidden_dim));
-  if (!names.qwen_fields && (!m.norm_topk_prob || m.sparse_step != 1 || !m.dense_layers.empty()))
-    refuse("always renormalises the top-k weights and has experts in every layer");
+  if (!names.qwen_fields && (m.sparse_step != 1 || !m.dense_layers.empty())) refuse("has experts in every layer");
+  if (!names.qwen_fields && !names.gpt_oss_fields && !m.norm_topk_prob) refuse("always renormalises the top-k weights");
   j[names.n_experts] = m.n_experts;
   j["num_experts_per_tok"] = m.n_experts_used;
   if (names.expert_hidden_dim) j[names.expert_hidden_dim] = m.expert_hidden_dim;
@@ -285,7 +318,7 @@ void read_sliding_window(const Fields& f, const Architecture& row, ModelConfig& 
       sliding[l] = t == "sliding_attention";
     }
   } else if (row.sliding_window == SlidingWindowRule::Pattern) {
-    const int pattern = f.optional_positive("sliding_window_pattern").value_or(6);
+    const int pattern = f.optional_positive("sliding_window_pattern").value_or(row.default_sliding_pattern);
     for (int l = 0; l < c.n_layers; ++l) sliding[size_t(l)] = (l + 1) % pattern != 0;
   } else if (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow) {
     int first = 28;
@@ -322,7 +355,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   const Fields f(j, origin);
   HfModelConfig out;
   out.architecture = read_architecture(f);
-  refuse_unsupported(f, out.architecture);
+  out.mxfp4_experts = refuse_unsupported(f, out.architecture, origin);
   ModelConfig& c = out.config;
   c.dim = f.positive("hidden_size");
   c.hidden_dim = f.positive("intermediate_size");
@@ -388,17 +421,6 @@ HfGenerationConfig parse_hf_generation_config(std::string_view json_text, const 
 }
 
 namespace {
-
-// A float as the JSON number with the fewest digits that reads back as the
-// same float (1e-05 rather than 9.999999747378752e-06), so written configs
-// look like transformers' and still round-trip bit for bit.
-double json_float(float x) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x);
-  double d = 0;
-  std::from_chars(buf, r.ptr, d);
-  return float(d) == x ? d : double(x);
-}
 
 // The window as the row's config class reads it back (read_sliding_window).
 void write_sliding_window(Json& j, const ModelConfig& c, const Architecture& row) {

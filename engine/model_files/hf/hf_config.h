@@ -14,7 +14,7 @@
 namespace astrai {
 
 // config.json "architectures": [...], one of these (the first entry).
-enum class HfArchitecture { Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2Moe, Qwen3Moe, Gemma3 };
+enum class HfArchitecture { Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2Moe, Qwen3Moe, Gemma3, GptOss };
 std::string hf_architecture_name(HfArchitecture arch);  // "LlamaForCausalLM", ...
 // The architecture a ModelConfig needs: Qwen2 with qkv_bias, Qwen3 with
 // qk_norm, else Llama. Throws std::invalid_argument when both are on (no
@@ -28,6 +28,9 @@ struct HfModelConfig {
   std::string torch_dtype;            // "bfloat16" / "float16" / "float32"; "" when absent
   std::vector<int> eos_token_ids;     // config.json's own eos_token_id (int or list), may be empty
   std::optional<int> bos_token_id;
+  // quantization_config {"quant_method": "mxfp4"} (gpt-oss's published
+  // checkpoints): the expert stacks may be MXFP4 blocks (out_last_layout.h).
+  bool mxfp4_experts = false;
 };
 
 // Parses config.json's text; `origin` (the file's path) starts every error

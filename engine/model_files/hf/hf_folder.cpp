@@ -11,11 +11,13 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model_files/hf/out_last_layout.h"
 #include "engine/model_files/hf/safetensors_writer.h"
 #include "engine/model_files/tensor_shape.h"
 #include "engine/model_files/weight_table.h"
@@ -59,8 +61,14 @@ class TensorSource {
   const std::map<std::string, const SafetensorsFile*>& tensors() const { return where_; }
 
   // Tensor t's float32 values, row-major: a stack (an MoE layer's experts)
-  // gathered from its one tensor per expert, in expert order.
+  // gathered from its one tensor per expert, in expert order, or from the
+  // layer's one output-last tensor (gpt-oss: out_last_layout.h).
   std::vector<float> read_values(const ModelTensor& t) const {
+    if (t.row->hf_layout != HfLayout::AsTable) {
+      const std::string name = t.hf_name();
+      if (!where_.count(name) && where_.count(name + "_blocks")) return read_mxfp4(t);
+      return from_out_last(file_of(name).read_tensor_values(name, t.hf_shape(), "config.json"), t);
+    }
     const std::vector<std::string> names = t.hf_names();
     if (t.shape.size() < 3) return file_of(names[0]).read_tensor_values(names[0], t.shape, "config.json");
     const std::vector<size_t> matrix(t.shape.begin() + 1, t.shape.end());
@@ -74,6 +82,25 @@ class TensorSource {
   }
 
  private:
+  // An expert stack in the published gpt-oss checkpoints' MXFP4 form
+  // (out_last_layout.h): its _blocks and _scales tensors, bytes of the
+  // shapes the config implies.
+  std::vector<float> read_mxfp4(const ModelTensor& t) const {
+    const auto [block_shape, scale_shape] = mxfp4_shapes(t);
+    const auto bytes_of = [&](const std::string& name, const std::vector<size_t>& shape) {
+      const SafetensorsFile& file = file_of(name);
+      const SafetensorsTensorInfo& info = *file.find_tensor(name);
+      if (info.dtype != SafetensorsDType::U8 || info.shape != std::vector<uint64_t>(shape.begin(), shape.end()))
+        throw std::runtime_error(file.path() + ": tensor '" + name + "' is " + safetensors_dtype_name(info.dtype) + " " +
+                                 format_dims(info.shape) + ", expected U8 " +
+                                 format_dims(std::vector<uint64_t>(shape.begin(), shape.end())) +
+                                 " (MXFP4 for config.json's model)");
+      return file.tensor_data(info);
+    };
+    const std::string name = t.hf_name();
+    return from_out_last_mxfp4(bytes_of(name + "_blocks", block_shape), bytes_of(name + "_scales", scale_shape), t);
+  }
+
   const SafetensorsFile& file_of(const std::string& name) const {
     const auto it = where_.find(name);
     if (it == where_.end())
@@ -136,7 +163,13 @@ class TensorSource {
 void check_tensor_names(const TensorSource& src, const HfModelConfig& hf) {
   std::set<std::string> wanted;
   for (const auto& t : model_tensors(hf.config, hf.tie_word_embeddings))
-    for (const auto& name : t.hf_names()) wanted.insert(name);
+    for (const auto& name : t.hf_names()) {
+      wanted.insert(name);
+      if (t.row->hf_layout != HfLayout::AsTable && t.shape.size() == 3 && hf.mxfp4_experts) {
+        wanted.insert(name + "_blocks");  // the published gpt-oss checkpoints' experts (out_last_layout.h)
+        wanted.insert(name + "_scales");
+      }
+    }
   for (const auto& [name, file] : src.tensors()) {
     if (wanted.count(name) || harmless_extra(name)) continue;
     if (name == "lm_head.weight" && hf.tie_word_embeddings) continue;  // tied: the embedding is the classifier
@@ -239,9 +272,12 @@ void write_hf_folder(const std::string& dir_string, const ModelSource& source, c
   // written tensor by tensor (one in memory at a time), in file order.
   // A stack (an MoE layer's experts) is one file tensor per expert, each
   // `part` of it; the stack is read once, when its first part is written.
+  // An output-last tensor (gpt-oss) is one part, written with its partner
+  // row's values where two rows share it.
   struct Part {
     ModelTensor tensor;
     size_t part = 0, parts = 1;
+    std::optional<ModelTensor> partner{};
   };
   struct Shard {
     std::vector<SafetensorsPlannedTensor> planned;
@@ -250,17 +286,31 @@ void write_hf_folder(const std::string& dir_string, const ModelSource& source, c
   };
   std::vector<Shard> shards(1);
   const uint64_t element_bytes = safetensors_dtype_bytes(options.dtype);
-  for (const ModelTensor& t : model_tensors(c, source.tied)) {
+  const std::vector<ModelTensor> tensors = model_tensors(c, source.tied);
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const ModelTensor& t = tensors[k];
+    const HfLayout layout = t.row->hf_layout;
+    if (layout == HfLayout::OutLastOdd) continue;  // written with its partner
+    std::optional<ModelTensor> partner;
+    if (layout == HfLayout::OutLastEven) {
+      for (size_t m = k + 1; m < tensors.size() && !partner; ++m)
+        if (tensors[m].layer == t.layer && tensors[m].row->hf_layout == HfLayout::OutLastOdd &&
+            std::string(tensors[m].row->hf_name) == t.row->hf_name)
+          partner = tensors[m];
+      if (!partner) throw std::logic_error("write_hf_folder: no partner row for " + t.hf_name());
+    }
     const std::vector<std::string> names = t.hf_names();
-    // One part's shape: the tensor's, or a stack's without its leading axis.
-    std::vector<uint64_t> shape(t.shape.begin() + (t.shape.size() == 3 ? 1 : 0), t.shape.end());
+    // One part's shape: the folder tensor's, or a per-expert stack's without its leading axis.
+    const std::vector<size_t> hf_shape = t.hf_shape();
+    const bool per_expert = layout == HfLayout::AsTable && hf_shape.size() == 3;
+    const std::vector<uint64_t> shape(hf_shape.begin() + (per_expert ? 1 : 0), hf_shape.end());
     const uint64_t bytes = element_count(shape) * element_bytes;
     for (size_t i = 0; i < names.size(); ++i) {
       if (options.max_shard_bytes > 0 && !shards.back().parts.empty() &&
           shards.back().bytes + bytes > options.max_shard_bytes)
         shards.emplace_back();
       shards.back().planned.push_back({names[i], shape});
-      shards.back().parts.push_back({t, i, names.size()});
+      shards.back().parts.push_back({t, i, names.size(), partner});
       shards.back().bytes += bytes;
     }
   }
@@ -280,6 +330,8 @@ void write_hf_folder(const std::string& dir_string, const ModelSource& source, c
   auto write_shard = [&](const Shard& shard, const fs::path& path) {
     write_safetensors_streamed(path.string(), shard.planned, options.dtype, [&](size_t i) {
       const Part& p = shard.parts[i];
+      if (p.tensor.row->hf_layout != HfLayout::AsTable)
+        return to_out_last(source.read(p.tensor), p.partner ? source.read(*p.partner) : std::vector<float>{}, p.tensor);
       if (p.tensor.shape.size() < 3) return source.read(p.tensor);
       if (p.part == 0) stack = source.read(p.tensor);
       const size_t n = stack.size() / p.parts;

@@ -103,9 +103,10 @@ struct Agreement {
 // llama.cpp's run of the GGUF at `path` against the reference's run of
 // `model` (what AstrAI read from that file), n_tokens after each prompt.
 // `routing_rtol`: the relative error of llama.cpp's router scores
-// (routed_steps); kActivationRtol where it rounds activations (16-bit and
-// quantized weights), far less for F32 files, whose products it computes in
-// float32 (1e-4: sums of a few hundred float32 products, ~1e-6 relative).
+// (routed_steps) and of its logits (decided_steps); kActivationRtol where it
+// rounds activations (16-bit and quantized weights), far less for F32 files,
+// whose products it computes in float32 (1e-4: sums of a few hundred float32
+// products, ~1e-6 relative).
 inline Agreement check_llama_cpp_agrees(const std::filesystem::path& path, const LoadedModel& model,
                                         const std::vector<std::vector<int>>& prompts, int n_tokens,
                                         double routing_rtol = kActivationRtol) {
@@ -117,7 +118,7 @@ inline Agreement check_llama_cpp_agrees(const std::filesystem::path& path, const
     o.max_new_tokens = n_tokens;
     o.stop_tokens = model.tokenizer.end_of_generation_ids();
     generate(model.weights, prompts[i], o, recording_argmax(steps));
-    const size_t decided = std::min(decided_steps(steps, kActivationRtol),
+    const size_t decided = std::min(decided_steps(steps, routing_rtol),
                                     routed_steps(model.weights, prompts[i], tokens_of(steps), routing_rtol));
     a.decided += decided;
     INFO("prompt " << i << ": " << decided << " of " << steps.size() << " steps decided");

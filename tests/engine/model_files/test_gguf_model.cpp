@@ -245,7 +245,7 @@ TEST_CASE("GGUF model reader names what is wrong with a malformed model", "[gguf
     return [f](Metadata&, std::vector<TensorCopy>& t) { f(t); };
   };
   expect_error(meta([](Metadata& m) { set_key(m, "general.architecture", "gpt2"); }),
-               "architecture 'gpt2' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma3 are)");
+               "architecture 'gpt2' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma3, gpt-oss are)");
   expect_error(meta([](Metadata& m) { erase_key(m, "general.architecture"); }),
                "metadata key 'general.architecture' is missing");
   expect_error(meta([](Metadata& m) { set_key(m, "llama.embedding_length", "wide"); }),
@@ -353,13 +353,18 @@ TEST_CASE("Llama 3.1 RoPE scaling in GGUF: llama.cpp's form, the exact parameter
 
   // What would make llama.cpp run another model than this engine is refused.
   CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata& m, std::vector<TensorCopy>&) {
-                      set_key(m, "llama.rope.scaling.type", "yarn");
+                      set_key(m, "llama.rope.scaling.type", "longrope");
                     })),
-                    Contains("RoPE scaling 'yarn' is not supported"));
+                    Contains("RoPE scaling 'longrope' is not supported"));
   CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata& m, std::vector<TensorCopy>&) {
                       set_key(m, "llama.rope.scaling.factor", 4.0f);
                     })),
-                    Contains("linear RoPE scaling"));
+                    Contains("two scalings at once"));
+  CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata& m, std::vector<TensorCopy>&) {
+                      set_key(m, "llama.rope.scaling.type", "yarn");
+                      set_key(m, "llama.rope.scaling.factor", 4.0f);
+                    })),
+                    Contains("two scalings at once"));
   CHECK_THROWS_WITH(read_gguf_model(rewrite_gguf(src, [](Metadata&, std::vector<TensorCopy>& t) {
                       std::erase_if(t, [](const TensorCopy& x) { return x.name == "rope_freqs.weight"; });
                     })),
@@ -407,10 +412,31 @@ TEST_CASE("a sliding window in GGUF: llama.cpp's key, read back; mixed layers an
   mixed.config.sliding_layers = {true, false};
   REQUIRE_THROWS_WITH(write_gguf_model(path, mixed, make_synthetic_tokenizer(260), GgufDType::F32, "x"),
                       Contains("mixes sliding and full layers"));
-  ModelWeights yarn = w;
-  yarn.config.rope_scaling = RopeScaling{.factor = 4.0f, .kind = RopeScalingKind::Yarn};
-  REQUIRE_THROWS_WITH(write_gguf_model(path, yarn, make_synthetic_tokenizer(260), GgufDType::F32, "x"),
-                      Contains("YaRN RoPE scaling is not written to GGUF yet"));
+  // YaRN: llama.cpp's keys, and AstrAI's for the rounding llama.cpp does
+  // not record; read back whole, an attention factor too.
+  for (const bool truncate : {true, false}) {
+    ModelWeights yarn = w;
+    yarn.config.rope_scaling = RopeScaling{.factor = 4.0f, .original_context = 32, .kind = RopeScalingKind::Yarn,
+                                           .beta_fast = 16.0f, .truncate = truncate,
+                                           .attention_factor = truncate ? 0.0f : 1.5f};
+    write_gguf_model(path, yarn, make_synthetic_tokenizer(260), GgufDType::F32, "x");
+    const GgufReader g(path);
+    CHECK(g.get_string("llama.rope.scaling.type") == "yarn");
+    CHECK(g.get_float("llama.rope.scaling.factor") == 4.0);
+    CHECK(g.get_int("llama.rope.scaling.original_context_length") == 32);
+    CHECK(g.get_float("llama.rope.scaling.yarn_beta_fast") == 16.0);
+    CHECK(g.get_bool("astrai.rope.yarn.truncate") == truncate);
+    // llama.cpp multiplies its own (1 + 0.1 ln factor) by attn_factor.
+    CHECK(g.has("llama.rope.scaling.attn_factor") == !truncate);
+    if (!truncate)
+      CHECK(std::abs(g.get_float("llama.rope.scaling.attn_factor") * (1.0 + 0.1 * std::log(4.0)) - 1.5) < 1e-6);
+    const RopeScaling back = read_gguf_model(path).weights.config.rope_scaling;
+    CHECK(back.kind == RopeScalingKind::Yarn);
+    CHECK(back.truncate == truncate);
+    CHECK(back.beta_fast == 16.0f);
+    CHECK(back.original_context == 32);
+    CHECK(std::abs(back.attention_factor - yarn.config.rope_scaling.attention_factor) < 1e-6f);
+  }
   // Linear scaling: llama.cpp's own keys, read back.
   ModelWeights linear = w;
   linear.config.rope_scaling = RopeScaling{.factor = 8.0f, .kind = RopeScalingKind::Linear};
@@ -462,6 +488,79 @@ TEST_CASE("gpt-oss's clamped SwiGLU is refused by the other MoE families' writer
                                      GgufDType::F32, "x"),
                     Contains("has no clamped SwiGLU"));
   CHECK_THROWS_WITH(hf_config_json(c, HfArchitecture::Qwen3Moe, false, "float32"), Contains("has no clamped SwiGLU"));
+}
+
+// A small gpt-oss: biases everywhere, sinks, top-k then softmax, the clamped
+// SwiGLU at llama.cpp's limit, even layers sliding.
+ModelConfig gpt_oss_config(int layers) {
+  ModelConfig c = small_config(1, 2, 2, 6, layers, 260, 16);
+  c.rope_layout = RopeLayout::RotateHalf;
+  c.options = {.qkv_bias = true, .moe = MoeModule::GptOss, .router_bias = true, .attention_sinks = true,
+               .expert_biases = true, .out_bias = true};
+  c.moe = {.n_experts = 4, .n_experts_used = 2, .expert_hidden_dim = 5, .routing = ExpertRouting::TopKSoftmax,
+           .swiglu_limit = 7.0f};
+  c.sliding_window = 4;
+  for (int l = 0; l < layers; ++l) c.sliding_layers.push_back(l % 2 == 0);
+  return c;
+}
+
+TEST_CASE("gpt-oss GGUF round trip: llama.cpp's gpt-oss keys and tensor names, windows, YaRN", "[gguf_model]") {
+  const ModelConfig c = gpt_oss_config(3);
+  const ModelWeights original = make_synthetic_weights(c, 13);
+  const auto path = astrai::test::scratch_file("gpt-oss").string();
+  write_gguf_model(path, original, make_synthetic_tokenizer(c.vocab_size), GgufDType::BF16, "oss");
+  const GgufReader g(path);
+  CHECK(g.get_string("general.architecture") == "gpt-oss");
+  CHECK(g.get_int("gpt-oss.expert_count") == 4);
+  CHECK(g.get_int("gpt-oss.expert_feed_forward_length") == 5);  // llama.cpp requires it
+  CHECK(g.get_int("gpt-oss.attention.sliding_window") == 4);
+  CHECK(!g.has("gpt-oss.attention.sliding_window_pattern"));  // llama.cpp's default 2
+  // Shapes as llama.cpp's openai-moe.cpp creates them (ne order), biases F32.
+  using N = std::vector<uint64_t>;
+  CHECK(g.find_tensor("blk.0.attn_sinks.weight")->ne == N{2});  // one per query head
+  CHECK(g.find_tensor("blk.0.attn_output.bias")->ne == N{8});
+  CHECK(g.find_tensor("blk.0.post_attention_norm.weight")->ne == N{8});
+  CHECK(!g.find_tensor("blk.0.ffn_norm.weight"));
+  CHECK(g.find_tensor("blk.0.ffn_gate_inp.bias")->ne == N{4});
+  CHECK(g.find_tensor("blk.0.ffn_gate_exps.bias")->ne == N{5, 4});
+  CHECK(g.find_tensor("blk.0.ffn_down_exps.bias")->ne == N{8, 4});
+  CHECK(g.find_tensor("blk.0.ffn_gate_exps.bias")->type == GgmlType::F32);
+  CHECK(g.find_tensor("blk.0.ffn_gate_exps.weight")->type == GgmlType::BF16);
+  CHECK(g.find_tensor("output.weight"));  // llama.cpp's gpt-oss requires it
+  const GgufModel back = read_gguf_model(path);
+  CHECK(back.weights.config.describe() == c.describe());
+  CHECK(back.weights.config.moe == c.moe);
+  CHECK(back.weights.config.sliding_layers == c.sliding_layers);
+  CHECK(compare_by_table(back.weights, original, GgufDType::BF16) == "");
+
+  // Another pattern (every third layer full) is written as llama.cpp's key;
+  // a file without the window key is refused, as llama.cpp refuses it.
+  ModelWeights third = original;
+  third.config.sliding_layers = {true, true, false};
+  write_gguf_model(path, third, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss");
+  CHECK(GgufReader(path).get_int("gpt-oss.attention.sliding_window_pattern") == 3);
+  CHECK(read_gguf_model(path).weights.config.sliding_layers == third.config.sliding_layers);
+  ModelWeights odd = original;
+  odd.config.sliding_layers = {false, true, true};
+  CHECK_THROWS_WITH(write_gguf_model(path, odd, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss"),
+                    Contains("not such a pattern"));
+  // gpt-oss's YaRN: a file without AstrAI's rounding key (llama.cpp's
+  // converter's) is read as gpt-oss's configs say, truncate false.
+  ModelWeights yarn = original;
+  yarn.config.rope_scaling = RopeScaling{.factor = 32.0f, .original_context = 8, .kind = RopeScalingKind::Yarn,
+                                         .truncate = false};
+  write_gguf_model(path, yarn, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss");
+  const auto without_key = rewrite_gguf(path, [](Metadata& m, auto&) { erase_key(m, "astrai.rope.yarn.truncate"); });
+  CHECK(read_gguf_model(without_key).weights.config.rope_scaling == yarn.config.rope_scaling);
+  yarn.config.rope_scaling.beta_fast = 8.0f;
+  CHECK_THROWS_WITH(write_gguf_model(path, yarn, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss"),
+                    Contains("beta_fast 32"));
+  ModelWeights limit = original;
+  limit.config.moe.swiglu_limit = 5.0f;
+  CHECK_THROWS_WITH(write_gguf_model(path, limit, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss"),
+                    Contains("clamps its SwiGLU at 7"));
+  const auto no_window = rewrite_gguf(path, [](Metadata& m, auto&) { erase_key(m, "gpt-oss.attention.sliding_window"); });
+  CHECK_THROWS_WITH(read_gguf_model(no_window), Contains("gpt-oss.attention.sliding_window"));
 }
 
 TEST_CASE("Mixture-of-Experts GGUF round trip: llama.cpp's keys, stacked experts, F32 routers", "[gguf_model]") {

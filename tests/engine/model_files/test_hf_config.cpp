@@ -32,6 +32,9 @@ LayerOptions architecture_options(HfArchitecture arch) {
     case HfArchitecture::Gemma3:
       return {.qk_norm = true, .norm_unit_offset = true, .sandwich_norms = true, .gelu_tanh = true,
               .scaled_embedding = true};
+    case HfArchitecture::GptOss:
+      return {.qkv_bias = true, .moe = MoeModule::GptOss, .router_bias = true, .attention_sinks = true,
+              .expert_biases = true, .out_bias = true};
   }
   return {};
 }
@@ -297,6 +300,72 @@ TEST_CASE("config.json of Gemma 3 1B, and the text part of 4B", "[hf_config]") {
                     Catch::Contains("attention soft-capping"));
   CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_1B, [](auto& j) { j["hidden_activation"] = "silu"; }), "c"),
                     Catch::Contains("Gemma3ForCausalLM supports only 'gelu_pytorch_tanh'"));
+}
+
+// openai/gpt-oss-20b's config.json as published, less its
+// quantization_config (the MXFP4 expert blocks: test_hf_folder.cpp).
+const char* kGptOss20B = R"({
+  "architectures": ["GptOssForCausalLM"], "attention_bias": true, "attention_dropout": 0.0,
+  "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880,
+  "initial_context_length": 4096, "initializer_range": 0.02, "intermediate_size": 2880,
+  "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention",
+                  "sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+  "max_position_embeddings": 131072, "model_type": "gpt_oss", "num_attention_heads": 64,
+  "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_key_value_heads": 8, "num_local_experts": 32,
+  "output_router_logits": false, "pad_token_id": 199999, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096,
+                   "rope_type": "yarn", "truncate": false},
+  "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+  "tie_word_embeddings": false, "transformers_version": "4.55.0.dev0", "use_cache": true, "vocab_size": 201088})";
+
+TEST_CASE("config.json of gpt-oss-20b", "[hf_config]") {
+  const HfModelConfig hf = parse_hf_config(kGptOss20B, "c");
+  const ModelConfig& c = hf.config;
+  CHECK(hf.architecture == HfArchitecture::GptOss);
+  CHECK(c.dim == 2880);
+  CHECK(c.n_layers == 24);
+  CHECK(c.n_heads == 64);
+  CHECK(c.n_kv_heads == 8);
+  CHECK(c.head_dim() == 64);
+  CHECK(c.q_dim() == 4096);  // wider than the residual stream
+  CHECK(c.options == architecture_options(HfArchitecture::GptOss));
+  CHECK(c.moe.n_experts == 32);
+  CHECK(c.moe.n_experts_used == 4);
+  CHECK(c.moe.expert_hidden_dim == 2880);
+  CHECK(c.moe.routing == ExpertRouting::TopKSoftmax);
+  CHECK(c.moe.swiglu_limit == 7.0f);
+  CHECK(c.sliding_window == 128);
+  REQUIRE(c.sliding_layers.size() == 24);
+  for (size_t l = 0; l < 24; ++l) CHECK(c.sliding_layers[l] == (l % 2 == 0));
+  CHECK(c.rope_theta == 150000.0f);
+  CHECK(c.rope_scaling.kind == RopeScalingKind::Yarn);
+  CHECK(!c.rope_scaling.truncate);
+  CHECK(!hf.tie_word_embeddings);
+  CHECK(hf.eos_token_ids == std::vector<int>{200002});
+  // Without layer_types, GptOssConfig's default: even layers slide. Without
+  // swiglu_limit, its default 7.
+  const auto defaults = parse_hf_config(edited(kGptOss20B, [](auto& j) {
+                                          j.erase("layer_types");
+                                          j.erase("swiglu_limit");
+                                        }),
+                                        "c");
+  CHECK(defaults.config.sliding_layers == c.sliding_layers);
+  CHECK(defaults.config.moe.swiglu_limit == 7.0f);
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGptOss20B, [](auto& j) { j["swiglu_limit"] = 0; }), "c"),
+                    Contains("swiglu_limit"));
+  // The published file's quantization_config: MXFP4 experts, gpt-oss only.
+  CHECK(!hf.mxfp4_experts);
+  const auto mxfp4 = [](auto& j) {
+    j["quantization_config"] = {{"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                            "model.embed_tokens", "lm_head"}},
+                                {"quant_method", "mxfp4"}};
+  };
+  CHECK(parse_hf_config(edited(kGptOss20B, mxfp4), "c").mxfp4_experts);
+  CHECK_THROWS_WITH(parse_hf_config(edited(kLlama32_1B, mxfp4), "c"), Contains("quant_method mxfp4"));
 }
 
 TEST_CASE("config.json's YaRN (gpt-oss) and linear (Gemma 3) RoPE scaling", "[hf_config]") {
@@ -576,7 +645,7 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
   rc::prop("every architecture", [] {
     const auto arch = *rc::gen::element(HfArchitecture::Llama, HfArchitecture::Mistral, HfArchitecture::Qwen2,
                                         HfArchitecture::Qwen3, HfArchitecture::Mixtral, HfArchitecture::Qwen2Moe,
-                                        HfArchitecture::Qwen3Moe, HfArchitecture::Gemma3);
+                                        HfArchitecture::Qwen3Moe, HfArchitecture::Gemma3, HfArchitecture::GptOss);
     ModelConfig c;
     c.n_kv_heads = *rc::gen::inRange(1, 5);
     c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
@@ -598,6 +667,10 @@ TEST_CASE("config.json written for a ModelConfig reads back to it", "[hf_config]
       if (arch == HfArchitecture::Mixtral) {
         c.moe.expert_hidden_dim = c.hidden_dim;  // Mixtral's experts are intermediate_size wide,
         c.moe.norm_topk_prob = true;             // always renormalised, in every layer
+      } else if (arch == HfArchitecture::GptOss) {
+        c.moe.expert_hidden_dim = c.hidden_dim;  // gpt-oss's too, in every layer, top-k then softmax
+        c.moe.routing = ExpertRouting::TopKSoftmax;
+        c.moe.swiglu_limit = *rc::gen::element(7.0f, 10.5f);
       } else {
         c.moe.expert_hidden_dim = *rc::gen::inRange(1, 5000);
         c.moe.norm_topk_prob = *rc::gen::arbitrary<bool>();

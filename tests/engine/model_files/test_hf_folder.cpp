@@ -13,9 +13,11 @@
 #include <bit>
 #include <filesystem>
 #include <functional>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model_files/architectures.h"
 #include "engine/model_files/hf/hf_folder.h"
 #include "engine/model_files/hf/safetensors_writer.h"
 #include "reference/splitmix64.h"
@@ -91,6 +93,17 @@ ModelConfig config_for(HfArchitecture arch, int kv_heads, int group, int half_he
     c.options.moe = MoeModule::BlockSparseMoe;
     c.moe = {.n_experts = 3, .n_experts_used = 2, .expert_hidden_dim = hidden, .norm_topk_prob = true};
   }
+  if (arch == HfArchitecture::GptOss) {  // biases everywhere, sinks, every other layer sliding
+    c.options = {.qkv_bias = true, .moe = MoeModule::GptOss, .router_bias = true, .attention_sinks = true,
+                 .expert_biases = true, .out_bias = true};
+    c.moe = {.n_experts = 3, .n_experts_used = 2, .expert_hidden_dim = hidden, .routing = ExpertRouting::TopKSoftmax,
+             .swiglu_limit = 7.0f};
+    if (ctx > 3) {
+      c.sliding_window = 3;
+      for (int l = 0; l < layers; ++l) c.sliding_layers.push_back(l % 2 == 0);
+      if (layers == 1) c.sliding_layers.clear();  // the one layer slides
+    }
+  }
   if (arch == HfArchitecture::Qwen2Moe || arch == HfArchitecture::Qwen3Moe) {
     c.options.moe = MoeModule::Mlp;
     c.options.shared_expert = arch == HfArchitecture::Qwen2Moe;
@@ -134,6 +147,10 @@ std::string compare_all(const ModelWeights& got, const ModelWeights& original, S
     compare(p + "bq", g.bq, o.bq);
     compare(p + "bk", g.bk, o.bk);
     compare(p + "bv", g.bv, o.bv);
+    compare(p + "bo", g.bo, o.bo);
+    compare(p + "sinks", g.sinks, o.sinks);
+    compare(p + "post_attn_norm", g.post_attn_norm, o.post_attn_norm);
+    compare(p + "post_ffn_norm", g.post_ffn_norm, o.post_ffn_norm);
     compare(p + "q_norm", g.q_norm, o.q_norm);
     compare(p + "k_norm", g.k_norm, o.k_norm);
     compare(p + "ffn_norm", g.ffn_norm, o.ffn_norm);
@@ -144,6 +161,10 @@ std::string compare_all(const ModelWeights& got, const ModelWeights& original, S
     compare(p + "exp_gate", g.exp_gate, o.exp_gate);
     compare(p + "exp_up", g.exp_up, o.exp_up);
     compare(p + "exp_down", g.exp_down, o.exp_down);
+    compare(p + "router_bias", g.router_bias, o.router_bias);
+    compare(p + "exp_gate_bias", g.exp_gate_bias, o.exp_gate_bias);
+    compare(p + "exp_up_bias", g.exp_up_bias, o.exp_up_bias);
+    compare(p + "exp_down_bias", g.exp_down_bias, o.exp_down_bias);
     compare(p + "shexp_gate_inp", g.shexp_gate_inp, o.shexp_gate_inp);
     compare(p + "shexp_gate", g.shexp_gate, o.shexp_gate);
     compare(p + "shexp_up", g.shexp_up, o.shexp_up);
@@ -226,15 +247,14 @@ TEST_CASE("random models of every architecture survive folder write -> read", "[
   rc::prop("f32 bit for bit, f16/bf16 as rounded independently, single file or sharded", [] {
     const auto arch = *rc::gen::element(HfArchitecture::Llama, HfArchitecture::Mistral, HfArchitecture::Qwen2,
                                         HfArchitecture::Qwen3, HfArchitecture::Mixtral, HfArchitecture::Qwen2Moe,
-                                        HfArchitecture::Qwen3Moe, HfArchitecture::Gemma3);
+                                        HfArchitecture::Qwen3Moe, HfArchitecture::Gemma3, HfArchitecture::GptOss);
     ModelConfig c = config_for(arch, *rc::gen::inRange(1, 4), *rc::gen::inRange(1, 4), *rc::gen::inRange(1, 5),
                                *rc::gen::inRange(1, 26), *rc::gen::inRange(1, 4), *rc::gen::inRange(2, 40),
                                *rc::gen::inRange(1, 65));
     c.rope_theta = *rc::gen::element(10000.0f, 500000.0f, 1234.5f);
     c.norm_eps = *rc::gen::element(1e-5f, 1e-6f, 3.3e-7f);
     // Qwen 3 always names its head_dim; the others may (an odd-sized explicit one too).
-    if (arch == HfArchitecture::Qwen3 || arch == HfArchitecture::Qwen3Moe || arch == HfArchitecture::Gemma3 ||
-        *rc::gen::arbitrary<bool>())
+    if (architecture(arch).head_dim_required || *rc::gen::arbitrary<bool>())
       c.explicit_head_dim = 2 * *rc::gen::inRange(1, 6);
     if (*rc::gen::arbitrary<bool>())
       c.rope_scaling = {.factor = 8.0f, .low_freq_factor = 1.0f, .high_freq_factor = 4.0f,
@@ -333,6 +353,140 @@ TEST_CASE("written folders carry Hugging Face's names, shapes, dtypes and index"
   CHECK(read_json(qwen3 / "config.json")["head_dim"] == 4);
   CHECK(read_json(qwen3 / "config.json")["tie_word_embeddings"] == true);
   CHECK(!fs::exists(qwen3 / "generation_config.json"));
+}
+
+TEST_CASE("a gpt-oss folder keeps its experts as transformers' GptOssExperts does: output last, gate and up interleaved",
+          "[hf_folder]") {
+  // Read here straight from the safetensors file, index by index, as
+  // modeling_gpt_oss.py uses them: gate_up = x @ gate_up_proj[e] + bias,
+  // gate = gate_up[..., ::2], up = gate_up[..., 1::2]; out = h @ down_proj[e].
+  const ModelConfig c = config_for(HfArchitecture::GptOss, 1, 2, 2, 5, 2, 11, 16);  // dim 8, experts 5 wide
+  const ModelWeights w = weights_for(c, 9, false);
+  const fs::path dir = fresh_dir("gpt-oss");
+  write_hf_folder(dir.string(), w, {.dtype = SafetensorsDType::F32, .architecture = HfArchitecture::GptOss});
+  const auto config = read_json(dir / "config.json");
+  CHECK(config["architectures"] == nlohmann::json::array({"GptOssForCausalLM"}));
+  CHECK(config["num_local_experts"] == 3);
+  CHECK(config["num_experts_per_tok"] == 2);
+  CHECK(config["swiglu_limit"] == 7.0);
+  CHECK(config["attention_bias"] == true);
+  CHECK(config["sliding_window"] == 3);
+  CHECK(config["layer_types"] == nlohmann::json::array({"sliding_attention", "full_attention"}));
+  const SafetensorsFile st((dir / "model.safetensors").string());
+  const auto values = [&](const std::string& name, const std::vector<uint64_t>& shape) {
+    const auto* t = st.find_tensor(name);
+    REQUIRE(t);
+    CHECK(t->shape == shape);
+    std::vector<float> v(size_t(t->n_elements));
+    st.read_tensor_floats(*t, v);
+    return v;
+  };
+  const std::string p = "model.layers.1.";
+  const auto gate_up = values(p + "mlp.experts.gate_up_proj", {3, 8, 10});
+  const auto gate_up_bias = values(p + "mlp.experts.gate_up_proj_bias", {3, 10});
+  const auto down = values(p + "mlp.experts.down_proj", {3, 5, 8});
+  const auto down_bias = values(p + "mlp.experts.down_proj_bias", {3, 8});
+  const auto& L = w.layers[1];
+  for (size_t e = 0; e < 3; ++e) {
+    for (size_t j = 0; j < 5; ++j) {
+      CHECK(gate_up_bias[e * 10 + 2 * j] == L.exp_gate_bias(e, j));
+      CHECK(gate_up_bias[e * 10 + 2 * j + 1] == L.exp_up_bias(e, j));
+      for (size_t i = 0; i < 8; ++i) {
+        CHECK(gate_up[(e * 8 + i) * 10 + 2 * j] == L.exp_gate(e, j, i));
+        CHECK(gate_up[(e * 8 + i) * 10 + 2 * j + 1] == L.exp_up(e, j, i));
+        CHECK(down[(e * 5 + j) * 8 + i] == L.exp_down(e, i, j));
+      }
+    }
+    for (size_t i = 0; i < 8; ++i) CHECK(down_bias[e * 8 + i] == L.exp_down_bias(e, i));
+  }
+  CHECK(values(p + "mlp.router.weight", {3, 8}) == std::vector<float>(L.router.begin(), L.router.end()));
+  CHECK(values(p + "mlp.router.bias", {3}) == std::vector<float>(L.router_bias.begin(), L.router_bias.end()));
+  CHECK(values(p + "self_attn.sinks", {2}) == std::vector<float>(L.sinks.begin(), L.sinks.end()));
+  CHECK(values(p + "self_attn.o_proj.bias", {8}) == std::vector<float>(L.bo.begin(), L.bo.end()));
+  CHECK(values(p + "post_attention_layernorm.weight", {8}) == std::vector<float>(L.ffn_norm.begin(), L.ffn_norm.end()));
+  // No per-expert tensors, and nothing else per layer: 2 norms, q/k/v/o and
+  // their biases, sinks, router and its bias, the experts and their biases.
+  CHECK(!st.find_tensor(p + "mlp.experts.0.gate_proj.weight"));
+  size_t per_layer = 0;
+  for (const auto& t : st.tensors()) per_layer += t.name.rfind(p, 0) == 0;
+  CHECK(per_layer == 2 + 8 + 1 + 2 + 4);
+  // Read back: the same weights, bit for bit (F32).
+  CHECK(compare_all(load_hf_folder(dir.string()).weights, w, SafetensorsDType::F32).empty());
+}
+
+TEST_CASE("a gpt-oss folder with the published MXFP4 experts reads each weight as E2M1 times 2^(scale - 127)",
+          "[hf_folder]") {
+  // As openai/gpt-oss-20b ships: quantization_config mxfp4, and each expert
+  // stack as _blocks [E, out, in / 32, 16] and _scales [E, out, in / 32]
+  // bytes, output axis first, gate and up interleaved along it, two weights
+  // a byte (the low nibble first). The bytes are random; each weight is
+  // worked out here from the OCP format's definition.
+  const ModelConfig c = config_for(HfArchitecture::GptOss, 1, 2, 8, 32, 1, 11, 16);  // dim 32, experts 32 wide
+  const fs::path dir = fresh_dir("gpt-oss-mxfp4");
+  write_hf_folder(dir.string(), weights_for(c, 3, false), {.dtype = SafetensorsDType::F32,
+                                                          .architecture = HfArchitecture::GptOss});
+  auto config = read_json(dir / "config.json");
+  config["quantization_config"] = {{"quant_method", "mxfp4"},
+                                   {"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                               "model.embed_tokens", "lm_head"}}};
+  astrai::test::write_file(dir / "config.json", config.dump());
+  std::mt19937 rng(7);
+  const auto random_bytes = [&](size_t n, int lo, int hi) {
+    std::string out(n, '\0');
+    for (auto& b : out) b = char(lo + int(rng() % unsigned(hi - lo + 1)));
+    return out;
+  };
+  const std::string p = "model.layers.0.mlp.experts.";
+  // [E, out, in]: gate_up 3 x 64 x 32, down 3 x 32 x 32.
+  const std::string gate_up_blocks = random_bytes(3 * 64 * 16, 0, 255), gate_up_scales = random_bytes(3 * 64, 118, 130);
+  const std::string down_blocks = random_bytes(3 * 32 * 16, 0, 255), down_scales = random_bytes(3 * 32, 0, 255);
+  {
+    const SafetensorsFile st((dir / "model.safetensors").string());
+    nlohmann::json header = nlohmann::json::object();
+    std::string data;
+    const auto add = [&](const std::string& name, const char* dtype, const std::vector<uint64_t>& shape,
+                         const std::string& bytes) {
+      header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + bytes.size()}}};
+      data += bytes;
+    };
+    for (const auto& t : st.tensors()) {
+      if (t.name == p + "gate_up_proj" || t.name == p + "down_proj") continue;
+      const auto raw = st.tensor_data(t);
+      add(t.name, "F32", t.shape, std::string(reinterpret_cast<const char*>(raw.data()), raw.size()));
+    }
+    add(p + "gate_up_proj_blocks", "U8", {3, 64, 1, 16}, gate_up_blocks);
+    add(p + "gate_up_proj_scales", "U8", {3, 64, 1}, gate_up_scales);
+    add(p + "down_proj_blocks", "U8", {3, 32, 1, 16}, down_blocks);
+    add(p + "down_proj_scales", "U8", {3, 32, 1}, down_scales);
+    astrai::test::write_file(dir / "model.safetensors", astrai::test::safetensors_bytes(header.dump(), data));
+  }
+  // E2M1: sign bit 3, exponent bits 2..1 (bias 1, 0 subnormal), mantissa bit 0.
+  const auto weight = [](const std::string& blocks, const std::string& scales, size_t row, size_t col) {
+    const auto byte = uint8_t(blocks[row * 16 + col / 2]);
+    const unsigned q = col % 2 ? byte >> 4 : byte & 15u;
+    const int exponent = int(q >> 1 & 3), mantissa = int(q & 1);
+    const double magnitude = exponent == 0 ? 0.5 * mantissa : std::ldexp(1.0 + 0.5 * mantissa, exponent - 1);
+    return (q & 8 ? -magnitude : magnitude) * std::ldexp(1.0, int(uint8_t(scales[row])) - 127);
+  };
+  const HfModelFolder folder = load_hf_folder(dir.string());
+  const auto& L = folder.weights.layers[0];
+  size_t mismatches = 0;
+  for (size_t e = 0; e < 3; ++e)
+    for (size_t i = 0; i < 32; ++i)
+      for (size_t o = 0; o < 32; ++o) {
+        mismatches += double(L.exp_gate(e, o, i)) != weight(gate_up_blocks, gate_up_scales, e * 64 + 2 * o, i);
+        mismatches += double(L.exp_up(e, o, i)) != weight(gate_up_blocks, gate_up_scales, e * 64 + 2 * o + 1, i);
+        mismatches += double(L.exp_down(e, o, i)) != weight(down_blocks, down_scales, e * 32 + o, i);
+      }
+  CHECK(mismatches == 0);
+  // Without quantization_config the blocks are tensors the model does not
+  // have; with another method, refused by name.
+  config.erase("quantization_config");
+  astrai::test::write_file(dir / "config.json", config.dump());
+  CHECK_THAT(load_error(dir), Contains("unexpected tensor") && Contains("_blocks"));
+  config["quantization_config"] = {{"quant_method", "fp8"}};
+  astrai::test::write_file(dir / "config.json", config.dump());
+  CHECK_THAT(load_error(dir), Contains("quant_method fp8"));
 }
 
 TEST_CASE("folder loading: tokenizer paths, name, and config.json's ids as generation defaults", "[hf_folder]") {

@@ -272,6 +272,100 @@ TEST_CASE("Gemma 3 files AstrAI writes run in llama.cpp as in the reference, win
 
 namespace {
 
+// A gpt-oss file: four layers (llama.cpp's gpt-oss slides the even ones) over
+// a window of 8 positions, which the 41-position prompt crosses five times
+// over; q/k/v/o, router and expert biases, sinks, 4 experts through the
+// clamped SwiGLU, and YaRN or none. Top-2 in F32 files, where llama.cpp's
+// router scores are float32 sums (routing_rtol 1e-4, llama_cpp_agreement.h)
+// and a near-tie is rare; every expert in 16-bit and quantized ones, whose
+// rounded activations (2e-2) would leave some routing choice of the 160 a
+// prompt makes undecided, and so no step to compare.
+struct GptOssCase {
+  const char* label;
+  bool yarn;
+  int used;  // experts per token, of 4
+  GgufDType dtype;
+  double logit_bound;  // as kLogitBound above
+};
+
+ModelConfig gpt_oss_config(const GptOssCase& g) {
+  ModelConfig c{.dim = 256, .hidden_dim = 256, .n_layers = 4, .n_heads = 8, .n_kv_heads = 2,
+                .vocab_size = 512, .max_seq_len = 256, .rope_theta = 150000.0f};
+  c.rope_layout = RopeLayout::RotateHalf;
+  c.explicit_head_dim = 64;  // q_dim 512 over dim 256, as gpt-oss's 64 heads of 64 over 2880
+  c.options = {.qkv_bias = true, .moe = MoeModule::GptOss, .router_bias = true, .attention_sinks = true,
+               .expert_biases = true, .out_bias = true};
+  c.moe = {.n_experts = 4, .n_experts_used = g.used, .expert_hidden_dim = 256, .routing = ExpertRouting::TopKSoftmax,
+           .swiglu_limit = 7.0f};
+  c.sliding_window = 8;
+  c.sliding_layers = {true, false, true, false};
+  // gpt-oss's YaRN (factor 32) over an original context of 16 instead of
+  // 4096, so that it bends the pairs within these prompts. llama.cpp always
+  // rounds the ramp's ends (truncate true), so the file says so too: gpt-oss's
+  // own truncate false is this engine's (transformers') and llama.cpp's one
+  // departure, covered by the reference's YaRN tests, not here.
+  if (g.yarn)
+    c.rope_scaling = RopeScaling{.factor = 32.0f, .original_context = 16, .kind = RopeScalingKind::Yarn, .truncate = true};
+  c.validate();
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("gpt-oss files AstrAI writes run in llama.cpp as in the reference, sinks, windows and all", "[llama.cpp]") {
+  if (!test::llama_cpp_oracle_available()) return;
+  using D = GgufDType;
+  const std::vector<GptOssCase> cases = {
+      {"gpt-oss", false, 2, D::F32, 1e-5},
+      {"gpt-oss-yarn", true, 2, D::F32, 1e-5},
+      {"gpt-oss-yarn-bf16", true, 4, D::BF16, 3 * 8e-3},
+      {"gpt-oss-q8_0", false, 4, D::Q8_0, 3 * 0.01},
+  };
+  for (const GptOssCase& g : cases) {
+    if (test::kSanitizedBuild && std::string(g.label) != "gpt-oss") continue;
+    INFO(g.label);
+    const ModelConfig config = gpt_oss_config(g);
+    ModelWeights weights = make_synthetic_weights(config, 11);
+    for (auto& L : weights.layers) L.sinks += 3.0f;  // in [2, 4]: a share the test sees under YaRN's sharper scores too
+    const fs::path path = test::scratch_file(std::string("arch-") + g.label);
+    write_gguf_model(path.string(), weights, make_synthetic_tokenizer(config.vocab_size), g.dtype, g.label);
+
+    const GgufReader file(path.string());
+    CHECK(file.get_string("general.architecture") == "gpt-oss");
+    CHECK(file.get_int("gpt-oss.attention.sliding_window") == 8);
+    CHECK(file.has("gpt-oss.rope.scaling.type") == g.yarn);
+
+    const LoadedModel model = load_model(path.string());
+    CHECK(model.weights.config.describe() == config.describe());
+    // The inverses: without the window, or without the sinks, the model is
+    // another one (so agreement below sees both).
+    double logit_err = 0, window_effect = INFINITY, sink_effect = INFINITY;
+    ModelWeights unwindowed = model.weights, sinkless = model.weights;
+    unwindowed.config.sliding_window = 0;
+    unwindowed.config.sliding_layers.clear();
+    for (auto& L : sinkless.layers) L.sinks.fill(-1e30f);  // exp(sink - max) = 0: no sink
+    for (const auto& p : prompts()) {
+      const auto logits = test::prompt_logits(model.weights, p);
+      logit_err = std::max(logit_err, test::normwise_difference(logits, test::prompt_logits(weights, p)));
+      sink_effect = std::min(sink_effect, test::normwise_difference(logits, test::prompt_logits(sinkless, p)));
+      if (int(p.size()) > 8)
+        window_effect = std::min(window_effect, test::normwise_difference(logits, test::prompt_logits(unwindowed, p)));
+    }
+    CHECK(logit_err <= g.logit_bound);
+    CHECK(window_effect >= 10 * test::kDistributionTolerance);
+    CHECK(sink_effect >= 10 * test::kDistributionTolerance);
+
+    const test::Agreement a = test::check_llama_cpp_agrees(path, model, prompts(), 32,
+                                                           g.dtype == D::F32 ? 1e-4 : test::kActivationRtol);
+    std::printf("%s: logits %.2e from the original's, %.3f from the windowless model's, %.3f from the sinkless one's; "
+                "%zu greedy steps compared; llama.cpp's distributions within %.4f over %zu steps\n",
+                g.label, logit_err, window_effect, sink_effect, a.decided, a.worst_distribution, a.steps);
+    CHECK(a.decided >= 1);
+  }
+}
+
+namespace {
+
 // A Mixture-of-Experts file case: llama.cpp's architecture, experts and top-k.
 struct MoeCase {
   const char* label;
