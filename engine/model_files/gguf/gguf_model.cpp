@@ -128,8 +128,9 @@ float yarn_attn_factor_key(const RopeScaling& s) {
 }
 
 // llama.cpp's YaRN keys under `key` (rope.scaling.): factor,
-// original_context_length (default: the training context), yarn_beta_fast /
-// yarn_beta_slow (32 and 1, llama.cpp's defaults) and attn_factor.
+// original_context_length (default: the training context), attn_factor, and
+// yarn_beta_fast / yarn_beta_slow (32 and 1, llama.cpp's defaults; llama.cpp
+// reads them for other architectures than these, AstrAI wherever present).
 RopeScaling yarn_keys(const GgufReader& g, const std::string& key, const std::string& arch, int context) {
   RopeScaling s{.factor = float(g.get_float(key + "factor")), .kind = RopeScalingKind::Yarn};
   s.original_context = g.has(key + "original_context_length") ? positive_int(g, key + "original_context_length") : context;
@@ -448,16 +449,17 @@ void add_gpt_oss(GgufWriter& out, const ModelConfig& c, const std::string& p) {
 }
 
 // YaRN as llama.cpp reads it (llama_cpp_scaling), and the rounding it does
-// not record (kYarnTruncateKey). Its gpt-oss graph fixes the ramp's betas at
-// 32 and 1 whatever the file says.
+// not record (kYarnTruncateKey). llama.cpp's loader reads the ramp's betas
+// for none of the architectures AstrAI writes (only grok's and mistral3's):
+// it runs them with 32 and 1 whatever a file says, so other betas are refused.
 void add_yarn(GgufWriter& out, const RopeScaling& s, const std::string& arch, const std::string& p) {
-  if (arch == "gpt-oss" && (s.beta_fast != 32.0f || s.beta_slow != 1.0f))
-    throw std::invalid_argument("write_gguf_model: llama.cpp's gpt-oss runs YaRN with beta_fast 32 and beta_slow 1");
+  if (s.beta_fast != 32.0f || s.beta_slow != 1.0f)
+    throw std::invalid_argument("write_gguf_model: llama.cpp's " + arch +
+                                " runs YaRN with beta_fast 32 and beta_slow 1, not " + std::to_string(s.beta_fast) +
+                                " and " + std::to_string(s.beta_slow));
   out.add_metadata(p + "rope.scaling.type", std::string("yarn"));
   out.add_metadata(p + "rope.scaling.factor", s.factor);
   out.add_metadata(p + "rope.scaling.original_context_length", uint32_t(s.original_context));
-  out.add_metadata(p + "rope.scaling.yarn_beta_fast", s.beta_fast);
-  out.add_metadata(p + "rope.scaling.yarn_beta_slow", s.beta_slow);
   if (s.attention_factor > 0.0f) out.add_metadata(p + "rope.scaling.attn_factor", yarn_attn_factor_key(s));
   out.add_metadata(kYarnTruncateKey, s.truncate);
 }

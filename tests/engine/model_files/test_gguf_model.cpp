@@ -417,14 +417,13 @@ TEST_CASE("a sliding window in GGUF: llama.cpp's key, read back; mixed layers an
   for (const bool truncate : {true, false}) {
     ModelWeights yarn = w;
     yarn.config.rope_scaling = RopeScaling{.factor = 4.0f, .original_context = 32, .kind = RopeScalingKind::Yarn,
-                                           .beta_fast = 16.0f, .truncate = truncate,
-                                           .attention_factor = truncate ? 0.0f : 1.5f};
+                                           .truncate = truncate, .attention_factor = truncate ? 0.0f : 1.5f};
     write_gguf_model(path, yarn, make_synthetic_tokenizer(260), GgufDType::F32, "x");
     const GgufReader g(path);
     CHECK(g.get_string("llama.rope.scaling.type") == "yarn");
     CHECK(g.get_float("llama.rope.scaling.factor") == 4.0);
     CHECK(g.get_int("llama.rope.scaling.original_context_length") == 32);
-    CHECK(g.get_float("llama.rope.scaling.yarn_beta_fast") == 16.0);
+    CHECK(!g.has("llama.rope.scaling.yarn_beta_fast"));  // llama.cpp's llama would not read it
     CHECK(g.get_bool("astrai.rope.yarn.truncate") == truncate);
     // llama.cpp multiplies its own (1 + 0.1 ln factor) by attn_factor.
     CHECK(g.has("llama.rope.scaling.attn_factor") == !truncate);
@@ -433,7 +432,7 @@ TEST_CASE("a sliding window in GGUF: llama.cpp's key, read back; mixed layers an
     const RopeScaling back = read_gguf_model(path).weights.config.rope_scaling;
     CHECK(back.kind == RopeScalingKind::Yarn);
     CHECK(back.truncate == truncate);
-    CHECK(back.beta_fast == 16.0f);
+    CHECK(back.beta_fast == 32.0f);
     CHECK(back.original_context == 32);
     CHECK(std::abs(back.attention_factor - yarn.config.rope_scaling.attention_factor) < 1e-6f);
   }
@@ -552,9 +551,14 @@ TEST_CASE("gpt-oss GGUF round trip: llama.cpp's gpt-oss keys and tensor names, w
   write_gguf_model(path, yarn, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss");
   const auto without_key = rewrite_gguf(path, [](Metadata& m, auto&) { erase_key(m, "astrai.rope.yarn.truncate"); });
   CHECK(read_gguf_model(without_key).weights.config.rope_scaling == yarn.config.rope_scaling);
-  yarn.config.rope_scaling.beta_fast = 8.0f;
+  yarn.config.rope_scaling.beta_fast = 8.0f;  // llama.cpp would run 32
   CHECK_THROWS_WITH(write_gguf_model(path, yarn, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss"),
                     Contains("beta_fast 32"));
+  // A file with the beta keys (another converter's) is read as it says.
+  yarn.config.rope_scaling.beta_fast = 32.0f;
+  write_gguf_model(path, yarn, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss");
+  const auto betas = rewrite_gguf(path, [](Metadata& m, auto&) { set_key(m, "gpt-oss.rope.scaling.yarn_beta_fast", 16.0f); });
+  CHECK(read_gguf_model(betas).weights.config.rope_scaling.beta_fast == 16.0f);
   ModelWeights limit = original;
   limit.config.moe.swiglu_limit = 5.0f;
   CHECK_THROWS_WITH(write_gguf_model(path, limit, make_synthetic_tokenizer(c.vocab_size), GgufDType::F32, "oss"),
