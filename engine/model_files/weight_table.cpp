@@ -3,9 +3,10 @@
 // transformers' modeling_llama.py, modeling_qwen2.py, modeling_qwen3.py,
 // modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py,
 // modeling_gemma3.py, modeling_gpt_oss.py (Hugging Face); llama.cpp's
-// src/models/openai-moe.cpp for gpt-oss's GGUF shapes. Matrices are [out_features, in_features], as both formats store
-// them; expert stacks [experts, out, in] (llama.cpp's ffn_*_exps, whose
-// ne is {in, out, experts}).
+// src/models/openai-moe.cpp for gpt-oss's GGUF shapes. Matrices are
+// [out_features, in_features], as both formats store them (gpt-oss's folders
+// aside: HfLayout); expert stacks [experts, out, in] (llama.cpp's
+// ffn_*_exps, whose ne is {in, out, experts}).
 #include "engine/model_files/weight_table.h"
 
 #include <stdexcept>

@@ -186,8 +186,8 @@ void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
 }
 
 // Options of these architectures that AstrAI's forward pass does not have:
-// refused by name rather than ignored.
-// Returns whether the experts may be MXFP4 (gpt-oss's quantization_config).
+// refused by name rather than ignored. Returns whether the experts may be
+// MXFP4 (gpt-oss's published quantization_config, the one quantized form read).
 bool refuse_unsupported(const Fields& f, HfArchitecture arch, const std::string& origin) {
   const Architecture& row = architecture(arch);
   bool mxfp4 = false;
