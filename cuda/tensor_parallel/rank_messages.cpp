@@ -47,6 +47,15 @@ const char* kind_name(Kind k) {
   return "an unknown message";
 }
 
+// msgpack::unpack of a frame, every container bounded by the frame's length:
+// each element takes at least a byte, so a header claiming more (a corrupt
+// frame's array32 of 2^32 - 1) is refused by the unpacker (size_overflow, an
+// unpack_error) before it reserves room for them.
+msgpack::object_handle unpack_bounded(std::string_view frame) {
+  const size_t n = frame.size();
+  return msgpack::unpack(frame.data(), n, nullptr, nullptr, msgpack::unpack_limit(n, n, n, n, n, 64));
+}
+
 // The body object of a frame of kind `want`; keeps the unpacked handle alive.
 struct Unpacked {
   msgpack::object_handle handle;
@@ -55,7 +64,7 @@ struct Unpacked {
 Unpacked unpack(std::string_view frame, Kind want) {
   Unpacked u;
   try {
-    u.handle = msgpack::unpack(frame.data(), frame.size());
+    u.handle = unpack_bounded(frame);
     const msgpack::object& o = u.handle.get();
     if (o.type != msgpack::type::ARRAY || o.via.array.size != 2) throw std::runtime_error("not [kind, body]");
     const Kind got = Kind(o.via.array.ptr[0].as<int>());
@@ -95,7 +104,7 @@ std::string encode(const Shutdown& m) { return pack(Kind::Shutdown, m); }
 
 Kind kind_of(std::string_view frame) {
   try {
-    const msgpack::object_handle h = msgpack::unpack(frame.data(), frame.size());
+    const msgpack::object_handle h = unpack_bounded(frame);
     const msgpack::object& o = h.get();
     if (o.type != msgpack::type::ARRAY || o.via.array.size != 2) throw std::runtime_error("");
     const int k = o.via.array.ptr[0].as<int>();

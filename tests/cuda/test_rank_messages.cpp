@@ -89,6 +89,16 @@ TEST_CASE("a frame of another kind, or not a message, is refused", "[cuda][tenso
   CHECK_THROWS_WITH(tp::decode_step(tp::encode(tp::Ready{})), Catch::Contains("a Ready message where Step was expected"));
   CHECK_THROWS_WITH(tp::kind_of("not msgpack at all"), Catch::Contains("not a tensor-parallel message"));
   CHECK_THROWS(tp::decode_hello(""));
+  // A container header that claims more elements than the frame has bytes
+  // (msgpack's array32 of 2^32 - 1, a map32, a str32) is refused before
+  // anything is allocated for it: seed 6751775978817248800 of the property
+  // below flipped a byte of a Step to 0xdd, and msgpack's unpacker reserved
+  // 96 GiB (std::bad_alloc here; on CI's machine, ten minutes of paging).
+  for (const char* body : {"\xdd\xff\xff\xff\xff", "\xdf\xff\xff\xff\xff", "\xdb\xff\xff\xff\xff"}) {
+    const std::string frame = std::string("\x92\x07") + body;  // [Step, body]
+    CHECK_THROWS_WITH(tp::decode_step(frame), Catch::Contains("undecodable"));
+    CHECK_THROWS_WITH(tp::kind_of(std::string("\x92") + body + "\x07"), Catch::Contains("not a tensor-parallel message"));
+  }
   rc::prop("every truncation and byte flip of a step is refused or decodes (never crashes)", [] {
     ModelConfig config = preset_config("tiny");
     config.max_seq_len = 64;
