@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "engine/tokenizer/byte_piece.h"
+#include "engine/tokenizer/harmony_tokens.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 
 namespace astrai {
@@ -74,6 +75,8 @@ Tokenizer::Tokenizer(std::shared_ptr<const HfTokenizer> bpe, int bos_id, int eos
 }
 
 void Tokenizer::index_pieces(std::vector<int> extra_end_ids) {
+  // gpt-oss: its message markers are text, its turn ends end the generation.
+  const bool harmony = type_harmony_markers_as_text(pieces_, types_);
   piece_ids_.clear();
   special_ids_.clear();
   byte_ids_.fill(unk_id_);
@@ -103,10 +106,15 @@ void Tokenizer::index_pieces(std::vector<int> extra_end_ids) {
   end_of_generation_ids_ = std::move(extra_end_ids);
   end_of_generation_ids_.push_back(eos_id_);
   if (!bpe_) end_of_generation_ids_.push_back(bos_id_);
-  for (const int id : special_ids_)
-    if (std::find(std::begin(kEndOfTurnPieces), std::end(kEndOfTurnPieces), pieces_[size_t(id)]) !=
-        std::end(kEndOfTurnPieces))
-      end_of_generation_ids_.push_back(id);
+  for (const int id : special_ids_) {
+    const std::string& piece = pieces_[size_t(id)];
+    const bool turn_end =
+        std::find(std::begin(kEndOfTurnPieces), std::end(kEndOfTurnPieces), piece) != std::end(kEndOfTurnPieces);
+    const bool harmony_end =
+        std::find(std::begin(kHarmonyTurnEnds), std::end(kHarmonyTurnEnds), piece) != std::end(kHarmonyTurnEnds);
+    // harmony's <|end|> ends a message (the answer follows the reasoning), not the turn
+    if (harmony ? harmony_end || (turn_end && piece != "<|end|>") : turn_end) end_of_generation_ids_.push_back(id);
+  }
   std::sort(end_of_generation_ids_.begin(), end_of_generation_ids_.end());
   end_of_generation_ids_.erase(std::unique(end_of_generation_ids_.begin(), end_of_generation_ids_.end()),
                                end_of_generation_ids_.end());

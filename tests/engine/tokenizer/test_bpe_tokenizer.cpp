@@ -301,6 +301,36 @@ TEST_CASE("Tokenizer::load_hf: BOS, EOS and the end-of-generation set from token
   }
 }
 
+TEST_CASE("gpt-oss (o200k_harmony): its message markers are text, <|return|> and <|call|> end the turn, <|end|> does not") {
+  // llama.cpp's rule for this vocabulary (harmony_tokens.h): the chat APIs
+  // read reasoning, tool calls and the answer out of the markers' text.
+  REQUIRE_TOKENIZER(hf, "gptoss");
+  const astrai::Tokenizer& tok = *astrai::test::lenml_tokenizer("gptoss");
+  const std::string text =
+      "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.f "
+      "<|constrain|>json<|message|>{}<|call|>";
+  std::string joined;
+  int prev = tok.bos_id();
+  for (const int id : tok.encode_with_special_tokens(text)) {
+    joined += tok.decode_token(prev, id);
+    prev = id;
+  }
+  CHECK(joined == text.substr(0, text.size() - std::string("<|call|>").size()));  // the turn end is no text
+  for (const char* marker : {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"}) {
+    INFO(marker);
+    const int id = added_token_id("gptoss", marker);
+    REQUIRE(id >= 0);
+    CHECK(tok.type(id) == astrai::TokenType::UserDefined);
+    CHECK(tok.encode_with_special_tokens(marker) == std::vector<int>{id});
+  }
+  const auto& got = tok.end_of_generation_ids();
+  CHECK(std::set<int>(got.begin(), got.end()) == std::set<int>{added_token_id("gptoss", "<|return|>"),
+                                                               added_token_id("gptoss", "<|call|>"),
+                                                               added_token_id("gptoss", "<|endoftext|>")});
+  CHECK(tok.eos_id() == added_token_id("gptoss", "<|return|>"));
+  CHECK(tok.type(added_token_id("gptoss", "<|return|>")) == astrai::TokenType::Control);
+}
+
 TEST_CASE("Qwen 3's <think> is an added token that is text, not a control token") {
   REQUIRE_TOKENIZER(hf, "qwen3");
   const astrai::Tokenizer& tok = *astrai::test::lenml_tokenizer("qwen3");
