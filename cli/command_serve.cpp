@@ -166,10 +166,11 @@ int run_serve(std::span<const std::string_view> argv) {
               "auto")
       .option("--tool-call-parser",
               "how tool calls are read from outputs: auto (the family the chat template's markers name), none, "
-              "hermes (Qwen 2.5/3, Hermes), llama3 (Llama 3.1-3.3 JSON) or mistral",
+              "hermes (Qwen 2.5/3, Hermes), llama3 (Llama 3.1-3.3 JSON), mistral or harmony (gpt-oss)",
               "auto")
       .option("--reasoning-parser",
-              "auto (split <think>...</think> out of chat outputs when the chat template uses it), think, or none",
+              "auto (split <think>...</think> out of chat outputs when the chat template uses it, or read gpt-oss's "
+              "harmony messages when it renders them), think, harmony, or none",
               "auto")
       .option("--generation-config",
               "auto (a folder's generation_config.json sets the default temperature, top_p and top_k, as in vLLM) "
@@ -206,9 +207,12 @@ int run_serve(std::span<const std::string_view> argv) {
   const std::string reasoning_parser = args.get("--reasoning-parser");
   try {
     if (tool_parser != "auto" && !tool_call_family_named(tool_parser))
-      throw std::invalid_argument("--tool-call-parser must be auto, none, hermes, llama3 or mistral, got '" + tool_parser + "'");
-    if (reasoning_parser != "auto" && reasoning_parser != "think" && reasoning_parser != "none")
-      throw std::invalid_argument("--reasoning-parser must be auto, think or none, got '" + reasoning_parser + "'");
+      throw std::invalid_argument("--tool-call-parser must be auto, none, hermes, llama3, mistral or harmony, got '" +
+                                  tool_parser + "'");
+    if (reasoning_parser != "auto" && reasoning_parser != "think" && reasoning_parser != "harmony" &&
+        reasoning_parser != "none")
+      throw std::invalid_argument("--reasoning-parser must be auto, think, harmony or none, got '" + reasoning_parser +
+                                  "'");
     if (generation_config != "auto" && generation_config != "none")
       throw std::invalid_argument("--generation-config must be auto or none, got '" + generation_config + "'");
     options = server_options(args);
@@ -277,9 +281,15 @@ int run_serve(std::span<const std::string_view> argv) {
                     << served->kv_events->stamp().medium << ")" << std::endl;
         if (generation_config != "auto") served->default_sampling = SamplingParams{};
         if (tool_parser != "auto") served->tool_call_family = *tool_call_family_named(tool_parser);
-        if (reasoning_parser != "auto") served->split_reasoning = reasoning_parser == "think";
+        if (reasoning_parser != "auto") {
+          served->split_reasoning = reasoning_parser == "think";
+          served->harmony = reasoning_parser == "harmony";
+        }
         std::cerr << "astrai serve: tool calls read as " << to_string(served->tool_call_family) << ", reasoning "
-                  << (served->split_reasoning ? "split out (<think>)" : "not split") << std::endl;
+                  << (served->harmony           ? "read from harmony messages (analysis channel)"
+                      : served->split_reasoning ? "split out (<think>)"
+                                                : "not split")
+                  << std::endl;
         const SamplingParams& d = served->default_sampling;
         std::cerr << "astrai serve: default sampling: temperature " << d.temperature << ", top_p " << d.top_p
                   << ", top_k " << d.top_k

@@ -7,6 +7,7 @@
 
 #include "engine/chat/jinja_chat_template.h"
 #include "engine/chat/prompt_encoder.h"
+#include "engine/chat_planning/harmony_output.h"
 #include "engine/chat_planning/reasoning_split.h"
 #include "engine/tokenizer/hf_tokenizer.h"
 
@@ -25,6 +26,7 @@ ChatModel make_chat_model(std::shared_ptr<InferenceEngine> engine, std::unique_p
   // What its outputs are read for: the template's own markers say.
   model.tool_call_family = detect_tool_call_family(model.chat_template->source());
   model.split_reasoning = template_has_reasoning(model.chat_template->source());
+  model.harmony = template_writes_harmony(model.chat_template->source());
   model.max_token_bytes = longest_token_bytes(model.engine->tokenizer());
   return model;
 }

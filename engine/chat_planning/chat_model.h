@@ -41,6 +41,9 @@ struct ChatModel {
   // whether reasoning is split out of chat outputs (reasoning_split.h).
   ToolCallFamily tool_call_family = ToolCallFamily::None;
   bool split_reasoning = false;
+  // gpt-oss: outputs are harmony messages, read for the reasoning and the
+  // calls by harmony_output.h (instead of split_reasoning's <think> rule).
+  bool harmony = false;
 
   // The prompt's token ids for a conversation (BOS first).
   std::vector<int> encode(const std::vector<ChatMessage>& messages) const;

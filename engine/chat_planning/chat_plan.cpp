@@ -1,5 +1,6 @@
 #include "engine/chat_planning/chat_plan.h"
 
+#include "engine/chat_planning/harmony_output.h"
 #include "engine/chat_planning/reasoning_split.h"
 #include "engine/request_defaults.h"
 #include "engine/scheduler/inference_scheduler.h"
@@ -32,7 +33,7 @@ std::optional<grammar::ConstraintSpec> tool_call_spec(const ChatRequest& request
   spec.lazy = request.tool_choice.mode == ToolChoice::Mode::Auto;
   spec.text = tools.dump();
   spec.tool_syntax = format->syntax;
-  spec.single_call = !request.parallel_tool_calls;
+  spec.single_call = !request.parallel_tool_calls || format->one_call_per_turn;
   return spec;
 }
 
@@ -96,11 +97,19 @@ std::vector<int> plan_conversation(ChatRequest& chat, const ChatModel& model, Ch
     if (!chat.constraint) chat.constraint = std::move(*spec);
   }
   EncodedChat encoded = encode_chat(chat, model);
-  plan.parsing.reasoning = model.split_reasoning;
+  plan.parsing.harmony = model.harmony;
+  plan.parsing.reasoning = model.split_reasoning && !model.harmony;
   plan.parsing.starts_in_reasoning = encoded.opens_reasoning;
   // A reasoning model thinks first: the constraint applies after the
   // thinking (reasoning_grammar.h), unless the template closed it in the prompt.
-  if (chat.constraint && model.split_reasoning && !encoded.closes_reasoning) {
+  // gpt-oss's analysis message is optional and its answer opens a message
+  // (harmony_markers); a lazy tool grammar already lets any text come first.
+  if (chat.constraint && model.harmony) {
+    if (!chat.constraint->lazy) {
+      chat.constraint->start = grammar::ConstraintSpec::Start::AfterOptionalReasoning;
+      chat.constraint->reasoning = harmony_markers(chat.constraint->kind == grammar::ConstraintSpec::Kind::ToolCalls);
+    }
+  } else if (chat.constraint && model.split_reasoning && !encoded.closes_reasoning) {
     chat.constraint->start = encoded.opens_reasoning ? grammar::ConstraintSpec::Start::AfterReasoning
                                                      : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
     chat.constraint->reasoning = reasoning_markers();

@@ -4,6 +4,12 @@ namespace astrai {
 
 ChoiceParts parse_choice_output(std::string_view text, const OutputParsing& how) {
   ChoiceParts parts;
+  if (how.harmony) {
+    HarmonyParts read = parse_harmony(text, how.tools != ToolCallFamily::None);
+    parts = {std::move(read.reasoning), std::move(read.content), std::move(read.calls)};
+    if (!how.parallel_tool_calls && parts.calls.size() > 1) parts.calls.resize(1);
+    return parts;
+  }
   std::string content(text);
   if (how.reasoning) {
     ReasoningSplit split = split_reasoning(text, how.starts_in_reasoning);
@@ -32,12 +38,21 @@ ChoiceParts ChoiceOutputStream::from_split(ReasoningSplit split, bool last) {
   return parts;
 }
 
+ChoiceParts ChoiceOutputStream::from_harmony(HarmonyParts read) {
+  ChoiceParts parts{std::move(read.reasoning), std::move(read.content), {}};
+  for (auto& c : read.calls)
+    if (how_.parallel_tool_calls || calls_++ == 0) parts.calls.push_back(std::move(c));
+  return parts;
+}
+
 ChoiceParts ChoiceOutputStream::feed(std::string_view piece) {
+  if (how_.harmony) return from_harmony(harmony_.feed(piece));
   if (!how_.reasoning) return from_split({"", std::string(piece)}, false);
   return from_split(reasoning_.feed(piece), false);
 }
 
 ChoiceParts ChoiceOutputStream::finish() {
+  if (how_.harmony) return from_harmony(harmony_.finish());
   if (!how_.reasoning) return from_split({}, true);
   return from_split(reasoning_.finish(), true);
 }

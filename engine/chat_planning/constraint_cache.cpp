@@ -24,9 +24,10 @@ std::string constraint_key(const grammar::ConstraintSpec& spec) {
                                     &t.list_close, &t.lazy_opener})
       key += framed(*part);
     key += spec.single_call ? "1" : "*";
+    key += t.bare_name ? "b" : "q";
   }
   if (spec.start != grammar::ConstraintSpec::Start::Output)  // the start is first too
-    key += "^" + framed(spec.reasoning.open) + framed(spec.reasoning.close);
+    key += "^" + framed(spec.reasoning.open) + framed(spec.reasoning.close) + framed(spec.reasoning.answer_open);
   return key;
 }
 

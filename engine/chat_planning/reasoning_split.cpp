@@ -13,7 +13,7 @@ std::string_view close_marker() { return reasoning_markers().close; }
 }  // namespace
 
 const grammar::ReasoningMarkers& reasoning_markers() {
-  static const grammar::ReasoningMarkers markers{"<think>", "</think>"};
+  static const grammar::ReasoningMarkers markers{"<think>", "</think>", ""};
   return markers;
 }
 

@@ -15,6 +15,7 @@ std::vector<ToolCallFormat> make_rows() {
   constexpr std::string_view kHermesOpen = "<tool_call>", kHermesClose = "</tool_call>";
   constexpr std::string_view kPythonTag = "<|python_tag|>";
   constexpr std::string_view kMistralMarker = "[TOOL_CALLS]";
+  constexpr std::string_view kHarmonyCall = "<|channel|>commentary to=functions.";
   const std::string hermes_open(kHermesOpen), hermes_close(kHermesClose);
   return {
       {ToolCallFamily::Hermes, "hermes", {kHermesOpen}, kHermesOpen, kHermesClose,
@@ -26,6 +27,12 @@ std::vector<ToolCallFormat> make_rows() {
       // the headers only.
       {ToolCallFamily::Llama3, "llama3", {"<|start_header_id|>", "tools", "parameters"}, kPythonTag, "",
        {"", "{\"name\": ", ", \"parameters\": ", "}", "; ", "", ""}, 0},
+      // gpt-oss's template renders its tools as a namespace "functions" and
+      // past calls as "to=functions.NAME"; the calls the grammar writes put
+      // the recipient in the channel's header, as the model card's examples.
+      {ToolCallFamily::Harmony, "harmony", {"<|channel|>", "to=", "functions."}, kHarmonyCall, "",
+       {"", std::string(kHarmonyCall), " <|constrain|>json<|message|>", "", "", "", std::string(kHarmonyCall), true},
+       0, true},
   };
 }
 

@@ -9,7 +9,11 @@
 //   mistral  Mistral 7B v0.3, Nemo, Small: content, then [TOOL_CALLS] and a JSON list
 //            [{"name": ..., "arguments": {...}}, ...] to the end. [TOOL_CALLS] is a control
 //            token that the engine's decoder does not spell out, so an output whose first
-//            non-space byte is "[" is read as the list too.
+//            non-space byte is "[" is read as the list too;
+//   harmony  gpt-oss: a message to the recipient functions.NAME whose body is the arguments,
+//            <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}, after the
+//            optional analysis message; <|call|> ends the turn, so one call per output. Its
+//            calls are read with its reasoning by engine/chat_planning/harmony_output.h.
 // A row holds: the name (`astrai serve --tool-call-parser`), how the family is
 // recognised in a chat template, the syntax the grammar enforces
 // (grammar::ToolCallSyntax), the markers and the parser that read calls back
@@ -27,7 +31,7 @@
 
 namespace astrai {
 
-enum class ToolCallFamily { None, Hermes, Llama3, Mistral };
+enum class ToolCallFamily { None, Hermes, Llama3, Mistral, Harmony };
 
 struct ToolCallFormat {
   ToolCallFamily family = ToolCallFamily::None;
@@ -43,6 +47,9 @@ struct ToolCallFormat {
   // toolu_…); else exactly this many letters and digits, no prefix (Mistral's
   // templates refuse other ids when the conversation comes back).
   int id_length = 0;
+  // The model's turn ends at its first call (harmony's <|call|> ends the
+  // generation): tool grammars allow one call whatever parallel_tool_calls says.
+  bool one_call_per_turn = false;
 };
 
 // Every family with calls, in the order a chat template is matched against
@@ -51,7 +58,7 @@ const std::vector<ToolCallFormat>& tool_call_formats();
 // The row of a family; nullptr for None.
 const ToolCallFormat* tool_call_format(ToolCallFamily family);
 
-// "none", "hermes", "llama3", "mistral".
+// "none", "hermes", "llama3", "mistral", "harmony".
 const char* to_string(ToolCallFamily family);
 // The family a name spells; nullopt for an unknown name.
 std::optional<ToolCallFamily> tool_call_family_named(std::string_view name);

@@ -194,6 +194,7 @@ ParsedToolCalls parse_tool_calls(std::string_view output, ToolCallFamily family)
     case ToolCallFamily::Llama3: return parse_llama3(output);
     case ToolCallFamily::Mistral: return parse_mistral(output);
     case ToolCallFamily::None: break;
+    case ToolCallFamily::Harmony: break;  // read with its reasoning: harmony_output.h
   }
   return {std::string(output), {}};
 }

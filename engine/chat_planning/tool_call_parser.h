@@ -47,12 +47,14 @@ struct ParsedToolCalls {
   std::vector<ParsedToolCall> calls;  // in the order the model wrote them
 };
 
-// family None: the output is all content.
+// family None (and Harmony, read by harmony_output.h): the output is all content.
 ParsedToolCalls parse_tool_calls(std::string_view output, ToolCallFamily family);
 
 class ToolCallStream {
  public:
-  explicit ToolCallStream(ToolCallFamily family) : family_(family) {}
+  // Harmony outputs are read whole by harmony_output.h: here they are content.
+  explicit ToolCallStream(ToolCallFamily family)
+      : family_(family == ToolCallFamily::Harmony ? ToolCallFamily::None : family) {}
 
   // The content and the calls that the next piece completes.
   ParsedToolCalls feed(std::string_view piece);

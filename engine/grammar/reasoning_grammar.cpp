@@ -32,10 +32,20 @@ Grammar after_reasoning(Grammar answer, const ReasoningMarkers& markers, bool op
     }
   const int32_t gap = add_state(), done = add_state();
   top.states[size_t(at)].calls.push_back({thinking, gap});
-  for (const ByteRange r : kJsonWhitespace)
-    top.states[size_t(gap)].bytes.push_back({r.lo, r.hi, gap});
-  top.states[size_t(gap)].calls.push_back({old_root, done});
-  if (optional) top.states[size_t(first)].calls.push_back({old_root, done});
+  // From `from`: the answer's opener byte by byte, then the answer.
+  auto answer_from = [&](int32_t from) {
+    for (const char c : markers.answer_open) {
+      const int32_t next = add_state();
+      top.states[size_t(from)].bytes.push_back({uint8_t(c), uint8_t(c), next});
+      from = next;
+    }
+    top.states[size_t(from)].calls.push_back({old_root, done});
+  };
+  if (markers.answer_open.empty())
+    for (const ByteRange r : kJsonWhitespace)
+      top.states[size_t(gap)].bytes.push_back({r.lo, r.hi, gap});
+  answer_from(gap);
+  if (optional) answer_from(first);
   top.states[size_t(done)].final = true;
 
   answer.root = int(answer.rules.size());

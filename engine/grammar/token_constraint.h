@@ -44,12 +44,19 @@ struct ToolCallSyntax {
   // or such text and then the calls from it on. Empty: the output is calls
   // when its first non-space byte opens them, else all text.
   std::string lazy_opener;
+  // The tool's name as it is (harmony: "to=functions.get_weather"), not as a
+  // JSON string ("\"get_weather\"").
+  bool bare_name = false;
 };
 
 // The marks around a reasoning model's thinking (its row:
 // engine/chat_planning/reasoning_split.h).
 struct ReasoningMarkers {
   std::string open, close;
+  // Text the answer opens with after the thinking (or in its place), right
+  // after close, no whitespace between: gpt-oss's "<|channel|>final<|message|>"
+  // before constrained text. Empty: whitespace, then the answer (<think> models).
+  std::string answer_open;
 };
 
 // What a request asks for (OpenAI response_format / vLLM's structured_outputs),

@@ -74,8 +74,13 @@ Grammar build(const ToolCallSyntax& f, const Json& tools, bool single_call, bool
     } catch (const ConstraintError& e) {
       throw ConstraintError(e.keyword, e.pointer, "tool '" + name + "' parameters: " + e.what());
     }
-    // The name as JSON text (dump escapes what needs it; tool names need none).
-    const std::string head = f.call_open + Json(name).dump() + f.before_arguments;
+    // The name as JSON text (dump escapes what needs it; tool names need
+    // none), or as it is where the family writes it bare (a name with bytes
+    // that would end the bare word is refused: the parser could not read it back).
+    if (f.bare_name && (name.empty() || name.find_first_of(" \t\r\n<") != std::string::npos))
+      throw ConstraintError("", "", "tool '" + name + "': this model writes tool names bare, so a name must be "
+                                    "non-empty without whitespace or '<'");
+    const std::string head = f.call_open + (f.bare_name ? name : Json(name).dump()) + f.before_arguments;
     calls.push_back(seq({literal(head), call(arguments), literal(f.call_close)}));
     if (!opener.empty())
       calls_after_opener.push_back(seq({literal(head.substr(opener.size())), call(arguments), literal(f.call_close)}));

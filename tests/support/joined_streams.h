@@ -1,5 +1,5 @@
 // Streams of parsed output (the tool-call parser's ToolCallStream, the
-// reasoning split's ReasoningStream) fed piece by piece and their parts
+// reasoning split's ReasoningStream, gpt-oss's HarmonyStream) fed piece by piece and their parts
 // joined, for the property they all share: the joined stream equals the
 // parse of the whole text. The unit tests and the fuzz target use these.
 #pragma once
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/chat_planning/harmony_output.h"
 #include "engine/chat_planning/reasoning_split.h"
 #include "engine/chat_planning/tool_call_parser.h"
 
@@ -40,6 +41,20 @@ inline ReasoningSplit joined_reasoning_stream(const std::vector<std::string>& pi
   auto add = [&](const ReasoningSplit& part) {
     joined.reasoning += part.reasoning;
     joined.content += part.content;
+  };
+  for (const std::string& p : pieces) add(stream.feed(p));
+  add(stream.finish());
+  return joined;
+}
+
+// The harmony stream's parts for `pieces`, then its finish(), joined.
+inline HarmonyParts joined_harmony_stream(const std::vector<std::string>& pieces, bool read_calls) {
+  HarmonyStream stream(read_calls);
+  HarmonyParts joined;
+  auto add = [&](HarmonyParts part) {
+    joined.reasoning += part.reasoning;
+    joined.content += part.content;
+    for (auto& c : part.calls) joined.calls.push_back(std::move(c));
   };
   for (const std::string& p : pieces) add(stream.feed(p));
   add(stream.finish());

@@ -14,6 +14,8 @@
 #include "engine/chat/chat_template.h"
 #include "engine/chat_planning/chat_plan.h"
 #include "engine/chat_planning/tool_call_parser.h"
+#include "engine/grammar/compile_constraint.h"
+#include "engine/grammar/tool_call_grammar.h"
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "reference/synthetic_model.h"
 
@@ -52,17 +54,26 @@ TEST_CASE("Each tool-call family's row: a call in its grammar's syntax parses ba
   for (const ToolCallFormat& row : tool_call_formats()) {
     INFO(row.name);
     const grammar::ToolCallSyntax& x = row.syntax;
-    // Two calls as the grammar writes them (tool_call_grammar.h).
+    // Two calls as the grammar writes them (tool_call_grammar.h); one where
+    // the family's turn ends at its call (harmony).
     auto call = [&](const std::string& name, const std::string& args) {
-      return x.call_open + json(name).dump() + x.before_arguments + args + x.call_close;
+      return x.call_open + (x.bare_name ? name : json(name).dump()) + x.before_arguments + args + x.call_close;
     };
     const std::string output =
-        x.list_open + call("get_weather", R"({"city": "Paris"})") + x.separator + call("get_time", "{}") + x.list_close;
-    const ParsedToolCalls parsed = parse_tool_calls(output, row.family);
+        row.one_call_per_turn
+            ? call("get_weather", R"({"city": "Paris"})")
+            : x.list_open + call("get_weather", R"({"city": "Paris"})") + x.separator + call("get_time", "{}") + x.list_close;
+    const json tools = json::parse(R"([{"name": "get_weather", "parameters": {"type": "object"}},
+                                       {"name": "get_time", "parameters": {"type": "object"}}])");
+    CHECK(grammar::grammar_matches(grammar::tool_call_grammar(x, tools.dump(), row.one_call_per_turn), output));
+    OutputParsing how;
+    how.tools = row.family;
+    how.harmony = row.family == ToolCallFamily::Harmony;  // its calls are read with its reasoning
+    const ChoiceParts parsed = parse_choice_output(output, how);
     CHECK(parsed.content.empty());
-    REQUIRE(parsed.calls.size() == 2);
+    REQUIRE(parsed.calls.size() == (row.one_call_per_turn ? 1u : 2u));
     CHECK(parsed.calls[0] == ParsedToolCall{"get_weather", R"({"city":"Paris"})"});
-    CHECK(parsed.calls[1] == ParsedToolCall{"get_time", "{}"});
+    if (!row.one_call_per_turn) CHECK(parsed.calls[1] == ParsedToolCall{"get_time", "{}"});
     // A template holding the row's markers is recognised as the family.
     std::string chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}";
     for (std::string_view marker : row.template_markers) chat_template += std::string(marker);

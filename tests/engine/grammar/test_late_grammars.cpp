@@ -22,9 +22,9 @@
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 
+#include "engine/chat_planning/harmony_output.h"
 #include "engine/chat_planning/reasoning_split.h"
 #include "tests/support/tool_call_syntax.h"
-#include "engine/chat_planning/reasoning_split.h"
 #include "engine/grammar/compile_constraint.h"
 #include "engine/grammar/text_automata.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -136,6 +136,60 @@ TEST_CASE("after reasoning: free thinking to the first </think>, whitespace, the
   CHECK(grammar_matches(optional, "<think>\nhm</think>12"));
   CHECK_FALSE(grammar_matches(optional, " <think>x</think>12"));  // the thinking opens at the first byte or not at all
   CHECK_FALSE(grammar_matches(optional, "<think>x</think>12</think>3"));
+}
+
+TEST_CASE("after reasoning (gpt-oss): an optional analysis message, then the answer's own opener", "[grammar][late]") {
+  // The rule by hand (harmony_output.h): the answer opens the final channel
+  // at the first byte, or after "<|channel|>analysis<|message|>", thinking
+  // without the close, and the close "<|end|><|start|>assistant".
+  const ReasoningMarkers text_markers = astrai::harmony_markers(false);
+  const std::string open = "<|channel|>analysis<|message|>", close = "<|end|><|start|>assistant",
+                    final_open = "<|channel|>final<|message|>";
+  ConstraintSpec spec{ConstraintSpec::Kind::Regex, "[0-9]+", {}};
+  spec.start = ConstraintSpec::Start::AfterOptionalReasoning;
+  spec.reasoning = text_markers;
+  const Grammar g = grammar_for(spec);
+  const std::regex answer("[0-9]+");
+  const auto expected = [&](const std::string& text) {
+    if (text.starts_with(final_open)) return std::regex_match(text.substr(final_open.size()), answer);
+    if (!text.starts_with(open)) return false;
+    const size_t at = text.find(close, open.size());
+    if (at == std::string::npos) return false;
+    const std::string rest = text.substr(at + close.size());
+    return rest.starts_with(final_open) && std::regex_match(rest.substr(final_open.size()), answer);
+  };
+  const std::vector<std::string> pieces = {"<|channel|>", "analysis", "final", "<|message|>", "<|end|>", "<|start|>",
+                                           "assistant", "<|", "7", "42", "x", " "};
+  rc::prop("random texts of harmony pieces", [&] {
+    std::string text;
+    if (*rc::gen::inRange(0, 3) > 0) {  // often the shape of an answer
+      if (*rc::gen::arbitrary<bool>()) text += open + *rc::gen::elementOf(pieces) + close;
+      text += final_open + *rc::gen::elementOf(std::vector<std::string>{"", "7", "42"});
+    }
+    for (const size_t i : *rc::gen::container<std::vector<size_t>>(rc::gen::inRange<size_t>(0, pieces.size())))
+      text += pieces[i];
+    RC_TAG(expected(text) ? "matches" : "no match");
+    RC_ASSERT(grammar_matches(g, text) == expected(text));
+  });
+  CHECK(grammar_matches(g, final_open + "12"));
+  CHECK(grammar_matches(g, open + "Think." + close + final_open + "12"));
+  CHECK_FALSE(grammar_matches(g, "12"));
+  CHECK_FALSE(grammar_matches(g, open + "Think." + close + " " + final_open + "12"));  // no whitespace before the opener
+  // Tool calls (tool_choice required): the call's header is the syntax's own, one call.
+  ConstraintSpec calls{ConstraintSpec::Kind::ToolCalls, kTool, {}, astrai::test::tool_syntax("harmony"), true};
+  calls.start = ConstraintSpec::Start::AfterOptionalReasoning;
+  calls.reasoning = astrai::harmony_markers(true);
+  const Grammar c = grammar_for(calls);
+  const std::string call = "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"x\": 7}";
+  CHECK(grammar_matches(c, call));
+  CHECK(grammar_matches(c, open + "Need f." + close + call));
+  CHECK_FALSE(grammar_matches(c, open + "Need f." + close + final_open + "{\"x\": 7}"));
+  CHECK_FALSE(grammar_matches(c, "<|channel|>commentary to=functions.\"f\" <|constrain|>json<|message|>{\"x\": 7}"));
+  CHECK_FALSE(grammar_matches(c, call + call));
+  const auto parsed = astrai::parse_harmony(open + "Need f." + close + call, true);
+  REQUIRE(parsed.calls.size() == 1);
+  CHECK(parsed.calls[0] == astrai::ParsedToolCall{"f", "{\"x\":7}"});
+  CHECK(parsed.reasoning == "Need f.");
 }
 
 TEST_CASE("lazy tool calls (hermes): any text without <tool_call>, or text then valid calls", "[grammar][late]") {
