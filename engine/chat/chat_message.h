@@ -28,6 +28,11 @@ struct ChatMessage {
   // and vLLM's shape): [{"id", "type": "function", "function": {"name",
   // "arguments": an object}}]; null when none.
   nlohmann::ordered_json tool_calls = nullptr;
+  // Assistant: its reasoning as the client sends it back (OpenAI's
+  // reasoning_content or reasoning, Anthropic's thinking blocks); templates
+  // get it as reasoning_content (Qwen 3's name, as vLLM passes it through)
+  // and thinking (gpt-oss's, which keeps a tool call's analysis) when not "".
+  std::string reasoning;
   std::string tool_call_id;  // Tool: the call this result answers ("" when not given)
   std::string name;          // Tool: the function's name ("" when not given)
 };

@@ -27,6 +27,10 @@ nlohmann::ordered_json read_config_json(const std::string& path) {
 nlohmann::ordered_json template_message(const ChatMessage& m) {
   nlohmann::ordered_json out = {{"role", to_string(m.role)}};
   out["content"] = m.content;
+  if (!m.reasoning.empty()) {
+    out["reasoning_content"] = m.reasoning;
+    out["thinking"] = m.reasoning;
+  }
   if (!m.tool_calls.is_null()) out["tool_calls"] = m.tool_calls;
   if (!m.tool_call_id.empty()) out["tool_call_id"] = m.tool_call_id;
   if (!m.name.empty()) out["name"] = m.name;

@@ -1,6 +1,6 @@
 // Anthropic's shapes, field by field:
 //   request:  messages [{role: user|assistant, content: string | [blocks: text, tool_use (assistant), thinking
-//             (assistant, dropped), tool_result (user)]}], tools, tool_choice (tool_request.h),
+//             (assistant: the template's reasoning), tool_result (user)]}], tools, tool_choice (tool_request.h),
 //             system (string or [{type: text, text}]), max_tokens, temperature, top_p, top_k,
 //             stop_sequences, stream, seed (extension)
 //   response: {id: msg_…, type: message, role: assistant, model, content: [{type: thinking, thinking, signature: ""}

@@ -1,7 +1,8 @@
 // OpenAI's shapes, field by field:
 //   request:  messages [{role: system|developer|user|assistant|tool, content: string | [{type: text, text}]
-//             (null for an assistant turn with tool_calls), tool_calls (assistant), tool_call_id (tool)}],
-//             tools, tool_choice, parallel_tool_calls, chat_template_kwargs (tool_request.h),
+//             (null for an assistant turn with tool_calls), tool_calls and reasoning_content | reasoning
+//             (assistant), tool_call_id (tool)}], tools, tool_choice, parallel_tool_calls,
+//             chat_template_kwargs, reasoning_effort (a template variable; tool_request.h),
 //             max_tokens | max_completion_tokens, temperature, top_p, top_k (extension), seed,
 //             stop (string or list), stream, stream_options.include_usage, n (>= 1; the engine bounds it),
 //             presence_penalty, frequency_penalty, logit_bias, logprobs, top_logprobs, and vLLM's
@@ -99,6 +100,11 @@ void read_openai_messages(FieldChecker& check, const json& body, ChatRequest& re
         ok = false;
       }
     }
+    // Its reasoning, as the response gave it (reasoning_content, or vLLM's newer name).
+    if (ok && message.role == ChatRole::Assistant)
+      for (const char* key : {"reasoning_content", "reasoning"})
+        if (const json* r = check.field(item, item_loc, key); r && !r->is_null() && message.reasoning.empty())
+          if (auto s = check.string(*r, loc_append(item_loc, key))) message.reasoning = *s;
     if (ok && message.role == ChatRole::Tool) {
       if (const json* id = check.field(item, item_loc, "tool_call_id"))
         if (auto s = check.string(*id, loc_append(item_loc, "tool_call_id"))) message.tool_call_id = *s;

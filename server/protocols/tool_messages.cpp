@@ -101,8 +101,13 @@ void read_anthropic_turn(FieldChecker& check, const json& content, const json& l
       ChatMessage result{ChatRole::Tool, std::move(*text)};
       result.tool_call_id = *id;
       results.push_back(std::move(result));
-    } else if ((kind == "thinking" || kind == "redacted_thinking") && role == ChatRole::Assistant) {
-      continue;  // past reasoning is not shown again
+    } else if (kind == "thinking" && role == ChatRole::Assistant) {
+      // Past reasoning goes to the template, which decides what to show again
+      // (Qwen 3 keeps the last turns', gpt-oss a tool call's analysis).
+      if (const json* v = check.field(block, block_loc, "thinking", true))
+        if (auto text = check.string(*v, loc_append(block_loc, "thinking"))) turn.reasoning += *text;
+    } else if (kind == "redacted_thinking" && role == ChatRole::Assistant) {
+      continue;  // encrypted: nothing a template could show
     } else {
       check.add(loc_append(block_loc, "type"),
                 role == ChatRole::Assistant ? "Input should be 'text', 'tool_use' or 'thinking'"

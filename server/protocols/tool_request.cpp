@@ -135,6 +135,16 @@ void read_openai_tools(const json& body, ChatRequest& request) {
     if (!body["chat_template_kwargs"].is_object()) refuse("chat_template_kwargs must be an object");
     request.chat_template_kwargs = body["chat_template_kwargs"];
   }
+  // OpenAI's reasoning_effort: the template variable of the same name
+  // (gpt-oss's "Reasoning: high"), unless chat_template_kwargs sets it.
+  if (body.contains("reasoning_effort") && !body["reasoning_effort"].is_null()) {
+    const json& effort = body["reasoning_effort"];
+    if (!effort.is_string() || (effort != "minimal" && effort != "low" && effort != "medium" && effort != "high"))
+      refuse("reasoning_effort must be 'minimal', 'low', 'medium' or 'high'");
+    if (request.chat_template_kwargs.is_null()) request.chat_template_kwargs = json::object();
+    if (!request.chat_template_kwargs.contains("reasoning_effort"))
+      request.chat_template_kwargs["reasoning_effort"] = effort;
+  }
 }
 
 void read_anthropic_tools(const json& body, ChatRequest& request) {

@@ -4,6 +4,8 @@
 # given after "--" (a model, a backend):
 #   tests/clients/run.sh [path/to/astrai]      (default: build/cli/astrai)
 #   tests/clients/run.sh build-emu/cli/astrai -- --backend cuda --model M --tokenizer T
+# ASTRAI_CLIENTS_SUITE=harmony runs harmony.test.mjs instead (a gpt-oss model
+# behind its own template: run_window_models.sh).
 # ASTRAI_CLIENTS_NO_TOOL_CALLS=1 leaves out the suite of tool calls that come
 # back (and its second server): they decode grammar-constrained calls, the
 # slowest of the tests on a slow backend, and the server's tool-call path
@@ -86,6 +88,19 @@ start_server() {
 
 log="$work/serve.log"
 start_server "$log"
+
+# ASTRAI_CLIENTS_SUITE=harmony: a gpt-oss model behind its own template
+# (run_window_models.sh), for harmony.test.mjs alone; ASTRAI_HARMONY_TOKENIZER
+# names its tokenizer.json.
+if [ "${ASTRAI_CLIENTS_SUITE:-clients}" = harmony ]; then
+  grep -q "reasoning read from harmony messages" "$log" ||
+    { cat "$log" >&2; echo "run.sh: the server does not read harmony messages" >&2; exit 1; }
+  grep -E "^astrai: |ready \(" "$log" || true
+  cd "$here"
+  [ "${ASTRAI_CLIENTS_NPM_DONE:-}" = 1 ] || npm ci --no-audit --no-fund --loglevel=error
+  ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" node --test harmony.test.mjs || { cat "$log" >&2; exit 1; }
+  exit 0
+fi
 # The same model behind a hermes (Qwen 2.5-style) Jinja template, for the tool calls that come back.
 tools_log="$work/serve-tools.log"
 tools_url=""
@@ -124,7 +139,7 @@ cd "$here"
 # ASTRAI_CLIENTS_NPM_DONE=1: a caller running several models has installed them once (run_moe_models.sh).
 [ "${ASTRAI_CLIENTS_NPM_DONE:-}" = 1 ] || npm ci --no-audit --no-fund --loglevel=error
 status=0
-ASTRAI_SERVER_URL="$url" ASTRAI_TOOLS_URL="$tools_url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" ASTRAI_VOCAB_SIZE="$vocab_size" ASTRAI_GENERATED="$generated" node --test || status=$?
+ASTRAI_SERVER_URL="$url" ASTRAI_TOOLS_URL="$tools_url" ASTRAI_API_KEY="$api_key" ASTRAI_PROMPT_TOKENS="$prompt_tokens" ASTRAI_VOCAB_SIZE="$vocab_size" ASTRAI_GENERATED="$generated" node --test clients.test.mjs || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log ---" >&2
   cat "$log" >&2

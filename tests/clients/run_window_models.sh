@@ -15,7 +15,9 @@
 # is computed past the window's edge. Each is served with the plain chat
 # template (run.sh counts the prompt's tokens for it; Gemma 3's own template
 # is checked against jinja2 by chat_template_oracle) and without the
-# tool-call suite, which does not depend on the model (run.sh says why).
+# tool-call suite, which does not depend on the model (run.sh says why); the
+# gpt-oss folder and GGUF then again behind gpt-oss's own chat template, for
+# its harmony reasoning and tool calls (harmony.test.mjs).
 # Needs the npm folder of tests/engine/tokenizer/bpe_oracle (the tokenizers):
 # without it it says what is missing and exits 0, or 1 when
 # ASTRAI_REQUIRE_TEST_DATA=1 (CI).
@@ -57,4 +59,17 @@ grep -q '"GptOssForCausalLM"' "$work/gpt-oss/config.json"
 "$astrai" convert --model "$work/gpt-oss" --dtype bf16 -o "$work/gpt-oss.gguf"
 
 serve_each "$astrai" "$work" "$work/gemma3" "$work/mistral.gguf" "$work/gpt-oss" "$work/gpt-oss.gguf"
-echo "the SDK clients passed against a Gemma 3 folder, a sliding-window Mistral GGUF, and a gpt-oss folder and GGUF"
+
+# gpt-oss behind its own chat template (the fixture chat_template_oracle
+# checks against jinja2): its harmony output read into reasoning_content and
+# tool_calls (harmony.test.mjs), for the folder and the GGUF.
+python3 -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["chat_template"])' \
+  "$root/tests/engine/chat/templates/gpt_oss.json" > "$work/gpt-oss.jinja"
+for model in "$work/gpt-oss" "$work/gpt-oss.gguf"; do
+  echo "== harmony through the OpenAI SDK against $(basename "$model") with gpt-oss's chat template"
+  ASTRAI_CLIENTS_SUITE=harmony ASTRAI_CLIENTS_NPM_DONE=1 \
+    ASTRAI_HARMONY_TOKENIZER="$tokenizers/tokenizer-gptoss/models/tokenizer.json" \
+    bash "$here/run.sh" "$astrai" -- --model "$model" --chat-template "$work/gpt-oss.jinja"
+done
+echo "the SDK clients passed against a Gemma 3 folder, a sliding-window Mistral GGUF, and a gpt-oss folder and GGUF" \
+  "(with gpt-oss's own template: harmony reasoning and tool calls)"

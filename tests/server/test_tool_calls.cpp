@@ -7,8 +7,9 @@
 // parts are written out by hand; a stream, joined, must equal the whole
 // response; the prompts the server renders must equal the template rendered
 // directly (HfChatTemplate) on the conversation in transformers' shape.
-// tool_choice required / named (and Anthropic's any / tool) are enforced by
-// the grammar: there the model is random (temperature 1, unscripted) and
+// gpt-oss's harmony messages get the same checks behind a small template of
+// their shape (kHarmonyTemplate). tool_choice required / named (and
+// Anthropic's any / tool) are enforced by the grammar: there the model is random (temperature 1, unscripted) and
 // its calls are checked against the tools' rules by hand.
 #include <map>
 #include <set>
@@ -611,6 +612,186 @@ TEST_CASE("a reasoning model thinks first: tool and output grammars apply after 
       CHECK(message["reasoning_content"] == "\nI will count.\n");
       check_short_call("count", json::parse(message["content"].get<std::string>(), nullptr, false));
     }
+  }
+}
+
+// gpt-oss's harmony messages (engine/chat_planning/harmony_output.h) behind a
+// small template of its shape: the server reads reasoning and calls out of
+// the analysis and commentary channels, and hands past reasoning and
+// reasoning_effort to the template as gpt-oss's does (thinking, the variable).
+constexpr const char* kHarmonyTemplate = R"(
+{%- if reasoning_effort is defined %}<|start|>system<|message|>Reasoning: {{ reasoning_effort }}<|end|>{% endif %}
+{%- if tools %}<|start|>developer<|message|>{% for t in tools %}type {{ t.function.name }};{% endfor %}<|end|>{% endif %}
+{%- for m in messages %}
+{%- if m.tool_calls %}{% if m.thinking %}<|start|>assistant<|channel|>analysis<|message|>{{ m.thinking }}<|end|>{% endif %}
+<|start|>assistant to=functions.{{ m.tool_calls[0].function.name }}<|channel|>commentary json<|message|>{{ m.tool_calls[0].function.arguments | tojson }}<|call|>
+{%- elif m.role == 'tool' %}<|start|>functions.x to=assistant<|channel|>commentary<|message|>{{ m.content | tojson }}<|end|>
+{%- else %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|start|>assistant{% endif %})";
+
+TestServerOptions harmony_options() {
+  TestServerOptions options;
+  options.context = 2048;
+  options.jinja_template = kHarmonyTemplate;
+  return options;
+}
+
+constexpr const char* kHarmonyCall =
+    "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
+    "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}";
+
+TEST_CASE("gpt-oss's harmony output: analysis is reasoning, a message to functions.NAME a call, whole and streamed",
+          "[tool_calls][harmony]") {
+  TestServer server(harmony_options());
+  SECTION("OpenAI") {
+    const std::string path = "/v1/chat/completions";
+    script_output(server, path, openai_tools_body(false), kHarmonyCall);
+    const json choice = post(server, path, openai_tools_body(false)).body_json()["choices"][0];
+    INFO(choice.dump());
+    CHECK(choice["message"]["reasoning_content"] == "Need the weather.");
+    CHECK(choice["message"]["content"].is_null());
+    CHECK(without_ids(choice["message"]["tool_calls"]) == json::array({kExpectedCalls[0]}));
+    CHECK(choice["finish_reason"] == "tool_calls");
+    const JoinedOpenAI streamed = join_openai(post(server, path, openai_tools_body(true)).body);
+    CHECK(streamed.reasoning == "Need the weather.");
+    CHECK(streamed.content == "");
+    CHECK(without_ids(streamed.calls) == json::array({kExpectedCalls[0]}));
+    CHECK(streamed.finish_reason == "tool_calls");
+  }
+  SECTION("Anthropic") {
+    const std::string path = "/v1/messages";
+    script_output(server, path, anthropic_tools_body(false), kHarmonyCall);
+    const json whole = post(server, path, anthropic_tools_body(false)).body_json();
+    INFO(whole.dump());
+    const json& content = whole["content"];
+    REQUIRE(content.size() == 2);
+    CHECK(content[0] == json({{"type", "thinking"}, {"thinking", "Need the weather."}, {"signature", ""}}));
+    CHECK(content[1]["name"] == "get_weather");
+    CHECK(content[1]["input"] == json({{"city", "Paris"}}));
+    CHECK(whole["stop_reason"] == "tool_use");
+    json stop_reason = nullptr;
+    check_same_blocks(anthropic_stream_blocks(post(server, path, anthropic_tools_body(true)).body, stop_reason), content);
+    CHECK(stop_reason == "tool_use");
+  }
+  SECTION("an answer in the final channel is the content") {
+    const std::string path = "/v1/chat/completions";
+    const json body = openai_body("Hi", 400);
+    script_output(server, path, body,
+                  "<|channel|>analysis<|message|>A greeting.<|end|><|start|>assistant<|channel|>final<|message|>Hello!");
+    const json choice = post(server, path, body).body_json()["choices"][0];
+    CHECK(choice["message"]["reasoning_content"] == "A greeting.");
+    CHECK(choice["message"]["content"] == "Hello!");
+    CHECK(choice["finish_reason"] == "stop");
+    json stream_body = body;
+    stream_body["stream"] = true;
+    const JoinedOpenAI streamed = join_openai(post(server, path, stream_body).body);
+    CHECK(streamed.reasoning == "A greeting.");
+    CHECK(streamed.content == "Hello!");
+  }
+}
+
+TEST_CASE("gpt-oss: tool and output grammars follow the optional analysis message", "[tool_calls][grammar][harmony]") {
+  TestServer server(harmony_options());
+  const std::string path = "/v1/chat/completions";
+  const std::string analysis = "<|channel|>analysis<|message|>I will count.<|end|><|start|>assistant";
+  // The scripted analysis, then the random model (temperature 1) under the grammar.
+  const auto scripted = [&](const json& body) {
+    json probe = body;
+    probe.erase("tool_choice");
+    probe.erase("response_format");
+    server.executor().script({}, 0, -1);
+    probe["max_tokens"] = 1;
+    const Reply reply = post(server, path, probe);
+    REQUIRE(reply.status == 200);
+    std::vector<int> tokens;
+    for (unsigned char b : analysis) tokens.push_back(server.engine().tokenizer().byte_token(b));
+    server.executor().script(tokens, reply.body_json()["usage"]["prompt_tokens"].get<int>(), -1);
+  };
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    json body = openai_body("Count something", 1);
+    body.erase("max_tokens");
+    body["temperature"] = 1.0;
+    body["seed"] = seed;
+    body["tools"] = kShortTools;
+    SECTION("tool_choice required, seed " + std::to_string(seed)) {
+      body["tool_choice"] = "required";  // one call: harmony's <|call|> ends the turn, parallel_tool_calls or not
+      scripted(body);
+      const Reply reply = post(server, path, body);
+      INFO(reply.body);
+      REQUIRE(reply.status == 200);
+      const json choice = reply.body_json()["choices"][0];
+      CHECK(choice["message"]["reasoning_content"] == "I will count.");
+      CHECK(choice["finish_reason"] == "tool_calls");
+      REQUIRE(choice["message"]["tool_calls"].size() == 1);
+      const json& call = choice["message"]["tool_calls"][0]["function"];
+      check_short_call(call["name"], json::parse(call["arguments"].get<std::string>(), nullptr, false));
+    }
+    SECTION("response_format json_schema, seed " + std::to_string(seed)) {
+      body.erase("tools");
+      body["response_format"] = {{"type", "json_schema"},
+                                 {"json_schema", {{"name", "count"}, {"schema", kShortTools[1]["function"]["parameters"]}}}};
+      scripted(body);
+      const Reply reply = post(server, path, body);
+      INFO(reply.body);
+      REQUIRE(reply.status == 200);
+      const json message = reply.body_json()["choices"][0]["message"];
+      CHECK(message["reasoning_content"] == "I will count.");
+      check_short_call("count", json::parse(message["content"].get<std::string>(), nullptr, false));
+    }
+  }
+}
+
+TEST_CASE("gpt-oss: past reasoning and reasoning_effort reach its template", "[tool_calls][template][harmony]") {
+  TestServer server(harmony_options());
+  const HfChatTemplate direct(template_config_for(kHarmonyTemplate, server.engine().tokenizer()));
+  auto tokens_of = [&](const json& request) {
+    return int(server.engine().tokenizer().encode_with_special_tokens(direct.render_request(request)).size());
+  };
+  const json call = {{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}};
+  const json conversation = json::array(
+      {{{"role", "user"}, {"content", "Weather in Paris?"}},
+       {{"role", "assistant"}, {"content", ""}, {"thinking", "Need the weather."}, {"tool_calls", json::array({call})}},
+       {{"role", "tool"}, {"content", "18 C"}, {"tool_call_id", "call_1"}}});
+  const int expected = tokens_of({{"messages", conversation}, {"tools", json::array({kWeatherTool})},
+                                  {"add_generation_prompt", true}, {"reasoning_effort", "high"}});
+  const int expected_no_effort =  // Anthropic's API has no reasoning_effort
+      tokens_of({{"messages", conversation}, {"tools", json::array({kWeatherTool})}, {"add_generation_prompt", true}});
+  REQUIRE(expected > expected_no_effort);
+  SECTION("OpenAI: reasoning_content and reasoning_effort") {
+    json body = openai_body("", 1);
+    json sent_call = call;
+    sent_call["function"]["arguments"] = R"({"city": "Paris"})";
+    body["messages"] = json::array(
+        {{{"role", "user"}, {"content", "Weather in Paris?"}},
+         {{"role", "assistant"}, {"content", nullptr}, {"reasoning_content", "Need the weather."}, {"tool_calls", json::array({sent_call})}},
+         {{"role", "tool"}, {"content", "18 C"}, {"tool_call_id", "call_1"}}});
+    body["tools"] = json::array({kWeatherTool});
+    body["reasoning_effort"] = "high";
+    const Reply reply = post(server, "/v1/chat/completions", body);
+    REQUIRE(reply.status == 200);
+    CHECK(reply.body_json()["usage"]["prompt_tokens"] == expected);
+    body["messages"][1].erase("reasoning_content");  // vLLM's newer name does the same
+    body["messages"][1]["reasoning"] = "Need the weather.";
+    CHECK(post(server, "/v1/chat/completions", body).body_json()["usage"]["prompt_tokens"] == expected);
+    body["reasoning_effort"] = "extreme";
+    const Reply refused = post(server, "/v1/chat/completions", body);
+    CHECK(refused.status == 400);
+    CHECK(refused.body_json()["error"]["message"].get<std::string>().find("reasoning_effort") != std::string::npos);
+  }
+  SECTION("Anthropic: a thinking block") {
+    json body = anthropic_body("", 1);
+    body["messages"] = json::array(
+        {{{"role", "user"}, {"content", "Weather in Paris?"}},
+         {{"role", "assistant"},
+          {"content", json::array({{{"type", "thinking"}, {"thinking", "Need the weather."}, {"signature", "s"}},
+                                   {{"type", "tool_use"}, {"id", "call_1"}, {"name", "get_weather"}, {"input", {{"city", "Paris"}}}}})}},
+         {{"role", "user"},
+          {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "call_1"}, {"content", "18 C"}}})}}});
+    body["tools"] = json::array({{{"name", "get_weather"}, {"input_schema", kWeatherTool["function"]["parameters"]}}});
+    const Reply reply = post(server, "/v1/messages", body);
+    REQUIRE(reply.status == 200);
+    CHECK(reply.body_json()["usage"]["input_tokens"] == expected_no_effort);
   }
 }
 
