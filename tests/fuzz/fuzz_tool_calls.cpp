@@ -1,5 +1,5 @@
-// Fuzz target: the tool-call parsers and the reasoning split, streamed
-// against whole, on any bytes.
+// Fuzz target: the tool-call parsers, the reasoning split and gpt-oss's
+// harmony reader, streamed against whole, on any bytes.
 //
 // Input layout: byte 0 picks the family (mod 4: none, hermes, llama3,
 // mistral) and whether the output starts inside <think> (bit 2); then the
@@ -12,11 +12,14 @@
 //  2. every call's arguments are the JSON text of an object and its name is
 //     not empty;
 //  3. ReasoningStream's parts joined equal split_reasoning of the whole, and
-//     the parts are never longer together than the output.
+//     the parts are never longer together than the output;
+//  4. HarmonyStream's parts joined equal parse_harmony of the whole (gpt-oss;
+//     calls read when bit 3 is set), its calls as in 2.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "engine/chat_planning/harmony_output.h"
 #include "engine/chat_planning/reasoning_split.h"
 #include "engine/chat_planning/tool_call_parser.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -54,6 +57,17 @@ int fuzz_tool_calls(const uint8_t* data, size_t size) {
   check(split.reasoning == whole_split.reasoning, "streamed reasoning equals the whole split's");
   check(split.content == whole_split.content, "streamed content equals the whole split's");
   check(whole_split.reasoning.size() + whole_split.content.size() <= output.size(), "the split adds no bytes");
+
+  const bool read_calls = (data[0] & 8) != 0;
+  const HarmonyParts harmony = test::joined_harmony_stream(pieces, read_calls);
+  const HarmonyParts whole_harmony = parse_harmony(output, read_calls);
+  check(harmony.reasoning == whole_harmony.reasoning, "streamed harmony reasoning equals the whole parse's");
+  check(harmony.content == whole_harmony.content, "streamed harmony content equals the whole parse's");
+  check(harmony.calls == whole_harmony.calls, "streamed harmony calls equal the whole parse's");
+  for (const ParsedToolCall& call : whole_harmony.calls) {
+    check(!call.name.empty(), "a harmony call has a name");
+    check(nlohmann::json::parse(call.arguments, nullptr, false).is_object(), "a harmony call's arguments are an object");
+  }
   return 0;
 }
 
