@@ -101,4 +101,10 @@ std::string gguf_architecture_names() {
   return out;
 }
 
+std::vector<bool> sliding_layers_by_pattern(int n_layers, int pattern) {
+  std::vector<bool> sliding(static_cast<size_t>(n_layers), false);
+  for (int l = 0; l < n_layers; ++l) sliding[static_cast<size_t>(l)] = (l + 1) % pattern != 0;
+  return sliding;
+}
+
 }  // namespace astrai

@@ -8,6 +8,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/model_files/hf/hf_config.h"
 #include "reference/model_config.h"
@@ -24,6 +25,11 @@ enum class SlidingWindowRule {
   // absent: 6 for Gemma 3, five sliding and one full; 2 for gpt-oss).
   Pattern,
 };
+
+// SlidingWindowRule::Pattern's layers: every layer but each pattern-th slides
+// (layer l slides when (l + 1) % pattern != 0), as transformers' Gemma 3 and
+// gpt-oss configs and llama.cpp's gemma3 and gpt-oss graphs place them.
+std::vector<bool> sliding_layers_by_pattern(int n_layers, int pattern);
 
 // How a Mixture-of-Experts architecture's config.json names its fields, and
 // what llama.cpp's graph for it does (all nullptr / false for dense rows).

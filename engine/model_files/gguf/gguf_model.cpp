@@ -235,9 +235,7 @@ void read_moe(const GgufReader& g, const std::string& p, const Architecture& row
 // sliding_window_pattern-th (default 2: even layers slide), the key
 // attention.sliding_window being required.
 std::vector<bool> gpt_oss_sliding_layers(int n_layers, int pattern) {
-  std::vector<bool> sliding(static_cast<size_t>(n_layers), false);
-  for (int l = 0; l < n_layers; ++l) sliding[static_cast<size_t>(l)] = (l + 1) % pattern != 0;
-  return sliding;
+  return sliding_layers_by_pattern(n_layers, pattern);
 }
 
 void read_gpt_oss(const GgufReader& g, const std::string& p, ModelConfig& c) {
@@ -254,11 +252,7 @@ void read_gpt_oss(const GgufReader& g, const std::string& p, ModelConfig& c) {
 // rope base 10000 unscaled; scores scaled by 1 / sqrt(head_dim), or
 // 1 / sqrt(dim / heads) for the 62-layer (27B) model; the final soft cap
 // only where no layer slides (its graph with windows leaves it out).
-std::vector<bool> gemma3_sliding_layers(int n_layers) {
-  std::vector<bool> sliding(static_cast<size_t>(n_layers), false);
-  for (int l = 0; l < n_layers; ++l) sliding[static_cast<size_t>(l)] = (l + 1) % 6 != 0;
-  return sliding;
-}
+std::vector<bool> gemma3_sliding_layers(int n_layers) { return sliding_layers_by_pattern(n_layers, 6); }
 float gemma3_query_scalar(const ModelConfig& c) {
   return c.n_layers == 62 ? float(c.dim / c.n_heads) : float(c.head_dim());
 }

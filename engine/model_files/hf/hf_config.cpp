@@ -319,7 +319,7 @@ void read_sliding_window(const Fields& f, const Architecture& row, ModelConfig& 
     }
   } else if (row.sliding_window == SlidingWindowRule::Pattern) {
     const int pattern = f.optional_positive("sliding_window_pattern").value_or(row.default_sliding_pattern);
-    for (int l = 0; l < c.n_layers; ++l) sliding[size_t(l)] = (l + 1) % pattern != 0;
+    sliding = sliding_layers_by_pattern(c.n_layers, pattern);
   } else if (row.sliding_window == SlidingWindowRule::WhenUseSlidingWindow) {
     int first = 28;
     if (const Json* v = f.find("max_window_layers")) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <set>
@@ -67,7 +68,7 @@ class TensorSource {
     if (t.row->hf_layout != HfLayout::AsTable) {
       const std::string name = t.hf_name();
       if (!where_.count(name) && where_.count(name + "_blocks")) return read_mxfp4(t);
-      return from_out_last(file_of(name).read_tensor_values(name, t.hf_shape(), "config.json"), t);
+      return from_out_last(*out_last_values(t), t);
     }
     const std::vector<std::string> names = t.hf_names();
     if (t.shape.size() < 3) return file_of(names[0]).read_tensor_values(names[0], t.shape, "config.json");
@@ -82,6 +83,25 @@ class TensorSource {
   }
 
  private:
+  // The folder's output-last tensor behind t. gate_up_proj holds two rows
+  // (HfLayout::OutLastEven and OutLastOdd): the first of them to be read
+  // converts it to float once and keeps it for the other, which takes it.
+  std::shared_ptr<const std::vector<float>> out_last_values(const ModelTensor& t) const {
+    const std::string name = t.hf_name();
+    const bool shared = t.row->hf_layout == HfLayout::OutLastEven || t.row->hf_layout == HfLayout::OutLastOdd;
+    std::lock_guard lock(shared_mutex_);
+    if (shared && shared_name_ == name) {
+      shared_name_.clear();
+      return std::move(shared_values_);
+    }
+    auto values = std::make_shared<const std::vector<float>>(file_of(name).read_tensor_values(name, t.hf_shape(), "config.json"));
+    if (shared) {
+      shared_name_ = name;
+      shared_values_ = values;
+    }
+    return values;
+  }
+
   // An expert stack in the published gpt-oss checkpoints' MXFP4 form
   // (out_last_layout.h): its _blocks and _scales tensors, bytes of the
   // shapes the config implies.
@@ -156,6 +176,10 @@ class TensorSource {
   fs::path dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafetensorsFile*> where_;
+  // A shared output-last tensor read for one of its two rows, kept for the other.
+  mutable std::mutex shared_mutex_;
+  mutable std::string shared_name_;
+  mutable std::shared_ptr<const std::vector<float>> shared_values_;
 };
 
 // Every tensor in the files must be one the model uses (or a harmless

@@ -49,12 +49,14 @@ std::vector<float> to_out_last(std::span<const float> values, std::span<const fl
   const bool shared = t.row->hf_layout == HfLayout::OutLastEven;
   if (t.row->hf_layout == HfLayout::OutLastOdd || values.size() != v.size() || odd.size() != (shared ? v.size() : 0))
     throw std::logic_error("to_out_last: the wrong values for " + t.hf_name());
+  OutLastView odd_view = v;  // the partner's positions: the odd ones
+  odd_view.offset = 1;
   std::vector<float> file(v.size() * v.stride);
   for (size_t e = 0; e < v.experts; ++e)
     for (size_t o = 0; o < v.out; ++o)
       for (size_t i = 0; i < v.in; ++i) {
         file[v.file_index(e, o, i)] = values[v.table_index(e, o, i)];
-        if (shared) file[v.file_index(e, o, i) + 1] = odd[v.table_index(e, o, i)];
+        if (shared) file[odd_view.file_index(e, o, i)] = odd[v.table_index(e, o, i)];
       }
   return file;
 }
