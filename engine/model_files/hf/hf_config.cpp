@@ -2,6 +2,7 @@
 #include "engine/model_files/hf/hf_config.h"
 
 #include "engine/model_files/architectures.h"
+#include "engine/model_files/hf/multimodal_text_config.h"
 
 #include <algorithm>
 #include <charconv>
@@ -351,9 +352,13 @@ void read_gemma(const Fields& f, ModelConfig& c) {
 }  // namespace
 
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& origin) {
-  const Json j = parse_object(json_text, origin);
-  const Fields f(j, origin);
+  const Json outer = parse_object(json_text, origin);
+  // Gemma 3's image-and-text folders: their text model (multimodal_text_config.h).
+  const std::optional<Json> text_model = text_model_config(outer, origin);
+  const Json& j = text_model ? *text_model : outer;
+  const Fields f(j, origin, text_model ? "text_config." : "");
   HfModelConfig out;
+  out.multimodal_text = text_model.has_value();
   out.architecture = read_architecture(f);
   out.mxfp4_experts = refuse_unsupported(f, out.architecture, origin);
   ModelConfig& c = out.config;

@@ -31,6 +31,10 @@ struct HfModelConfig {
   // quantization_config {"quant_method": "mxfp4"} (gpt-oss's published
   // checkpoints): the expert stacks may be MXFP4 blocks (out_last_layout.h).
   bool mxfp4_experts = false;
+  // Gemma3ForConditionalGeneration: the config is its text_config's and the
+  // weights are the text model's, under language_model
+  // (multimodal_text_config.h); the vision tower is not read.
+  bool multimodal_text = false;
 };
 
 // Parses config.json's text; `origin` (the file's path) starts every error

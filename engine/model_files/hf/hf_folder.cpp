@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model_files/hf/multimodal_text_config.h"
 #include "engine/model_files/hf/out_last_layout.h"
 #include "engine/model_files/hf/safetensors_writer.h"
 #include "engine/model_files/tensor_shape.h"
@@ -51,26 +52,38 @@ bool harmless_extra(const std::string& name) {
 // The folder's safetensors files and which of them holds each tensor.
 class TensorSource {
  public:
-  explicit TensorSource(const fs::path& dir) : dir_(dir) {
+  // multimodal_text: a Gemma3ForConditionalGeneration folder, whose text
+  // model's tensors are read by the names a Gemma3ForCausalLM gives them.
+  TensorSource(const fs::path& dir, bool multimodal_text) : dir_(dir), multimodal_text_(multimodal_text) {
     if (fs::exists(dir / kIndex)) open_sharded(dir / kIndex);
     else if (fs::exists(dir / kSingleFile)) add_file(dir / kSingleFile, nullptr);
     else
       throw std::runtime_error(dir.string() + ": neither " + kSingleFile + " nor " + kIndex +
                                " (only safetensors weights are supported, not pytorch_model.bin)");
+    // transformers before 4.52 saved the text model under "language_model.".
+    old_multimodal_layout_ = std::any_of(where_.begin(), where_.end(),
+                                         [](const auto& entry) { return entry.first.starts_with("language_model."); });
   }
 
+  // Every tensor the files hold, by its stored name.
   const std::map<std::string, const SafetensorsFile*>& tensors() const { return where_; }
+
+  // The stored name of the tensor weight_table.h names `name`.
+  std::string stored(const std::string& name) const {
+    return multimodal_text_ ? multimodal_text_tensor_name(name, old_multimodal_layout_) : name;
+  }
 
   // Tensor t's float32 values, row-major: a stack (an MoE layer's experts)
   // gathered from its one tensor per expert, in expert order, or from the
   // layer's one output-last tensor (gpt-oss: out_last_layout.h).
   std::vector<float> read_values(const ModelTensor& t) const {
     if (t.row->hf_layout != HfLayout::AsTable) {
-      const std::string name = t.hf_name();
+      const std::string name = stored(t.hf_name());
       if (!where_.count(name) && where_.count(name + "_blocks")) return read_mxfp4(t);
       return from_out_last(*out_last_values(t), t);
     }
-    const std::vector<std::string> names = t.hf_names();
+    std::vector<std::string> names = t.hf_names();
+    for (std::string& name : names) name = stored(name);
     if (t.shape.size() < 3) return file_of(names[0]).read_tensor_values(names[0], t.shape, "config.json");
     const std::vector<size_t> matrix(t.shape.begin() + 1, t.shape.end());
     std::vector<float> values;
@@ -87,7 +100,7 @@ class TensorSource {
   // (HfLayout::OutLastEven and OutLastOdd): the first of them to be read
   // converts it to float once and keeps it for the other, which takes it.
   std::shared_ptr<const std::vector<float>> out_last_values(const ModelTensor& t) const {
-    const std::string name = t.hf_name();
+    const std::string name = stored(t.hf_name());
     const bool shared = t.row->hf_layout == HfLayout::OutLastEven || t.row->hf_layout == HfLayout::OutLastOdd;
     std::lock_guard lock(shared_mutex_);
     if (shared && shared_name_ == name) {
@@ -117,7 +130,7 @@ class TensorSource {
                                  " (MXFP4 for config.json's model)");
       return file.tensor_data(info);
     };
-    const std::string name = t.hf_name();
+    const std::string name = stored(t.hf_name());
     return from_out_last_mxfp4(bytes_of(name + "_blocks", block_shape), bytes_of(name + "_scales", scale_shape), t);
   }
 
@@ -174,6 +187,7 @@ class TensorSource {
   }
 
   fs::path dir_;
+  bool multimodal_text_ = false, old_multimodal_layout_ = false;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafetensorsFile*> where_;
   // A shared output-last tensor read for one of its two rows, kept for the other.
@@ -185,9 +199,10 @@ class TensorSource {
 // Every tensor in the files must be one the model uses (or a harmless
 // extra); checked before anything is read.
 void check_tensor_names(const TensorSource& src, const HfModelConfig& hf) {
-  std::set<std::string> wanted;
+  std::set<std::string> wanted;  // stored names
   for (const auto& t : model_tensors(hf.config, hf.tie_word_embeddings))
-    for (const auto& name : t.hf_names()) {
+    for (const auto& table_name : t.hf_names()) {
+      const std::string name = src.stored(table_name);
       wanted.insert(name);
       if (t.row->hf_layout != HfLayout::AsTable && t.shape.size() == 3 && hf.mxfp4_experts) {
         wanted.insert(name + "_blocks");  // the published gpt-oss checkpoints' experts (out_last_layout.h)
@@ -196,7 +211,8 @@ void check_tensor_names(const TensorSource& src, const HfModelConfig& hf) {
     }
   for (const auto& [name, file] : src.tensors()) {
     if (wanted.count(name) || harmless_extra(name)) continue;
-    if (name == "lm_head.weight" && hf.tie_word_embeddings) continue;  // tied: the embedding is the classifier
+    if (name == src.stored("lm_head.weight") && hf.tie_word_embeddings) continue;  // tied: the embedding is the classifier
+    if (hf.multimodal_text && is_image_side_tensor(name)) continue;  // the vision tower: not the text model's
     throw std::runtime_error(file->path() + ": unexpected tensor '" + name + "': a " +
                              hf_architecture_name(hf.architecture) + " with this config.json has no such weight");
   }
@@ -240,7 +256,8 @@ OpenFolder open_folder(const std::string& dir_string) {
   if (!fs::exists(dir / kConfig))
     throw std::runtime_error(dir_string + ": no config.json (not a Hugging Face model folder)");
   OpenFolder open{parse_hf_config(read_text(dir / kConfig), (dir / kConfig).string()),
-                  std::make_shared<const TensorSource>(dir), {}};
+                  nullptr, {}};
+  open.tensors = std::make_shared<const TensorSource>(dir, open.hf.multimodal_text);
   check_tensor_names(*open.tensors, open.hf);
   HfModelFolder& out = open.folder;
   out.weights.config = open.hf.config;

@@ -302,6 +302,63 @@ TEST_CASE("config.json of Gemma 3 1B, and the text part of 4B", "[hf_config]") {
                     Catch::Contains("Gemma3ForCausalLM supports only 'gelu_pytorch_tanh'"));
 }
 
+// google/gemma-3-4b-it's config.json (transformers 4.50): Gemma3ForConditionalGeneration,
+// its text model's fields under text_config, most left to Gemma3TextConfig's
+// defaults; the vision tower's config (abridged) is not read.
+const char* kGemma3_4B = R"({
+  "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+  "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+  "model_type": "gemma3",
+  "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                  "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                  "sliding_window": 1024},
+  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+  "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                    "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                    "patch_size": 14, "vision_use_head": false}})";
+
+TEST_CASE("config.json of Gemma 3 4B (image and text): its text model, with Gemma3TextConfig's defaults",
+          "[hf_config]") {
+  // The 4B's text model as llama.cpp's converter writes it (gemma3.block_count
+  // 34, embedding_length 2560, feed_forward_length 10240, head_count 8,
+  // head_count_kv 4, key_length 256, context_length 131072, rope.freq_base
+  // 1e6, rope.scaling.factor 8, attention.sliding_window 1024).
+  const HfModelConfig hf = parse_hf_config(kGemma3_4B, "config.json");
+  const ModelConfig& c = hf.config;
+  CHECK(hf.architecture == HfArchitecture::Gemma3);
+  CHECK(hf.multimodal_text);
+  CHECK(hf.tie_word_embeddings);
+  CHECK(hf.torch_dtype == "bfloat16");
+  CHECK(c.dim == 2560);
+  CHECK(c.n_layers == 34);
+  CHECK(c.hidden_dim == 10240);
+  CHECK(c.n_heads == 8);
+  CHECK(c.n_kv_heads == 4);
+  CHECK(c.head_dim() == 256);
+  CHECK(c.vocab_size == 262208);
+  CHECK(c.max_seq_len == 131072);
+  CHECK(c.norm_eps == 1e-6f);
+  CHECK(c.rope_theta == 1e6f);
+  CHECK(c.rope_scaling.kind == RopeScalingKind::Linear);
+  CHECK(c.rope_scaling.factor == 8.0f);
+  CHECK(c.sliding_rope_theta == 10000.0f);
+  CHECK(c.sliding_window == 1024);
+  for (int l = 0; l < 34; ++l) CHECK(c.sliding(l) == ((l + 1) % 6 != 0));
+  CHECK(c.query_pre_attn_scalar == 256.0f);
+  CHECK(c.options.gelu_tanh);
+  CHECK(c.options.sandwich_norms);
+  CHECK(hf.eos_token_ids == std::vector<int>{1, 106});  // the outer config's
+  CHECK(hf.bos_token_id == 2);                          // text_config's default
+  // text_config's own fields win over the outer config's; a bad one is named.
+  const auto own = parse_hf_config(edited(kGemma3_4B, [](auto& j) { j["text_config"]["eos_token_id"] = 106; }), "c");
+  CHECK(own.eos_token_ids == std::vector<int>{106});
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_4B, [](auto& j) { j["text_config"]["num_hidden_layers"] = 0; }), "c"),
+                    Catch::Contains("text_config.num_hidden_layers"));
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_4B, [](auto& j) { j["text_config"] = 3; }), "c"),
+                    Catch::Contains("text_config"));
+  CHECK_FALSE(parse_hf_config(kGemma3_1B, "c").multimodal_text);
+}
+
 // openai/gpt-oss-20b's config.json as published, less its
 // quantization_config (the MXFP4 expert blocks: test_hf_folder.cpp).
 const char* kGptOss20B = R"({

@@ -489,6 +489,77 @@ TEST_CASE("a gpt-oss folder with the published MXFP4 experts reads each weight a
   CHECK_THAT(load_error(dir), Contains("quant_method fp8"));
 }
 
+TEST_CASE("a Gemma 3 image-and-text folder loads its text model as the text-only folder holds it, in both layouts",
+          "[hf_folder]") {
+  // A random Gemma3ForCausalLM folder, then the same text model as a
+  // Gemma3ForConditionalGeneration folder: config.json nesting the text
+  // fields under text_config (the default-valued ones left out) beside a
+  // vision_config, the tensors renamed as transformers saves them (before
+  // 4.52 under "language_model.", since then under "model.language_model."),
+  // and a vision tower and projector the text model does not read.
+  rc::prop("the same config and the same weights, bit for bit", [] {
+    ModelConfig c = config_for(HfArchitecture::Gemma3, *rc::gen::inRange(1, 3), *rc::gen::inRange(1, 3),
+                               *rc::gen::inRange(1, 4), *rc::gen::inRange(1, 20), *rc::gen::inRange(1, 8),
+                               *rc::gen::inRange(3, 40), *rc::gen::inRange(8, 65));  // Gemma's default BOS, 2, in the vocabulary
+    const bool tied = *rc::gen::arbitrary<bool>();
+    const bool old_layout = *rc::gen::arbitrary<bool>();
+    const ModelWeights original = weights_for(c, *rc::gen::arbitrary<uint64_t>(), tied);
+    HfWriteOptions options;
+    options.architecture = HfArchitecture::Gemma3;
+    options.dtype = SafetensorsDType::F32;
+    const fs::path text_only = fresh_dir("gemma3_text"), both = fresh_dir("gemma3_image_text");
+    write_hf_folder(text_only.string(), original, options);
+    write_hf_folder(both.string(), original, options);
+
+    nlohmann::json text = read_json(both / "config.json");
+    nlohmann::json outer = {{"architectures", {"Gemma3ForConditionalGeneration"}}, {"model_type", "gemma3"},
+                            {"image_token_index", 262144}, {"mm_tokens_per_image", 256},
+                            {"vision_config", {{"model_type", "siglip_vision_model"}, {"hidden_size", 16}}}};
+    for (const char* key : {"eos_token_id", "bos_token_id", "torch_dtype"})
+      if (text.contains(key)) {
+        outer[key] = text[key];
+        text.erase(key);
+      }
+    text.erase("architectures");
+    // Gemma3TextConfig's defaults fill these in (every folder written here has them so).
+    for (const char* key : {"hidden_activation", "attention_bias", "attn_logit_softcapping"}) text.erase(key);
+    text["model_type"] = "gemma3_text";
+    outer["text_config"] = text;
+    {
+      std::ofstream out(both / "config.json", std::ios::binary | std::ios::trunc);
+      out << outer.dump(2);
+    }
+    rewrite(both / "model.safetensors", [&](std::vector<TensorCopy>& tensors) {
+      for (TensorCopy& t : tensors) {
+        if (old_layout) t.name = "language_model." + t.name;
+        else if (t.name.starts_with("model.")) t.name = "model.language_model." + t.name.substr(6);
+      }
+      const std::string side = old_layout ? "" : "model.";
+      tensors.push_back({side + "vision_tower.vision_model.post_layernorm.weight", {16}, std::vector<float>(16, 1.0f)});
+      tensors.push_back({side + "multi_modal_projector.mm_input_projection_weight", {16, 4}, std::vector<float>(64, 0.5f)});
+    });
+
+    const HfModelFolder want = load_hf_folder(text_only.string());
+    const HfModelFolder got = load_hf_folder(both.string());
+    RC_ASSERT(got.architecture == HfArchitecture::Gemma3);
+    RC_ASSERT(same_config(got.weights.config, want.weights.config));
+    // The ids the written config gives, else Gemma3TextConfig's (EOS 1).
+    RC_ASSERT(got.generation.eos_token_ids ==
+              (want.generation.eos_token_ids.empty() ? std::vector<int>{1} : want.generation.eos_token_ids));
+    const std::string diff = compare_all(got.weights, want.weights, SafetensorsDType::F32);
+    RC_LOG() << diff;
+    RC_ASSERT(diff.empty());
+    // A tensor of the text model under the other layout's name is refused by name.
+    rewrite(both / "model.safetensors", [&](std::vector<TensorCopy>& tensors) {
+      for (TensorCopy& t : tensors)
+        if (t.name.ends_with("model.norm.weight")) t.name = "model.norm.weight";
+    });
+    RC_ASSERT(load_error(both).find("model.norm.weight") != std::string::npos);
+    fs::remove_all(text_only);
+    fs::remove_all(both);
+  });
+}
+
 TEST_CASE("folder loading: tokenizer paths, name, and config.json's ids as generation defaults", "[hf_folder]") {
   const fs::path dir = small_folder(HfArchitecture::Llama, true);
   astrai::test::write_file(dir / "tokenizer.json", "{}");
