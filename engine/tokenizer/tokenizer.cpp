@@ -115,6 +115,10 @@ void Tokenizer::index_pieces(std::vector<int> extra_end_ids) {
     // harmony's <|end|> ends a message (the answer follows the reasoning), not the turn
     if (harmony ? harmony_end || (turn_end && piece != "<|end|>") : turn_end) end_of_generation_ids_.push_back(id);
   }
+  // Nor when a file names it an end (a GGUF's eot_token_id): llama.cpp drops
+  // it from a harmony vocabulary's end-of-generation set the same way.
+  if (harmony)
+    std::erase_if(end_of_generation_ids_, [&](int id) { return pieces_[size_t(id)] == "<|end|>"; });
   std::sort(end_of_generation_ids_.begin(), end_of_generation_ids_.end());
   end_of_generation_ids_.erase(std::unique(end_of_generation_ids_.begin(), end_of_generation_ids_.end()),
                                end_of_generation_ids_.end());

@@ -329,6 +329,13 @@ TEST_CASE("gpt-oss (o200k_harmony): its message markers are text, <|return|> and
                                                                added_token_id("gptoss", "<|endoftext|>")});
   CHECK(tok.eos_id() == added_token_id("gptoss", "<|return|>"));
   CHECK(tok.type(added_token_id("gptoss", "<|return|>")) == astrai::TokenType::Control);
+  // A file that names <|end|> an end of turn (a GGUF's eot_token_id) does not make it one.
+  const int end = added_token_id("gptoss", "<|end|>");
+  const astrai::Tokenizer named(std::make_shared<const HfTokenizer>(HfTokenizer::load(tokenizer_json("gptoss").string())),
+                                tok.bos_id(), tok.eos_id(), {end},
+                                tok.vocab_size());
+  CHECK(std::count(named.end_of_generation_ids().begin(), named.end_of_generation_ids().end(), end) == 0);
+  CHECK(named.end_of_generation_ids() == tok.end_of_generation_ids());
 }
 
 TEST_CASE("Qwen 3's <think> is an added token that is text, not a control token") {
