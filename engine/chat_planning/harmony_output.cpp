@@ -94,8 +94,17 @@ HarmonyParts parse_harmony(std::string_view output, bool read_calls) {
   return parts;
 }
 
+// Where the next search of a text of `size` bytes for `marker` resumes: no
+// occurrence starts before it (one may still end past the text's end).
+static size_t resume_at(size_t size, std::string_view marker) {
+  return size >= marker.size() ? size - marker.size() + 1 : 0;
+}
+
 // The stream keeps only what is undecided in held_ and works through it
 // after each piece: step() moves through as many states as the text allows.
+// A header and a call's body are held whole until their marker comes;
+// searched_ keeps each piece's search to the new bytes (an output of n bytes
+// costs O(n), not O(n^2)).
 void HarmonyStream::step(HarmonyParts& out) {
   for (;;) {
     switch (state_) {
@@ -113,21 +122,28 @@ void HarmonyStream::step(HarmonyParts& out) {
         break;
       }
       case State::Header: {
-        const size_t message = held_.find(kHarmonyMessage);
-        if (message == std::string::npos) return;
+        const size_t message = held_.find(kHarmonyMessage, searched_);
+        if (message == std::string::npos) {
+          searched_ = resume_at(held_.size(), kHarmonyMessage);
+          return;
+        }
         const Destination to = destination_of(std::string_view(held_).substr(0, message), read_calls_);
         route_ = to.part == Destination::Part::Reasoning ? Route::Reasoning
                  : to.part == Destination::Part::Call    ? Route::Call
                                                          : Route::Content;
         call_name_ = to.name;
         held_.erase(0, message + kHarmonyMessage.size());
+        searched_ = 0;
         state_ = State::Body;
         break;
       }
       case State::Body: {
-        const size_t end = held_.find(kHarmonyEnd);
+        const size_t end = held_.find(kHarmonyEnd, searched_);
         if (end == std::string::npos) {
-          if (route_ == Route::Call) return;  // a call is read whole
+          if (route_ == Route::Call) {  // a call is read whole
+            searched_ = resume_at(held_.size(), kHarmonyEnd);
+            return;
+          }
           const size_t keep = partial_tag_suffix(held_, kHarmonyEnd);
           (route_ == Route::Reasoning ? out.reasoning : out.content) += held_.substr(0, held_.size() - keep);
           held_.erase(0, held_.size() - keep);
@@ -137,6 +153,7 @@ void HarmonyStream::step(HarmonyParts& out) {
         held_.resize(end);
         end_message(out);
         held_ = rest;
+        searched_ = 0;
         state_ = State::Outside;
         break;
       }
@@ -170,6 +187,7 @@ HarmonyParts HarmonyStream::finish() {
     case State::Body: end_message(out); break;
   }
   held_.clear();
+  searched_ = 0;
   state_ = State::Outside;
   return out;
 }

@@ -88,6 +88,7 @@ class HarmonyStream {
   Route route_ = Route::Content;
   std::string held_;  // Outside: a possible start of a marker; Header: the header so far; Body: a possible <|end|>, or a call's body
   std::string call_name_;
+  size_t searched_ = 0;  // Header, a call's Body: held_ before this holds no start of their marker
 };
 
 }  // namespace astrai
