@@ -220,7 +220,7 @@ echo "== the official OpenAI and Anthropic Node.js clients against astrai serve 
 bash tests/clients/run.sh build/cli/astrai
 echo "== the same clients against Mixture-of-Experts models: Qwen 3 MoE and Mixtral folders, converted, quantized by llama.cpp (no tool calls: above)"
 bash tests/clients/run_moe_models.sh build/cli/astrai
-echo "== the same clients against sliding-window models: a Gemma 3 folder (its real tokenizer), a Mistral GGUF, and a gpt-oss folder and its GGUF (its real tokenizer) (no tool calls: above)"
+echo "== the same clients against sliding-window models: a Gemma 3 folder (its real tokenizer), a Mistral GGUF, and a gpt-oss folder and its GGUF (its real tokenizer) (no tool calls: above); then gpt-oss behind its own template (harmony reasoning and tool calls)"
 bash tests/clients/run_window_models.sh build/cli/astrai
 
 # ---- sanitizers and fuzzing (see docs/reliability.md) ----
