@@ -111,7 +111,8 @@ void HarmonyStream::step(HarmonyParts& out) {
       case State::Outside: {
         const size_t start = next_message(held_, 0);
         if (start == std::string::npos) {
-          const size_t keep = std::max(partial_tag_suffix(held_, kHarmonyStart), partial_tag_suffix(held_, kHarmonyChannel));
+          const size_t keep =
+              std::max(partial_tag_suffix(held_, kHarmonyStart), partial_tag_suffix(held_, kHarmonyChannel));
           out.content += held_.substr(0, held_.size() - keep);
           held_.erase(0, held_.size() - keep);
           return;

@@ -86,7 +86,9 @@ class HarmonyStream {
   bool read_calls_;
   State state_ = State::Outside;
   Route route_ = Route::Content;
-  std::string held_;  // Outside: a possible start of a marker; Header: the header so far; Body: a possible <|end|>, or a call's body
+  // Outside: a possible start of a marker; Header: the header so far; Body:
+  // a possible <|end|>, or a call's whole body.
+  std::string held_;
   std::string call_name_;
   size_t searched_ = 0;  // Header, a call's Body: held_ before this holds no start of their marker
 };

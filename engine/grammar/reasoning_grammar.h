@@ -16,9 +16,10 @@ namespace astrai::grammar {
 // containing it), then whitespace (" \t\n\r", as many as the model writes),
 // then `answer`; with markers.answer_open, that opener right after the close
 // instead of the whitespace, then `answer` (gpt-oss). optional: the output
-// may instead be `answer` (behind answer_open) from its first byte, and the reasoning must then open with markers.open at that first
-// byte (the rule of engine/chat_planning/reasoning_split.h). Throws
-// ConstraintError for empty markers.
+// may instead be `answer` (behind answer_open) from its first byte, and the
+// reasoning must then open with markers.open at that first byte (the rule of
+// engine/chat_planning/reasoning_split.h). Throws ConstraintError for empty
+// markers.
 Grammar after_reasoning(Grammar answer, const ReasoningMarkers& markers, bool optional);
 
 }  // namespace astrai::grammar

@@ -45,7 +45,8 @@ std::optional<nlohmann::json> text_model_config(const nlohmann::json& config, co
   nlohmann::json text = gemma3_text_defaults();
   nlohmann::json given = nlohmann::json::object();  // text_config's own fields
   if (const auto t = config.find("text_config"); t != config.end() && !t->is_null()) {
-    if (!t->is_object()) throw std::runtime_error(origin + ": \"text_config\" is " + t->dump() + ", expected an object");
+    if (!t->is_object())
+      throw std::runtime_error(origin + ": \"text_config\" is " + t->dump() + ", expected an object");
     given = *t;
   }
   // transformers 4.53+ derives layer_types from the pattern; a text_config
@@ -69,7 +70,8 @@ std::string multimodal_text_tensor_name(const std::string& causal_lm_name, bool 
 }
 
 bool is_image_side_tensor(const std::string& stored_name) {
-  for (const char* prefix : {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."})
+  for (const char* prefix :
+       {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."})
     if (stored_name.starts_with(prefix)) return true;
   return false;
 }
