@@ -21,7 +21,7 @@ std::string word_after(std::string_view header, std::string_view key) {
 }
 
 struct Destination {
-  enum class Part { Reasoning, Content, Call } part = Part::Content;
+  HarmonyPart part = HarmonyPart::Content;
   std::string name;  // Call: the function's name
 };
 
@@ -30,11 +30,11 @@ Destination destination_of(std::string_view header, bool read_calls) {
   const std::string recipient = word_after(header, "to=");
   constexpr std::string_view kFunctions = "functions.";
   if (recipient.starts_with(kFunctions) && recipient.size() > kFunctions.size()) {
-    if (read_calls) return {Destination::Part::Call, recipient.substr(kFunctions.size())};
-    return {Destination::Part::Content, ""};
+    if (read_calls) return {HarmonyPart::Call, recipient.substr(kFunctions.size())};
+    return {HarmonyPart::Content, ""};
   }
-  if (!recipient.empty() || channel == "analysis") return {Destination::Part::Reasoning, ""};
-  return {Destination::Part::Content, ""};
+  if (!recipient.empty() || channel == "analysis") return {HarmonyPart::Reasoning, ""};
+  return {HarmonyPart::Content, ""};
 }
 
 // A call's arguments: its body when that is one JSON object, compact.
@@ -47,9 +47,9 @@ std::optional<std::string> call_arguments(std::string_view body) {
 // One finished (or cut short) message's body into the parts.
 void add_message(HarmonyParts& parts, const Destination& to, std::string_view body) {
   switch (to.part) {
-    case Destination::Part::Reasoning: parts.reasoning += body; return;
-    case Destination::Part::Content: parts.content += body; return;
-    case Destination::Part::Call:
+    case HarmonyPart::Reasoning: parts.reasoning += body; return;
+    case HarmonyPart::Content: parts.content += body; return;
+    case HarmonyPart::Call:
       if (auto arguments = call_arguments(body)) parts.calls.push_back({to.name, std::move(*arguments)});
       else parts.content += body;
       return;
@@ -129,9 +129,7 @@ void HarmonyStream::step(HarmonyParts& out) {
           return;
         }
         const Destination to = destination_of(std::string_view(held_).substr(0, message), read_calls_);
-        route_ = to.part == Destination::Part::Reasoning ? Route::Reasoning
-                 : to.part == Destination::Part::Call    ? Route::Call
-                                                         : Route::Content;
+        part_ = to.part;
         call_name_ = to.name;
         held_.erase(0, message + kHarmonyMessage.size());
         searched_ = 0;
@@ -141,12 +139,12 @@ void HarmonyStream::step(HarmonyParts& out) {
       case State::Body: {
         const size_t end = held_.find(kHarmonyEnd, searched_);
         if (end == std::string::npos) {
-          if (route_ == Route::Call) {  // a call is read whole
+          if (part_ == HarmonyPart::Call) {  // a call is read whole
             searched_ = resume_at(held_.size(), kHarmonyEnd);
             return;
           }
           const size_t keep = partial_tag_suffix(held_, kHarmonyEnd);
-          (route_ == Route::Reasoning ? out.reasoning : out.content) += held_.substr(0, held_.size() - keep);
+          (part_ == HarmonyPart::Reasoning ? out.reasoning : out.content) += held_.substr(0, held_.size() - keep);
           held_.erase(0, held_.size() - keep);
           return;
         }
@@ -164,11 +162,7 @@ void HarmonyStream::step(HarmonyParts& out) {
 
 // The body in held_ is whole: what is left of it goes to its part.
 void HarmonyStream::end_message(HarmonyParts& out) {
-  const Destination to{route_ == Route::Reasoning ? Destination::Part::Reasoning
-                       : route_ == Route::Call    ? Destination::Part::Call
-                                                  : Destination::Part::Content,
-                       call_name_};
-  add_message(out, to, held_);
+  add_message(out, {part_, call_name_}, held_);
   held_.clear();
 }
 

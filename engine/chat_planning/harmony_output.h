@@ -47,6 +47,9 @@ namespace astrai {
 inline constexpr std::string_view kHarmonyStart = "<|start|>", kHarmonyChannel = "<|channel|>",
                                   kHarmonyMessage = "<|message|>", kHarmonyEnd = "<|end|>";
 
+// Where a message's body goes (the rule above).
+enum class HarmonyPart { Reasoning, Content, Call };
+
 struct HarmonyParts {
   std::string reasoning;
   std::string content;
@@ -79,13 +82,12 @@ class HarmonyStream {
 
  private:
   enum class State { Outside, Header, Body };
-  enum class Route { Reasoning, Content, Call };
   void step(HarmonyParts& out);
   void end_message(HarmonyParts& out);
 
   bool read_calls_;
   State state_ = State::Outside;
-  Route route_ = Route::Content;
+  HarmonyPart part_ = HarmonyPart::Content;  // Body: where it goes
   // Outside: a possible start of a marker; Header: the header so far; Body:
   // a possible <|end|>, or a call's whole body.
   std::string held_;
