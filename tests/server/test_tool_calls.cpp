@@ -102,6 +102,22 @@ void script_output(TestServer& server, const std::string& path, const json& body
   server.executor().script(tokens, prompt, server.engine().tokenizer().eos_id());
 }
 
+// Scripts `prefix` (one byte token per byte) after the prompt of `body`,
+// asked of the server without its constraint; after the prefix the script
+// ends and the random model writes the rest under the request's grammar.
+void script_prefix(TestServer& server, const std::string& path, const json& body, const std::string& prefix) {
+  json probe = body;
+  probe.erase("tool_choice");
+  probe.erase("response_format");
+  server.executor().script({}, 0, -1);
+  probe["max_tokens"] = 1;
+  const Reply reply = post(server, path, probe);
+  REQUIRE(reply.status == 200);
+  std::vector<int> tokens;
+  for (unsigned char b : prefix) tokens.push_back(server.engine().tokenizer().byte_token(b));
+  server.executor().script(tokens, reply.body_json()["usage"]["prompt_tokens"].get<int>(), -1);
+}
+
 // An OpenAI stream joined: reasoning, content, calls by index.
 struct JoinedOpenAI {
   std::string reasoning, content;
@@ -568,18 +584,7 @@ TEST_CASE("a reasoning model thinks first: tool and output grammars apply after 
   const std::string path = "/v1/chat/completions";
   const std::string thinking = "<think>\nI will count.\n</think>\n\n";
   // The scripted thinking, then the random model (temperature 1) under the grammar.
-  const auto scripted = [&](const json& body) {
-    json probe = body;
-    probe.erase("tool_choice");
-    probe.erase("response_format");
-    server.executor().script({}, 0, -1);
-    probe["max_tokens"] = 1;
-    const Reply reply = post(server, path, probe);
-    REQUIRE(reply.status == 200);
-    std::vector<int> tokens;
-    for (unsigned char b : thinking) tokens.push_back(server.engine().tokenizer().byte_token(b));
-    server.executor().script(tokens, reply.body_json()["usage"]["prompt_tokens"].get<int>(), -1);
-  };
+  const auto scripted = [&](const json& body) { script_prefix(server, path, body, thinking); };
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     json body = openai_body("Count something", 1);
     body.erase("max_tokens");
@@ -696,18 +701,7 @@ TEST_CASE("gpt-oss: tool and output grammars follow the optional analysis messag
   const std::string path = "/v1/chat/completions";
   const std::string analysis = "<|channel|>analysis<|message|>I will count.<|end|><|start|>assistant";
   // The scripted analysis, then the random model (temperature 1) under the grammar.
-  const auto scripted = [&](const json& body) {
-    json probe = body;
-    probe.erase("tool_choice");
-    probe.erase("response_format");
-    server.executor().script({}, 0, -1);
-    probe["max_tokens"] = 1;
-    const Reply reply = post(server, path, probe);
-    REQUIRE(reply.status == 200);
-    std::vector<int> tokens;
-    for (unsigned char b : analysis) tokens.push_back(server.engine().tokenizer().byte_token(b));
-    server.executor().script(tokens, reply.body_json()["usage"]["prompt_tokens"].get<int>(), -1);
-  };
+  const auto scripted = [&](const json& body) { script_prefix(server, path, body, analysis); };
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     json body = openai_body("Count something", 1);
     body.erase("max_tokens");

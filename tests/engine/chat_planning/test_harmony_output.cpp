@@ -16,6 +16,7 @@
 
 #include "engine/chat_planning/harmony_output.h"
 #include "tests/support/joined_streams.h"
+#include "tests/support/random_cuts.h"
 
 namespace astrai {
 
@@ -96,18 +97,6 @@ TEST_CASE("parse_harmony: outputs in the published format, whole and streamed", 
 
 namespace {
 
-// Random cut points of `text`.
-std::vector<std::string> random_pieces(const std::string& text) {
-  std::vector<std::string> pieces;
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t n = *rc::gen::inRange<size_t>(1, text.size() - at + 1);
-    pieces.push_back(text.substr(at, n));
-    at += n;
-  }
-  return pieces;
-}
-
 // Text without any whole marker: near markers, JSON-ish bytes, UTF-8.
 std::string marker_free_text() {
   static const std::vector<std::string> fragments = {"a", " ", "\n", "é", "{", "}", "\"", ":", "<", "|", ">", "<|",
@@ -168,7 +157,7 @@ TEST_CASE("parse_harmony and HarmonyStream on drawn conversations: the parts the
     RC_ASSERT(whole.reasoning == want.reasoning);
     RC_ASSERT(whole.content == want.content);
     RC_ASSERT(whole.calls == want.calls);
-    const HarmonyParts streamed = test::joined_harmony_stream(random_pieces(output), read_calls);
+    const HarmonyParts streamed = test::joined_harmony_stream(test::random_cuts(output), read_calls);
     RC_ASSERT(streamed.reasoning == want.reasoning);
     RC_ASSERT(streamed.content == want.content);
     RC_ASSERT(streamed.calls == want.calls);
@@ -186,7 +175,7 @@ TEST_CASE("HarmonyStream joined equals parse_harmony, any output in any pieces",
       output += fragments[i];
     const bool read_calls = *rc::gen::arbitrary<bool>();
     const HarmonyParts whole = parse_harmony(output, read_calls);
-    const HarmonyParts streamed = test::joined_harmony_stream(random_pieces(output), read_calls);
+    const HarmonyParts streamed = test::joined_harmony_stream(test::random_cuts(output), read_calls);
     RC_ASSERT(streamed.reasoning == whole.reasoning);
     RC_ASSERT(streamed.content == whole.content);
     RC_ASSERT(streamed.calls == whole.calls);

@@ -10,6 +10,7 @@
 
 #include "engine/chat_planning/reasoning_split.h"
 #include "tests/support/joined_streams.h"
+#include "tests/support/random_cuts.h"
 
 namespace astrai {
 
@@ -62,16 +63,8 @@ TEST_CASE("ReasoningStream joined equals split_reasoning, any output in any piec
     std::string output;
     for (size_t i : picks) output += fragments[i];
     const bool starts_in_reasoning = *rc::gen::arbitrary<bool>();
-    // Random cut points.
-    std::vector<std::string> pieces;
-    size_t at = 0;
-    while (at < output.size()) {
-      const size_t n = *rc::gen::inRange<size_t>(1, output.size() - at + 1);
-      pieces.push_back(output.substr(at, n));
-      at += n;
-    }
     const ReasoningSplit whole = split_reasoning(output, starts_in_reasoning);
-    const ReasoningSplit s = test::joined_reasoning_stream(pieces, starts_in_reasoning);
+    const ReasoningSplit s = test::joined_reasoning_stream(test::random_cuts(output), starts_in_reasoning);
     RC_ASSERT(s.reasoning == whole.reasoning);
     RC_ASSERT(s.content == whole.content);
     // Nothing lost: the parts and the dropped tags make the output again.

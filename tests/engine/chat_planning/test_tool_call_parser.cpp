@@ -12,6 +12,7 @@
 
 #include "engine/chat_planning/tool_call_parser.h"
 #include "tests/support/joined_streams.h"
+#include "tests/support/random_cuts.h"
 
 namespace astrai {
 namespace {
@@ -151,14 +152,8 @@ TEST_CASE("Tool-call streams joined equal the whole parse, any output in any pie
     const auto picks = *rc::gen::container<std::vector<size_t>>(rc::gen::inRange<size_t>(0, fragments.size()));
     std::string output;
     for (size_t i : picks) output += fragments[i];
-    std::vector<std::string> pieces;
-    for (size_t at = 0; at < output.size();) {
-      const size_t n = *rc::gen::inRange<size_t>(1, output.size() - at + 1);
-      pieces.push_back(output.substr(at, n));
-      at += n;
-    }
     const ParsedToolCalls whole = parse_tool_calls(output, family);
-    const ParsedToolCalls s = test::joined_tool_call_stream(pieces, family);
+    const ParsedToolCalls s = test::joined_tool_call_stream(test::random_cuts(output), family);
     RC_ASSERT(s.content == whole.content);
     RC_ASSERT(s.calls == whole.calls);
   });
