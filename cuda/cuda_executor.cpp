@@ -48,10 +48,6 @@ void check_supported(const ModelConfig& c) {
   if (c.options.expert_biases || c.options.out_bias || c.moe.swiglu_limit > 0.0f)
     throw std::invalid_argument("CUDA backend: gpt-oss's biased experts, clamped SwiGLU and output bias are not "
                                 "supported yet; the reference backend runs them");
-  if (c.options.norm_unit_offset || c.options.sandwich_norms || c.options.gelu_tanh || c.options.scaled_embedding ||
-      c.query_pre_attn_scalar > 0.0f || c.final_logit_softcap > 0.0f)
-    throw std::invalid_argument("CUDA backend: Gemma's block ((1 + w) norms, sandwich norms, GeGLU, scaled embedding, "
-                                "query scale, soft cap) is not supported yet; the reference backend runs it");
 }
 
 }  // namespace
@@ -234,22 +230,30 @@ struct CudaExecutor::Impl {
     const int R = plan.rows, W = int(plan.wanted_rows.size());
     const int qkv_width = c.q_dim() + 2 * c.kv_dim();
     const WeightPart& embedding = weights.token_embedding().parts.front();
+    const float embed_scale = c.options.scaled_embedding ? std::sqrt(float(c.dim)) : 1.0f;  // embed()'s factor
     if (embedding.quant)
       launch_embedding_gather_quant(embedding.data.get(), *embedding.quant, c.dim, meta_at(PlanLayout::kTokens), R,
-                                    x.as<float>(), stream);
+                                    embed_scale, x.as<float>(), stream);
     else
-      launch_embedding_gather(embedding.data.get(), t, c.dim, meta_at(PlanLayout::kTokens), R, x.as<float>(), stream);
+      launch_embedding_gather(embedding.data.get(), t, c.dim, meta_at(PlanLayout::kTokens), R, embed_scale,
+                              x.as<float>(), stream);
     AttentionArgs a = attention_args(c, qkv.as<float>(), qkv_width, KVLayer{}, kv.page_size(), layout, meta.as<int>(),
                                      split_len, o_partial.as<float>(), lse.as<float>());
+    // Every norm scales by its weight, or by 1 + weight (Gemma's unit offset).
+    const float offset = c.options.norm_unit_offset ? 1.0f : 0.0f;
+    const auto scale = [&](const DeviceBuffer& w) { return NormScale{w.get(), offset}; };
+    // The previous feed-forward's output waits in ffn_out until the next
+    // norm adds it (post-normed by that layer's post_ffn_norm with sandwich norms).
+    ResidualDelta pending{};
     for (int l = 0; l < c.n_layers; ++l) {
       const DeviceLayerWeights& L = weights.layer(l);
-      const float* residual = l == 0 ? nullptr : ffn_out.as<float>();
-      launch_residual_rmsnorm(x.as<float>(), residual, L.attn_norm.get(), t, c.dim, c.norm_eps, nullptr, R, h.get(),
+      launch_residual_rmsnorm(x.as<float>(), pending, scale(L.attn_norm), t, c.dim, c.norm_eps, nullptr, R, h.get(),
                               stream);
       gemm.run(h.get(), L.wqkv, t, R, qkv.as<float>(), stream);
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
       a.window = c.window(l);  // a sliding layer's splits cover its window only
-      const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps};  // null where the model has none
+      // Biases and q/k norms, null where the model has none.
+      const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps, offset};
       const size_t rope = size_t(layer_rope_table[size_t(l)]);  // this layer's cos/sin pair
       launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
                            meta_at(PlanLayout::kPos), rope_cos[rope].as<float>(), rope_sin[rope].as<float>(),
@@ -257,22 +261,26 @@ struct CudaExecutor::Impl {
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);
       if (role.comm) role.comm->all_reduce_sum(proj.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
-      launch_residual_rmsnorm(x.as<float>(), proj.as<float>(), L.ffn_norm.get(), t, c.dim, c.norm_eps, nullptr, R,
-                              h.get(), stream);
+      launch_residual_rmsnorm(x.as<float>(), {proj.as<float>(), nullptr, scale(L.post_attn_norm)}, scale(L.ffn_norm),
+                              t, c.dim, c.norm_eps, nullptr, R, h.get(), stream);
       if (c.moe.sparse(l)) {
         enqueue_moe_ffn(gemm, L, c, t, h.get(), R, moe, ffn_out.as<float>(), stream);
       } else {
         gemm.run(h.get(), L.w_gate_up, t, R, gate_up.as<float>(), stream);
-        launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream);
+        launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream,
+                      c.options.gelu_tanh ? GateActivation::GeluTanh : GateActivation::Silu);
         gemm.run(hidden.get(), L.w_down, t, R, ffn_out.as<float>(), stream);
       }
       if (role.comm) role.comm->all_reduce_sum(ffn_out.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
+      pending = {ffn_out.as<float>(), nullptr, scale(L.post_ffn_norm)};
     }
     if (!role.logits) return;
     // The final norm and the classifier for the wanted rows only, gathered to rows 0..W-1.
-    launch_residual_rmsnorm(x.as<float>(), ffn_out.as<float>(), weights.final_norm().get(), t, c.dim, c.norm_eps,
+    launch_residual_rmsnorm(x.as<float>(), pending, scale(weights.final_norm()), t, c.dim, c.norm_eps,
                             meta_at(PlanLayout::kWanted), W, h.get(), stream);
     gemm.run(h.get(), weights.classifier(), t, W, logits.as<float>(), stream);
+    if (c.final_logit_softcap > 0.0f)
+      launch_logit_softcap(logits.as<float>(), size_t(W) * size_t(c.vocab_size), c.final_logit_softcap, stream);
   }
 
   // NaN bytes over every scratch buffer, queued on the stream before the step.

@@ -210,6 +210,8 @@ const LayerBinding kLayerBindings[] = {
   {&LayerWeights::q_norm,    &DeviceLayerWeights::q_norm,    "q norm"},
   {&LayerWeights::k_norm,    &DeviceLayerWeights::k_norm,    "k norm"},
   {&LayerWeights::ffn_norm,  &DeviceLayerWeights::ffn_norm,  "ffn norm"},
+  {&LayerWeights::post_attn_norm, &DeviceLayerWeights::post_attn_norm, "post-attention norm"},
+  {&LayerWeights::post_ffn_norm,  &DeviceLayerWeights::post_ffn_norm,  "post-feed-forward norm"},
   {&LayerWeights::w_gate,    &DeviceLayerWeights::w_gate_up, "w_gate/w_up"},
   {&LayerWeights::w_down,    &DeviceLayerWeights::w_down,    "w_down"},
   {&LayerWeights::router,    &DeviceLayerWeights::router,    "router"},
@@ -321,7 +323,8 @@ size_t DeviceWeights::bytes() const {
   size_t n = embedding_.bytes() + final_norm_.bytes() + (tied_ ? 0 : classifier_.bytes());
   for (const DeviceLayerWeights& L : layers_)
     n += L.attn_norm.bytes() + L.wqkv.bytes() + L.wo.bytes() + L.ffn_norm.bytes() + L.w_gate_up.bytes() +
-         L.w_down.bytes() + L.bqkv.bytes() + L.q_norm.bytes() + L.k_norm.bytes() + L.router.bytes() +
+         L.w_down.bytes() + L.bqkv.bytes() + L.q_norm.bytes() + L.k_norm.bytes() + L.post_attn_norm.bytes() +
+         L.post_ffn_norm.bytes() + L.router.bytes() +
          L.exp_gate_up.bytes() + L.exp_down.bytes() + L.shexp_gate_inp.bytes() + L.shexp_gate_up.bytes() +
          L.shexp_down.bytes();
   return n;

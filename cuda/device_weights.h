@@ -12,7 +12,7 @@
 // gate/up one of two [2 hidden, dim] (cuda/device_matrix.h), one part when
 // all are in the storage type, so each needs one GEMM (row o of the stack is
 // row o of its part: the results are those of the separate products). The
-// options' vectors (Qwen 2's biases, Qwen 3's q/k norms) are in the storage
+// options' vectors (Qwen 2's biases, Qwen 3's q/k norms, Gemma 3's post norms) are in the storage
 // type too, and empty (null) when the model has none. A tied classifier is
 // the embedding's matrix, on the device once. A sparse layer's experts are
 // stacks in the storage type (DeviceExperts; a quantized file's experts are
@@ -40,6 +40,8 @@ struct DeviceLayerWeights {
   DeviceBuffer bqkv;       // [q_dim + 2 kv_dim]: bq, then bk, then bv (qkv_bias only)
   DeviceBuffer q_norm;     // [head_dim] (qk_norm only)
   DeviceBuffer k_norm;     // [head_dim] (qk_norm only)
+  DeviceBuffer post_attn_norm;  // [dim] (sandwich_norms only: Gemma 3)
+  DeviceBuffer post_ffn_norm;   // [dim] (sandwich_norms only)
   // A sparse layer (config.moe.sparse(l)) has these instead of w_gate_up and w_down:
   DeviceMatrix router;          // [experts, dim]
   DeviceExperts exp_gate_up;    // per expert [2 expert_hidden, dim]: its gate, then its up

@@ -49,6 +49,9 @@ struct KernelShape {
   std::map<std::string, int> dims;
 
   int operator[](const std::string& name) const;  // throws std::out_of_range naming a missing dimension
+  // An optional dimension (a feature a later model added: off where a
+  // shape written before it leaves it out).
+  int get(const std::string& name, int absent) const;
   std::string describe() const;                   // "bf16 seed=7 dim=100 rows=3"
 };
 
@@ -106,6 +109,7 @@ KernelCase embedding_case();
 KernelCase rmsnorm_case();
 KernelCase rope_kv_write_case();
 KernelCase swiglu_case();
+KernelCase logit_softcap_case();
 KernelCase paged_attention_case();
 KernelCase gemm_case();
 KernelCase matvec_case();

@@ -175,7 +175,8 @@ struct EmbeddingQuantRun final : KernelRun {
   }
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1) throw std::invalid_argument("embedding_quant has no variant " + std::to_string(variant));
-    launch_embedding_gather_quant(d_table.get(), format, dim, d_tokens.as<int>(), rows, d_x.as<float>(), stream);
+    launch_embedding_gather_quant(d_table.get(), format, dim, d_tokens.as<int>(), rows, 1.0f, d_x.as<float>(),
+                                  stream);
   }
   std::vector<float> result() override { return test::download(d_x, size_t(rows) * size_t(dim), DType::Float32); }
   std::vector<float> expected() override {

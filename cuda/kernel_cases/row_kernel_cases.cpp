@@ -14,6 +14,7 @@
 #include "cuda/kernel_cases/device_arrays.h"
 #include "cuda/kernel_cases/kernel_case.h"
 #include "cuda/kernels/kernels.h"
+#include "reference/geglu.h"
 #include "reference/rmsnorm.h"
 #include "reference/rope.h"
 #include "reference/swiglu.h"
@@ -63,11 +64,13 @@ struct ConvertRun final : KernelRun {
 struct EmbeddingRun final : KernelRun {
   DType t;
   int vocab, dim, rows;
+  float scale;  // 1, or Gemma's sqrt(dim)
   std::vector<int> tokens;
   std::vector<float> table;
   DeviceBuffer d_table, d_tokens, d_x;
   explicit EmbeddingRun(const KernelShape& s)
       : t(s.dtype), vocab(s["vocab"]), dim(s["dim"]), rows(s["rows"]),
+        scale(s.get("scaled", 0) ? std::sqrt(float(dim)) : 1.0f),
         table(random_values(size_t(vocab) * size_t(dim), s.seed, t)) {
     std::mt19937 rng(s.seed);
     for (int r = 0; r < rows; ++r) tokens.push_back(int(rng() % uint32_t(vocab)));
@@ -78,32 +81,38 @@ struct EmbeddingRun final : KernelRun {
   }
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1) unknown_variant("embedding", variant);
-    launch_embedding_gather(d_table.get(), t, dim, d_tokens.as<int>(), rows, d_x.as<float>(), stream);
+    launch_embedding_gather(d_table.get(), t, dim, d_tokens.as<int>(), rows, scale, d_x.as<float>(), stream);
   }
   std::vector<float> result() override { return download(d_x, size_t(rows) * size_t(dim), DType::Float32); }
   std::vector<float> expected() override {
     std::vector<float> out;
     for (int token : tokens)
-      out.insert(out.end(), table.begin() + long(token) * dim, table.begin() + long(token + 1) * dim);
+      for (int j = 0; j < dim; ++j) out.push_back(table[size_t(token) * size_t(dim) + size_t(j)] * scale);
     return out;
   }
 };
 
 // ---- residual add + RMSNorm, optionally through a row map ----
+// The delta drawn with or without gpt-oss's bias and Gemma 3's own norm of
+// it, the norms with or without Gemma's (1 + w).
 
 struct RmsnormRun final : KernelRun {
   DType t;
   int dim, rows, out_rows;
-  bool with_delta, with_map;
+  bool with_delta, with_map, with_bias, with_post;
+  float offset;
   float eps = 1e-5f;
-  std::vector<float> x, delta, weight;
+  std::vector<float> x, delta, weight, bias, post;
   std::vector<int> map;
-  DeviceBuffer d_x, d_delta, d_w, d_map, d_out;
+  DeviceBuffer d_x, d_delta, d_w, d_map, d_out, d_bias, d_post;
   explicit RmsnormRun(const KernelShape& s)
-      : t(s.dtype), dim(s["dim"]), rows(s["rows"]), with_delta(s["delta"] != 0), with_map(s["map"] != 0) {
+      : t(s.dtype), dim(s["dim"]), rows(s["rows"]), with_delta(s["delta"] != 0), with_map(s["map"] != 0),
+        with_bias(s.get("bias", 0) != 0), with_post(s.get("post", 0) != 0), offset(s.get("offset", 0) ? 1.0f : 0.0f) {
     x = random_values(size_t(rows) * size_t(dim), s.seed, DType::Float32, 3.0f);
     delta = random_values(x.size(), s.seed + 1, DType::Float32);
     weight = random_values(size_t(dim), s.seed + 2, t);
+    bias = random_values(size_t(dim), s.seed + 3, t);
+    post = random_values(size_t(dim), s.seed + 4, t);
     if (with_map) {  // a random subset of the rows, in random order (the wanted rows of a batch)
       std::mt19937 rng(s.seed);
       map.resize(size_t(rows));
@@ -115,26 +124,44 @@ struct RmsnormRun final : KernelRun {
     d_x = upload(x, DType::Float32);
     d_delta = upload(delta, DType::Float32);
     d_w = upload(weight, t);
+    d_bias = upload(bias, t);
+    d_post = upload(post, t);
     d_map = test::upload_ints(map);
     d_out = nan_filled(size_t(out_rows) * size_t(dim), t);
-    bytes = double(rows) * dim * (with_delta ? 12.0 : 4.0) + double(out_rows) * dim * double(dtype_size(t));
-    flops = 4.0 * double(rows) * dim;
+    bytes = double(rows) * dim * (with_delta ? (with_post ? 16.0 : 12.0) : 4.0) +
+            double(out_rows) * dim * double(dtype_size(t));
+    flops = (with_post ? 8.0 : 4.0) * double(rows) * dim;
   }
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1) unknown_variant("rmsnorm", variant);
     // The residual stream is updated in place: every launch starts from x.
     if (restore_inputs) test::upload_to(d_x.get(), x, DType::Float32);
-    launch_residual_rmsnorm(d_x.as<float>(), with_delta ? d_delta.as<float>() : nullptr, d_w.get(), t, dim, eps,
+    ResidualDelta d{};
+    if (with_delta)
+      d = {d_delta.as<float>(), with_bias ? d_bias.get() : nullptr,
+           NormScale{with_post ? d_post.get() : nullptr, offset}};
+    launch_residual_rmsnorm(d_x.as<float>(), d, NormScale{d_w.get(), offset}, t, dim, eps,
                             with_map ? d_map.as<int>() : nullptr, out_rows, d_out.get(), stream);
   }
   std::vector<float> result() override { return download(d_out, size_t(out_rows) * size_t(dim), t); }
   std::vector<float> expected() override {
-    xt::xtensor<float, 2> m({size_t(rows), size_t(dim)});
-    std::copy(x.begin(), x.end(), m.begin());
-    if (with_delta)
-      for (size_t i = 0; i < x.size(); ++i) m.data()[i] += delta[i];
-    const xt::xtensor<float, 1> w = xt::adapt(weight, {size_t(dim)});
-    const auto normed = rmsnorm(m, w, eps);
+    // forward.cpp: x += norm(project(...) + b) with norm_scale()'s 1 + w, then rmsnorm().
+    const auto matrix = [&](const std::vector<float>& v) {
+      xt::xtensor<float, 2> m({size_t(rows), size_t(dim)});
+      std::copy(v.begin(), v.end(), m.begin());
+      return m;
+    };
+    const auto scale = [&](const std::vector<float>& w) {
+      return xt::xtensor<float, 1>(offset + xt::adapt(w, {size_t(dim)}));
+    };
+    xt::xtensor<float, 2> m = matrix(x);
+    if (with_delta) {
+      xt::xtensor<float, 2> d = matrix(delta);
+      if (with_bias) d += xt::adapt(bias, {size_t(dim)});
+      if (with_post) d = rmsnorm(d, scale(post), eps);
+      m += d;
+    }
+    const auto normed = rmsnorm(m, scale(weight), eps);
     std::vector<float> out;
     for (int i = 0; i < out_rows; ++i) {
       const auto row = xt::row(normed, size_t(with_map ? map[size_t(i)] : i));
@@ -144,15 +171,18 @@ struct RmsnormRun final : KernelRun {
   }
 };
 
-// ---- SwiGLU: out = silu(gate) * up, gate and up from one fused row ----
+// ---- SwiGLU: out = silu(gate) * up, gate and up from one fused row (or
+// Gemma's GeGLU: gelu_tanh(gate) * up) ----
 
 struct SwigluRun final : KernelRun {
   DType t;
   int rows, hidden;
+  GateActivation activation;
   std::vector<float> gate_up;
   DeviceBuffer d_in, d_out;
   explicit SwigluRun(const KernelShape& s)
       : t(s.dtype), rows(s["rows"]), hidden(s["hidden"]),
+        activation(s.get("gelu", 0) ? GateActivation::GeluTanh : GateActivation::Silu),
         gate_up(random_values(size_t(rows) * 2 * size_t(hidden), s.seed, DType::Float32, 6.0f)),
         d_in(upload(gate_up, DType::Float32)), d_out(nan_filled(size_t(rows) * size_t(hidden), t)) {
     bytes = double(rows) * hidden * (8.0 + double(dtype_size(t)));
@@ -160,7 +190,7 @@ struct SwigluRun final : KernelRun {
   }
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1) unknown_variant("swiglu", variant);
-    launch_swiglu(d_in.as<float>(), rows, hidden, d_out.get(), t, stream);
+    launch_swiglu(d_in.as<float>(), rows, hidden, d_out.get(), t, stream, activation);
   }
   std::vector<float> result() override { return download(d_out, size_t(rows) * size_t(hidden), t); }
   std::vector<float> expected() override {
@@ -170,8 +200,34 @@ struct SwigluRun final : KernelRun {
         gate(size_t(r), size_t(i)) = gate_up[size_t(r) * 2 * size_t(hidden) + size_t(i)];
         up(size_t(r), size_t(i)) = gate_up[size_t(r) * 2 * size_t(hidden) + size_t(hidden + i)];
       }
-    const xt::xtensor<float, 2> out = silu(gate) * up;
+    const xt::xtensor<float, 2> out = (activation == GateActivation::Silu ? silu(gate) : gelu_tanh(gate)) * up;
     return rounded({out.begin(), out.end()}, t);
+  }
+};
+
+// ---- Gemma's final logit soft cap: logits = cap * tanh(logits / cap) ----
+
+struct SoftcapRun final : KernelRun {
+  size_t n;
+  float cap;
+  std::vector<float> logits;
+  DeviceBuffer d_logits;
+  explicit SoftcapRun(const KernelShape& s)
+      : n(size_t(s["n"])), cap(float(s["cap"])), logits(random_values(n, s.seed, DType::Float32, 3.0f * cap)),
+        d_logits(upload(logits, DType::Float32)) {
+    bytes = 8.0 * double(n);
+    flops = 3.0 * double(n);
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) unknown_variant("logit_softcap", variant);
+    if (restore_inputs) test::upload_to(d_logits.get(), logits, DType::Float32);  // capped in place
+    launch_logit_softcap(d_logits.as<float>(), n, cap, stream);
+  }
+  std::vector<float> result() override { return download(d_logits, n, DType::Float32); }
+  std::vector<float> expected() override {
+    std::vector<float> out = logits;
+    for (float& l : out) l = cap * std::tanh(l / cap);  // logits_of_wanted_rows()'s expression
+    return out;
   }
 };
 
@@ -188,6 +244,7 @@ struct RopeRun final : KernelRun {
   float theta;
   RopeScaling scaling;
   bool with_bias, with_norm;
+  float norm_offset;  // 1: Gemma's (1 + w) norms
   float eps = 1e-6f;
   std::vector<int> positions, slots;
   std::vector<float> qkv, cos_t, sin_t, bias, q_norm, k_norm;
@@ -199,7 +256,8 @@ struct RopeRun final : KernelRun {
   explicit RopeRun(const KernelShape& s)
       : t(s.dtype), rows(s["rows"]), n_heads(s["n_kv"] * s["ratio"]), n_kv(s["n_kv"]), head_dim(s["head_dim"]),
         layout(s["rotate_half"] ? RopeLayout::RotateHalf : RopeLayout::AdjacentPairs),
-        theta(s["theta"] == 0 ? 10000.0f : 500000.0f), with_bias(s["bias"] != 0), with_norm(s["qk_norm"] != 0) {
+        theta(s["theta"] == 0 ? 10000.0f : 500000.0f), with_bias(s["bias"] != 0), with_norm(s["qk_norm"] != 0),
+        norm_offset(s["qk_norm"] == 2 ? 1.0f : 0.0f) {
     // Llama 3.1 8B's scaling, with an original context short enough that
     // positions below max_seq reach pairs of all three bands.
     if (s["scaling"]) scaling = RopeScaling{8.0f, 1.0f, 4.0f, 512};
@@ -248,7 +306,7 @@ struct RopeRun final : KernelRun {
     if (restore_inputs) test::upload_to(d_qkv.get(), qkv, DType::Float32);  // q is rotated in place
     launch_rope_kv_write(d_qkv.as<float>(), rows, n_heads, n_kv, head_dim, layout, d_pos.as<int>(),
                          d_cos.as<float>(), d_sin.as<float>(), d_slots.as<int>(), KVLayer{d_k.get(), d_v.get(), t},
-                         PreRope{d_bias.get(), d_q_norm.get(), d_k_norm.get(), eps}, stream);
+                         PreRope{d_bias.get(), d_q_norm.get(), d_k_norm.get(), eps, norm_offset}, stream);
   }
   std::vector<float> result() override {
     const auto got_qkv = download(d_qkv, qkv.size(), DType::Float32);
@@ -279,8 +337,9 @@ struct RopeRun final : KernelRun {
       v += xt::view(b, xt::range(q_dim() + kv_dim(), width()));
     }
     if (with_norm) {
-      const xt::xtensor<float, 1> wq = xt::adapt(q_norm, {size_t(head_dim)});
-      const xt::xtensor<float, 1> wk = xt::adapt(k_norm, {size_t(head_dim)});
+      // forward.cpp's norm_scale(): 1 + w in float with the unit offset.
+      const xt::xtensor<float, 1> wq = norm_offset + xt::adapt(q_norm, {size_t(head_dim)});
+      const xt::xtensor<float, 1> wk = norm_offset + xt::adapt(k_norm, {size_t(head_dim)});
       q = rmsnorm_heads(q, wq, eps);
       k = rmsnorm_heads(k, wk, eps);
     }
@@ -312,10 +371,12 @@ KernelCase convert_case() {
 
 KernelCase embedding_case() {
   return {"embedding", "cuda/kernels/embedding.cu", "embed() in reference/forward.cpp", 1,
-          {0.0, 0.0, "exact: a copy (bf16 table entries are exactly representable in float)"},
+          {0.0, 0.0,
+           "exact: a copy (bf16 table entries are exactly representable in float), times Gemma's sqrt(dim) in one "
+           "float multiplication on both sides"},
           [](const Pick& pick) {
             return shape(pick_dtype(pick), pick_seed(pick),
-                         {{"vocab", pick(1, 300)}, {"dim", pick(1, 600)}, {"rows", pick(1, 40)}});
+                         {{"vocab", pick(1, 300)}, {"dim", pick(1, 600)}, {"rows", pick(1, 40)}, {"scaled", pick(0, 1)}});
           },
           {shape(DType::BFloat16, 1, {{"vocab", 32000}, {"dim", 4096}, {"rows", 256}})},
           [](const KernelShape& s) { return std::make_unique<EmbeddingRun>(s); }};
@@ -323,25 +384,46 @@ KernelCase embedding_case() {
 
 KernelCase rmsnorm_case() {
   return {"rmsnorm", "cuda/kernels/residual_rmsnorm.cu",
-          "rmsnorm() in reference/rmsnorm.cpp after the residual add of forward.cpp", 1,
-          {1e-5, 1e-2, "float32: the sum of squares in another order; bf16: the output's rounding"},
+          "rmsnorm() in reference/rmsnorm.cpp after the residual add of forward.cpp (its delta biased and normed "
+          "as gpt-oss's and Gemma 3's blocks do)",
+          1,
+          {1e-5, 1e-2, "float32: the sums of squares in another order; bf16: the output's rounding"},
           [](const Pick& pick) {
             return shape(pick_dtype(pick), pick_seed(pick),
-                         {{"dim", pick(1, 2000)}, {"rows", pick(1, 24)}, {"delta", pick(0, 1)}, {"map", pick(0, 1)}});
+                         {{"dim", pick(1, 2000)}, {"rows", pick(1, 24)}, {"delta", pick(0, 1)}, {"map", pick(0, 1)},
+                          {"bias", pick(0, 1)}, {"post", pick(0, 1)}, {"offset", pick(0, 1)}});
           },
           {shape(DType::BFloat16, 1, {{"dim", 4096}, {"rows", 1}, {"delta", 1}, {"map", 0}}),
-           shape(DType::BFloat16, 1, {{"dim", 4096}, {"rows", 256}, {"delta", 1}, {"map", 0}})},
+           shape(DType::BFloat16, 1, {{"dim", 4096}, {"rows", 256}, {"delta", 1}, {"map", 0}}),
+           // Gemma 3 12B's sandwich norm before the feed-forward norm, one decode row
+           shape(DType::BFloat16, 1, {{"dim", 3840}, {"rows", 1}, {"delta", 1}, {"map", 0}, {"post", 1}, {"offset", 1}})},
           [](const KernelShape& s) { return std::make_unique<RmsnormRun>(s); }};
 }
 
 KernelCase swiglu_case() {
-  return {"swiglu", "cuda/kernels/swiglu.cu", "silu() * up of swiglu_ffn() in reference/swiglu.cpp", 1,
-          {1e-5, 1e-2, "float32: the device's expf within an ulp or two of the host's; bf16: the output's rounding"},
+  return {"swiglu", "cuda/kernels/swiglu.cu",
+          "silu() * up of swiglu_ffn() in reference/swiglu.cpp; gelu_tanh() * up of geglu_ffn() in "
+          "reference/geglu.cpp",
+          1,
+          {1e-5, 1e-2,
+           "float32: the device's expf and tanhf within an ulp or two of the host's; bf16: the output's rounding"},
           [](const Pick& pick) {
-            return shape(pick_dtype(pick), pick_seed(pick), {{"rows", pick(1, 24)}, {"hidden", pick(1, 3000)}});
+            return shape(pick_dtype(pick), pick_seed(pick),
+                         {{"rows", pick(1, 24)}, {"hidden", pick(1, 3000)}, {"gelu", pick(0, 1)}});
           },
           {shape(DType::BFloat16, 1, {{"rows", 256}, {"hidden", 11008}})},
           [](const KernelShape& s) { return std::make_unique<SwigluRun>(s); }};
+}
+
+KernelCase logit_softcap_case() {
+  return {"logit_softcap", "cuda/kernels/logit_softcap.cu",
+          "the final soft cap of logits_of_wanted_rows() in reference/forward.cpp", 1,
+          {1e-5, 1e-5, "float32 logits on both sides: the device's tanhf within an ulp or two of the host's"},
+          [](const Pick& pick) {
+            return shape(DType::Float32, pick_seed(pick), {{"n", pick(1, 5000)}, {"cap", pick_from(pick, {1, 30})}});
+          },
+          {shape(DType::Float32, 1, {{"n", 262144}, {"cap", 30}})},  // a Gemma 3 decode row
+          [](const KernelShape& s) { return std::make_unique<SoftcapRun>(s); }};
 }
 
 KernelCase rope_kv_write_case() {
@@ -356,7 +438,7 @@ KernelCase rope_kv_write_case() {
             return shape(pick_dtype(pick), pick_seed(pick),
                          {{"rows", pick(1, 20)}, {"n_kv", pick(1, 3)}, {"ratio", pick_from(pick, {1, 2, 4, 8, 16})},
                           {"head_dim", pick_from(pick, {8, 64, 128, 146, 256})}, {"rotate_half", pick(0, 1)},
-                          {"theta", pick(0, 1)}, {"bias", pick(0, 1)}, {"qk_norm", pick(0, 1)},
+                          {"theta", pick(0, 1)}, {"bias", pick(0, 1)}, {"qk_norm", pick(0, 2)},
                           {"scaling", pick(0, 1)}});
           },
           {shape(DType::BFloat16, 1,

@@ -23,19 +23,38 @@ namespace astrai::cuda {
 // out[i] = dtype(in[i]) for i < n: the weight upload's conversion.
 void launch_convert_from_float(const float* in, size_t n, void* out, DType dtype, cudaStream_t stream);
 
-// x[r, :] = float(table[tokens[r], :]) for r < rows.       (reference: embed() in forward.cpp)
-void launch_embedding_gather(const void* table, DType dtype, int dim, const int* tokens, int rows, float* x,
-                             cudaStream_t stream);
-// The same from a table kept in a quantized format: x[r, :] = the decoded
-// row tokens[r] (dim a whole number of blocks), exactly the host decoder's
-// float32 values.                       (reference: quant::dequantize(), then embed())
+// x[r, :] = scale * float(table[tokens[r], :]) for r < rows: scale 1, or
+// sqrt(dim) for Gemma's scaled embedding.             (reference: embed() in forward.cpp)
+void launch_embedding_gather(const void* table, DType dtype, int dim, const int* tokens, int rows, float scale,
+                             float* x, cudaStream_t stream);
+// The same from a table kept in a quantized format: x[r, :] = scale * the
+// decoded row tokens[r] (dim a whole number of blocks), the host decoder's
+// float32 values times scale.          (reference: quant::dequantize(), then embed())
 void launch_embedding_gather_quant(const void* table, QuantFormat format, int dim, const int* tokens, int rows,
-                                   float* x, cudaStream_t stream);
+                                   float scale, float* x, cudaStream_t stream);
+
+// An RMSNorm's scale, element j: weight[j] (storage type), or 1 + weight[j]
+// computed in float with Gemma's unit offset (norm_unit_offset).
+struct NormScale {
+  const void* weight = nullptr;
+  float offset = 0.0f;  // 0, or 1 for (1 + w)
+};
+
+// What a block adds to the residual stream: its output rows (float), plus a
+// bias (gpt-oss's o_proj bias; null: none), RMSNormed by `norm` when its
+// weight is set (Gemma 3's post-attention and post-feed-forward norms):
+//   x += norm(rows + bias)          (reference: the `x += ...` of attention_block(), feed_forward_block())
+struct ResidualDelta {
+  const float* rows = nullptr;  // null: nothing is added
+  const void* bias = nullptr;   // [dim], storage type
+  NormScale norm;
+};
 
 // For each output row i < out_rows, with r = row_map ? row_map[i] : i:
-//   if delta: x[r, :] += delta[r, :]                       (the residual add of forward.cpp)
-//   out[i, :] = dtype(weight * (x[r, :] / sqrt(mean(x[r, :]^2) + eps)))   (reference: rmsnorm())
-void launch_residual_rmsnorm(float* x, const float* delta, const void* weight, DType dtype, int dim, float eps,
+//   x[r, :] += delta (as ResidualDelta says; nothing without delta.rows)
+//   out[i, :] = dtype(scale * (x[r, :] / sqrt(mean(x[r, :]^2) + eps)))   (reference: rmsnorm())
+// with scale the NormScale `norm`.
+void launch_residual_rmsnorm(float* x, const ResidualDelta& delta, NormScale norm, DType dtype, int dim, float eps,
                              const int* row_map, int out_rows, void* out, cudaStream_t stream);
 
 // Where K and V of one layer live: row `slot` (= page * page_size + offset)
@@ -53,6 +72,7 @@ struct PreRope {
   const void* q_norm = nullptr;  // [head_dim]: RMSNorm weight of every q head (Qwen 3); with k_norm
   const void* k_norm = nullptr;  // [head_dim]: the same for the k heads
   float eps = 0.0f;              // the norms' epsilon (the model's norm_eps)
+  float norm_offset = 0.0f;      // 1: the norms scale by 1 + weight (Gemma 3's norm_unit_offset)
 };
 
 // qkv: [rows, q_dim + 2 kv_dim] float, q then k then v. Adds the bias,
@@ -282,8 +302,18 @@ void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, co
 void launch_moe_combine(const float* expert_out, const int* slot_of, const float* weight, int rows, int k, int dim,
                         const float* shared_out, const float* shared_gate, float* out, cudaStream_t stream);
 
-// out[r, i] = dtype(silu(gate_up[r, i]) * gate_up[r, hidden + i])    (reference: swiglu_ffn() in swiglu.cpp)
-void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream);
+// The gated feed-forward's activation: SiLU (SwiGLU: Llama, Qwen, Mistral)
+// or tanh-approximated GELU (GeGLU: Gemma's gelu_pytorch_tanh).
+enum class GateActivation { Silu, GeluTanh };
+
+// out[r, i] = dtype(act(gate_up[r, i]) * gate_up[r, hidden + i])
+//                      (reference: swiglu_ffn() in swiglu.cpp, geglu_ffn() in geglu.cpp)
+void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream,
+                   GateActivation activation = GateActivation::Silu);
+
+// logits[i] = cap * tanh(logits[i] / cap) for i < n, in place: Gemma's final
+// soft cap.                     (reference: logits_of_wanted_rows() in forward.cpp)
+void launch_logit_softcap(float* logits, size_t n, float cap, cudaStream_t stream);
 
 // ---- sampling (sample.cu) ----
 

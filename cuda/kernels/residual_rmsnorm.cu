@@ -1,7 +1,11 @@
 // Residual add fused with RMSNorm. Reference: rmsnorm() in
 // reference/rmsnorm.cpp, and the `x += ...` of attention_block() and
 // feed_forward_block() in reference/forward.cpp:
-//   x += delta;  out = weight * (x / sqrt(mean(x^2) + eps)).
+//   x += delta;  out = weight * (x / sqrt(mean(x^2) + eps)),
+// where delta may carry a bias (gpt-oss's o_proj bias, added first) and be
+// RMSNormed itself (Gemma 3's sandwich norms: a first pass over the row sums
+// the delta's squares), and a norm's weight w may be an offset from 1
+// (Gemma: 1 + w, in float).
 // With a row map it also serves the final norm of the rows that want logits
 // (logits_of_wanted_rows()), gathering them into consecutive output rows.
 //
@@ -27,84 +31,148 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// x[j] (+= delta[j], stored back) for j in this thread's group j0 .. j0 + n; returns the values in v.
-template <bool kVector>
-__device__ __forceinline__ void add_group(float* xr, const float* dr, int j0, float (&v)[4]) {
+// What the kernel reads of ResidualDelta and NormScale, typed.
+template <typename T>
+struct Delta {
+  const float* rows;  // null: nothing is added
+  const T* bias;      // null: none
+  const T* norm;      // null: not normalized
+  float norm_offset;
+};
+
+// The sum over the block of every thread's v, in a fixed order (the warps'
+// shuffle trees, then the warp sums in warp order), returned to every
+// thread. warp_sums and total are the block's shared scratch; a second call
+// may reuse them: thread 0 reads warp_sums before the barrier every thread
+// passes before any writes them again, and each thread copies `total` out
+// before it reaches the next call's first barrier.
+__device__ __forceinline__ float block_sum(float v, float* warp_sums, float* total) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.0f;
+    for (int w = 0; w < kThreads / 32; ++w) t += warp_sums[w];
+    *total = t;
+  }
+  __syncthreads();
+  return *total;
+}
+
+// The delta's elements j0 .. j0 + n of row dr, its bias added (bias after
+// the product, as reference/forward.cpp's project()).
+template <typename T, bool kVector>
+__device__ __forceinline__ void delta_group(const float* dr, const T* bias, int j0, float (&d)[4]) {
   if constexpr (kVector) {
-    load4(xr + j0, v);
-    if (dr) {
-      float d[4];
-      load4(dr + j0, d);
-      for (int e = 0; e < 4; ++e) v[e] = __fadd_rn(v[e], d[e]);
-      store4(xr + j0, v);
+    load4(dr + j0, d);
+    if (bias) {
+      float b[4];
+      load4(bias + j0, b);
+      for (int e = 0; e < 4; ++e) d[e] = __fadd_rn(d[e], b[e]);
     }
   } else {
-    v[0] = xr[j0];
-    if (dr) {
-      v[0] = __fadd_rn(v[0], dr[j0]);
-      xr[j0] = v[0];
-    }
+    d[0] = dr[j0];
+    if (bias) d[0] = __fadd_rn(d[0], to_float(bias[j0]));
   }
+}
+
+// Elements j0 .. j0 + n of a norm's scale: w, or offset + w in float (no
+// add at offset 0, so a weight of -0 stays -0 as in the reference).
+template <typename T, bool kVector>
+__device__ __forceinline__ void scale_group(const T* w, float offset, int j0, float (&s)[4]) {
+  if constexpr (kVector) {
+    load4(w + j0, s);
+  } else {
+    s[0] = to_float(w[j0]);
+  }
+  if (offset != 0.0f)
+    for (int e = 0; e < (kVector ? kVec4 : 1); ++e) s[e] = __fadd_rn(offset, s[e]);
+}
+
+// x[j] (+= delta[j], normalized first when asked, stored back) for j in this
+// thread's group j0 .. j0 + n; returns the values in v. inv_rms_delta is the
+// delta's 1 / rms when it is normalized.
+template <typename T, bool kVector>
+__device__ __forceinline__ void add_group(float* xr, const float* dr, const Delta<T>& delta, float inv_rms_delta,
+                                          int j0, float (&v)[4]) {
+  constexpr int n = kVector ? kVec4 : 1;
+  if constexpr (kVector) load4(xr + j0, v);
+  else v[0] = xr[j0];
+  if (!dr) return;
+  float d[4];
+  delta_group<T, kVector>(dr, delta.bias, j0, d);
+  if (delta.norm) {  // scale * (inv_rms * d), rmsnorm()'s order
+    float s[4];
+    scale_group<T, kVector>(delta.norm, delta.norm_offset, j0, s);
+    for (int e = 0; e < n; ++e) d[e] = __fmul_rn(s[e], __fmul_rn(inv_rms_delta, d[e]));
+  }
+  for (int e = 0; e < n; ++e) v[e] = __fadd_rn(v[e], d[e]);
+  if constexpr (kVector) store4(xr + j0, v);
+  else xr[j0] = v[0];
 }
 
 template <typename T, bool kVector>
 __global__ void __launch_bounds__(kThreads)
-    residual_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ delta, const T* __restrict__ weight,
+    residual_rmsnorm_kernel(float* __restrict__ x, Delta<T> delta, const T* __restrict__ weight, float offset,
                             int dim, float eps, const int* __restrict__ row_map, T* __restrict__ out) {
   constexpr int n = kVector ? kVec4 : 1;  // elements a thread takes at a time
   __shared__ float warp_sums[kThreads / 32];
-  __shared__ float inv_rms;
+  __shared__ float total;
   const size_t i = blockIdx.x;
   const size_t r = row_map ? size_t(row_map[i]) : i;
   float* xr = x + r * size_t(dim);
-  const float* dr = delta ? delta + r * size_t(dim) : nullptr;
+  const float* dr = delta.rows ? delta.rows + r * size_t(dim) : nullptr;
   T* o = out + i * size_t(dim);
+  float inv_rms_delta = 0.0f;
+  if (dr && delta.norm) {  // the delta's own RMS first (Gemma 3's sandwich norms)
+    float sum_sq = 0.0f;
+    for (int j0 = int(threadIdx.x) * n; j0 < dim; j0 += kThreads * n) {
+      float d[4];
+      delta_group<T, kVector>(dr, delta.bias, j0, d);
+      for (int e = 0; e < n; ++e) sum_sq = __fmaf_rn(d[e], d[e], sum_sq);
+    }
+    inv_rms_delta = 1.0f / sqrtf(block_sum(sum_sq, warp_sums, &total) / float(dim) + eps);
+  }
   float sum_sq = 0.0f;
 #pragma unroll 4
   for (int j0 = int(threadIdx.x) * n; j0 < dim; j0 += kThreads * n) {
     float v[4];
-    add_group<kVector>(xr, dr, j0, v);
+    add_group<T, kVector>(xr, dr, delta, inv_rms_delta, j0, v);
     for (int e = 0; e < n; ++e) sum_sq = __fmaf_rn(v[e], v[e], sum_sq);
   }
-  for (int offset = 16; offset > 0; offset /= 2) sum_sq += __shfl_down_sync(0xffffffffu, sum_sq, offset);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum_sq;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float total = 0.0f;
-    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-    inv_rms = 1.0f / sqrtf(total / float(dim) + eps);
-  }
-  __syncthreads();
+  const float inv_rms = 1.0f / sqrtf(block_sum(sum_sq, warp_sums, &total) / float(dim) + eps);
   // Each thread rereads the elements it wrote itself above.
   for (int j0 = int(threadIdx.x) * n; j0 < dim; j0 += kThreads * n) {
-    if constexpr (kVector) {
-      float v[4], w[4];
-      load4(xr + j0, v);
-      load4(weight + j0, w);
-      for (int e = 0; e < 4; ++e) v[e] = __fmul_rn(w[e], __fmul_rn(inv_rms, v[e]));
-      store4(o + j0, v);
-    } else {
-      o[j0] = from_float<T>(__fmul_rn(to_float(weight[j0]), __fmul_rn(inv_rms, xr[j0])));
-    }
+    float v[4], s[4];
+    if constexpr (kVector) load4(xr + j0, v);
+    else v[0] = xr[j0];
+    scale_group<T, kVector>(weight, offset, j0, s);
+    for (int e = 0; e < n; ++e) v[e] = __fmul_rn(s[e], __fmul_rn(inv_rms, v[e]));
+    if constexpr (kVector) store4(o + j0, v);
+    else o[j0] = from_float<T>(v[0]);
   }
 }
 
 template <typename T>
-void launch_typed(float* x, const float* delta, const T* weight, int dim, float eps, const int* row_map,
+void launch_typed(float* x, const ResidualDelta& d, NormScale norm, int dim, float eps, const int* row_map,
                   int out_rows, T* out, cudaStream_t stream) {
-  const bool vector = vector_aligned<float>(x, dim) && (!delta || vector_aligned<float>(delta, dim)) &&
-                      vector_aligned<T>(weight, dim) && vector_aligned<T>(out, dim);
+  const Delta<T> delta{d.rows, static_cast<const T*>(d.bias), static_cast<const T*>(d.norm.weight), d.norm.offset};
+  const auto* weight = static_cast<const T*>(norm.weight);
+  const bool vector = vector_aligned<float>(x, dim) && (!delta.rows || vector_aligned<float>(delta.rows, dim)) &&
+                      (!delta.bias || vector_aligned<T>(delta.bias, dim)) &&
+                      (!delta.norm || vector_aligned<T>(delta.norm, dim)) && vector_aligned<T>(weight, dim) &&
+                      vector_aligned<T>(out, dim);
   const auto kernel = vector ? residual_rmsnorm_kernel<T, true> : residual_rmsnorm_kernel<T, false>;
-  ASTRAI_LAUNCH(kernel, out_rows, kThreads, 0, stream)(x, delta, weight, dim, eps, row_map, out);
+  ASTRAI_LAUNCH(kernel, out_rows, kThreads, 0, stream)(x, delta, weight, norm.offset, dim, eps, row_map, out);
 }
 
 }  // namespace
 
-void launch_residual_rmsnorm(float* x, const float* delta, const void* weight, DType dtype, int dim, float eps,
+void launch_residual_rmsnorm(float* x, const ResidualDelta& delta, NormScale norm, DType dtype, int dim, float eps,
                              const int* row_map, int out_rows, void* out, cudaStream_t stream) {
   if (out_rows == 0) return;
-  ASTRAI_DISPATCH_DTYPE(dtype, launch_typed(x, delta, static_cast<const Elem*>(weight), dim, eps, row_map, out_rows,
-                                            static_cast<Elem*>(out), stream));
+  ASTRAI_DISPATCH_DTYPE(dtype,
+                        launch_typed(x, delta, norm, dim, eps, row_map, out_rows, static_cast<Elem*>(out), stream));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

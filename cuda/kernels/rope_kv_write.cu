@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kThreads)
                          const int* __restrict__ row_pos, const float* __restrict__ rope_cos,
                          const float* __restrict__ rope_sin, const int* __restrict__ row_slot, T* __restrict__ keys,
                          T* __restrict__ values, const T* __restrict__ bias, const T* __restrict__ q_norm,
-                         const T* __restrict__ k_norm, float eps) {
+                         const T* __restrict__ k_norm, float eps, float norm_offset) {
   ASTRAI_DYNAMIC_SHARED(float, inv_rms);
   const size_t r = blockIdx.x;
   const int half = head_dim / 2;
@@ -86,10 +86,12 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       a = projected(row, bias, head * head_dim + ia), b = projected(row, bias, head * head_dim + ib);
     }
-    if (q_norm) {  // weight * (inv_rms * x), the reference's order
+    if (q_norm) {  // weight * (inv_rms * x), the reference's order; Gemma's weight is 1 + w, in float
       const T* w = head < n_heads ? q_norm : k_norm;
-      a = __fmul_rn(to_float(w[ia]), __fmul_rn(inv_rms[head - first], a));
-      b = __fmul_rn(to_float(w[ib]), __fmul_rn(inv_rms[head - first], b));
+      float wa = to_float(w[ia]), wb = to_float(w[ib]);
+      if (norm_offset != 0.0f) wa = __fadd_rn(norm_offset, wa), wb = __fadd_rn(norm_offset, wb);
+      a = __fmul_rn(wa, __fmul_rn(inv_rms[head - first], a));
+      b = __fmul_rn(wb, __fmul_rn(inv_rms[head - first], b));
     }
     const float c = rope_cos[angle_row + size_t(i)], s = rope_sin[angle_row + size_t(i)];
     const float a2 = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
@@ -132,7 +134,7 @@ void launch_rope_kv_write(float* qkv, int rows, int n_heads, int n_kv_heads, int
                                       qkv, n_heads, n_kv_heads, head_dim, adjacent, row_pos, rope_cos, rope_sin,
                                       row_slot, static_cast<Elem*>(kv.keys), static_cast<Elem*>(kv.values),
                                       static_cast<const Elem*>(pre.bias), static_cast<const Elem*>(pre.q_norm),
-                                      static_cast<const Elem*>(pre.k_norm), pre.eps));
+                                      static_cast<const Elem*>(pre.k_norm), pre.eps, pre.norm_offset));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

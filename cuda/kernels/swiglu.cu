@@ -1,5 +1,7 @@
 // SwiGLU activation. Reference: silu() and swiglu_ffn() in reference/swiglu.cpp:
-//   hidden = silu(gate) * up,  silu(z) = z * (1 / (1 + exp(-z))).
+//   hidden = silu(gate) * up,  silu(z) = z * (1 / (1 + exp(-z))),
+// and Gemma's GeGLU (gelu_tanh() and geglu_ffn() in reference/geglu.cpp),
+// the same kernel with the other activation (swiglu.cuh).
 // gate and up come from one fused GEMM: row r is [gate (hidden) | up (hidden)].
 //
 // Elementwise, so the grid is (rows, blocks along the row): at one decode row
@@ -18,7 +20,13 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kPerBlock = kThreads * kVec4;  // elements of a row per block
 
-template <typename T, bool kVector>
+template <GateActivation A>
+__device__ __forceinline__ float gated(float gate, float up) {
+  if constexpr (A == GateActivation::Silu) return swiglu(gate, up);
+  else return geglu(gate, up);
+}
+
+template <typename T, bool kVector, GateActivation A>
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* __restrict__ gate_up, int hidden,
                                                           T* __restrict__ out) {
   const size_t r = blockIdx.x;
@@ -31,27 +39,33 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* __restric
     float g[4], u[4], h[4];
     load4(gate + i0, g);
     load4(up + i0, u);
-    for (int e = 0; e < 4; ++e) h[e] = swiglu(g[e], u[e]);
+    for (int e = 0; e < 4; ++e) h[e] = gated<A>(g[e], u[e]);
     store4(o + i0, h);
   } else {
-    for (int i = i0; i < i0 + kVec4 && i < hidden; ++i) o[i] = from_float<T>(swiglu(gate[i], up[i]));
+    for (int i = i0; i < i0 + kVec4 && i < hidden; ++i) o[i] = from_float<T>(gated<A>(gate[i], up[i]));
   }
 }
 
-template <typename T>
+template <typename T, GateActivation A>
 void launch_typed(const float* gate_up, int rows, int hidden, T* out, cudaStream_t stream) {
   const dim3 grid(unsigned(rows), unsigned((hidden + kPerBlock - 1) / kPerBlock));
   // gate rows start at 2 * hidden floats, up at hidden: both aligned when hidden % 4 == 0.
   const bool vector = vector_aligned<float>(gate_up, hidden) && vector_aligned<T>(out, hidden);
-  const auto kernel = vector ? swiglu_kernel<T, true> : swiglu_kernel<T, false>;
+  const auto kernel = vector ? swiglu_kernel<T, true, A> : swiglu_kernel<T, false, A>;
   ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(gate_up, hidden, out);
 }
 
 }  // namespace
 
-void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream) {
+void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream,
+                   GateActivation activation) {
   if (rows == 0 || hidden == 0) return;
-  ASTRAI_DISPATCH_DTYPE(dtype, launch_typed(gate_up, rows, hidden, static_cast<Elem*>(out), stream));
+  if (activation == GateActivation::Silu)
+    ASTRAI_DISPATCH_DTYPE(dtype, (launch_typed<Elem, GateActivation::Silu>(gate_up, rows, hidden,
+                                                                         static_cast<Elem*>(out), stream)));
+  else
+    ASTRAI_DISPATCH_DTYPE(dtype, (launch_typed<Elem, GateActivation::GeluTanh>(gate_up, rows, hidden,
+                                                                             static_cast<Elem*>(out), stream)));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,7 @@
-// The SwiGLU of one element, shared by swiglu.cu and the experts' fused
-// gate/up product (moe_matvec.cu), so both give the same bits.
-// Reference: silu() in reference/swiglu.cpp, silu(z) = z * (1 / (1 + exp(-z))).
+// The gated activations of one element, shared by swiglu.cu and the
+// experts' fused gate/up product (moe_matvec.cu), so both give the same bits.
+// Reference: silu() in reference/swiglu.cpp, silu(z) = z * (1 / (1 + exp(-z)));
+// gelu_tanh() in reference/geglu.cpp.
 #pragma once
 
 namespace astrai::cuda {
@@ -9,6 +10,15 @@ __device__ __forceinline__ float swiglu(float z, float up) {
   // Explicitly rounded operations: the same operation order as the reference.
   const float sigmoid = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-z)));
   return __fmul_rn(__fmul_rn(z, sigmoid), up);
+}
+
+// Gemma's GeGLU: 0.5 z (1 + tanh(sqrt(2 / pi) (z + 0.044715 z^3))) * up,
+// each operation rounded in the reference's order.
+__device__ __forceinline__ float geglu(float z, float up) {
+  constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi) rounded to float, as reference/geglu.cpp's
+  const float cube = __fmul_rn(__fmul_rn(__fmul_rn(0.044715f, z), z), z);
+  const float t = tanhf(__fmul_rn(k, __fadd_rn(z, cube)));
+  return __fmul_rn(__fmul_rn(__fmul_rn(0.5f, z), __fadd_rn(1.0f, t)), up);
 }
 
 }  // namespace astrai::cuda

@@ -253,8 +253,8 @@ TEST_CASE("a kernel's output has the same bits whatever order its threads run in
     auto d_x = test::upload(x, cuda::DType::Float32);
     const auto d_w = test::upload(w, cuda::DType::Float32);
     auto d_out = test::nan_filled(size_t(rows * dim), cuda::DType::Float32);
-    cuda::launch_residual_rmsnorm(d_x.as<float>(), nullptr, d_w.get(), cuda::DType::Float32, dim, 1e-5f, nullptr,
-                                  rows, d_out.get(), nullptr);
+    cuda::launch_residual_rmsnorm(d_x.as<float>(), {}, {d_w.get()}, cuda::DType::Float32, dim, 1e-5f, nullptr, rows,
+                                  d_out.get(), nullptr);
     auto out = test::download(d_out, size_t(rows * dim), cuda::DType::Float32);
     emu::set_thread_order_seed(0);
     return out;

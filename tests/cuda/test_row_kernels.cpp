@@ -41,8 +41,8 @@ TEST_CASE("RMSNorm's epsilon counts where mean(x^2) is as small as it", "[cuda]"
   const auto d_x = test::upload(x, DType::Float32);
   const auto d_w = test::upload(weight, DType::Float32);
   auto d_out = test::nan_filled(size_t(rows * dim), DType::Float32);
-  cuda::launch_residual_rmsnorm(d_x.as<float>(), nullptr, d_w.get(), DType::Float32, dim, eps, nullptr, rows,
-                                d_out.get(), nullptr);
+  cuda::launch_residual_rmsnorm(d_x.as<float>(), {}, {d_w.get()}, DType::Float32, dim, eps, nullptr, rows, d_out.get(),
+                                nullptr);
   xt::xtensor<float, 1> w = xt::adapt(weight, {size_t(dim)});
   const auto normed = rmsnorm(as_matrix(x, size_t(rows), size_t(dim)), w, eps);
   const std::vector<float> expected(normed.begin(), normed.end());
@@ -60,8 +60,9 @@ TEST_CASE("the residual add updates the float32 residual stream exactly", "[cuda
   const auto d_x = test::upload(x, DType::Float32), d_delta = test::upload(delta, DType::Float32);
   const auto d_w = test::upload(weight, DType::Float32);
   auto d_out = test::nan_filled(x.size(), DType::Float32);
-  cuda::launch_residual_rmsnorm(d_x.as<float>(), d_delta.as<float>(), d_w.get(), DType::Float32, dim, 1e-5f, nullptr,
-                                rows, d_out.get(), nullptr);
+  const cuda::ResidualDelta d{d_delta.as<float>(), nullptr, {}};
+  cuda::launch_residual_rmsnorm(d_x.as<float>(), d, {d_w.get()}, DType::Float32, dim, 1e-5f, nullptr, rows, d_out.get(),
+                                nullptr);
   for (size_t i = 0; i < x.size(); ++i) x[i] += delta[i];
   CHECK(test::download(d_x, x.size(), DType::Float32) == x);
 }
