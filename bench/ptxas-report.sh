@@ -20,8 +20,8 @@ for f in cuda/kernels/*.cu; do
       # Integer and bool template arguments (Li8E, Lb1E), e.g. matvec<rows,aligned>, sample<threads>.
       args = ""; rest = fn
       while (match(rest, /L[ib][0-9]+E/)) { args = args (args == "" ? "" : ",") substr(rest, RSTART + 2, RLENGTH - 3); rest = substr(rest, RSTART + RLENGTH) }
-      # The GateActivation of swiglu.cu (an enum argument is mangled after its type): silu 0, gelu 1.
-      if (match(fn, /14GateActivationE[0-9]+E/)) args = args "," (substr(fn, RSTART + 17, 1) == "0" ? "silu" : "gelu")
+      # The GateActivation of swiglu.cu (an enum argument is mangled after its type): silu 0, gelu 1, clamped 2.
+      if (match(fn, /14GateActivationE[0-9]+E/)) args = args "," (substr(fn, RSTART + 17, 1) == "0" ? "silu" : substr(fn, RSTART + 17, 1) == "1" ? "gelu" : "clamped")
       printf "%-44s %5s %8s %10s %12s\n", file ":" type (args == "" ? "" : "<" args ">"), regs, smem, st, sl
     }'
 done

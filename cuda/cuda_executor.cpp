@@ -41,13 +41,6 @@ void check_supported(const ModelConfig& c) {
     throw std::invalid_argument("CUDA backend: " + std::to_string(c.n_heads / c.n_kv_heads) +
                                 " query heads per KV head is above the " + std::to_string(kAttentionMaxQueries) +
                                 " the decode attention kernel supports");
-  if (c.options.router_bias)
-    throw std::invalid_argument("CUDA backend: routers with a bias (gpt-oss) are not supported yet");
-  if (c.options.attention_sinks)
-    throw std::invalid_argument("CUDA backend: attention sinks (gpt-oss) are not supported yet");
-  if (c.options.expert_biases || c.options.out_bias || c.moe.swiglu_limit > 0.0f)
-    throw std::invalid_argument("CUDA backend: gpt-oss's biased experts, clamped SwiGLU and output bias are not "
-                                "supported yet; the reference backend runs them");
 }
 
 }  // namespace
@@ -252,6 +245,7 @@ struct CudaExecutor::Impl {
       gemm.run(h.get(), L.wqkv, t, R, qkv.as<float>(), stream);
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
       a.window = c.window(l);  // a sliding layer's splits cover its window only
+      a.sinks = L.sinks.get();  // gpt-oss's sink logits, completed in the merge (null: none)
       // Biases and q/k norms, null where the model has none.
       const PreRope pre{L.bqkv.get(), L.q_norm.get(), L.k_norm.get(), c.norm_eps, offset};
       const size_t rope = size_t(layer_rope_table[size_t(l)]);  // this layer's cos/sin pair
@@ -261,8 +255,9 @@ struct CudaExecutor::Impl {
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);
       if (role.comm) role.comm->all_reduce_sum(proj.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
-      launch_residual_rmsnorm(x.as<float>(), {proj.as<float>(), nullptr, scale(L.post_attn_norm)}, scale(L.ffn_norm),
-                              t, c.dim, c.norm_eps, nullptr, R, h.get(), stream);
+      // x += attention output (+ gpt-oss's bias after the all-reduce: once; Gemma: post-normed)
+      launch_residual_rmsnorm(x.as<float>(), {proj.as<float>(), L.bo.get(), scale(L.post_attn_norm)},
+                              scale(L.ffn_norm), t, c.dim, c.norm_eps, nullptr, R, h.get(), stream);
       if (c.moe.sparse(l)) {
         enqueue_moe_ffn(gemm, L, c, t, h.get(), R, moe, ffn_out.as<float>(), stream);
       } else {

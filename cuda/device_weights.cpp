@@ -207,6 +207,8 @@ const LayerBinding kLayerBindings[] = {
   {&LayerWeights::wq,        &DeviceLayerWeights::wqkv,      "wq/wk/wv"},
   {&LayerWeights::bq,        &DeviceLayerWeights::bqkv,      "bq/bk/bv"},
   {&LayerWeights::wo,        &DeviceLayerWeights::wo,        "wo"},
+  {&LayerWeights::bo,        &DeviceLayerWeights::bo,        "bo"},
+  {&LayerWeights::sinks,     &DeviceLayerWeights::sinks,     "attention sinks"},
   {&LayerWeights::q_norm,    &DeviceLayerWeights::q_norm,    "q norm"},
   {&LayerWeights::k_norm,    &DeviceLayerWeights::k_norm,    "k norm"},
   {&LayerWeights::ffn_norm,  &DeviceLayerWeights::ffn_norm,  "ffn norm"},
@@ -217,6 +219,10 @@ const LayerBinding kLayerBindings[] = {
   {&LayerWeights::router,    &DeviceLayerWeights::router,    "router"},
   {&LayerWeights::exp_gate,  &DeviceLayerWeights::exp_gate_up, "experts' gate/up"},
   {&LayerWeights::exp_down,  &DeviceLayerWeights::exp_down,  "experts' down"},
+  {&LayerWeights::router_bias,   &DeviceLayerWeights::router_bias,   "router bias"},
+  {&LayerWeights::exp_gate_bias, &DeviceLayerWeights::exp_gate_bias, "experts' gate bias"},
+  {&LayerWeights::exp_up_bias,   &DeviceLayerWeights::exp_up_bias,   "experts' up bias"},
+  {&LayerWeights::exp_down_bias, &DeviceLayerWeights::exp_down_bias, "experts' down bias"},
   {&LayerWeights::shexp_gate_inp, &DeviceLayerWeights::shexp_gate_inp, "shared expert gate"},
   {&LayerWeights::shexp_gate, &DeviceLayerWeights::shexp_gate_up, "shared expert gate/up"},
   {&LayerWeights::shexp_down, &DeviceLayerWeights::shexp_down, "shared expert down"},
@@ -324,7 +330,8 @@ size_t DeviceWeights::bytes() const {
   for (const DeviceLayerWeights& L : layers_)
     n += L.attn_norm.bytes() + L.wqkv.bytes() + L.wo.bytes() + L.ffn_norm.bytes() + L.w_gate_up.bytes() +
          L.w_down.bytes() + L.bqkv.bytes() + L.q_norm.bytes() + L.k_norm.bytes() + L.post_attn_norm.bytes() +
-         L.post_ffn_norm.bytes() + L.router.bytes() +
+         L.post_ffn_norm.bytes() + L.bo.bytes() + L.sinks.bytes() + L.router.bytes() + L.router_bias.bytes() +
+         L.exp_gate_bias.bytes() + L.exp_up_bias.bytes() + L.exp_down_bias.bytes() +
          L.exp_gate_up.bytes() + L.exp_down.bytes() + L.shexp_gate_inp.bytes() + L.shexp_gate_up.bytes() +
          L.shexp_down.bytes();
   return n;

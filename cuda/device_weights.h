@@ -12,7 +12,7 @@
 // gate/up one of two [2 hidden, dim] (cuda/device_matrix.h), one part when
 // all are in the storage type, so each needs one GEMM (row o of the stack is
 // row o of its part: the results are those of the separate products). The
-// options' vectors (Qwen 2's biases, Qwen 3's q/k norms, Gemma 3's post norms) are in the storage
+// options' vectors (Qwen 2's biases, Qwen 3's q/k norms, Gemma 3's post norms, gpt-oss's output bias and sinks) are in the storage
 // type too, and empty (null) when the model has none. A tied classifier is
 // the embedding's matrix, on the device once. A sparse layer's experts are
 // stacks in the storage type (DeviceExperts; a quantized file's experts are
@@ -42,6 +42,8 @@ struct DeviceLayerWeights {
   DeviceBuffer k_norm;     // [head_dim] (qk_norm only)
   DeviceBuffer post_attn_norm;  // [dim] (sandwich_norms only: Gemma 3)
   DeviceBuffer post_ffn_norm;   // [dim] (sandwich_norms only)
+  DeviceBuffer bo;              // [dim] (out_bias only: gpt-oss)
+  DeviceBuffer sinks;           // [n_heads] (attention_sinks only: gpt-oss)
   // A sparse layer (config.moe.sparse(l)) has these instead of w_gate_up and w_down:
   DeviceMatrix router;          // [experts, dim]
   DeviceExperts exp_gate_up;    // per expert [2 expert_hidden, dim]: its gate, then its up
@@ -49,6 +51,11 @@ struct DeviceLayerWeights {
   DeviceMatrix shexp_gate_inp;  // [1, dim] (shared_expert only)
   DeviceMatrix shexp_gate_up;   // [2 shared_hidden, dim] (shared_expert only)
   DeviceMatrix shexp_down;      // [dim, shared_hidden] (shared_expert only)
+  // gpt-oss (router_bias, expert_biases), in the storage type:
+  DeviceBuffer router_bias;     // [experts]
+  DeviceBuffer exp_gate_bias;   // [experts, expert_hidden]
+  DeviceBuffer exp_up_bias;     // [experts, expert_hidden]
+  DeviceBuffer exp_down_bias;   // [experts, dim]
 };
 
 class DeviceWeights {

@@ -68,7 +68,7 @@ std::optional<MoeGateUp> fused_gate_up(const DeviceExperts& gate_up, int hidden,
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,
                             const MoeWorkspace& ws, const float* shared_out, const float* shared_gate, float* out,
-                            cudaStream_t stream, MoePath path) {
+                            cudaStream_t stream, MoePath path, const ExpertBiases& biases) {
   if (rows > ws.capacity())
     throw std::invalid_argument("enqueue_routed_experts: " + std::to_string(rows) + " rows for a workspace of " +
                                 std::to_string(ws.capacity()));
@@ -96,15 +96,28 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
       col += p.rows;
     }
   };
-  const std::optional<MoeGateUp> fused = path == MoePath::Fused ? fused_gate_up(gate_up, eh, dtype) : std::nullopt;
+  // The fused gate/up kernel applies plain SiLU to unbiased products: gpt-oss's experts take the float rows.
+  const bool plain = biases.gate == nullptr && biases.up == nullptr && moe.swiglu_limit <= 0.0f;
+  const std::optional<MoeGateUp> fused =
+      path == MoePath::Fused && plain ? fused_gate_up(gate_up, eh, dtype) : std::nullopt;
+  const int choices = rows * k;
+  // Choice a's expert ws.expert[a], its row in the slot-ordered outputs plan.slot_of[a].
+  const auto add_expert_bias = [&](float* y, int ldy, int width, const void* bias) {
+    if (bias) launch_add_bias(y, ldy, plan.slot_of, choices, width, bias, ws.expert.as<int>(), dtype, stream);
+  };
   if (fused) {
     launch_moe_gate_up_swiglu(h, plan.slot_row, dtype, *fused, gate_up.cols, eh, plan, max_tiles, ws.hidden.get(),
                               stream);
   } else {
     grouped(gate_up, h, plan.slot_row, ws.gate_up.as<float>());
-    launch_swiglu(ws.gate_up.as<float>(), rows * k, eh, ws.hidden.get(), dtype, stream);
+    add_expert_bias(ws.gate_up.as<float>(), 2 * eh, eh, biases.gate);
+    add_expert_bias(ws.gate_up.as<float>() + eh, 2 * eh, eh, biases.up);
+    const bool clamped = moe.swiglu_limit > 0.0f;
+    launch_swiglu(ws.gate_up.as<float>(), choices, eh, ws.hidden.get(), dtype, stream,
+                  clamped ? GateActivation::ClampedSilu : GateActivation::Silu, moe.swiglu_limit);
   }
   grouped(down, ws.hidden.get(), nullptr, ws.expert_out.as<float>());
+  add_expert_bias(ws.expert_out.as<float>(), dim, dim, biases.down);
   launch_moe_combine(ws.expert_out.as<float>(), plan.slot_of, ws.weight.as<float>(), rows, k, dim, shared_out,
                      shared_gate, out, stream);
 }
@@ -112,6 +125,9 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
 void enqueue_moe_ffn(GemmRunner& gemm, const DeviceLayerWeights& L, const ModelConfig& c, DType dtype, const void* h,
                      int rows, const MoeWorkspace& ws, float* out, cudaStream_t stream) {
   gemm.run(h, L.router, dtype, rows, ws.scores.as<float>(), stream);
+  if (L.router_bias.get())  // gpt-oss: scores += router_bias, before routing
+    launch_add_bias(ws.scores.as<float>(), c.moe.n_experts, nullptr, rows, c.moe.n_experts, L.router_bias.get(),
+                    nullptr, dtype, stream);
   const float *shared_out = nullptr, *shared_gate = nullptr;
   if (c.options.shared_expert) {  // a dense SwiGLU of its own, and its sigmoid gate's one output
     gemm.run(h, L.shexp_gate_up, dtype, rows, ws.shared_gate_up.as<float>(), stream);
@@ -123,7 +139,8 @@ void enqueue_moe_ffn(GemmRunner& gemm, const DeviceLayerWeights& L, const ModelC
     shared_gate = ws.shared_gate.as<float>();
   }
   enqueue_routed_experts(ws.scores.as<float>(), h, rows, c.moe, L.exp_gate_up, L.exp_down, dtype, ws, shared_out,
-                         shared_gate, out, stream);
+                         shared_gate, out, stream, MoePath::Fused,
+                         {L.exp_gate_bias.get(), L.exp_up_bias.get(), L.exp_down_bias.get()});
 }
 
 }  // namespace astrai::cuda

@@ -66,13 +66,25 @@ class MoeWorkspace {
 // kernel case's second variant, which checks the first's bits).
 enum class MoePath { Fused, Separate };
 
+// gpt-oss's per-expert biases, each [experts, its width] in the storage
+// type, null where the model has none.
+struct ExpertBiases {
+  const void* gate = nullptr;  // [experts, expert_hidden]
+  const void* up = nullptr;    // [experts, expert_hidden]
+  const void* down = nullptr;  // [experts, dim]
+};
+
 // From router scores on (the kernel case starts here): out [rows, dim] =
 // the routed experts' weighted sum for rows of h [rows, dim] (dtype), plus
-// sigmoid(shared_gate[r]) * shared_out[r] when those are given.
+// sigmoid(shared_gate[r]) * shared_out[r] when those are given. With
+// biases (and moe.swiglu_limit: the clamped SwiGLU), the gate/up product
+// goes through float gate/up rows whatever the path: each choice's expert
+// biases are added there and to its down output (launch_add_bias), before
+// the activation and the weighted sum, as expert_linear() adds them.
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,
                             const MoeWorkspace& ws, const float* shared_out, const float* shared_gate, float* out,
-                            cudaStream_t stream, MoePath path = MoePath::Fused);
+                            cudaStream_t stream, MoePath path = MoePath::Fused, const ExpertBiases& biases = {});
 
 // The whole block of sparse layer L for rows of h (dtype, [rows, dim]), into
 // out [rows, dim] float (the feed-forward output the next residual adds).

@@ -110,6 +110,7 @@ KernelCase rmsnorm_case();
 KernelCase rope_kv_write_case();
 KernelCase swiglu_case();
 KernelCase logit_softcap_case();
+KernelCase add_bias_case();
 KernelCase paged_attention_case();
 KernelCase gemm_case();
 KernelCase matvec_case();

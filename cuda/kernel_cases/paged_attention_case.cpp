@@ -14,7 +14,7 @@
 // split, min_split_len), splits (the most splits of a row; 0: the executor's
 // max_splits_for), chunk (prefill rows whose partials are kept at once) and
 // window (a sliding window: each row attends to its last `window` positions;
-// 0: to all).
+// 0: to all) and sinks (1: a sink logit per query head, gpt-oss's; absent: 0).
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -42,7 +42,8 @@ struct PagedAttentionRun final : KernelRun {
   std::vector<float> keys, values, q;  // the layer's whole K/V storage as uploaded, and the queries
   BatchPlan plan;
   std::unique_ptr<PlanLayout> layout;
-  DeviceBuffer d_meta, d_q, d_o, d_lse, d_out;
+  std::vector<float> sinks;  // a sink logit per query head (gpt-oss), or none
+  DeviceBuffer d_meta, d_q, d_o, d_lse, d_out, d_sinks;
 
   explicit PagedAttentionRun(const KernelShape& s)
       : t(s.dtype), page(s["page"]), split(s["split"]), splits(s["splits"]), chunk(s["chunk"]) {
@@ -85,6 +86,14 @@ struct PagedAttentionRun final : KernelRun {
       for (int pos = lens[size_t(i)] - fresh[size_t(i)]; pos < lens[size_t(i)]; ++pos)
         batch.push_back({1, i, pos, false});
     q = test::random_values(batch.size() * size_t(m.q_dim()), s.seed + 3, DType::Float32, 2.0f);
+    if (s.get("sinks", 0)) {
+      // Whole logits 1..5 (exact in bf16), about the largest scores' size
+      // (q and k of up to 2 give scores of std ~1.3): every row's sink takes
+      // a share its output shows, in bf16 as in float32.
+      m.options.attention_sinks = true;
+      for (int h = 0; h < m.n_heads; ++h) sinks.push_back(float(1 + below(5)));
+      d_sinks = test::upload(sinks, t);
+    }
 
     plan = plan_batch(batch, cache->pages(), m, kPrefillTileRows, chunk);
     layout = std::make_unique<PlanLayout>(plan.rows, plan.pages_per_seq);
@@ -113,6 +122,7 @@ struct PagedAttentionRun final : KernelRun {
                        *layout, d_meta.as<int>(), split, d_o.as<float>(), d_lse.as<float>());
     if (splits > 0) a.max_splits = std::min(a.max_splits, splits);  // fewer: the partials still fit
     a.window = m.window(0);
+    a.sinks = d_sinks.get();
     launch_paged_attention(a, plan, *layout, d_meta.as<int>(), d_out.get(), t, stream);
   }
 
@@ -146,7 +156,9 @@ struct PagedAttentionRun final : KernelRun {
     }
     xt::xtensor<float, 2> queries({batch.size(), size_t(m.q_dim())});
     std::copy(q.begin(), q.end(), queries.begin());
-    const auto out = causal_attention(queries, batch, mirror, 0, m);
+    auto sink_logits = xt::xtensor<float, 1>::from_shape({sinks.size()});
+    std::copy(sinks.begin(), sinks.end(), sink_logits.begin());
+    const auto out = causal_attention(queries, batch, mirror, 0, m, sink_logits);
     return {out.begin(), out.end()};
   }
 };
@@ -185,7 +197,8 @@ KernelCase paged_attention_case() {
                                 {"chunk", pick_from(pick, {kPrefillTileRows, 48, kPrefillChunkRows})},
                                 // Windows of one position, around a tile and
                                 // a split's edge, and past most rows.
-                                {"window", pick_from(pick, {0, 0, 1, 31, 32, 33, 100, 700})}}};
+                                {"window", pick_from(pick, {0, 0, 1, 31, 32, 33, 100, 700})},
+                                {"sinks", pick(0, 1)}}};  // gpt-oss's sink logits
           },
           {attention_shape(1, 4096, 1), attention_shape(16, 4096, 1), attention_shape(64, 2048, 1),
            attention_shape(1, 1024, 1024), attention_shape(1, 4096, 4096)},

@@ -171,10 +171,11 @@ struct RmsnormRun final : KernelRun {
   }
 };
 
-// ---- SwiGLU: out = silu(gate) * up, gate and up from one fused row (or
-// Gemma's GeGLU: gelu_tanh(gate) * up) ----
+// ---- SwiGLU: out = silu(gate) * up, gate and up from one fused row (act 1:
+// Gemma's GeGLU, gelu_tanh(gate) * up; act 2: gpt-oss's clamped SwiGLU) ----
 
 struct SwigluRun final : KernelRun {
+  static constexpr float kLimit = 2.0f;  // the clamped SwiGLU's: inputs of up to 6 cross it often
   DType t;
   int rows, hidden;
   GateActivation activation;
@@ -182,7 +183,7 @@ struct SwigluRun final : KernelRun {
   DeviceBuffer d_in, d_out;
   explicit SwigluRun(const KernelShape& s)
       : t(s.dtype), rows(s["rows"]), hidden(s["hidden"]),
-        activation(s.get("gelu", 0) ? GateActivation::GeluTanh : GateActivation::Silu),
+        activation(GateActivation(s.get("act", 0))),
         gate_up(random_values(size_t(rows) * 2 * size_t(hidden), s.seed, DType::Float32, 6.0f)),
         d_in(upload(gate_up, DType::Float32)), d_out(nan_filled(size_t(rows) * size_t(hidden), t)) {
     bytes = double(rows) * hidden * (8.0 + double(dtype_size(t)));
@@ -190,7 +191,7 @@ struct SwigluRun final : KernelRun {
   }
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1) unknown_variant("swiglu", variant);
-    launch_swiglu(d_in.as<float>(), rows, hidden, d_out.get(), t, stream, activation);
+    launch_swiglu(d_in.as<float>(), rows, hidden, d_out.get(), t, stream, activation, kLimit);
   }
   std::vector<float> result() override { return download(d_out, size_t(rows) * size_t(hidden), t); }
   std::vector<float> expected() override {
@@ -200,7 +201,9 @@ struct SwigluRun final : KernelRun {
         gate(size_t(r), size_t(i)) = gate_up[size_t(r) * 2 * size_t(hidden) + size_t(i)];
         up(size_t(r), size_t(i)) = gate_up[size_t(r) * 2 * size_t(hidden) + size_t(hidden + i)];
       }
-    const xt::xtensor<float, 2> out = (activation == GateActivation::Silu ? silu(gate) : gelu_tanh(gate)) * up;
+    const xt::xtensor<float, 2> out = activation == GateActivation::ClampedSilu ? clamped_swiglu(gate, up, kLimit)
+                                      : activation == GateActivation::GeluTanh  ? xt::xtensor<float, 2>(gelu_tanh(gate) * up)
+                                                                                : xt::xtensor<float, 2>(silu(gate) * up);
     return rounded({out.begin(), out.end()}, t);
   }
 };
@@ -227,6 +230,57 @@ struct SoftcapRun final : KernelRun {
   std::vector<float> expected() override {
     std::vector<float> out = logits;
     for (float& l : out) l = cap * std::tanh(l / cap);  // logits_of_wanted_rows()'s expression
+    return out;
+  }
+};
+
+// ---- a bias per row, chosen per row, into mapped rows (gpt-oss's router
+// and expert biases) ----
+// Dimensions: rows (added rows), width, biases (bias rows to choose from;
+// 0: one, no map), mapped (1: each row lands on a distinct row of a larger
+// y, in random order, as choices land on their slots).
+
+struct AddBiasRun final : KernelRun {
+  DType t;
+  int rows, width, biases, y_rows_total;
+  bool mapped;
+  std::vector<float> y, bias;
+  std::vector<int> y_rows, bias_rows;
+  DeviceBuffer d_y, d_bias, d_y_rows, d_bias_rows;
+  explicit AddBiasRun(const KernelShape& s)
+      : t(s.dtype), rows(s["rows"]), width(s["width"]), biases(s["biases"]), mapped(s["mapped"] != 0) {
+    std::mt19937 rng(s.seed);
+    y_rows_total = mapped ? rows + 5 : rows;
+    y = random_values(size_t(y_rows_total) * size_t(width), s.seed, DType::Float32, 4.0f);
+    bias = random_values(size_t(std::max(biases, 1)) * size_t(width), s.seed + 1, t);
+    if (mapped) {
+      y_rows.resize(size_t(y_rows_total));
+      std::iota(y_rows.begin(), y_rows.end(), 0);
+      std::shuffle(y_rows.begin(), y_rows.end(), rng);
+      y_rows.resize(size_t(rows));
+    }
+    if (biases > 0)
+      for (int r = 0; r < rows; ++r) bias_rows.push_back(int(rng() % uint32_t(biases)));
+    d_y = upload(y, DType::Float32);
+    d_bias = upload(bias, t);
+    d_y_rows = test::upload_ints(y_rows);
+    d_bias_rows = test::upload_ints(bias_rows);
+    bytes = double(rows) * width * (8.0 + double(dtype_size(t)));
+    flops = double(rows) * width;
+  }
+  void launch(int variant, cudaStream_t stream) override {
+    if (variant != 1) unknown_variant("add_bias", variant);
+    if (restore_inputs) test::upload_to(d_y.get(), y, DType::Float32);  // added in place
+    launch_add_bias(d_y.as<float>(), width, mapped ? d_y_rows.as<int>() : nullptr, rows, width, d_bias.get(),
+                    biases > 0 ? d_bias_rows.as<int>() : nullptr, t, stream);
+  }
+  std::vector<float> result() override { return download(d_y, y.size(), DType::Float32); }
+  std::vector<float> expected() override {
+    std::vector<float> out = y;  // rows no row lands on stay as they were
+    for (int r = 0; r < rows; ++r) {
+      const size_t yr = size_t(mapped ? y_rows[size_t(r)] : r), br = size_t(biases > 0 ? bias_rows[size_t(r)] : 0);
+      for (int j = 0; j < width; ++j) out[yr * size_t(width) + size_t(j)] += bias[br * size_t(width) + size_t(j)];
+    }
     return out;
   }
 };
@@ -403,13 +457,13 @@ KernelCase rmsnorm_case() {
 KernelCase swiglu_case() {
   return {"swiglu", "cuda/kernels/swiglu.cu",
           "silu() * up of swiglu_ffn() in reference/swiglu.cpp; gelu_tanh() * up of geglu_ffn() in "
-          "reference/geglu.cpp",
+          "reference/geglu.cpp; clamped_swiglu() in reference/swiglu.cpp",
           1,
           {1e-5, 1e-2,
            "float32: the device's expf and tanhf within an ulp or two of the host's; bf16: the output's rounding"},
           [](const Pick& pick) {
             return shape(pick_dtype(pick), pick_seed(pick),
-                         {{"rows", pick(1, 24)}, {"hidden", pick(1, 3000)}, {"gelu", pick(0, 1)}});
+                         {{"rows", pick(1, 24)}, {"hidden", pick(1, 3000)}, {"act", pick(0, 2)}});
           },
           {shape(DType::BFloat16, 1, {{"rows", 256}, {"hidden", 11008}})},
           [](const KernelShape& s) { return std::make_unique<SwigluRun>(s); }};
@@ -424,6 +478,20 @@ KernelCase logit_softcap_case() {
           },
           {shape(DType::Float32, 1, {{"n", 262144}, {"cap", 30}})},  // a Gemma 3 decode row
           [](const KernelShape& s) { return std::make_unique<SoftcapRun>(s); }};
+}
+
+KernelCase add_bias_case() {
+  return {"add_bias", "cuda/kernels/add_bias.cu",
+          "the `+ b` of route() and expert_linear() in reference/moe.cpp (router and expert biases)", 1,
+          {0.0, 0.0, "exact: one float addition of the same values on both sides"},
+          [](const Pick& pick) {
+            return shape(pick_dtype(pick), pick_seed(pick),
+                         {{"rows", pick(1, 40)}, {"width", pick(1, 3000)}, {"biases", pick(0, 32)},
+                          {"mapped", pick(0, 1)}});
+          },
+          // gpt-oss-20b's down biases at a decode step of 16 rows (4 experts each)
+          {shape(DType::BFloat16, 1, {{"rows", 64}, {"width", 2880}, {"biases", 32}, {"mapped", 1}})},
+          [](const KernelShape& s) { return std::make_unique<AddBiasRun>(s); }};
 }
 
 KernelCase rope_kv_write_case() {

@@ -4,7 +4,11 @@
 // splits reproduce exactly in real arithmetic:
 //   M = max_s lse_s,  w_s = exp(lse_s - M),  out = sum_s w_s o_s / sum_s w_s
 // where o_s is split s's softmax-weighted V and lse_s the log of its
-// softmax denominator. Splits are summed in order 0, 1, ... for every row,
+// softmax denominator. A head's sink logit (gpt-oss) is one more term of the
+// denominator with no value: M includes it and sum_s w_s gains exp(sink - M),
+// last (softmax() in reference/attention.cpp adds it last too). The merge is
+// the one place every row's softmax is completed, so the split kernels
+// need not know about sinks. Splits are summed in order 0, 1, ... for every row,
 // whichever kernel produced them; a row's splits are row_splits() of its own
 // position (kernels.h), so the merge sees the same splits in any batch.
 #include <stdexcept>
@@ -36,12 +40,16 @@ __global__ void attention_merge_kernel(const AttentionArgs a, const int* __restr
   const size_t base = (size_t(a.row_partial[r]) * size_t(a.n_heads) + size_t(h)) * size_t(a.max_splits);
   for (int s = int(threadIdx.x); s < n_splits; s += int(blockDim.x)) lse[s] = a.lse_partial[base + size_t(s)];
   __syncthreads();
+  const bool sink = a.sinks != nullptr;
+  const float sink_logit = sink ? to_float(static_cast<const T*>(a.sinks)[h]) : 0.0f;
   float m = lse[0];
   for (int s = 1; s < n_splits; ++s) m = fmaxf(m, lse[s]);
+  if (sink) m = fmaxf(m, sink_logit);
   for (int s = int(threadIdx.x); s < n_splits; s += int(blockDim.x)) weight[s] = expf(__fsub_rn(lse[s], m));
   __syncthreads();
   float weight_sum = 0.0f;
   for (int s = 0; s < n_splits; ++s) weight_sum = __fadd_rn(weight_sum, weight[s]);
+  if (sink) weight_sum = __fadd_rn(weight_sum, expf(__fsub_rn(sink_logit, m)));
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float x = 0.0f;
     for (int s = 0; s < n_splits; ++s)

@@ -103,6 +103,8 @@ struct AttentionArgs {
   int max_splits = 0;                // the most splits of one row (split_len_of() below)
   float scale = 0.0f;                // 1 / sqrt(head_dim)
   int window = 0;                    // the layer's sliding window (ModelConfig::window): 0 attends to 0..pos
+  const void* sinks = nullptr;       // [n_heads], storage type (the merge's output's): each head's sink logit
+                                     // (gpt-oss), or null
   float* o_partial = nullptr;        // [partial rows, n_heads, max_splits, head_dim]: softmax-weighted V of a split
   float* lse_partial = nullptr;      // [partial rows, n_heads, max_splits]: log-sum-exp of the split's scores
 };
@@ -302,14 +304,24 @@ void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, co
 void launch_moe_combine(const float* expert_out, const int* slot_of, const float* weight, int rows, int k, int dim,
                         const float* shared_out, const float* shared_gate, float* out, cudaStream_t stream);
 
-// The gated feed-forward's activation: SiLU (SwiGLU: Llama, Qwen, Mistral)
-// or tanh-approximated GELU (GeGLU: Gemma's gelu_pytorch_tanh).
-enum class GateActivation { Silu, GeluTanh };
+// The gated feed-forward's activation: SiLU (SwiGLU: Llama, Qwen, Mistral),
+// tanh-approximated GELU (GeGLU: Gemma's gelu_pytorch_tanh), or gpt-oss's
+// clamped SwiGLU (gate clamped above, up on both sides, at `limit`).
+enum class GateActivation { Silu, GeluTanh, ClampedSilu };
 
-// out[r, i] = dtype(act(gate_up[r, i]) * gate_up[r, hidden + i])
-//                      (reference: swiglu_ffn() in swiglu.cpp, geglu_ffn() in geglu.cpp)
+// out[r, i] = dtype(act(gate_up[r, i], gate_up[r, hidden + i])), act(g, u) =
+// silu(g) * u, gelu_tanh(g) * u, or clamped_swiglu(g, u, limit)
+//   (reference: swiglu_ffn() in swiglu.cpp, geglu_ffn() in geglu.cpp, clamped_swiglu() in swiglu.cpp)
 void launch_swiglu(const float* gate_up, int rows, int hidden, void* out, DType dtype, cudaStream_t stream,
-                   GateActivation activation = GateActivation::Silu);
+                   GateActivation activation = GateActivation::Silu, float limit = 0.0f);
+
+// y[row(r), j] += bias[brow(r), j] for r < rows, j < width, in place, with
+// row(r) = y_rows ? y_rows[r] : r and brow(r) = bias_rows ? bias_rows[r] : 0;
+// y float [.., ldy], bias [.., width] of `dtype`. gpt-oss's router bias
+// (rows of scores) and expert biases (choices: their slots' rows, their
+// experts' biases).        (reference: route() and expert_linear() in moe.cpp)
+void launch_add_bias(float* y, int ldy, const int* y_rows, int rows, int width, const void* bias,
+                     const int* bias_rows, DType dtype, cudaStream_t stream);
 
 // logits[i] = cap * tanh(logits[i] / cap) for i < n, in place: Gemma's final
 // soft cap.                     (reference: logits_of_wanted_rows() in forward.cpp)

@@ -21,4 +21,16 @@ __device__ __forceinline__ float geglu(float z, float up) {
   return __fmul_rn(__fmul_rn(__fmul_rn(0.5f, z), __fadd_rn(1.0f, t)), up);
 }
 
+// gpt-oss's clamped SwiGLU (clamped_swiglu() in reference/swiglu.cpp):
+// g = min(gate, limit), u = clamp(up, -limit, limit),
+// (u + 1) * (g * (1 / (1 + exp(-alpha g)))), alpha = 1.702.
+__device__ __forceinline__ float clamped_swiglu(float gate, float up, float limit) {
+  constexpr float alpha = 1.702f;  // kClampedSwigluAlpha of reference/swiglu.h
+  // std::min and std::clamp's comparisons, so a NaN stays NaN (fminf would drop it).
+  const float g = limit < gate ? limit : gate;
+  const float u = up < -limit ? -limit : (limit < up ? limit : up);
+  const float sigmoid = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-__fmul_rn(alpha, g))));
+  return __fmul_rn(__fadd_rn(u, 1.0f), __fmul_rn(g, sigmoid));
+}
+
 }  // namespace astrai::cuda
