@@ -133,34 +133,16 @@ HfArchitecture read_architecture(const Fields& f) {
   f.fail("architectures", "names '" + name + "', which is not supported (supported: " + hf_architecture_names() + ")");
 }
 
-// rope_theta and rope_scaling: transformers 4.x writes "rope_theta" and
-// "rope_scaling" (null or {"rope_type": ...}); transformers 5 writes both into
-// "rope_parameters". No scaling ("default"), Llama 3.1's "llama3", "linear"
-// (Gemma 3) and "yarn" (gpt-oss; transformers' defaults for the fields it
-// leaves out) are supported; every other type would silently give wrong
-// positions, so it is refused by name, as are YaRN's DeepSeek fields.
-void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
-  const Json* parameters = f.find("rope_parameters");
-  if (parameters && !parameters->is_object()) f.fail("rope_parameters", "is not an object");
-  const Json* scaling = f.find("rope_scaling");
-  if (scaling && !scaling->is_object()) f.fail("rope_scaling", "is " + scaling->dump() + ", expected null or an object");
-  if (parameters && scaling) f.fail("rope_scaling", "and \"rope_parameters\" are both given; expected one of them");
-  // theta: top level, else inside rope_parameters.
-  if (f.find("rope_theta")) {
-    c.rope_theta = float(f.number("rope_theta"));
-  } else if (parameters) {
-    c.rope_theta = float(Fields(*parameters, origin, "rope_parameters.").number("rope_theta"));
-  } else {
-    f.require("rope_theta");
-  }
-  const Json* source = parameters ? parameters : scaling;
-  if (!source) return;
-  const std::string prefix = parameters ? "rope_parameters." : "rope_scaling.";
-  const Fields s(*source, origin, prefix);
+// One RoPE's scaling from a flat object `s` (rope_scaling, rope_parameters,
+// or one layer type's entry of it). No scaling ("default"), Llama 3.1's
+// "llama3", "linear" (Gemma 3) and "yarn" (gpt-oss; transformers' defaults
+// for the fields it leaves out) are supported; every other type would
+// silently give wrong positions, so it is refused by name, as are YaRN's
+// DeepSeek fields.
+void read_rope_scaling(const Fields& s, int max_seq_len, RopeScaling& r) {
   const auto type = s.find("rope_type") ? s.optional_string("rope_type") : s.optional_string("type");
   if (!type) s.fail("rope_type", "is missing");
   if (*type == "default") return;
-  RopeScaling& r = c.rope_scaling;
   if (*type == "linear") {
     r.kind = RopeScalingKind::Linear;
     r.factor = float(s.number("factor"));
@@ -169,7 +151,7 @@ void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
   if (*type == "yarn") {
     r.kind = RopeScalingKind::Yarn;
     r.factor = float(s.number("factor"));
-    r.original_context = s.optional_positive("original_max_position_embeddings").value_or(c.max_seq_len);
+    r.original_context = s.optional_positive("original_max_position_embeddings").value_or(max_seq_len);
     if (s.find("beta_fast")) r.beta_fast = float(s.number("beta_fast"));
     if (s.find("beta_slow")) r.beta_slow = float(s.number("beta_slow"));
     r.truncate = s.optional_bool("truncate").value_or(true);
@@ -180,10 +162,76 @@ void read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
   }
   if (*type != "llama3")
     s.fail("rope_type", "is '" + *type + "'; only 'llama3', 'linear' and 'yarn' RoPE scaling (and none) are supported");
-  c.rope_scaling.factor = float(s.number("factor"));
-  c.rope_scaling.low_freq_factor = float(s.number("low_freq_factor"));
-  c.rope_scaling.high_freq_factor = float(s.number("high_freq_factor"));
-  c.rope_scaling.original_context = s.positive("original_max_position_embeddings");
+  r.factor = float(s.number("factor"));
+  r.low_freq_factor = float(s.number("low_freq_factor"));
+  r.high_freq_factor = float(s.number("high_freq_factor"));
+  r.original_context = s.positive("original_max_position_embeddings");
+}
+
+// What read_rope found beyond rope_theta and rope_scaling: with transformers
+// 5's entries per layer type, the sliding layers' own base (0: they rotate
+// as the full layers do).
+struct LayerTypeRope {
+  bool per_layer_type = false;
+  float sliding_theta = 0.0f;
+};
+
+// transformers 5's rope_parameters per layer type (Gemma 3):
+//   {"full_attention": {"rope_type": "linear", "factor": 8, "rope_theta": 1e6},
+//    "sliding_attention": {"rope_type": "default", "rope_theta": 10000}}
+// The full layers' entry is the model's rope_theta and rope_scaling; the
+// sliding layers' is their base when it is unscaled (ModelConfig's
+// sliding_rope_theta), nothing when it equals the full layers', and refused
+// otherwise: AstrAI's layers have no scaling of their own.
+LayerTypeRope read_rope_per_layer_type(const Json& parameters, const std::string& origin, ModelConfig& c) {
+  for (const auto& [key, value] : parameters.items())
+    if (key != "full_attention" && key != "sliding_attention")
+      Fields(parameters, origin, "rope_parameters.")
+          .fail(key, "is a layer type AstrAI has no RoPE for (full_attention and sliding_attention are read)");
+  const auto entry = [&](const char* type) {
+    const Json& e = parameters.at(type);
+    if (!e.is_object()) Fields(parameters, origin, "rope_parameters.").fail(type, "is not an object");
+    return Fields(e, origin, std::string("rope_parameters.") + type + ".");
+  };
+  const Fields full = entry("full_attention");
+  c.rope_theta = float(full.number("rope_theta"));
+  read_rope_scaling(full, c.max_seq_len, c.rope_scaling);
+  LayerTypeRope out{true, 0.0f};
+  if (!parameters.contains("sliding_attention")) return out;
+  const Fields sliding = entry("sliding_attention");
+  const float theta = float(sliding.number("rope_theta"));
+  RopeScaling scaling;
+  read_rope_scaling(sliding, c.max_seq_len, scaling);
+  if (theta == c.rope_theta && scaling == c.rope_scaling) return out;
+  if (scaling.enabled())
+    sliding.fail("rope_type", "scales the sliding layers unlike the full layers; AstrAI's sliding layers rotate "
+                              "with a base of their own and no scaling, or as the full layers");
+  out.sliding_theta = theta;
+  return out;
+}
+
+// rope_theta and rope_scaling: transformers 4.x writes "rope_theta" and
+// "rope_scaling" (null or {"rope_type": ...}); transformers 5 writes both into
+// "rope_parameters", flat or (Gemma 3) one entry per layer type.
+LayerTypeRope read_rope(const Fields& f, const std::string& origin, ModelConfig& c) {
+  const Json* parameters = f.find("rope_parameters");
+  if (parameters && !parameters->is_object()) f.fail("rope_parameters", "is not an object");
+  const Json* scaling = f.find("rope_scaling");
+  if (scaling && !scaling->is_object()) f.fail("rope_scaling", "is " + scaling->dump() + ", expected null or an object");
+  if (parameters && scaling) f.fail("rope_scaling", "and \"rope_parameters\" are both given; expected one of them");
+  if (parameters && parameters->contains("full_attention")) return read_rope_per_layer_type(*parameters, origin, c);
+  // theta: top level, else inside rope_parameters.
+  if (f.find("rope_theta")) {
+    c.rope_theta = float(f.number("rope_theta"));
+  } else if (parameters) {
+    c.rope_theta = float(Fields(*parameters, origin, "rope_parameters.").number("rope_theta"));
+  } else {
+    f.require("rope_theta");
+  }
+  const Json* source = parameters ? parameters : scaling;
+  if (source) read_rope_scaling(Fields(*source, origin, parameters ? "rope_parameters." : "rope_scaling."),
+                                c.max_seq_len, c.rope_scaling);
+  return {};
 }
 
 // Options of these architectures that AstrAI's forward pass does not have:
@@ -336,10 +384,11 @@ void read_sliding_window(const Fields& f, const Architecture& row, ModelConfig& 
 }
 
 // Gemma 3's fields beyond the shared ones: the sliding layers' RoPE base
-// (rope_local_base_freq, default 10000; only when a layer slides), the
+// (rope_local_base_freq, default 10000; only when a layer slides, and not
+// when transformers 5's rope_parameters gave one per layer type), the
 // attention's query_pre_attn_scalar (default 256) and the final soft cap.
-void read_gemma(const Fields& f, ModelConfig& c) {
-  if (c.sliding_window > 0) {
+void read_gemma(const Fields& f, ModelConfig& c, const LayerTypeRope& rope) {
+  if (c.sliding_window > 0 && !rope.per_layer_type) {
     const Json* base = f.find("rope_local_base_freq");
     c.sliding_rope_theta = base && !base->is_null() ? float(f.number("rope_local_base_freq")) : 10000.0f;
   }
@@ -370,7 +419,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   c.vocab_size = f.positive("vocab_size");
   c.max_seq_len = f.positive("max_position_embeddings");
   c.norm_eps = float(f.number("rms_norm_eps"));
-  read_rope(f, origin, c);
+  const LayerTypeRope rope = read_rope(f, origin, c);
   c.rope_layout = RopeLayout::RotateHalf;  // Hugging Face's q/k rows pair x[i] with x[i + head_dim/2]
   if (const auto head_dim = f.optional_positive("head_dim")) c.explicit_head_dim = *head_dim;
   const Architecture& row = architecture(out.architecture);
@@ -381,7 +430,8 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& ori
   out.tie_word_embeddings = f.optional_bool("tie_word_embeddings").value_or(row.tied_by_default);
 
   read_sliding_window(f, row, c);
-  if (row.gemma_fields) read_gemma(f, c);
+  if (rope.per_layer_type && c.sliding_window > 0) c.sliding_rope_theta = rope.sliding_theta;
+  if (row.gemma_fields) read_gemma(f, c, rope);
 
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (const auto dtype = f.optional_string(key)) {

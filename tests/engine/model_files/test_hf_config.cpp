@@ -544,6 +544,76 @@ TEST_CASE("config.json: defaults and transformers 5's rope_parameters", "[hf_con
   CHECK(!plain.config.rope_scaling.enabled());
 }
 
+TEST_CASE("config.json: transformers 5's rope_parameters per layer type (Gemma 3)", "[hf_config]") {
+  // Gemma 3 4B's text config as transformers 5 writes it: no rope_theta,
+  // rope_scaling or rope_local_base_freq, one entry per layer type. The
+  // model read must be the 4.x form's, field for field.
+  const auto v4_form = [](auto& j) {
+    j["sliding_window"] = 1024;
+    j["rope_scaling"] = {{"factor", 8.0}, {"rope_type", "linear"}};
+  };
+  const auto v5_form = [&](auto& j) {
+    v4_form(j);
+    j.erase("rope_scaling");
+    j.erase("rope_theta");
+    j.erase("rope_local_base_freq");
+    j["rope_parameters"] = {
+        {"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1000000.0}}},
+        {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  };
+  const ModelConfig v4 = parse_hf_config(edited(kGemma3_1B, v4_form), "c").config;
+  const ModelConfig v5 = parse_hf_config(edited(kGemma3_1B, v5_form), "c").config;
+  CHECK(v5.rope_theta == 1e6f);
+  CHECK(v5.rope_scaling.kind == RopeScalingKind::Linear);
+  CHECK(v5.rope_scaling.factor == 8.0f);
+  CHECK(v5.sliding_rope_theta == 10000.0f);
+  CHECK(v5.rope_theta == v4.rope_theta);
+  CHECK(v5.rope_scaling == v4.rope_scaling);
+  CHECK(v5.sliding_rope_theta == v4.sliding_rope_theta);
+  CHECK(v5.sliding_layers == v4.sliding_layers);
+  // A sliding base of its own is read, not Gemma's 10000 default.
+  const auto own_base = parse_hf_config(edited(kGemma3_1B,
+                                               [&](auto& j) {
+                                                 v5_form(j);
+                                                 j["rope_parameters"]["sliding_attention"]["rope_theta"] = 20000.0;
+                                               }),
+                                        "c");
+  CHECK(own_base.config.sliding_rope_theta == 20000.0f);
+  // Both layer types alike: one RoPE for every layer (the sliding layers scaled too).
+  const auto alike = parse_hf_config(edited(kGemma3_1B,
+                                            [&](auto& j) {
+                                              v5_form(j);
+                                              j["rope_parameters"]["sliding_attention"] =
+                                                  j["rope_parameters"]["full_attention"];
+                                            }),
+                                     "c");
+  CHECK(alike.config.sliding_rope_theta == 0.0f);
+  CHECK(alike.config.rope_scaling.factor == 8.0f);
+  // Scaling of the sliding layers' own, which AstrAI's layers cannot hold, is refused by name; so is a missing base.
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_1B,
+                                           [&](auto& j) {
+                                             v5_form(j);
+                                             j["rope_parameters"]["sliding_attention"]["rope_type"] = "linear";
+                                             j["rope_parameters"]["sliding_attention"]["factor"] = 2.0;
+                                           }),
+                                    "c"),
+                    Catch::Contains("rope_parameters.sliding_attention"));
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_1B,
+                                           [&](auto& j) {
+                                             v5_form(j);
+                                             j["rope_parameters"]["full_attention"].erase("rope_theta");
+                                           }),
+                                    "c"),
+                    Catch::Contains("\"rope_parameters.full_attention.rope_theta\" is missing"));
+  CHECK_THROWS_WITH(parse_hf_config(edited(kGemma3_1B,
+                                           [&](auto& j) {
+                                             v5_form(j);
+                                             j["rope_parameters"]["linear_attention"] = {{"rope_type", "default"}};
+                                           }),
+                                    "c"),
+                    Catch::Contains("linear_attention"));
+}
+
 TEST_CASE("config.json: bad values are refused naming the field", "[hf_config]") {
   using J = nlohmann::json;
   auto with = [](const char* fixture, const std::function<void(J&)>& edit) { return config_error(edited(fixture, edit)); };
