@@ -5,7 +5,8 @@
 // linear_slice(). The scores are the case's input, so both sides choose
 // from the same floats: the chosen experts must be equal exactly (check()),
 // and half the shapes round the scores to a few levels, so ties (the lower
-// index first) are common.
+// index first) are common. With gpt_oss 1 every expert has gate, up and down
+// biases and the activation is the clamped SwiGLU (limit 1, so it acts).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -33,8 +34,9 @@ struct MoeRun final : KernelRun {
   int rows, dim, hidden;
   MoeConfig moe;
   std::vector<float> scores, x, gate, up, down, shared_out, shared_gate;  // gate/up [E, hidden, dim], down [E, dim, hidden]
+  std::vector<float> gate_bias, up_bias, down_bias;  // gpt_oss: [E, hidden], [E, hidden], [E, dim]
   bool host_copies = true;  // gate, up and down kept for the reference (small shapes)
-  DeviceBuffer d_scores, d_x, d_shared_out, d_shared_gate, d_out;
+  DeviceBuffer d_scores, d_x, d_shared_out, d_shared_gate, d_out, d_gate_bias, d_up_bias, d_down_bias;
   DeviceExperts gate_up, experts_down;
   MoeWorkspace ws;
 
@@ -45,6 +47,8 @@ struct MoeRun final : KernelRun {
     moe.expert_hidden_dim = hidden;
     moe.routing = s["routing"] == 2 ? ExpertRouting::TopKSoftmax : ExpertRouting::SoftmaxTopK;
     moe.norm_topk_prob = s["routing"] == 1;
+    const bool gpt_oss = s.get("gpt_oss", 0) != 0;
+    if (gpt_oss) moe.swiglu_limit = 1.0f;
     const size_t E = size_t(moe.n_experts), R = size_t(rows), D = size_t(dim), H = size_t(hidden);
     scores = test::random_values(R * E, s.seed, DType::Float32, 4.0f);
     if (s["ties"])  // a few levels: many equal scores in a row
@@ -62,6 +66,14 @@ struct MoeRun final : KernelRun {
       d_shared_gate = test::upload(shared_gate, DType::Float32);
     }
     d_out = test::nan_filled(R * D, DType::Float32);
+    if (gpt_oss) {
+      gate_bias = test::random_values(E * H, s.seed + 7, t);
+      up_bias = test::random_values(E * H, s.seed + 8, t);
+      down_bias = test::random_values(E * D, s.seed + 9, t);
+      d_gate_bias = test::upload(gate_bias, t);
+      d_up_bias = test::upload(up_bias, t);
+      d_down_bias = test::upload(down_bias, t);
+    }
     // The experts every row chose; only their matrices are ever read.
     std::set<int> chosen;
     for (size_t r = 0; r < R; ++r)
@@ -101,6 +113,8 @@ struct MoeRun final : KernelRun {
     const double A = double(R) * moe.n_experts_used;
     bytes = double(chosen.size()) * 3.0 * double(H * D) * double(es) + 4.0 * double(R * E) + double(R * D) * es +
             A * (2.0 * double(H) * 4.0 * 2 + double(H) * double(es) * 2 + double(D) * 4.0 * 2) + 4.0 * double(R * D);
+    if (gpt_oss)  // each choice's biases read and its gate/up and down rows read and written once more
+      bytes += A * ((2.0 * double(H) + double(D)) * double(es) + (2.0 * double(H) + double(D)) * 8.0);
     flops = A * 6.0 * double(H * D);
   }
   int launched = 0;  // the variant launch() last queued
@@ -113,7 +127,8 @@ struct MoeRun final : KernelRun {
     enqueue_routed_experts(d_scores.as<float>(), d_x.get(), rows, moe, gate_up, experts_down, t, ws,
                            shared_out.empty() ? nullptr : d_shared_out.as<float>(),
                            shared_out.empty() ? nullptr : d_shared_gate.as<float>(), d_out.as<float>(), stream,
-                           variant == 1 ? MoePath::Fused : MoePath::Separate);
+                           variant == 1 ? MoePath::Fused : MoePath::Separate,
+                           {d_gate_bias.get(), d_up_bias.get(), d_down_bias.get()});
   }
   std::vector<float> result() override { return test::download(d_out, size_t(rows) * size_t(dim), DType::Float32); }
   std::vector<float> expected() override { return reference(nullptr); }
@@ -136,8 +151,17 @@ struct MoeRun final : KernelRun {
       xt::xtensor<float, 2> sum = xt::zeros<float>({size_t(1), D});
       for (size_t j = 0; j < choice.experts.size(); ++j) {
         const size_t e = size_t(choice.experts[j]);
-        xt::xtensor<float, 2> hid = silu(linear_slice(xr, g, e)) * linear_slice(xr, u, e);
-        sum += choice.weights[j] * linear_slice(hid, d, e);
+        // expert_linear() of reference/moe.cpp: the product, then the expert's bias (gpt_oss)
+        const auto biased = [&](xt::xtensor<float, 2> y, const std::vector<float>& b) {
+          if (!b.empty())
+            for (size_t i = 0; i < y.shape(1); ++i) y(0, i) += b[e * y.shape(1) + i];
+          return y;
+        };
+        const xt::xtensor<float, 2> gv = biased(linear_slice(xr, g, e), gate_bias);
+        const xt::xtensor<float, 2> uv = biased(linear_slice(xr, u, e), up_bias);
+        const xt::xtensor<float, 2> hid =
+            moe.swiglu_limit > 0.0f ? clamped_swiglu(gv, uv, moe.swiglu_limit) : xt::xtensor<float, 2>(silu(gv) * uv);
+        sum += choice.weights[j] * biased(linear_slice(hid, d, e), down_bias);
         if (rounding_bound)
           for (size_t i = 0; i < D; ++i)
             for (size_t c = 0; c < H; ++c)
@@ -200,14 +224,14 @@ struct MoeRun final : KernelRun {
 KernelShape moe_shape(int rows, int experts, int k, int hidden, int dim) {
   return {DType::BFloat16, 1,
           {{"rows", rows}, {"experts", experts}, {"k", k}, {"hidden", hidden}, {"dim", dim}, {"routing", 1},
-           {"ties", 0}, {"shared", 0}}};
+           {"ties", 0}, {"shared", 0}, {"gpt_oss", 0}}};
 }
 
 }  // namespace
 
 KernelCase moe_case() {
   return {"moe_ffn", "cuda/kernels/moe_route.cu, moe_matvec.cu, moe_combine.cu (cuda/moe_ffn.cpp)",
-          "route() and the experts' SwiGLU (linear_slice) of reference/moe.cpp", 2,
+          "route() and the experts' SwiGLU (linear_slice; gpt-oss's biases and clamp) of reference/moe.cpp", 2,
           {1e-5, 1e-5,
            "the same inputs and float32 sums in another order; in bf16 the device also rounds the SwiGLU outputs "
            "to the storage type before the down product (as for a dense layer), which check() bounds by 2^-8 of "
@@ -220,7 +244,7 @@ KernelCase moe_case() {
             return KernelShape{pick(0, 1) ? DType::BFloat16 : DType::Float32, pick_seed(pick),
                                {{"rows", pick(1, 24)}, {"experts", experts}, {"k", pick(1, experts)},
                                 {"hidden", hidden}, {"dim", dim}, {"routing", pick(0, 2)}, {"ties", pick(0, 1)},
-                                {"shared", pick(0, 1)}}};
+                                {"shared", pick(0, 1)}, {"gpt_oss", pick(0, 1)}}};
           },
           // Qwen3-30B-A3B's sparse layer (128 experts of 768, top 8, dim 2048) at a decode step of 1 and 64 rows.
           {moe_shape(1, 128, 8, 768, 2048), moe_shape(64, 128, 8, 768, 2048)},

@@ -35,7 +35,31 @@ std::vector<ReferenceShape> reference_shapes() {
   moe_b64.name = "30b-a3b-b64-c2k";
   moe_b64.batch = 64;
   moe_b64.context = 2048;
-  return {b1, b64, q4km, q8, moe_b1, moe_b64};
+  ReferenceShape gemma;  // Gemma 3 12B (its text config): five sliding layers of 1,024 in six
+  gemma.name = "gemma3-12b-b1-c32k";
+  gemma.dim = 3840, gemma.n_heads = 16, gemma.n_kv_heads = 8, gemma.head_dim = 256;
+  gemma.hidden = 15360, gemma.vocab = 262208, gemma.layers = 48, gemma.max_seq_len = 131072;
+  gemma.context = 32768;
+  gemma.qk_norm = true, gemma.rope_scaling = false;  // linear scaling and two bases: the executor's tables only
+  gemma.gemma = true;
+  gemma.window = 1024;
+  for (int l = 0; l < gemma.layers; ++l) gemma.sliding.push_back((l + 1) % 6 != 0);
+  ReferenceShape oss;  // gpt-oss-20b (config.json): 24 layers alternating a 128 window and full attention
+  oss.name = "gpt-oss-20b-b1-c32k";
+  oss.dim = 2880, oss.n_heads = 64, oss.n_kv_heads = 8, oss.head_dim = 64;
+  oss.hidden = 2880, oss.vocab = 201088, oss.layers = 24, oss.max_seq_len = 131072;
+  oss.context = 32768;
+  oss.rope_scaling = false;  // YaRN: the executor's tables only
+  oss.experts = 32, oss.experts_used = 4, oss.expert_hidden = 2880;
+  oss.gpt_oss = true;
+  oss.window = 128;
+  for (int l = 0; l < oss.layers; ++l) oss.sliding.push_back(l % 2 == 0);
+  return {b1, b64, q4km, q8, moe_b1, moe_b64, gemma, oss};
+}
+
+int ReferenceShape::attended(int layer) const {
+  const bool slides = window > 0 && (sliding.empty() || sliding.at(size_t(layer)));
+  return slides && window < context ? window : context;
 }
 
 double expected_experts_read(int experts, int experts_used, int batch) {
@@ -99,52 +123,71 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
                     bf16({{"format", format}, {"rows", B}, {"blocks", s.dim / info.block_elements}, {"out", 1024}}), 1,
                     matrix_bytes(*f, B, s.dim) + 4.0 * double(B) * s.dim});
   } else {
-    step.push_back({"embedding gather", "embedding", bf16({{"vocab", 1024}, {"dim", s.dim}, {"rows", B}}), 1,
+    step.push_back({"embedding gather", "embedding",
+                    bf16({{"vocab", 1024}, {"dim", s.dim}, {"rows", B}, {"scaled", s.gemma}}), 1,
                     e * double(B) * s.dim + 4.0 * double(B) * s.dim});
   }
-  const double norm_bytes = 4.0 * 3 * double(B) * s.dim + e * double(B) * s.dim + e * s.dim;
+  // Gemma: every norm (1 + w), the delta post-normed by its own weight.
+  const double norm_bytes = 4.0 * 3 * double(B) * s.dim + e * double(B) * s.dim + e * s.dim * (s.gemma ? 2 : 1);
+  const auto norm = [&](int map, int bias) {
+    return bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", map}, {"bias", bias}, {"post", s.gemma},
+                 {"offset", s.gemma}});
+  };
   for (int l = 0; l < s.layers; ++l) {
-    step.push_back({"layer: attention norm (+ residual)", "rmsnorm",
-                    bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 0}}), 1, norm_bytes});
+    step.push_back({"layer: attention norm (+ residual)", "rmsnorm", norm(0, 0), 1, norm_bytes});
     push_projection(step, s, l, "layer: qkv projection", s.dim,
                     {{"layer: q projection", Matrix::Q, q_dim},
                      {"layer: k projection", Matrix::K, kv_dim},
                      {"layer: v projection", Matrix::V, kv_dim}});
     step.push_back({"layer: rope + KV write", "rope_kv_write",
                     bf16({{"rows", B}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
-                          {"head_dim", s.head_dim}, {"rotate_half", 1}, {"theta", 1}, {"bias", 0},
-                          {"qk_norm", s.qk_norm ? 1 : 0}, {"scaling", s.rope_scaling ? 1 : 0}}),
+                          {"head_dim", s.head_dim}, {"rotate_half", 1}, {"theta", 1}, {"bias", s.gpt_oss},
+                          {"qk_norm", s.qk_norm ? (s.gemma ? 2 : 1) : 0}, {"scaling", s.rope_scaling ? 1 : 0}}),
                     1, 4.0 * 2 * double(B) * (q_dim + 2 * kv_dim) + e * 2.0 * B * kv_dim});
-    step.push_back({"layer: decode attention (+ merge)", "paged_attention",
+    // A sliding layer's row reads its window only (the kernels skip the splits before it).
+    const int seen = s.attended(l);
+    step.push_back({seen < s.context ? "layer: decode attention (+ merge), sliding" : "layer: decode attention (+ merge)",
+                    "paged_attention",
                     bf16({{"head_dim", s.head_dim}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
                           {"n_seqs", B}, {"len", s.context}, {"ragged", 0}, {"fresh", 1}, {"page", 16},
-                          {"split", split_len_for(s.max_seq_len)}, {"splits", 0}, {"chunk", kPrefillChunkRows}, {"window", 0}}),
-                    1, e * 2.0 * B * double(s.context) * kv_dim + 4.0 * B * double(q_dim) + e * B * double(q_dim)});
+                          {"split", split_len_for(s.max_seq_len)}, {"splits", 0}, {"chunk", kPrefillChunkRows},
+                          {"window", seen < s.context ? seen : 0}, {"sinks", s.gpt_oss}}),
+                    1, e * 2.0 * B * double(seen) * kv_dim + 4.0 * B * double(q_dim) + e * B * double(q_dim)});
     push_projection(step, s, l, "layer: output projection", q_dim, {{"layer: output projection", Matrix::O, s.dim}});
-    step.push_back({"layer: ffn norm (+ residual)", "rmsnorm",
-                    bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 0}}), 1, norm_bytes});
+    step.push_back({"layer: ffn norm (+ residual)", "rmsnorm", norm(0, s.gpt_oss), 1, norm_bytes});
     if (s.experts > 0) {  // cuda/moe_ffn.h: the router's GEMM, then route, plan, the grouped products, combine
       step.push_back({"layer: router", "gemm", bf16({{"rows", B}, {"in", s.dim}, {"out", s.experts}}), 1,
                       e * double(s.experts) * s.dim + e * double(B) * s.dim + 4.0 * double(B) * s.experts});
+      if (s.gpt_oss)
+        step.push_back({"layer: router bias", "add_bias",
+                        bf16({{"rows", B}, {"width", s.experts}, {"biases", 0}, {"mapped", 0}}), 1,
+                        8.0 * double(B) * s.experts + e * s.experts});
       const double choices = double(B) * s.experts_used, eh = s.expert_hidden;
-      step.push_back({"layer: experts (route, plan, gate/up, SwiGLU, down, combine)", "moe_ffn",
+      const double read = expected_experts_read(s.experts, s.experts_used, B);
+      step.push_back({s.gpt_oss ? "layer: experts (route, plan, gate/up, biases, clamped SwiGLU, down, bias, combine)"
+                                : "layer: experts (route, plan, gate/up, SwiGLU, down, combine)",
+                      "moe_ffn",
                       bf16({{"rows", B}, {"experts", s.experts}, {"k", s.experts_used}, {"hidden", s.expert_hidden},
-                            {"dim", s.dim}, {"routing", 1}, {"ties", 0}, {"shared", 0}}),
+                            {"dim", s.dim}, {"routing", s.gpt_oss ? 2 : 1}, {"ties", 0}, {"shared", 0},
+                            {"gpt_oss", s.gpt_oss}}),
                       1,
-                      expected_experts_read(s.experts, s.experts_used, B) * 3.0 * eh * s.dim * e +
+                      read * 3.0 * eh * s.dim * e + (s.gpt_oss ? read * (2.0 * eh + s.dim) * e : 0.0) +
                           4.0 * double(B) * s.experts + e * double(B) * s.dim +
                           choices * (4.0 * 2 * eh * 2 + e * eh * 2 + 4.0 * 2 * s.dim) + 4.0 * double(B) * s.dim});
     } else {
       push_projection(step, s, l, "layer: gate + up projection", s.dim,
                       {{"layer: gate projection", Matrix::Gate, s.hidden}, {"layer: up projection", Matrix::Up, s.hidden}});
-      step.push_back({"layer: SwiGLU", "swiglu", bf16({{"rows", B}, {"hidden", s.hidden}}), 1,
+      step.push_back({s.gemma ? "layer: GeGLU" : "layer: SwiGLU", "swiglu",
+                      bf16({{"rows", B}, {"hidden", s.hidden}, {"act", s.gemma ? 1 : 0}}), 1,
                       4.0 * 2 * double(B) * s.hidden + e * double(B) * s.hidden});
       push_projection(step, s, l, "layer: down projection", s.hidden, {{"layer: down projection", Matrix::Down, s.dim}});
     }
   }
-  step.push_back({"final norm", "rmsnorm", bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", 1}}), 1,
-                  norm_bytes});
+  step.push_back({"final norm", "rmsnorm", norm(1, 0), 1, norm_bytes});
   push_projection(step, s, 0, "classifier", s.dim, {{"classifier", Matrix::Classifier, s.vocab}});
+  if (s.softcap > 0.0f)
+    step.push_back({"final soft cap", "logit_softcap",
+                    {DType::Float32, 1, {{"n", B * s.vocab}, {"cap", int(s.softcap)}}}, 1, 8.0 * double(B) * s.vocab});
   step.push_back({"sampling (top-k 50, top-p 0.9)", "sample",
                   {DType::Float32, 7, {{"rows", B}, {"vocab", s.vocab}, {"mode", 2}}}, 1, 4.0 * double(B) * s.vocab});
   return step;
@@ -175,16 +218,22 @@ StepBytes step_floor_bytes(const ReferenceShape& s) {
     const auto f = [&](Matrix m) { return matrix_format(s.weights, m, l, s.layers); };
     b.weights += matrix_bytes(f(Matrix::Q), q_dim, s.dim) + matrix_bytes(f(Matrix::K), kv_dim, s.dim) +
                  matrix_bytes(f(Matrix::V), kv_dim, s.dim) + matrix_bytes(f(Matrix::O), s.dim, q_dim) +
-                 e * 2.0 * s.dim + (s.qk_norm ? e * 2.0 * s.head_dim : 0.0);  // and the norms
-    if (s.experts > 0)  // the router, and the experts the rows read (bf16)
-      b.weights += e * double(s.experts) * s.dim +
-                   expected_experts_read(s.experts, s.experts_used, s.batch) * 3.0 * e * double(s.expert_hidden) * s.dim;
+                 e * (s.gemma ? 4.0 : 2.0) * s.dim + (s.qk_norm ? e * 2.0 * s.head_dim : 0.0);  // and the norms
+    if (s.gpt_oss)  // q/k/v and output biases, the sinks
+      b.weights += e * (double(q_dim) + 2.0 * kv_dim + s.dim + s.n_heads);
+    const double read = expected_experts_read(s.experts, s.experts_used, s.batch);
+    if (s.experts > 0)  // the router, and the experts the rows read (bf16), with gpt-oss's biases
+      b.weights += e * double(s.experts) * s.dim + read * 3.0 * e * double(s.expert_hidden) * s.dim +
+                   (s.gpt_oss ? e * (s.experts + read * (2.0 * s.expert_hidden + s.dim)) : 0.0);
     else
       b.weights += matrix_bytes(f(Matrix::Gate), s.hidden, s.dim) + matrix_bytes(f(Matrix::Up), s.hidden, s.dim) +
                    matrix_bytes(f(Matrix::Down), s.dim, s.hidden);
   }
   b.weights += matrix_bytes(matrix_format(s.weights, Matrix::Classifier, 0, s.layers), s.vocab, s.dim) + e * s.dim;
-  b.kv = 2.0 * e * double(kv_dim) * double(s.context) * s.batch * s.layers;  // K and V of every position read
+  for (int l = 0; l < s.layers; ++l) {  // K and V of every position a layer reads
+    b.kv += 2.0 * e * double(kv_dim) * double(s.attended(l)) * s.batch;
+    b.kv_without_windows += 2.0 * e * double(kv_dim) * double(s.context) * s.batch;
+  }
   return b;
 }
 

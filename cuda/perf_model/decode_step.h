@@ -27,6 +27,16 @@ struct ReferenceShape {
   // Mixture of Experts in every layer (0 experts: dense SwiGLU of `hidden`):
   // the router and the moe_ffn sequence (cuda/moe_ffn.h), bf16 only.
   int experts = 0, experts_used = 0, expert_hidden = 0;
+  // Sliding windows (Gemma 3, gpt-oss): layer l attends to its last
+  // `window` positions when sliding[l] (empty: every layer, when window > 0).
+  int window = 0;
+  std::vector<bool> sliding;
+  bool gemma = false;      // Gemma 3's block: (1 + w) norms, sandwich norms, GeGLU, the √dim embedding
+  float softcap = 0.0f;    // a final logit soft cap (0: none; Gemma 3 sets none)
+  bool gpt_oss = false;    // gpt-oss: q/k/v and output biases, sinks, router and expert biases, clamped SwiGLU
+
+  // The positions layer l's decode row reads: the context, or its window.
+  int attended(int layer) const;
 };
 
 // The experts a decode step of `batch` rows reads in one sparse layer, in
@@ -39,7 +49,9 @@ double expected_experts_read(int experts, int experts_used, int batch);
 
 // Llama-3-8B in bf16 at batch 1 with 1k context and at batch 64 with 2k
 // context; then at batch 1 with 1k context in Q4_K_M and in Q8_0; then
-// Qwen3-30B-A3B in bf16 at batch 1 (1k context) and batch 64 (2k).
+// Qwen3-30B-A3B in bf16 at batch 1 (1k context) and batch 64 (2k); then
+// Gemma 3 12B and gpt-oss-20b in bf16 at batch 1 with 32k context (their
+// sliding layers reading their windows only).
 std::vector<ReferenceShape> reference_shapes();
 
 struct StepKernel {
@@ -62,11 +74,13 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s);
 std::vector<StepKernel> decode_step(const ReferenceShape& s);
 
 // What a decode step must read from HBM at the least: the model's weights
-// (every matrix once in its format, the classifier, the norms in bf16; a
-// gather reads one embedding row, not counted; of a sparse layer's experts
-// the expected_experts_read() ones) and the KV cache (bf16).
+// (every matrix once in its format, the classifier, the norms and biases in
+// bf16; a gather reads one embedding row, not counted; of a sparse layer's
+// experts the expected_experts_read() ones) and the KV cache (bf16) each
+// layer reads: the context, or a sliding layer's window.
 struct StepBytes {
   double weights = 0, kv = 0;
+  double kv_without_windows = 0;  // the KV bytes were every layer to read the whole context
   double total() const { return weights + kv; }
 };
 StepBytes step_floor_bytes(const ReferenceShape& s);

@@ -98,6 +98,17 @@ KernelLine traced_line(const GpuSpec& gpu, const ReportOptions& o, const TracedL
 
 }  // namespace
 
+namespace {
+
+// The published model a reference step has the shape of.
+const char* model_of(const ReferenceShape& s) {
+  if (s.gemma) return "Gemma 3 12B";
+  if (s.gpt_oss) return "gpt-oss-20b";
+  return s.experts > 0 ? "Qwen3-30B-A3B" : "Llama-3-8B";
+}
+
+}  // namespace
+
 StepReport report_decode_step(const ReferenceShape& shape, const ReportOptions& options, const GpuSpec& gpu) {
   StepReport r;
   r.shape = shape;
@@ -177,7 +188,7 @@ static std::string short_name(const std::string& full) {
 
 void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
   char buf[512];
-  out << "## " << r.shape.name << ": " << (r.shape.experts > 0 ? "Qwen3-30B-A3B" : "Llama-3-8B") << " shape, "
+  out << "## " << r.shape.name << ": " << model_of(r.shape) << " shape, "
       << weights_name(r.shape.weights) << ", batch "
       << r.shape.batch << ", context " << r.shape.context << " (" << gpu.name << " model; an estimate)\n\n";
   out << "| part | x/step | kernel | blocks | occ (blk/SM, by) | regs | spill B | sector eff | B/load | bank x | est us | "
@@ -202,6 +213,15 @@ void print_report(std::ostream& out, const StepReport& r, const GpuSpec& gpu) {
                 r.bytes.weights / 1e9, r.bytes.kv / 1e9, r.bytes.total() / r.bf16_bytes, r.bf16_bytes / 1e9,
                 r.percent_of_floor());
   out << buf;
+  if (r.bytes.kv_without_windows > r.bytes.kv) {  // what the sliding layers' windows spare
+    std::snprintf(buf, sizeof buf,
+                  "The sliding windows spare %.2f GB of KV reads a step (%.3f ms at %.1f TB/s): every layer reading "
+                  "the whole context would read %.2f GB.\n",
+                  (r.bytes.kv_without_windows - r.bytes.kv) / 1e9,
+                  (r.bytes.kv_without_windows - r.bytes.kv) / gpu.hbm_bytes_per_s * 1e3, gpu.hbm_bytes_per_s / 1e12,
+                  r.bytes.kv_without_windows / 1e9);
+    out << buf;
+  }
   bool any_site = false;
   for (const StepPart& p : r.parts)
     for (const KernelLine& l : p.launches)

@@ -103,6 +103,11 @@ cuda::perf::ReferenceShape shape_of(const ModelConfig& config, cuda::perf::Weigh
   shape.experts = config.moe.n_experts;
   shape.experts_used = config.moe.n_experts_used;
   shape.expert_hidden = config.moe.expert_hidden_dim;
+  shape.window = config.sliding_window;
+  shape.sliding = config.sliding_layers;
+  shape.gemma = config.options.sandwich_norms;
+  shape.softcap = config.final_logit_softcap;
+  shape.gpt_oss = config.options.attention_sinks;
   return shape;
 }
 
@@ -210,6 +215,46 @@ TEST_CASE("the report's Mixture-of-Experts decode step launches what CudaExecuto
     return n.find("moe_matvec") != std::string::npos;
   }) << " grouped mat-vecs");
   CHECK(recipe_decode_step(shape_of(config, cuda::perf::Weights::BF16)) == executor);
+}
+
+TEST_CASE("the report's Gemma 3 and gpt-oss decode steps launch what CudaExecutor launches", "[cuda][perf_model]") {
+  // Gemma 3's block (a soft cap too, which Gemma 3 12B's report step does
+  // not have) with a sliding and a full layer; gpt-oss's whole layer.
+  ModelConfig gemma = preset_config("tiny");
+  gemma.n_layers = 2;
+  gemma.options.qk_norm = gemma.options.norm_unit_offset = gemma.options.sandwich_norms = true;
+  gemma.options.gelu_tanh = gemma.options.scaled_embedding = true;
+  gemma.final_logit_softcap = 30.0f;
+  gemma.sliding_window = 3;
+  gemma.sliding_layers = {true, false};
+  ModelConfig oss = preset_config("tiny");
+  oss.n_layers = 2;
+  oss.options.moe = MoeModule::GptOss;
+  oss.options.qkv_bias = oss.options.out_bias = oss.options.attention_sinks = true;
+  oss.options.router_bias = oss.options.expert_biases = true;
+  oss.moe = {.n_experts = 8, .n_experts_used = 2, .expert_hidden_dim = 32, .routing = ExpertRouting::TopKSoftmax,
+             .swiglu_limit = 7.0f};
+  oss.sliding_window = 3;
+  oss.sliding_layers = {true, false};
+  for (const ModelConfig& config : {gemma, oss}) {
+    INFO((config.options.sandwich_norms ? "Gemma 3" : "gpt-oss"));
+    const ModelWeights weights = make_synthetic_weights(config, 5);
+    CHECK(recipe_decode_step(shape_of(config, cuda::perf::Weights::BF16)) ==
+          executor_decode_step(model_source(weights)));
+  }
+}
+
+TEST_CASE("step_floor_bytes(): a sliding layer reads its window's K/V, a full layer the whole context",
+          "[cuda][perf_model]") {
+  // Gemma 3 12B at 32k: 40 layers read 1,024 positions and 8 read 32,768,
+  // K and V of 8 heads of 256 in bf16 (8 KiB a position and layer).
+  const auto shapes = cuda::perf::reference_shapes();
+  const auto gemma = std::find_if(shapes.begin(), shapes.end(), [](const auto& s) { return s.gemma; });
+  REQUIRE(gemma != shapes.end());
+  const cuda::perf::StepBytes b = cuda::perf::step_floor_bytes(*gemma);
+  const double position = 2.0 * 2.0 * 8 * 256;
+  CHECK(b.kv == position * (40.0 * 1024 + 8.0 * 32768));
+  CHECK(b.kv_without_windows == position * 48.0 * 32768);
 }
 
 TEST_CASE("expected_experts_read(): the expected count of distinct experts, against a count of random draws",
