@@ -41,11 +41,17 @@ size_t stop_position(std::string_view body) {
   return sax.position;
 }
 
-// The 422 for a body that is not JSON; `position` counts from 1, as nlohmann does.
-ParsedChatRequest not_json(size_t position, const std::string& what) {
+// The 422 for a body that is not JSON (or the protocol's own shape of it);
+// `position` counts from 1, as nlohmann does.
+ParsedChatRequest not_json(const ResponseBuilder& builder, size_t position, const std::string& what) {
   ParsedChatRequest parsed;
   parsed.status = 422;
   parsed.error_body = json_invalid_detail(position > 0 ? position - 1 : 0, what);
+  const ValidationError error({{json::array({"body"}), "the body is not valid JSON (" + what + ")", "json_invalid"}});
+  if (const auto shaped = builder.format_validation_error(error)) {
+    parsed.status = shaped->status;
+    parsed.error_body = shaped->body;
+  }
   return parsed;
 }
 
@@ -64,9 +70,9 @@ ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view 
   try {
     value = json::parse(body);
   } catch (const json::parse_error& e) {
-    return not_json(e.byte, e.what());
+    return not_json(builder, e.byte, e.what());
   } catch (const json::out_of_range& e) {  // a number too large for a double
-    return not_json(stop_position(body), e.what());
+    return not_json(builder, stop_position(body), e.what());
   }
   ParsedChatRequest parsed;
   try {
@@ -78,8 +84,13 @@ ParsedChatRequest parse_chat_request(ResponseBuilder& builder, std::string_view 
     check.throw_if_any();
   } catch (const ValidationError& e) {
     parsed.request.reset();
-    parsed.status = 422;
-    parsed.error_body = e.body();
+    if (const auto shaped = builder.format_validation_error(e)) {
+      parsed.status = shaped->status;
+      parsed.error_body = shaped->body;
+    } else {
+      parsed.status = 422;
+      parsed.error_body = e.body();
+    }
   } catch (const InvalidRequestError& e) {
     parsed.status = 400;
     parsed.error_body = builder.format_error(ErrorKind::InvalidRequest, e.what());

@@ -3,6 +3,7 @@
 #include "server/protocols/anthropic_response_builder.h"
 #include "server/protocols/completions_response_builder.h"
 #include "server/protocols/openai_response_builder.h"
+#include "server/protocols/responses_builder.h"
 
 namespace astrai {
 
@@ -31,6 +32,10 @@ const std::vector<Protocol>& protocols() {
       {"completions", "/v1/completions",
        [](const std::string& model, const SamplingParams& defaults) {
          return std::make_unique<CompletionsResponseBuilder>(model, defaults);
+       }},
+      {"responses", "/v1/responses",
+       [](const std::string& model, const SamplingParams& defaults) {
+         return std::make_unique<ResponsesBuilder>(model, defaults);
        }},
   };
   return all;

@@ -9,6 +9,7 @@
 // model's name, and holds that response's id and creation time.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,14 @@ namespace astrai {
 int http_status(ErrorKind kind);
 
 class FieldChecker;
+class ValidationError;
 struct CommonParameters;
+
+// A status and body for an error the protocol shapes itself.
+struct ErrorResponse {
+  int status = 400;
+  nlohmann::ordered_json body;
+};
 
 class ResponseBuilder {
  public:
@@ -70,6 +78,12 @@ class ResponseBuilder {
   // a request that fails after its stream began).
   virtual nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const = 0;
   virtual std::string format_stream_error(ErrorKind kind, const std::string& message) = 0;
+  // How malformed fields are answered: nullopt gives the 422 pydantic body
+  // (vLLM's shape, validation.h) that the chat protocols send; a protocol
+  // whose clients expect another shape returns it.
+  virtual std::optional<ErrorResponse> format_validation_error(const ValidationError& /*error*/) const {
+    return std::nullopt;
+  }
 
  protected:
   // defaults: the sampling a request gets for the fields it leaves out.

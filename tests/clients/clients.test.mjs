@@ -310,6 +310,79 @@ describe('OpenAI SDK', () => {
   });
 });
 
+describe('OpenAI SDK: responses (/v1/responses, stateless)', () => {
+  const input = 'Once upon a time';
+
+  test('responses.create, whole and streamed, says what the chat completion says', async () => {
+    const chat = await openai.chat.completions.create({ model: 'astrai', messages, max_tokens: 24, temperature: 0 });
+    const request = { model: 'astrai', input, max_output_tokens: 24, temperature: 0 };
+    const whole = await openai.responses.create(request);
+    assert.match(whole.id, /^resp_/);
+    assert.equal(whole.object, 'response');
+    assert.equal(whole.output_text, chat.choices[0].message.content);
+    assert.equal(whole.status, chat.choices[0].finish_reason === 'length' ? 'incomplete' : 'completed');
+    if (whole.status === 'incomplete') assert.equal(whole.incomplete_details.reason, 'max_output_tokens');
+    assert.equal(whole.output.length, 1);
+    assert.equal(whole.output[0].type, 'message');
+    assert.equal(whole.usage.input_tokens, promptTokens);
+    assert.equal(whole.usage.output_tokens, chat.usage.completion_tokens);
+    assert.equal(whole.usage.total_tokens, whole.usage.input_tokens + whole.usage.output_tokens);
+
+    // The raw events: numbered from 0 without a gap, deltas that join to the text.
+    const stream = await openai.responses.create({ ...request, stream: true });
+    const types = [];
+    let text = '';
+    let final = null;
+    for await (const event of stream) {
+      assert.equal(event.sequence_number, types.length);
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed' || event.type === 'response.incomplete') final = event.response;
+    }
+    assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    assert.deepEqual(types.slice(-4), ['response.output_text.done', 'response.content_part.done', 'response.output_item.done',
+      whole.status === 'completed' ? 'response.completed' : 'response.incomplete']);
+    assert.equal(text, whole.output_text);
+    assert.equal(final.status, whole.status);
+    assert.deepEqual(final.usage, whole.usage);
+
+    // The SDK's stream helper assembles the same response from the events.
+    const assembled = await openai.responses.stream(request).finalResponse();
+    assert.equal(assembled.output_text, whole.output_text);
+    assert.equal(assembled.status, whole.status);
+  });
+
+  test('messages, instructions and text.format json_schema (responses.parse)', async () => {
+    const schema = {
+      type: 'object',
+      properties: { color: { enum: ['red', 'green', 'blue'] }, ok: { type: 'boolean' } },
+      required: ['color', 'ok'],
+      additionalProperties: false,
+    };
+    const parsed = await openai.responses.parse({
+      model: 'astrai', instructions: 'Answer in JSON.', max_output_tokens: 120, temperature: 1, seed: 11,
+      input: [{ role: 'user', content: [{ type: 'input_text', text: input }] }],
+      text: { format: { type: 'json_schema', name: 'reply', schema, strict: true } },
+    });
+    assert.equal(parsed.status, 'completed');
+    assert.deepEqual(Object.keys(parsed.output_parsed).sort(), ['color', 'ok']);
+    assert.ok(['red', 'green', 'blue'].includes(parsed.output_parsed.color));
+    assert.equal(typeof parsed.output_parsed.ok, 'boolean');
+    assert.equal(parsed.instructions, 'Answer in JSON.');
+  });
+
+  test('a malformed field is a 400 naming the parameter', async () => {
+    await assert.rejects(
+      openai.responses.create({ model: 'astrai', input: [{ role: 'wizard', content: 'hi' }] }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'input[0].role',
+    );
+    await assert.rejects(
+      openai.responses.create({ model: 'astrai', input, previous_response_id: 'resp_1' }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'previous_response_id',
+    );
+  });
+});
+
 describe('Anthropic SDK', () => {
   test('messages.create, whole and streamed, agree', async () => {
     const whole = await anthropic.messages.create({ model: 'astrai', messages, max_tokens: 24, temperature: 0 });
@@ -567,6 +640,36 @@ describe('tool calls come back through the SDKs (hermes template)', { skip: !too
     const reply = await toolsOpenAI.chat.completions.create({ model: 'astrai', messages: history, tools: [cityTool], tool_choice: 'none', max_tokens: 4 });
     assert.equal(reply.choices[0].message.tool_calls, undefined);
     assert.ok(reply.usage.prompt_tokens > 0);
+  });
+
+  test('Responses: tool_choice required and named, whole and streamed, then the call\'s output goes on', async () => {
+    const tools = [cityTool, countTool].map((t) => ({ type: 'function', name: t.function.name, parameters: t.function.parameters, strict: true }));
+    for (const [toolChoice, expectedName] of [['required', null], [{ type: 'function', name: 'city' }, 'city']]) {
+      const request = {
+        model: 'astrai', input: 'What is the weather in Paris?', tools, tool_choice: toolChoice,
+        parallel_tool_calls: false, max_output_tokens: 150, seed: 7,
+      };
+      const whole = await toolsOpenAI.responses.create(request);
+      const calls = whole.output.filter((item) => item.type === 'function_call');
+      assert.equal(calls.length, 1);
+      assert.match(calls[0].call_id, /^call_/);
+      if (expectedName) assert.equal(calls[0].name, expectedName);
+      checkArguments(calls[0].name, JSON.parse(calls[0].arguments));
+      const streamed = await toolsOpenAI.responses.stream(request).finalResponse();
+      const streamedCalls = streamed.output.filter((item) => item.type === 'function_call');
+      assert.equal(streamedCalls.length, 1);
+      assert.equal(streamedCalls[0].name, calls[0].name);
+      assert.deepEqual(JSON.parse(streamedCalls[0].arguments), JSON.parse(calls[0].arguments));  // same seed
+
+      // The call and its output sent back as items: the conversation goes on.
+      const next = await toolsOpenAI.responses.create({
+        model: 'astrai', tools, tool_choice: 'none', max_output_tokens: 4,
+        input: [{ role: 'user', content: 'What is the weather in Paris?' }, calls[0],
+          { type: 'function_call_output', call_id: calls[0].call_id, output: '18 C' }],
+      });
+      assert.equal(next.output.filter((item) => item.type === 'function_call').length, 0);
+      assert.ok(next.usage.input_tokens > whole.usage.input_tokens);
+    }
   });
 
   test('Anthropic: tool_choice any and tool, whole and streamed', async () => {

@@ -1,0 +1,68 @@
+// OpenAI's Responses API (POST /v1/responses), served statelessly: what the
+// Codex CLI, the Agents SDK and client.responses.create speak. The request
+// becomes the same ChatRequest as a chat completion's (template, tools,
+// constraints, output parsing are the chat path's); the response is
+// OpenAI's "response" object, or its event stream. See docs/server.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/protocols/response_builder.h"
+
+namespace astrai {
+
+class ResponsesBuilder : public ResponseBuilder {
+ public:
+  ResponsesBuilder(std::string model, SamplingParams defaults);
+
+  std::string format_stream_start(int prompt_tokens) override;
+  std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
+  std::string format_choice_end(const CompletionResult& choice) override;
+  std::string format_reasoning_chunk(int index, std::string_view text) override;
+  std::string format_tool_call(int index, int call_index, const ToolCall& call) override;
+  std::string tool_call_id_prefix() const override { return "call_"; }
+  std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
+  nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) override;
+  nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
+  std::string format_stream_error(ErrorKind kind, const std::string& message) override;
+  std::optional<ErrorResponse> format_validation_error(const ValidationError& error) const override;
+
+ private:
+  void read_input(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request) override;
+  void read_fields(FieldChecker& check, const nlohmann::ordered_json& body, ChatRequest& request,
+                   CommonParameters& common) override;
+  void check_request(const nlohmann::ordered_json& body, ChatRequest& request) override;
+
+  // The response object around `output` (status, usage and the request's
+  // settings echoed as OpenAI echoes them).
+  nlohmann::ordered_json response_object(const std::string& status, nlohmann::ordered_json output,
+                                         const std::vector<CompletionResult>* choices) const;
+  // One event of the stream, its sequence number next.
+  std::string event(const std::string& type, nlohmann::ordered_json payload);
+  // Closes the open output item (its .done events), if any.
+  std::string close_item();
+  // Opens an output item of `kind` ("reasoning", "message") unless one is open.
+  std::string open_item(const std::string& kind);
+
+  std::string model_, id_;
+  int64_t created_ = 0;
+  // The request's settings the response echoes.
+  nlohmann::ordered_json instructions_ = nullptr, tools_ = nlohmann::ordered_json::array(), tool_choice_ = "auto";
+  nlohmann::ordered_json text_ = {{"format", {{"type", "text"}}}}, reasoning_ = {{"effort", nullptr}, {"summary", nullptr}};
+  nlohmann::ordered_json metadata_ = nlohmann::ordered_json::object();
+  bool parallel_tool_calls_ = true;
+  std::optional<int> max_output_tokens_;
+  std::optional<float> temperature_, top_p_;
+
+  // The stream: its next sequence number, the items sent so far (their
+  // final form, for response.completed), and the open one's kind and text.
+  int sequence_ = 0;
+  nlohmann::ordered_json streamed_ = nlohmann::ordered_json::array();
+  std::string open_kind_;  // "" when none is open
+  std::string open_text_;
+  bool incomplete_ = false;  // the choice ended at max_output_tokens (its message item is incomplete)
+};
+
+}  // namespace astrai
