@@ -178,6 +178,7 @@ void read_items(FieldChecker& check, const json& items, const json& loc, ChatReq
       } else {
         request.messages.emplace_back(*r, *text);
         assistant_open = false;
+        pending_reasoning.clear();  // reasoning belongs to the assistant output right after it, if any
       }
     } else if (type == "function_call") {
       const json* call_id = check.field(item, item_loc, "call_id", true);
@@ -207,6 +208,7 @@ void read_items(FieldChecker& check, const json& items, const json& loc, ChatReq
       if (const auto it = call_names.find(*id); it != call_names.end()) result.name = it->second;
       request.messages.push_back(std::move(result));
       assistant_open = false;
+      pending_reasoning.clear();
     } else if (type == "reasoning") {
       pending_reasoning = reasoning_text(item);
     } else if (type == "item_reference") {

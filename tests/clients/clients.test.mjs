@@ -13,7 +13,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
+import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
+import { z } from 'zod';
 
 const serverUrl = process.env.ASTRAI_SERVER_URL;
 const apiKey = process.env.ASTRAI_API_KEY ?? 'unused';
@@ -670,6 +672,34 @@ describe('tool calls come back through the SDKs (hermes template)', { skip: !too
       assert.equal(next.output.filter((item) => item.type === 'function_call').length, 0);
       assert.ok(next.usage.input_tokens > whole.usage.input_tokens);
     }
+  });
+
+  test('Agents SDK: an agent runs its tool through /v1/responses', async () => {
+    // The OpenAI Agents SDK's default model speaks the Responses API. Its
+    // traces would go to api.openai.com: off (loopback only).
+    setTracingDisabled(true);
+    const ran = [];
+    const city = tool({
+      name: 'city',
+      description: 'The weather of a city',
+      parameters: z.object({ c: z.enum(['Paris', 'Tokyo']) }),
+      execute: async ({ c }) => {
+        ran.push(c);
+        return `18 C in ${c}`;
+      },
+    });
+    const agent = new Agent({
+      name: 'weather',
+      instructions: 'Answer with the tool.',
+      model: new OpenAIResponsesModel(toolsOpenAI, 'astrai'),
+      tools: [city],
+      modelSettings: { toolChoice: 'required', parallelToolCalls: false, maxTokens: 150 },
+      toolUseBehavior: 'stop_on_first_tool',  // the tool's output is the answer: the run ends after one call
+    });
+    const result = await run(agent, 'What is the weather in Paris?', { maxTurns: 2 });
+    assert.equal(ran.length, 1);
+    assert.ok(['Paris', 'Tokyo'].includes(ran[0]));  // the tool ran with valid arguments
+    assert.equal(result.finalOutput, `18 C in ${ran[0]}`);
   });
 
   test('Anthropic: tool_choice any and tool, whole and streamed', async () => {

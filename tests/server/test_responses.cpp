@@ -157,6 +157,13 @@ TEST_CASE("Responses: input items become the chat turns a template reads", "[res
   CHECK((turns[5].role == ChatRole::Tool && turns[5].content == "noon" && turns[5].name == "get_time"));
   CHECK((turns[6].role == ChatRole::Assistant && turns[6].content.empty()));
   CHECK(turns[6].tool_calls.size() == 1);
+  // Reasoning with no assistant output after it (a user turn next) is dropped, not moved to a later turn.
+  const auto stray = turns_of(json::parse(R"({"input": [
+    {"type": "reasoning", "content": [{"type": "reasoning_text", "text": "old thoughts"}]},
+    {"role": "user", "content": "Next?"},
+    {"role": "assistant", "content": "Yes."}]})"));
+  REQUIRE(stray.size() == 2);
+  CHECK(stray[1].reasoning.empty());
   // A string input is one user turn.
   const auto one = turns_of({{"input", "Hi"}});
   REQUIRE(one.size() == 1);
