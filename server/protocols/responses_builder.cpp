@@ -8,8 +8,9 @@
 //                    {type: "reasoning", summary: [{text}], content: [{text}]} (the next assistant turn's
 //                     reasoning, as chat templates read it back);
 //             max_output_tokens, temperature, top_p, stream, parallel_tool_calls,
-//             tools: [{type: "function", name, description?, parameters?, strict?}] (other tool types, which
-//             this server cannot run, are left out of the prompt: docs/server.md),
+//             tools: [{type: "function", name, description?, parameters?, strict?}] and Codex's
+//             {type: "namespace", name, tools: [function tools]} (flattened: each function under its own
+//             name); other tool types, which this server cannot run, are left out of the prompt,
 //             tool_choice: "auto" | "none" | "required" | {type: "function", name},
 //             text: {format: {type: text | json_object | json_schema (name, schema, strict, description)}},
 //             reasoning: {effort: minimal|low|medium|high, summary} (effort: the template variable
@@ -308,11 +309,23 @@ void ResponsesBuilder::check_request(const json& body, ChatRequest& request) {
   if (body.contains("tools") && !body["tools"].is_null()) {
     if (!body["tools"].is_array()) throw InvalidRequestError("tools must be a list");
     json tools = json::array();
-    for (const json& tool : body["tools"])
+    for (const json& tool : body["tools"]) {
       if (auto t = chat_tool(tool)) {
         tools.push_back(*t);
         tools_.push_back(tool);
+      } else if (tool.is_object() && tool.value("type", json()) == "namespace" && tool.contains("tools") &&
+                 tool["tools"].is_array()) {
+        // Codex groups tools in namespaces: their function tools join the
+        // list under their own names (the template shows them all).
+        bool any = false;
+        for (const json& inner : tool["tools"])
+          if (auto t = chat_tool(inner)) {
+            tools.push_back(*t);
+            any = true;
+          }
+        if (any) tools_.push_back(tool);
       }
+    }
     chat["tools"] = std::move(tools);
   }
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {

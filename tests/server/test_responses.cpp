@@ -4,9 +4,14 @@
 // a template gets, and malformed fields as OpenAI's 400 naming them.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <set>
+#include <sstream>
+
 #include "engine/chat_planning/request_id.h"
 #include "server/protocols/responses_builder.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/shared_data.h"
 
 namespace astrai::test {
 namespace {
@@ -168,6 +173,36 @@ TEST_CASE("Responses: input items become the chat turns a template reads", "[res
   const auto one = turns_of({{"input", "Hi"}});
   REQUIRE(one.size() == 1);
   CHECK((one[0].role == ChatRole::User && one[0].content == "Hi"));
+}
+
+TEST_CASE("Responses: a request the Codex CLI sent is read (tests/server/fixtures)", "[responses]") {
+  // codex exec 0.171.0 with a model provider whose wire_api is "responses"
+  // (docs/server.md): no instructions, two developer and two user messages,
+  // seven function tools, a namespace of five more, a web_search tool, and
+  // the fields a stateless server accepts (store false, include, reasoning,
+  // prompt_cache_key, client_metadata). Its paths and ids were replaced.
+  std::ifstream in(source_root() / "tests/server/fixtures/codex_0.171.0_request.json");
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const json body = json::parse(text.str());
+  ResponsesBuilder builder("m", SamplingParams{});
+  ChatRequest request;
+  REQUIRE_NOTHROW(request = builder.prepare(body));
+  REQUIRE(request.messages.size() == 4);
+  CHECK(request.messages[0].role == ChatRole::System);  // developer
+  CHECK(request.messages[1].role == ChatRole::System);
+  CHECK(request.messages[2].role == ChatRole::User);
+  CHECK(request.messages[3].content == "Say hi");
+  // The function tools, the namespace's among them; web_search left out.
+  REQUIRE(request.tools.is_array());
+  CHECK(request.tools.size() == 12);
+  std::set<std::string> names;
+  for (const json& t : request.tools) names.insert(t["function"]["name"].get<std::string>());
+  CHECK(names.count("exec_command") == 1);
+  CHECK(names.count("close_agent") == 1);  // from the multi_agent_v1 namespace
+  CHECK(request.tool_choice.mode == ToolChoice::Mode::Auto);
+  CHECK(request.stream);
 }
 
 TEST_CASE("Responses: malformed fields are OpenAI's 400 naming the parameter", "[responses]") {
