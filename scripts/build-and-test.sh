@@ -231,8 +231,8 @@ asan_tests_start=$(date +%s)
 sanitizer_options=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 env "${sanitizer_options[@]}" meson test -C build-asan --no-rebuild --print-errorlogs --num-processes "$jobs" --no-suite alone
 echo "sanitizer tests took $(( $(date +%s) - asan_tests_start )) s (but those that run alone: below)"
-# Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 20; ten targets, two
-# at a time on CI's two cores: about 110 s of the run; 0 skips), from its
+# Each libFuzzer target for ASTRAI_FUZZ_SECONDS (default 20; eleven targets, two
+# at a time on CI's two cores: about 120 s of the run; 0 skips), from its
 # committed corpus; a crash fails the run and leaves the input in
 # tests/fuzz/crashes/. docs/testing.md has the run's time, stage by stage.
 # The fuzzers run at the lowest CPU priority beside the programs that run

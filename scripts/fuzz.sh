@@ -5,7 +5,7 @@
 #                                                     bash scripts/fuzz.sh 300 gguf text_stream
 #
 # TARGET is a name from tests/fuzz/ without the fuzz_ prefix (default: all):
-# gguf llama2c tokenizer_file tokenizer text_stream request safetensors jinja schema tool_calls.
+# gguf llama2c tokenizer_file tokenizer text_stream request responses safetensors jinja schema tool_calls.
 #
 # Builds build-fuzz/ (or FUZZ_BUILD_DIR) first when needed (clang-14,
 # AddressSanitizer + UndefinedBehaviorSanitizer, libFuzzer). Each target starts from a scratch
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(gguf llama2c tokenizer_file tokenizer text_stream request safetensors jinja schema tool_calls)
+all_targets=(gguf llama2c tokenizer_file tokenizer text_stream request responses safetensors jinja schema tool_calls)
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
   echo "usage: bash scripts/fuzz.sh SECONDS [TARGET...]   (targets: ${all_targets[*]})" >&2
   exit 2

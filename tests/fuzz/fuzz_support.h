@@ -33,6 +33,7 @@ int fuzz_tokenizer(const uint8_t* data, size_t size);
 int fuzz_text_stream(const uint8_t* data, size_t size);
 int fuzz_tool_calls(const uint8_t* data, size_t size);
 int fuzz_request(const uint8_t* data, size_t size);
+int fuzz_responses(const uint8_t* data, size_t size);
 int fuzz_safetensors(const uint8_t* data, size_t size);
 int fuzz_jinja(const uint8_t* data, size_t size);
 int fuzz_schema(const uint8_t* data, size_t size);

@@ -66,6 +66,7 @@ TEST_CASE("fuzz corpus: text streams with stop sequences", "[fuzz]") {
   replay("text_stream", astrai::fuzz::fuzz_text_stream);
 }
 TEST_CASE("fuzz corpus: chat requests of both protocols", "[fuzz]") { replay("request", astrai::fuzz::fuzz_request); }
+TEST_CASE("fuzz corpus: Responses API requests", "[fuzz]") { replay("responses", astrai::fuzz::fuzz_responses); }
 TEST_CASE("fuzz corpus: safetensors files and Hugging Face folders", "[fuzz]") {
   replay("safetensors", astrai::fuzz::fuzz_safetensors);
 }
