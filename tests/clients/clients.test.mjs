@@ -354,23 +354,34 @@ describe('OpenAI SDK: responses (/v1/responses, stateless)', () => {
     assert.equal(assembled.status, whole.status);
   });
 
-  test('messages, instructions and text.format json_schema (responses.parse)', async () => {
+  test('text.format json_schema (responses.parse) says what the chat completion says; instructions are echoed', async () => {
     const schema = {
       type: 'object',
       properties: { color: { enum: ['red', 'green', 'blue'] }, ok: { type: 'boolean' } },
       required: ['color', 'ok'],
       additionalProperties: false,
     };
+    // The same seeded request as the chat test's json_schema case: the same
+    // prompt and sampling, so the same tokens on any backend.
+    const chat = await openai.chat.completions.create({
+      model: 'astrai', messages, max_tokens: 120, temperature: 1, seed: 11,
+      response_format: { type: 'json_schema', json_schema: { name: 'reply', schema, strict: true } },
+    });
     const parsed = await openai.responses.parse({
-      model: 'astrai', instructions: 'Answer in JSON.', max_output_tokens: 120, temperature: 1, seed: 11,
+      model: 'astrai', max_output_tokens: 120, temperature: 1, seed: 11,
       input: [{ role: 'user', content: [{ type: 'input_text', text: input }] }],
       text: { format: { type: 'json_schema', name: 'reply', schema, strict: true } },
     });
-    assert.equal(parsed.status, 'completed');
-    assert.deepEqual(Object.keys(parsed.output_parsed).sort(), ['color', 'ok']);
-    assert.ok(['red', 'green', 'blue'].includes(parsed.output_parsed.color));
-    assert.equal(typeof parsed.output_parsed.ok, 'boolean');
-    assert.equal(parsed.instructions, 'Answer in JSON.');
+    assert.equal(parsed.output_text, chat.choices[0].message.content);
+    assert.equal(parsed.status, chat.choices[0].finish_reason === 'stop' ? 'completed' : 'incomplete');
+    if (parsed.status === 'completed') {
+      assert.deepEqual(Object.keys(parsed.output_parsed).sort(), ['color', 'ok']);
+      assert.ok(['red', 'green', 'blue'].includes(parsed.output_parsed.color));
+      assert.equal(typeof parsed.output_parsed.ok, 'boolean');
+    }
+    const instructed = await openai.responses.create({ model: 'astrai', instructions: 'Be brief.', input, max_output_tokens: 2 });
+    assert.equal(instructed.instructions, 'Be brief.');
+    assert.ok(instructed.usage.input_tokens > promptTokens);  // the instructions are part of the prompt
   });
 
   test('a malformed field is a 400 naming the parameter', async () => {
