@@ -87,8 +87,7 @@ std::optional<std::string> read_parts(FieldChecker& check, const json& value, co
       ok = false;
       continue;
     }
-    const json* type = check.field(part, part_loc, "type", true);
-    const auto name = type ? check.string(*type, loc_append(part_loc, "type")) : std::nullopt;
+    const auto name = check.string_field(part, part_loc, "type", true);
     if (!name) {
       ok = false;
       continue;
@@ -101,8 +100,7 @@ std::optional<std::string> read_parts(FieldChecker& check, const json& value, co
       ok = false;
       continue;
     }
-    const json* t = check.field(part, part_loc, "text", true);
-    const auto s = t ? check.string(*t, loc_append(part_loc, "text")) : std::nullopt;
+    const auto s = check.string_field(part, part_loc, "text", true);
     if (!s) {
       ok = false;
       continue;
@@ -154,11 +152,9 @@ void read_items(FieldChecker& check, const json& items, const json& loc, ChatReq
     const json& item = items[i];
     if (!check.is_object(item, item_loc)) continue;
     std::string type = "message";
-    if (const json* t = check.field(item, item_loc, "type"))
-      if (auto s = check.string(*t, loc_append(item_loc, "type"))) type = *s;
+    if (auto s = check.string_field(item, item_loc, "type")) type = *s;
     if (type == "message") {
-      const json* role = check.field(item, item_loc, "role", true);
-      const auto name = role ? check.string(*role, loc_append(item_loc, "role")) : std::nullopt;
+      const auto name = check.string_field(item, item_loc, "role", true);
       const json* content = check.field(item, item_loc, "content", true);
       if (!name || !content) continue;
       std::optional<ChatRole> r;
@@ -182,12 +178,9 @@ void read_items(FieldChecker& check, const json& items, const json& loc, ChatReq
         pending_reasoning.clear();  // reasoning belongs to the assistant output right after it, if any
       }
     } else if (type == "function_call") {
-      const json* call_id = check.field(item, item_loc, "call_id", true);
-      const json* name = check.field(item, item_loc, "name", true);
-      const json* arguments = check.field(item, item_loc, "arguments", true);
-      const auto id = call_id ? check.string(*call_id, loc_append(item_loc, "call_id")) : std::nullopt;
-      const auto fn = name ? check.string(*name, loc_append(item_loc, "name")) : std::nullopt;
-      const auto args = arguments ? check.string(*arguments, loc_append(item_loc, "arguments")) : std::nullopt;
+      const auto id = check.string_field(item, item_loc, "call_id", true);
+      const auto fn = check.string_field(item, item_loc, "name", true);
+      const auto args = check.string_field(item, item_loc, "arguments", true);
       if (!id || !fn || !args) continue;
       // The chat shape read_openai_tool_calls checks (the arguments a JSON object's text).
       const json calls = json::array({{{"id", *id}, {"type", "function"}, {"function", {{"name", *fn}, {"arguments", *args}}}}});
@@ -198,9 +191,8 @@ void read_items(FieldChecker& check, const json& items, const json& loc, ChatReq
       for (const json& c : *read) turn.tool_calls.push_back(c);
       call_names[*id] = *fn;
     } else if (type == "function_call_output") {
-      const json* call_id = check.field(item, item_loc, "call_id", true);
+      const auto id = check.string_field(item, item_loc, "call_id", true);
       const json* output = check.field(item, item_loc, "output", true);
-      const auto id = call_id ? check.string(*call_id, loc_append(item_loc, "call_id")) : std::nullopt;
       const auto text = output ? read_parts(check, *output, loc_append(item_loc, "output"), {"input_text", "output_text"})
                                : std::nullopt;
       if (!id || !text) continue;
@@ -242,11 +234,9 @@ ResponsesBuilder::ResponsesBuilder(std::string model, SamplingParams defaults)
 
 void ResponsesBuilder::read_input(FieldChecker& check, const json& body, ChatRequest& request) {
   const json loc = json::array({"body"});
-  if (const json* v = check.field(body, loc, "instructions")) {
-    if (auto s = check.string(*v, loc_append(loc, "instructions"))) {
-      instructions_ = *s;
-      request.messages.emplace_back(ChatRole::System, *s);
-    }
+  if (auto s = check.string_field(body, loc, "instructions")) {
+    instructions_ = *s;
+    request.messages.emplace_back(ChatRole::System, *s);
   }
   const json* input = check.field(body, loc, "input", true);
   if (!input) return;

@@ -22,15 +22,14 @@ std::optional<json> read_openai_tool_calls(FieldChecker& check, const json& valu
       continue;
     }
     std::optional<std::string> id, name, arguments;
-    if (const json* v = check.field(call, call_loc, "id", true)) id = check.string(*v, loc_append(call_loc, "id"));
+    id = check.string_field(call, call_loc, "id", true);
     if (const json* t = check.field(call, call_loc, "type"); t && *t != "function")
       check.add(loc_append(call_loc, "type"), "Input should be 'function'", "literal_error");
     const json* f = check.field(call, call_loc, "function", true);
     const json f_loc = loc_append(call_loc, "function");
     if (f && check.is_object(*f, f_loc)) {
-      if (const json* v = check.field(*f, f_loc, "name", true)) name = check.string(*v, loc_append(f_loc, "name"));
-      if (const json* v = check.field(*f, f_loc, "arguments", true))
-        arguments = check.string(*v, loc_append(f_loc, "arguments"));
+      name = check.string_field(*f, f_loc, "name", true);
+      arguments = check.string_field(*f, f_loc, "arguments", true);
     }
     if (!id || !name || !arguments) {
       ok = false;

@@ -39,6 +39,12 @@ const json* FieldChecker::field(const json& obj, const json& loc, const std::str
   return &*it;
 }
 
+std::optional<std::string> FieldChecker::string_field(const json& obj, const json& loc, const std::string& key,
+                                                      bool required) {
+  const json* value = field(obj, loc, key, required);
+  return value ? string(*value, loc_append(loc, key)) : std::nullopt;
+}
+
 std::optional<std::string> FieldChecker::string(const json& value, const json& loc) {
   if (value.is_string()) return value.get<std::string>();
   add(loc, "Input should be a valid string", "string_type");

@@ -48,6 +48,11 @@ class FieldChecker {
   const nlohmann::ordered_json* field(const nlohmann::ordered_json& obj, const nlohmann::ordered_json& loc, const std::string& key,
                               bool required = false);
 
+  // obj[key] as a string: field() then string() at loc + key; nullopt when
+  // it is absent (recorded when required) or not a string (recorded).
+  std::optional<std::string> string_field(const nlohmann::ordered_json& obj, const nlohmann::ordered_json& loc,
+                                          const std::string& key, bool required = false);
+
   // A value of the given type, or nullopt (recording a type error) when it
   // has another. Integers accept integral floats (2.0), as pydantic does;
   // numbers accept integers; booleans are never numbers.
