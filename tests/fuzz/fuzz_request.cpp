@@ -49,9 +49,9 @@
 #include "engine/tokenizer/synthetic_tokenizer.h"
 #include "server/http/api_key.h"
 #include "server/protocols/chat_request_parser.h"
-#include "server/http/json_text.h"
 #include "server/protocols/protocols.h"
 #include "tests/fuzz/fuzz_support.h"
+#include "tests/fuzz/written_json.h"
 
 namespace astrai::fuzz {
 namespace {
@@ -117,16 +117,6 @@ void check_headers(const RequestCase& c) {
 }
 
 // --- 2. rejections ----------------------------------------------------------
-
-// json_text's output, parsed back: the text a client receives must be JSON.
-json reparse(const json& value, const char* what) {
-  try {
-    return json::parse(json_text(value));
-  } catch (const json::exception&) {
-    std::fprintf(stderr, "fuzz property violated: %s is not valid JSON once written\n", what);
-    std::abort();
-  }
-}
 
 bool non_empty_string(const json& v) { return v.is_string() && !v.get<std::string>().empty(); }
 

@@ -30,24 +30,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/http/json_text.h"
 #include "server/protocols/chat_request_parser.h"
 #include "server/protocols/responses_builder.h"
 #include "tests/fuzz/fuzz_support.h"
+#include "tests/fuzz/written_json.h"
 
 namespace astrai::fuzz {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-json reparse(const json& value, const char* what) {
-  try {
-    return json::parse(json_text(value));
-  } catch (const json::exception&) {
-    std::fprintf(stderr, "fuzz property violated: %s is not valid JSON once written\n", what);
-    std::abort();
-  }
-}
 
 bool string_or_null(const json& v) { return v.is_null() || v.is_string(); }
 
