@@ -108,6 +108,22 @@ TEST_CASE("float32 mode reproduces run.c's greedy tokens on stories260K", "[cuda
 
 namespace {
 
+// A few-KB model in a Hugging Face checkpoint's shape (rotate-half RoPE,
+// grouped-query attention: 4 query heads of 8 over 2 KV heads), which the
+// architecture tests below give their options.
+ModelConfig small_hf_config(int n_layers) {
+  ModelConfig c;
+  c.dim = 32;
+  c.hidden_dim = 48;
+  c.n_layers = n_layers;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.vocab_size = 64;
+  c.max_seq_len = 64;
+  c.rope_layout = RopeLayout::RotateHalf;
+  return c;
+}
+
 // Logits of the whole prompt in one batch, then every decode step's logits
 // teacher-forced, within the dtype's tolerance of the reference's; greedy
 // tokens equal the reference's wherever that tolerance cannot change them.
@@ -197,12 +213,7 @@ TEST_CASE("today's architectures: logits within tolerance of the reference, gree
   ASTRAI_REQUIRE_GPU();
   // Small models in each architecture's shape (GQA, rotate-half RoPE as
   // Hugging Face checkpoints use it).
-  ModelConfig base;
-  base.hidden_dim = 48;
-  base.n_layers = 2;
-  base.vocab_size = 64;
-  base.max_seq_len = 64;
-  base.rope_layout = RopeLayout::RotateHalf;
+  ModelConfig base = small_hf_config(2);  // each case sets its own width and heads
   ModelConfig qwen2 = base;  // q/k/v biases
   qwen2.dim = 32;
   qwen2.n_heads = 4;
@@ -244,15 +255,7 @@ TEST_CASE("sliding windows, per-layer RoPE and YaRN: logits within tolerance of 
   // window of 1 on one: a position sees only itself), and gpt-oss's YaRN (original context 16,
   // no truncation, its attention factor) on a windowed model. The prompts
   // are prefilled across the windows' edges.
-  ModelConfig base;
-  base.dim = 32;
-  base.hidden_dim = 48;
-  base.n_layers = 3;
-  base.n_heads = 4;
-  base.n_kv_heads = 2;
-  base.vocab_size = 64;
-  base.max_seq_len = 64;
-  base.rope_layout = RopeLayout::RotateHalf;
+  ModelConfig base = small_hf_config(3);
   ModelConfig mistral = base;
   mistral.sliding_window = 8;
   ModelConfig mixed = base;  // and Gemma 3's two RoPEs: base 100 on the sliding layers, linear x8 on the full one
@@ -330,15 +333,7 @@ TEST_CASE("gpt-oss's attention: logits within tolerance of the reference, greedy
   // sink logit per head, sliding and full layers alternating, YaRN. Sinks
   // drawn at the scores' scale take a share of every softmax, so a merge
   // that left them out (or a bias dropped) is far outside the tolerances.
-  ModelConfig oss;
-  oss.dim = 32;
-  oss.hidden_dim = 48;
-  oss.n_layers = 4;
-  oss.n_heads = 4;
-  oss.n_kv_heads = 2;
-  oss.vocab_size = 64;
-  oss.max_seq_len = 64;
-  oss.rope_layout = RopeLayout::RotateHalf;
+  ModelConfig oss = small_hf_config(4);
   oss.rope_theta = 150000.0f;
   oss.rope_scaling = RopeScaling{.factor = 32.0f, .original_context = 16, .kind = RopeScalingKind::Yarn,
                                  .truncate = false};
@@ -444,15 +439,7 @@ TEST_CASE("Mixture-of-Experts models: logits within tolerance of the reference, 
   // executor that ignored a rule (renormalising, top-k then softmax, the
   // shared expert's gate, a dense layer among sparse ones) runs other
   // experts, or weights them otherwise, far outside the tolerances.
-  ModelConfig base;
-  base.dim = 32;
-  base.hidden_dim = 48;
-  base.n_layers = 2;
-  base.n_heads = 4;
-  base.n_kv_heads = 2;
-  base.vocab_size = 64;
-  base.max_seq_len = 64;
-  base.rope_layout = RopeLayout::RotateHalf;
+  ModelConfig base = small_hf_config(2);
   base.options.moe = MoeModule::Mlp;
   ModelConfig qwen3moe = base;  // softmax, top 2 of 8, renormalised; tiles of several rows in the prompt
   qwen3moe.moe.n_experts = 8;
