@@ -28,10 +28,9 @@ struct StreamState {
   std::shared_ptr<ResponseBuilder> builder;
   std::shared_ptr<PieceQueue> queue;
   ChoicesResult result;
-  int prompt_tokens = 0;
   std::chrono::milliseconds heartbeat;
   std::vector<LogprobsContent> logprobs;  // one per choice, when the request asked for them
-  OutputParsing parsing;
+  ChatPlan plan;                          // its requests submitted: how outputs are read and counted
   std::vector<ChoiceOutputStream> parsers;        // one per choice, when parsing.active()
   std::vector<std::vector<ToolCall>> tool_calls;  // each choice's calls so far
 };
@@ -44,7 +43,7 @@ std::string format_parts(StreamState& s, int index, ChoiceParts parts, const jso
   if (!parts.content.empty() || !logprobs.is_null()) out += s.builder->format_chunk(index, parts.content, logprobs);
   for (ParsedToolCall& parsed : parts.calls) {
     std::vector<ToolCall>& calls = s.tool_calls[size_t(index)];
-    calls.push_back(tool_call_of(s.parsing, std::move(parsed), s.builder->tool_call_id_prefix()));
+    calls.push_back(tool_call_of(s.plan.parsing, std::move(parsed), s.builder->tool_call_id_prefix()));
     out += s.builder->format_tool_call(index, int(calls.size()) - 1, calls.back());
   }
   return out;
@@ -75,8 +74,8 @@ bool write_stream(StreamState& s, httplib::DataSink& sink) {
     s.model->engine->cancel(s.result);
     return false;
   };
-  s.builder->set_output_parsing(s.parsing.active());
-  if (!send(s.builder->format_stream_start(s.prompt_tokens))) return abandon();
+  s.builder->set_output_parsing(s.plan.parsing.active());
+  if (!send(s.builder->format_stream_start(s.plan.prompt_tokens))) return abandon();
   std::vector<CompletionResult> ended;
   for (;;) {
     const PieceQueue::Batch batch = s.queue->next(s.heartbeat);
@@ -87,7 +86,7 @@ bool write_stream(StreamState& s, httplib::DataSink& sink) {
         // possible start of a stop string) send their logprobs now with an
         // empty content: a client joins the entries as it joins the text.
         const json content = s.logprobs.empty() ? json(nullptr) : s.logprobs[size_t(piece.index)].entries(piece.logprobs);
-        const std::string bytes = s.parsing.active()
+        const std::string bytes = s.plan.parsing.active()
                                       ? format_parts(s, piece.index, s.parsers[size_t(piece.index)].feed(piece.text), content)
                                       : s.builder->format_chunk(piece.index, piece.text, content);
         if (!bytes.empty() && !send(bytes)) return abandon();
@@ -100,12 +99,13 @@ bool write_stream(StreamState& s, httplib::DataSink& sink) {
         sink.done();
         return true;
       }
-      if (s.parsing.active()) {  // what the parsers held back
+      if (s.plan.parsing.active()) {  // what the parsers held back
         const std::string rest = format_parts(s, piece.index, s.parsers[size_t(piece.index)].finish(), json(nullptr));
         if (!rest.empty() && !send(rest)) return abandon();
       }
       ended.push_back(completion_of(*piece.output));
-      if (s.parsing.active()) ended.back().tool_calls = s.tool_calls[size_t(piece.index)];
+      ended.back().reasoning_tokens = reasoning_tokens_of(s.plan, *piece.output);
+      if (s.plan.parsing.active()) ended.back().tool_calls = s.tool_calls[size_t(piece.index)];
       std::string tail = s.builder->format_choice_end(ended.back());
       const bool last = ended.size() == s.result.choices.size();
       if (last) {
@@ -209,8 +209,7 @@ void ProtocolHandler::respond_stream(httplib::Response& response, ChoicesResult 
                                      std::shared_ptr<PieceQueue> queue, std::vector<LogprobsContent> logprobs) const {
   const size_t choices = result.choices.size();
   auto state = std::make_shared<StreamState>(StreamState{model_, builder_, std::move(queue), std::move(result),
-                                                         plan.prompt_tokens, heartbeat_, std::move(logprobs),
-                                                         plan.parsing});
+                                                         heartbeat_, std::move(logprobs), plan, {}, {}});
   if (plan.parsing.active()) state->parsers.assign(choices, ChoiceOutputStream(plan.parsing));
   state->tool_calls.resize(choices);
   response.status = 200;

@@ -1,7 +1,9 @@
 #include "engine/chat_planning/chat_plan.h"
 
 #include "engine/chat_planning/harmony_output.h"
+#include "engine/chat_planning/reasoning_effort.h"
 #include "engine/chat_planning/reasoning_split.h"
+#include "engine/grammar/thinking_budget.h"
 #include "engine/request_defaults.h"
 #include "engine/scheduler/inference_scheduler.h"
 #include "engine/scheduler/prompt_limit.h"
@@ -114,6 +116,8 @@ std::vector<int> plan_conversation(ChatRequest& chat, const ChatModel& model, Ch
                                                      : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
     chat.constraint->reasoning = reasoning_markers();
   }
+  if (plan.parsing.reasoning && !encoded.closes_reasoning)
+    plan.thinking_vocabulary = model.constraints->vocabulary(model.engine->tokenizer());
   if (!chat.tools.is_null() && chat.tool_choice.mode != ToolChoice::Mode::None)
     plan.parsing.tools = model.tool_call_family;
   plan.parsing.parallel_tool_calls = chat.parallel_tool_calls;
@@ -161,6 +165,14 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
   for (std::vector<int>& prompt : prompts) {
     GenerationRequest request;
     request.max_tokens = chat.max_tokens.value_or(max_tokens_the_context_leaves(context, int(prompt.size())));
+    // A thinking closed at its budget (one prompt: chat routes), around the answer's constraint if any.
+    if (plan.thinking_vocabulary)
+      plan.thinking_budget = thinking_budget(chat.thinking_budget, chat.reasoning_effort,
+                                             chat.constraint && !chat.constraint->lazy, request.max_tokens);
+    if (plan.thinking_budget)
+      constraint = grammar::with_thinking_budget(
+          constraint, {*plan.thinking_budget, reasoning_markers(), plan.parsing.starts_in_reasoning},
+          *plan.thinking_vocabulary);
     request.sampling = chat.sampling;
     request.stop = chat.stop;
     request.ignore_eos = chat.ignore_eos;
@@ -215,6 +227,34 @@ ChoicesResult submit_plan(InferenceEngine& engine, ChatPlan& plan) {
   return result;
 }
 
+int reasoning_tokens_of(const ChatPlan& plan, const TaskOutput& out) {
+  if (!plan.thinking_vocabulary) return 0;
+  const grammar::TokenVocabulary& vocabulary = *plan.thinking_vocabulary;
+  const grammar::ReasoningMarkers& markers = reasoning_markers();
+  std::string text;
+  bool open = plan.parsing.starts_in_reasoning;
+  int tokens = 0;
+  for (const int id : out.tokens) {
+    if (id < 0 || size_t(id) >= vocabulary.size() || vocabulary.is_end(id)) continue;
+    ++tokens;
+    const size_t before = text.size();
+    text += vocabulary.bytes(id);
+    if (!open) {  // the output's first bytes open the thinking, or it never opens
+      const size_t common = std::min(text.size(), markers.open.size());
+      if (text.compare(0, common, markers.open, 0, common) != 0) return 0;
+      if (text.size() < markers.open.size()) continue;
+      open = true;
+      text.erase(0, markers.open.size());
+      if (text.find(markers.close) != std::string::npos) return tokens;
+      continue;
+    }
+    // Only where a close ending in this token's bytes can start: linear in the output.
+    const size_t from = before >= markers.close.size() ? before - markers.close.size() + 1 : 0;
+    if (text.find(markers.close, from) != std::string::npos) return tokens;
+  }
+  return tokens;
+}
+
 ToolCall tool_call_of(const OutputParsing& parsing, ParsedToolCall parsed, std::string_view id_prefix) {
   return {new_tool_call_id(parsing.tools, id_prefix), std::move(parsed.name), std::move(parsed.arguments)};
 }
@@ -234,6 +274,7 @@ CompletionResult completion_of(const TaskOutput& out) {
 CompletionResult choice_result(const ChatPlan& plan, const TaskOutput& out, int choice, std::string_view id_prefix) {
   CompletionResult r = completion_of(out);
   r.index = choice;  // the engine numbers each prompt's choices from 0
+  r.reasoning_tokens = reasoning_tokens_of(plan, out);
   if (!plan.echoes.empty()) r.text = plan.echoes[size_t(choice / plan.n)] + r.text;
   if (plan.parsing.active()) {
     ChoiceParts parts = parse_choice_output(out.text, plan.parsing);

@@ -41,6 +41,11 @@ struct ChatPlan {
   std::vector<int> last_prompt_tokens;  // per choice: the prompt token its logprobs entries follow
   int prompt_tokens = 0;                // the first prompt's tokens (what a stream's start announces)
   OutputParsing parsing;                // chat outputs: reasoning and tool calls (completions: none)
+  // A <think> model whose prompt leaves the thinking to the output: the
+  // vocabulary its reasoning tokens are counted with (reasoning_tokens_of),
+  // and the thinking budget its requests' constraint enforces, if any.
+  std::optional<grammar::TokenVocabulary> thinking_vocabulary;
+  std::optional<int> thinking_budget;
 
   // Choices in the whole response (the requests' n summed; still known
   // once submit_plan has moved the requests out).
@@ -84,6 +89,13 @@ CompletionResult completion_of(const TaskOutput& output);
 // prompt's echo first, and the parts parsed out as the plan says; tool call
 // ids by the model's family, else `id_prefix` (the protocol's).
 CompletionResult choice_result(const ChatPlan& plan, const TaskOutput& output, int choice, std::string_view id_prefix);
+
+// The tokens a choice spent thinking (usage's reasoning_tokens): those up
+// to and including the close marker's last, all of them when the thinking
+// never closed, 0 for an output that did not think (reasoning_split.h's
+// rule, over the tokens' bytes). gpt-oss's analysis messages are not counted
+// (0).
+int reasoning_tokens_of(const ChatPlan& plan, const TaskOutput& output);
 
 // A call parsed out of a streamed output, with its id (as choice_result).
 ToolCall tool_call_of(const OutputParsing& parsing, ParsedToolCall parsed, std::string_view id_prefix);

@@ -68,6 +68,13 @@ struct ChatRequest {
   bool parallel_tool_calls = true;    // false: only the first call is returned
   // More template variables (chat_template_kwargs, e.g. {"enable_thinking": false}); null or an object.
   nlohmann::ordered_json chat_template_kwargs = nullptr;
+  // How long a reasoning model may think (engine/grammar/thinking_budget.h):
+  // thinking_budget in tokens (Anthropic's thinking.budget_tokens), else
+  // reasoning_effort's budget (none, minimal, low, medium, high:
+  // reasoning_effort.h); neither: a budget only when the output is
+  // constrained (half of max_tokens), so that the answer comes.
+  std::optional<int> thinking_budget;
+  std::string reasoning_effort;
 };
 
 // One choice's outcome (a request for n choices has n of them).
@@ -81,6 +88,7 @@ struct CompletionResult {
   int prompt_tokens = 0;
   int cached_prompt_tokens = 0;  // of prompt_tokens, those served from prefix-shared cache pages
   int completion_tokens = 0;
+  int reasoning_tokens = 0;      // of completion_tokens, those spent thinking (chat_plan.h: reasoning_tokens_of)
   // OpenAI's choices[].logprobs.content entries, one per token (null when
   // not asked for); ProtocolHandler makes them (it has the tokenizer).
   nlohmann::ordered_json logprobs_content = nullptr;

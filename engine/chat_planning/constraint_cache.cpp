@@ -16,7 +16,10 @@ std::string constraint_key(const grammar::ConstraintSpec& spec) {
   // Where the grammar starts and whether it is lazy: one digit and one letter, first.
   std::string key = std::to_string(int(spec.start)) + (spec.lazy ? "L" : "-") + std::to_string(int(spec.kind)) + ":" +
                     framed(spec.text);
-  for (const std::string& choice : spec.choices) key += "|" + framed(choice);
+  for (const std::string& choice : spec.choices) {
+    key += '|';  // appended, not "|" + framed(): gcc 12 warns (-Wrestrict) falsely about that operator+ at -O2
+    key += framed(choice);
+  }
   if (spec.kind == grammar::ConstraintSpec::Kind::ToolCalls) {  // the kind is first: no other key has this tail
     const grammar::ToolCallSyntax& t = spec.tool_syntax;
     key += "/";
@@ -31,11 +34,16 @@ std::string constraint_key(const grammar::ConstraintSpec& spec) {
   return key;
 }
 
-std::shared_ptr<const grammar::CompiledConstraint> ConstraintCache::get(const grammar::ConstraintSpec& spec,
-                                                                        const Tokenizer& tokenizer) {
+const grammar::TokenVocabulary& ConstraintCache::vocabulary(const Tokenizer& tokenizer) {
   std::call_once(vocabulary_once_, [&] {
     vocabulary_ = std::make_unique<grammar::TokenVocabulary>(grammar::TokenVocabulary::from_tokenizer(tokenizer));
   });
+  return *vocabulary_;
+}
+
+std::shared_ptr<const grammar::CompiledConstraint> ConstraintCache::get(const grammar::ConstraintSpec& spec,
+                                                                        const Tokenizer& tokenizer) {
+  vocabulary(tokenizer);
   const std::string key = constraint_key(spec);
   {
     std::lock_guard lock(mutex_);

@@ -30,6 +30,11 @@ class ConstraintCache {
   std::shared_ptr<const grammar::CompiledConstraint> get(const grammar::ConstraintSpec& spec,
                                                          const Tokenizer& tokenizer);
 
+  // The vocabulary the cache compiles for (built from `tokenizer` at the
+  // first call of either): thinking budgets and reasoning-token counts read
+  // its token bytes.
+  const grammar::TokenVocabulary& vocabulary(const Tokenizer& tokenizer);
+
   size_t size() const;
   uint64_t hits() const;
   uint64_t misses() const;

@@ -58,15 +58,17 @@ json usage_of(const std::vector<CompletionResult>& choices) {
   // Every choice reports the whole prompt, which was computed once.
   // The prefix-cache hit is counted on the choice that computed the prompt.
   const int64_t prompt = choices.at(0).prompt_tokens;
-  int64_t completion = 0, cached = 0;
+  int64_t completion = 0, cached = 0, reasoning = 0;
   for (const CompletionResult& c : choices) {
     completion += c.completion_tokens;
+    reasoning += c.reasoning_tokens;
     cached = std::max<int64_t>(cached, c.cached_prompt_tokens);
   }
   return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
           {"total_tokens", prompt + completion},
-          {"prompt_tokens_details", openai_prompt_details(cached)}};
+          {"prompt_tokens_details", openai_prompt_details(cached)},
+          {"completion_tokens_details", {{"reasoning_tokens", reasoning}}}};
 }
 
 std::optional<ChatRole> openai_role(const std::string& role) {

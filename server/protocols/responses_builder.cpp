@@ -335,7 +335,7 @@ void ResponsesBuilder::check_request(const json& body, ChatRequest& request) {
   const json effort = reasoning_.value("effort", json());
   if (!effort.is_null()) {
     if (effort == "none" || effort == "minimal") chat["chat_template_kwargs"] = {{"enable_thinking", false}};
-    if (effort != "none") chat["reasoning_effort"] = effort;
+    chat["reasoning_effort"] = effort;  // and its thinking budget (reasoning_effort.h)
   }
   read_openai_tools(chat, request);
 }
@@ -378,7 +378,7 @@ json ResponsesBuilder::response_object(const std::string& status, json output, c
     r["usage"] = {{"input_tokens", c.prompt_tokens},
                   {"input_tokens_details", {{"cached_tokens", c.cached_prompt_tokens}}},
                   {"output_tokens", c.completion_tokens},
-                  {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                  {"output_tokens_details", {{"reasoning_tokens", c.reasoning_tokens}}},
                   {"total_tokens", c.prompt_tokens + c.completion_tokens}};
   }
   return r;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "engine/chat_planning/reasoning_effort.h"
 #include "server/protocols/request_error.h"
 
 namespace astrai {
@@ -135,27 +136,42 @@ void read_openai_tools(const json& body, ChatRequest& request) {
     if (!body["chat_template_kwargs"].is_object()) refuse("chat_template_kwargs must be an object");
     request.chat_template_kwargs = body["chat_template_kwargs"];
   }
-  // OpenAI's reasoning_effort: the template variable of the same name
-  // (gpt-oss's "Reasoning: high"), unless chat_template_kwargs sets it.
+  // OpenAI's reasoning_effort: a thinking budget (reasoning_effort.h), and
+  // the template variable of the same name (gpt-oss's "Reasoning: high";
+  // not "none", which its template does not know), unless
+  // chat_template_kwargs sets it.
   if (body.contains("reasoning_effort") && !body["reasoning_effort"].is_null()) {
     const json& effort = body["reasoning_effort"];
-    if (!effort.is_string() || (effort != "minimal" && effort != "low" && effort != "medium" && effort != "high"))
-      refuse("reasoning_effort must be 'minimal', 'low', 'medium' or 'high'");
+    if (!effort.is_string() || !is_reasoning_effort(effort.get<std::string>()))
+      refuse("reasoning_effort must be 'none', 'minimal', 'low', 'medium' or 'high'");
+    request.reasoning_effort = effort.get<std::string>();
     if (request.chat_template_kwargs.is_null()) request.chat_template_kwargs = json::object();
-    if (!request.chat_template_kwargs.contains("reasoning_effort"))
+    if (effort != "none" && !request.chat_template_kwargs.contains("reasoning_effort"))
       request.chat_template_kwargs["reasoning_effort"] = effort;
   }
 }
 
 void read_anthropic_tools(const json& body, ChatRequest& request) {
   // Extended thinking on or off: the template's enable_thinking (what an
-  // OpenAI request says with chat_template_kwargs). budget_tokens is not
-  // enforced: max_tokens bounds the thinking and the answer together.
+  // OpenAI request says with chat_template_kwargs); budget_tokens, the
+  // thinking budget (engine/grammar/thinking_budget.h), below max_tokens as
+  // Anthropic requires (its floor of 1,024 is not: small models serve small
+  // contexts).
   if (body.contains("thinking") && !body["thinking"].is_null()) {
     const json& thinking = body["thinking"];
     if (!thinking.is_object() || !thinking.contains("type") || (thinking["type"] != "enabled" && thinking["type"] != "disabled"))
       refuse("thinking must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}");
     request.chat_template_kwargs = {{"enable_thinking", thinking["type"] == "enabled"}};
+    if (thinking["type"] == "enabled" && thinking.contains("budget_tokens") && !thinking["budget_tokens"].is_null()) {
+      const json& budget = thinking["budget_tokens"];
+      if (!budget.is_number_integer() || budget.get<int64_t>() < 1 || budget.get<int64_t>() > (int64_t(1) << 30))
+        refuse("thinking.budget_tokens must be a positive integer");
+      // max_tokens is read (and required) with the common parameters, before this.
+      if (body.contains("max_tokens") && body["max_tokens"].is_number_integer() &&
+          budget.get<int64_t>() >= body["max_tokens"].get<int64_t>())
+        refuse("max_tokens must be greater than thinking.budget_tokens");
+      request.thinking_budget = budget.get<int>();
+    }
   }
   read_tool_list(body, request, "tools.%", [](const json& tool, const std::string& where, std::set<std::string>& seen) {
     if (tool.contains("type") && !tool["type"].is_null() && tool["type"] != "custom")

@@ -40,7 +40,8 @@ TEST_CASE("OpenAI: a whole chat completion, field by field", "[openai]") {
   CHECK(body["usage"] == json({{"prompt_tokens", prompt_tokens},
                                {"completion_tokens", int(expected.tokens.size())},
                                {"total_tokens", prompt_tokens + int(expected.tokens.size())},
-                               {"prompt_tokens_details", {{"cached_tokens", 0}}}}));  // contiguous cache: no sharing
+                               {"prompt_tokens_details", {{"cached_tokens", 0}}},  // contiguous cache: no sharing
+                               {"completion_tokens_details", {{"reasoning_tokens", 0}}}}));  // no thinking template
 }
 
 TEST_CASE("OpenAI: finish_reason is length at max_tokens and the ids differ per response", "[openai]") {

@@ -620,6 +620,139 @@ TEST_CASE("a reasoning model thinks first: tool and output grammars apply after 
   }
 }
 
+// Thinking budgets (engine/grammar/thinking_budget.h, reasoning_effort.h):
+// the scripted "<think>\n" opens the thinking (8 byte tokens, counted), the
+// random model thinks on (it never writes "</think>" itself), the budget
+// forces the close, and the grammar's answer follows. Without a budget the
+// model thinks to max_tokens: finish_reason "length", no call, no JSON.
+// reasoning_tokens: the budget's tokens, then the close's (1 to 8 of them).
+TEST_CASE("thinking budgets close the thinking so that the constrained answer comes", "[tool_calls][grammar][reasoning][budget]") {
+  TestServer server(long_context_options());
+  const std::string thinking = "<think>\n";
+  // script_prefix for any of the three protocols: the prompt's length asked
+  // without the constraint and whole, then the thinking scripted after it.
+  const auto script_thinking = [&](const std::string& path, json probe) {
+    probe.erase("tool_choice");
+    probe.erase("response_format");
+    probe["stream"] = false;
+    probe[path == "/v1/responses" ? "max_output_tokens" : "max_tokens"] = 1;
+    if (probe.contains("thinking")) probe["thinking"].erase("budget_tokens");  // not below 1 token
+    server.executor().script({}, 0, -1);
+    const Reply reply = post(server, path, probe);
+    REQUIRE(reply.status == 200);
+    const json usage = reply.body_json()["usage"];
+    const int prompt = usage.contains("prompt_tokens") ? usage["prompt_tokens"].get<int>()
+                                                       : usage["input_tokens"].get<int>() + usage.value("cache_read_input_tokens", 0);
+    std::vector<int> tokens;
+    for (unsigned char b : thinking) tokens.push_back(server.engine().tokenizer().byte_token(b));
+    server.executor().script(tokens, prompt, -1);
+  };
+  const auto check_reasoning_tokens = [](const json& count, int budget) {
+    INFO("reasoning_tokens " << count << ", budget " << budget);
+    REQUIRE(count.is_number_integer());
+    CHECK(count.get<int>() > budget);
+    CHECK(count.get<int>() <= budget + 8);
+  };
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    SECTION("OpenAI chat: reasoning_effort low under tool_choice required, whole and streamed, seed " + std::to_string(seed)) {
+      const std::string path = "/v1/chat/completions";
+      json body = openai_body("Count something", 600);
+      body["temperature"] = 1.0;
+      body["seed"] = seed;
+      body["tools"] = kShortTools;
+      body["parallel_tool_calls"] = false;
+      body["tool_choice"] = "required";
+      body["reasoning_effort"] = "low";  // 1,024 tokens, at most half of max_tokens: 300
+      script_thinking(path, body);
+      const Reply reply = post(server, path, body);
+      INFO(reply.body);
+      REQUIRE(reply.status == 200);
+      const json whole = reply.body_json();
+      const json choice = whole["choices"][0];
+      CHECK(choice["finish_reason"] == "tool_calls");
+      CHECK(choice["message"]["reasoning_content"].get<std::string>().starts_with("\n"));
+      REQUIRE(choice["message"]["tool_calls"].size() == 1);
+      const json& call = choice["message"]["tool_calls"][0]["function"];
+      check_short_call(call["name"], json::parse(call["arguments"].get<std::string>(), nullptr, false));
+      check_reasoning_tokens(whole["usage"]["completion_tokens_details"]["reasoning_tokens"], 300);
+      // The same seed streamed: the same tokens, so the same usage in its last chunk.
+      body["stream"] = true;
+      body["stream_options"] = {{"include_usage", true}};
+      script_thinking(path, body);
+      const Reply streamed = post(server, path, body);
+      REQUIRE(streamed.status == 200);
+      const std::vector<SseEvent> events = parse_sse(streamed.body);
+      REQUIRE(events.size() >= 2);
+      CHECK(json::parse(events[events.size() - 2].data)["usage"] == whole["usage"]);
+    }
+    SECTION("OpenAI chat: no effort, a response format: half of max_tokens, seed " + std::to_string(seed)) {
+      const std::string path = "/v1/chat/completions";
+      json body = openai_body("Count something", 600);
+      body["temperature"] = 1.0;
+      body["seed"] = seed;
+      body["response_format"] = {{"type", "json_schema"},
+                                 {"json_schema", {{"name", "count"}, {"schema", kShortTools[1]["function"]["parameters"]}}}};
+      script_thinking(path, body);
+      const Reply reply = post(server, path, body);
+      INFO(reply.body);
+      REQUIRE(reply.status == 200);
+      const json whole = reply.body_json();
+      CHECK(whole["choices"][0]["finish_reason"] == "stop");
+      check_short_call("count", json::parse(whole["choices"][0]["message"]["content"].get<std::string>(), nullptr, false));
+      check_reasoning_tokens(whole["usage"]["completion_tokens_details"]["reasoning_tokens"], 300);
+    }
+  }
+  SECTION("Anthropic: thinking.budget_tokens under tool_choice any") {
+    const std::string path = "/v1/messages";
+    json body = anthropic_body("Count something", 600);
+    body["temperature"] = 1.0;
+    body["thinking"] = {{"type", "enabled"}, {"budget_tokens", 40}};
+    body["tools"] = json::array();
+    for (const json& t : kShortTools)
+      body["tools"].push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+    body["tool_choice"] = {{"type", "any"}, {"disable_parallel_tool_use", true}};
+    script_thinking(path, body);
+    const Reply reply = post(server, path, body);
+    INFO(reply.body);
+    REQUIRE(reply.status == 200);
+    const json r = reply.body_json();
+    CHECK(r["stop_reason"] == "tool_use");
+    REQUIRE(r["content"].size() == 2);
+    CHECK(r["content"][0]["type"] == "thinking");
+    REQUIRE(r["content"][1]["type"] == "tool_use");
+    check_short_call(r["content"][1]["name"], r["content"][1]["input"]);
+    // Anthropic's rule: the budget below max_tokens.
+    body["thinking"]["budget_tokens"] = 600;
+    const Reply refused = post(server, path, body);
+    CHECK(refused.status == 400);
+    CHECK(refused.body.find("max_tokens must be greater than thinking.budget_tokens") != std::string::npos);
+  }
+  SECTION("Responses: reasoning.effort low under tool_choice required") {
+    const std::string path = "/v1/responses";
+    json body = {{"model", "m"},
+                 {"input", "Count something"},
+                 {"max_output_tokens", 600},
+                 {"temperature", 1.0},
+                 {"tool_choice", "required"},
+                 {"parallel_tool_calls", false},
+                 {"reasoning", {{"effort", "low"}}},
+                 {"tools", json::array()}};
+    for (const json& t : kShortTools)
+      body["tools"].push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+    script_thinking(path, body);
+    const Reply reply = post(server, path, body);
+    INFO(reply.body);
+    REQUIRE(reply.status == 200);
+    const json r = reply.body_json();
+    CHECK(r["status"] == "completed");
+    REQUIRE(r["output"].size() == 2);
+    CHECK(r["output"][0]["type"] == "reasoning");
+    REQUIRE(r["output"][1]["type"] == "function_call");
+    check_short_call(r["output"][1]["name"], json::parse(r["output"][1]["arguments"].get<std::string>(), nullptr, false));
+    check_reasoning_tokens(r["usage"]["output_tokens_details"]["reasoning_tokens"], 300);
+  }
+}
+
 // gpt-oss's harmony messages (engine/chat_planning/harmony_output.h) behind a
 // small template of its shape: the server reads reasoning and calls out of
 // the analysis and commentary channels, and hands past reasoning and
