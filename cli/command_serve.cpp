@@ -144,6 +144,7 @@ ServerOptions server_options(const Arguments& args) {
   options.read_timeout = std::chrono::seconds(int_in_range(args, "--read-timeout", 1, 3600));
   options.request_timeout = std::chrono::seconds(int_in_range(args, "--request-timeout", 1, 3600));
   options.keep_alive_timeout = std::chrono::seconds(int_in_range(args, "--keep-alive-timeout", 1, 3600));
+  options.responses_store_bytes = size_t(int_in_range(args, "--responses-store-mb", 0, 1 << 20)) << 20;
   options.log_requests = !args.has("--quiet");
   return options;
 }
@@ -187,6 +188,10 @@ int run_serve(std::span<const std::string_view> argv) {
               "seconds a request's head may take to arrive (else the connection is cut), and then its body (else 408)",
               "30")
       .option("--keep-alive-timeout", "seconds an idle connection stays open", "5")
+      .option("--responses-store-mb",
+              "MiB of responses kept for the Responses API's previous_response_id (least recently used out first); "
+              "0 keeps none",
+              "64")
       .option("--shutdown-grace",
               "on SIGINT/SIGTERM, seconds running requests may take to finish before they are cancelled", "10")
       .flag("--quiet", "do not log one line per request");

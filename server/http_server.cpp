@@ -124,7 +124,10 @@ json models_json(const ServedModel& model) {
 
 }  // namespace
 
-HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)) {
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)),
+      responses_(options_.responses_store_bytes > 0 ? std::make_shared<ResponseStore>(options_.responses_store_bytes)
+                                                    : nullptr) {
   if (options_.threads < 1) throw std::invalid_argument("server: threads must be at least 1");
   if (options_.max_body_bytes < 1) throw std::invalid_argument("server: max_body_bytes must be at least 1");
   if (options_.read_timeout.count() < 1 || options_.request_timeout.count() < 1 ||
@@ -251,9 +254,31 @@ void HttpServer::install_routes() {
       auto model = loaded_model(res);
       if (!model) return;
       std::shared_ptr<ResponseBuilder> builder = protocol.make_builder(model->name, model->default_sampling);
+      builder->set_response_store(responses_);
       ProtocolHandler(with_body, model, std::move(builder), options_.stream_heartbeat, metrics_).handle(res);
     });
   }
+
+  // A stored response (ResponseStore), as OpenAI's GET and DELETE /v1/responses/{id} answer.
+  const auto no_response = [](httplib::Response& res, const std::string& id) {
+    send_json(res, 404, {{"error", {{"message", "No response found with id '" + id + "'."},
+                                    {"type", "invalid_request_error"},
+                                    {"param", nullptr},
+                                    {"code", nullptr}}}});
+  };
+  s.Get(R"(/v1/responses/([A-Za-z0-9_\-]{1,200}))", [this, no_response](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    const std::string id = req.matches[1];
+    const auto stored = responses_ ? responses_->get(id) : std::nullopt;
+    if (!stored) return no_response(res, id);
+    send_json(res, 200, stored->response);
+  });
+  s.Delete(R"(/v1/responses/([A-Za-z0-9_\-]{1,200}))", [this, no_response](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    const std::string id = req.matches[1];
+    if (!responses_ || !responses_->erase(id)) return no_response(res, id);
+    send_json(res, 200, {{"id", id}, {"object", "response"}, {"deleted", true}});
+  });
 
   // Statuses httplib sets itself (404 no route, 413 body too large, 400
   // malformed HTTP) get a JSON body; responses our handlers wrote keep theirs.

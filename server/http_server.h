@@ -18,6 +18,7 @@
 #include "server/http/connection_manager.h"
 #include "server/served_model.h"
 #include "server/metrics/server_metrics.h"
+#include "server/protocols/response_store.h"
 #include "server/server_options.h"
 
 namespace httplib {
@@ -74,6 +75,8 @@ class HttpServer {
 
   const ServerOptions options_;
   const std::shared_ptr<ServerMetrics> metrics_ = std::make_shared<ServerMetrics>();
+  // Responses kept for previous_response_id (nullptr when options_ keeps none).
+  const std::shared_ptr<ResponseStore> responses_;
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   std::once_flag stop_listening_;

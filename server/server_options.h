@@ -27,6 +27,10 @@ struct ServerOptions {
   std::chrono::seconds read_timeout{10};
   std::chrono::seconds request_timeout{30};
   std::chrono::seconds keep_alive_timeout{5};
+  // The Responses API's stored responses (previous_response_id, GET and
+  // DELETE /v1/responses/{id}), in bytes of their JSON, least recently used
+  // out first (server/protocols/response_store.h); 0 keeps none.
+  size_t responses_store_bytes = size_t(64) << 20;
 };
 
 }  // namespace astrai

@@ -9,6 +9,7 @@
 // model's name, and holds that response's id and creation time.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 
 #include "engine/chat_planning/chat_error.h"
 #include "engine/chat_planning/chat_request.h"
+#include "server/protocols/response_store.h"
 
 namespace astrai {
 
@@ -71,6 +73,10 @@ class ResponseBuilder {
   virtual std::string format_tool_call(int /*index*/, int /*call_index*/, const ToolCall& /*call*/) { return ""; }
   // The prefix of this protocol's tool call ids.
   virtual std::string tool_call_id_prefix() const { return "call_"; }
+  // The server's stored responses, for a protocol that continues them (the
+  // Responses API's previous_response_id); set before prepare(). nullptr or
+  // never set: nothing is stored.
+  virtual void set_response_store(std::shared_ptr<ResponseStore> /*store*/) {}
   // The non-streamed response body (the choices in index order).
   virtual nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) = 0;
 

@@ -15,8 +15,10 @@
 //             text: {format: {type: text | json_object | json_schema (name, schema, strict, description)}},
 //             reasoning: {effort: minimal|low|medium|high, summary} (effort: the template variable
 //             reasoning_effort; minimal and none also turn enable_thinking off),
-//             store, metadata, user, prompt_cache_key, client_metadata, include, truncation, service_tier,
-//             safety_identifier: accepted (stateless: nothing is stored; previous_response_id is refused).
+//             previous_response_id (the stored conversation, response_store.h, then input; unknown: 400
+//             previous_response_not_found), store (false: not kept; default true when the server keeps any),
+//             metadata, user, prompt_cache_key, client_metadata, include, truncation, service_tier,
+//             safety_identifier: accepted.
 //   response: {id: resp_…, object: response, created_at, status: completed | incomplete,
 //              incomplete_details: null | {reason: max_output_tokens}, error: null, model,
 //              output: [{type: reasoning, id: rs_…, summary: [], content: [{type: reasoning_text, text}]},
@@ -205,7 +207,7 @@ void read_items(FieldChecker& check, const json& items, const json& loc, ChatReq
     } else if (type == "reasoning") {
       pending_reasoning = reasoning_text(item);
     } else if (type == "item_reference") {
-      check.add(item_loc, "item_reference needs stored responses; this server is stateless (store is not kept)",
+      check.add(item_loc, "item_reference is not supported: send the item itself, or previous_response_id",
                 "value_error");
     } else if (server_tool_item(type)) {
       check.add(loc_append(item_loc, "type"), "'" + type + "' items are the calls of tools this server does not run",
@@ -238,13 +240,34 @@ void ResponsesBuilder::read_input(FieldChecker& check, const json& body, ChatReq
     instructions_ = *s;
     request.messages.emplace_back(ChatRole::System, *s);
   }
+  // The conversation a previous response left (its input and output items), continued by this input.
+  json previous = json::array();
+  if (auto id = check.string_field(body, loc, "previous_response_id")) {
+    previous_response_id_ = *id;
+    std::optional<ResponseStore::Stored> stored = store_ ? store_->get(*id) : std::nullopt;
+    if (stored) previous = std::move(stored->conversation);
+    else check.add(loc_append(loc, "previous_response_id"), "Previous response with id '" + *id + "' not found.",
+                   "previous_response_not_found");
+  }
   const json* input = check.field(body, loc, "input", true);
   if (!input) return;
+  json items;
   if (input->is_string()) {
-    request.messages.emplace_back(ChatRole::User, input->get<std::string>());
+    items = json::array({{{"type", "message"}, {"role", "user"}, {"content", *input}}});
   } else if (check.is_array(*input, loc_append(loc, "input"))) {
-    read_items(check, *input, loc_append(loc, "input"), request);
+    items = *input;
+  } else {
+    return;
   }
+  if (!previous.empty()) {
+    // This input checked alone first, so that an error names its own item's index.
+    ChatRequest alone;
+    read_items(check, items, loc_append(loc, "input"), alone);
+    if (!check.ok()) return;
+  }
+  conversation_ = std::move(previous);
+  for (json& item : items) conversation_.push_back(std::move(item));
+  read_items(check, conversation_, loc_append(loc, "input"), request);
   if (check.ok() && std::none_of(request.messages.begin(), request.messages.end(),
                                  [](const ChatMessage& m) { return m.role != ChatRole::System; }))
     check.add(loc_append(loc, "input"), "Input should have at least 1 item besides instructions", "too_short");
@@ -259,11 +282,8 @@ void ResponsesBuilder::read_fields(FieldChecker& check, const json& body, ChatRe
       common.max_tokens = int(std::min<long long>(*n, 1 << 30));
       max_output_tokens_ = common.max_tokens;
     }
-  if (check.field(body, loc, "previous_response_id"))
-    check.add(loc_append(loc, "previous_response_id"),
-              "previous_response_id needs stored responses; this server is stateless: send the whole input", "value_error");
-  // store: accepted, never honoured (nothing is kept; the response says store false).
-  if (const json* v = check.field(body, loc, "store")) check.boolean(*v, loc_append(loc, "store"));
+  if (const json* v = check.field(body, loc, "store"))
+    if (auto keep = check.boolean(*v, loc_append(loc, "store"))) store_requested_ = *keep;
   if (const json* v = check.field(body, loc, "metadata"))
     if (check.is_object(*v, loc_append(loc, "metadata"))) metadata_ = *v;
   // text.format: response_format's shapes, flattened (json_schema's name and
@@ -361,9 +381,9 @@ json ResponsesBuilder::response_object(const std::string& status, json output, c
             {"output", std::move(output)},
             {"output_text", output_text},
             {"parallel_tool_calls", parallel_tool_calls_},
-            {"previous_response_id", nullptr},
+            {"previous_response_id", previous_response_id_},
             {"reasoning", reasoning_},
-            {"store", false},
+            {"store", store_ != nullptr && store_requested_},
             {"temperature", temperature_ ? json(*temperature_) : json(nullptr)},
             {"text", text_},
             {"tool_choice", tool_choice_},
@@ -419,7 +439,16 @@ json ResponsesBuilder::format_response(const std::vector<CompletionResult>& choi
   if (!c.reasoning.empty()) output.push_back(reasoning_item(random_id("rs_"), c.reasoning));
   if (!c.text.empty() || c.tool_calls.empty()) output.push_back(message_item(random_id("msg_"), status, c.text));
   for (const ToolCall& call : c.tool_calls) output.push_back(call_item(call));
-  return response_object(status, std::move(output), &choices);
+  json response = response_object(status, std::move(output), &choices);
+  keep(response);
+  return response;
+}
+
+void ResponsesBuilder::keep(const json& response) {
+  if (!store_ || !store_requested_) return;
+  json conversation = conversation_;
+  for (const json& item : response["output"]) conversation.push_back(item);  // output items are input items as they are
+  store_->put(id_, {response, std::move(conversation)});
 }
 
 json ResponsesBuilder::format_error(ErrorKind kind, const std::string& message) const {
@@ -427,18 +456,20 @@ json ResponsesBuilder::format_error(ErrorKind kind, const std::string& message) 
 }
 
 std::optional<ErrorResponse> ResponsesBuilder::format_validation_error(const ValidationError& error) const {
-  // OpenAI's 400: the first bad field named as `param`, every message joined.
-  std::string message, param;
+  // OpenAI's 400: the first bad field named as `param`, every message joined;
+  // its code invalid_value, or previous_response_not_found as OpenAI's.
+  std::string message, param, code = "invalid_value";
   for (const FieldError& e : error.errors()) {
     const std::string where = param_of(e.loc);
     if (param.empty()) param = where;
+    if (e.type == "previous_response_not_found" && message.empty()) code = e.type;
     if (!message.empty()) message += "; ";
     if (!where.empty()) message += where + ": ";
     message += e.msg;
   }
   json body = openai_error_body(ErrorKind::InvalidRequest, message);
   body["error"]["param"] = param.empty() ? json(nullptr) : json(param);
-  body["error"]["code"] = "invalid_value";
+  body["error"]["code"] = code;
   return ErrorResponse{400, std::move(body)};
 }
 
@@ -552,6 +583,7 @@ std::string ResponsesBuilder::format_stream_end(const std::vector<CompletionResu
   }
   const bool incomplete = cut_short(c);
   const json response = response_object(incomplete ? "incomplete" : "completed", streamed_, &choices);
+  keep(response);
   return out + event(incomplete ? "response.incomplete" : "response.completed", {{"response", response}});
 }
 

@@ -23,6 +23,7 @@ class ResponsesBuilder : public ResponseBuilder {
   std::string format_reasoning_chunk(int index, std::string_view text) override;
   std::string format_tool_call(int index, int call_index, const ToolCall& call) override;
   std::string tool_call_id_prefix() const override { return "call_"; }
+  void set_response_store(std::shared_ptr<ResponseStore> store) override { store_ = std::move(store); }
   std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
   nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) override;
   nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
@@ -39,6 +40,9 @@ class ResponsesBuilder : public ResponseBuilder {
   // settings echoed as OpenAI echoes them).
   nlohmann::ordered_json response_object(const std::string& status, nlohmann::ordered_json output,
                                          const std::vector<CompletionResult>* choices) const;
+  // Keeps the finished response and its conversation for previous_response_id
+  // (when the server stores responses and the request did not say store false).
+  void keep(const nlohmann::ordered_json& response);
   // One event of the stream, its sequence number next.
   std::string event(const std::string& type, nlohmann::ordered_json payload);
   // Closes the open output item (its .done events), if any.
@@ -48,6 +52,12 @@ class ResponsesBuilder : public ResponseBuilder {
 
   std::string model_, id_;
   int64_t created_ = 0;
+  std::shared_ptr<ResponseStore> store_;
+  bool store_requested_ = true;  // the request's store (OpenAI's default: true)
+  nlohmann::ordered_json previous_response_id_ = nullptr;
+  // The input items the response answers: the previous response's
+  // conversation, then this request's input (a string as one user message).
+  nlohmann::ordered_json conversation_ = nlohmann::ordered_json::array();
   // The request's settings the response echoes.
   nlohmann::ordered_json instructions_ = nullptr, tools_ = nlohmann::ordered_json::array(), tool_choice_ = "auto";
   nlohmann::ordered_json text_ = {{"format", {{"type", "text"}}}}, reasoning_ = {{"effort", nullptr}, {"summary", nullptr}};

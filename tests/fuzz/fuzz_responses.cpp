@@ -85,8 +85,24 @@ std::vector<json> check_events(std::string_view stream, int& next_sequence) {
   return events;
 }
 
+// Stored responses shared by every run, bounded (the formatters keep theirs,
+// the least recently used going out): "resp_fuzz" a conversation of each item
+// kind, kept afresh each run, for previous_response_id to continue.
+std::shared_ptr<ResponseStore> fuzz_store() {
+  static const auto store = std::make_shared<ResponseStore>(size_t(1) << 20);
+  static const json conversation = json::parse(R"([
+    {"type": "message", "role": "user", "content": "What is the weather?"},
+    {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "Call the tool."}]},
+    {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}]}])");
+  store->put("resp_fuzz", {json{{"id", "resp_fuzz"}, {"object", "response"}}, conversation});
+  return store;
+}
+
 void check_formatters(const std::string& text, bool cut, bool error) {
   ResponsesBuilder builder("fuzz-model", SamplingParams{});
+  builder.set_response_store(fuzz_store());
   const bool utf8 = is_valid_utf8(text);
   ToolCall call{"call_fuzz", "f", text};
   CompletionResult result;
@@ -133,6 +149,7 @@ int fuzz_responses(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data + 1), text_length);
   const std::string body(reinterpret_cast<const char*>(data + 1 + text_length), size - 1 - text_length);
   ResponsesBuilder builder("fuzz-model", SamplingParams{});
+  builder.set_response_store(fuzz_store());
   ParsedChatRequest parsed;
   try {
     parsed = parse_chat_request(builder, body);

@@ -124,6 +124,7 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   server_options.request_timeout = options_.request_timeout;
   server_options.read_timeout = options_.read_timeout;
   server_options.keep_alive_timeout = options_.keep_alive_timeout;
+  server_options.responses_store_bytes = options_.responses_store_bytes;
   server_ = std::make_unique<HttpServer>(server_options);
   if (options_.load_model) server_->set_model(model_);
   port_ = server_->start();
@@ -191,6 +192,8 @@ Reply try_post(const TestServer& server, const std::string& path, const json& bo
 Reply get(const TestServer& server, const std::string& path, const httplib::Headers& headers) {
   return reply_of(server.client()->Get(path.c_str(), headers));
 }
+
+Reply del(const TestServer& server, const std::string& path) { return reply_of(server.client()->Delete(path.c_str())); }
 
 Reply post(const TestServer& server, const std::string& path, const std::string& body,
            const httplib::Headers& headers) {

@@ -94,6 +94,7 @@ struct TestServerOptions {
   int threads = 48;                          // httplib workers
   SamplingParams default_sampling{};         // what a request leaves out (a model's generation_config.json)
   std::string jinja_template;                // not "": the model's own chat template (Jinja), replacing chat_template
+  size_t responses_store_bytes = size_t(64) << 20;  // the Responses API's stored responses (0: none)
 };
 
 // The tiny Llama-shaped model every server test uses (synthetic weights and
@@ -146,6 +147,7 @@ struct Reply {
 Reply try_post(const TestServer& server, const std::string& path, const json& body);
 
 Reply get(const TestServer& server, const std::string& path, const httplib::Headers& headers = {});
+Reply del(const TestServer& server, const std::string& path);
 Reply post(const TestServer& server, const std::string& path, const std::string& body,
            const httplib::Headers& headers = {});
 Reply post(const TestServer& server, const std::string& path, const json& body, const httplib::Headers& headers = {});

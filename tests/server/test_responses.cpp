@@ -63,7 +63,7 @@ TEST_CASE("Responses: a whole response, field by field", "[responses]") {
         json::array({{{"type", "output_text"}, {"text", expected.text}, {"annotations", json::array()}}}));
   CHECK(body["output_text"] == expected.text);
   CHECK(body["max_output_tokens"] == 12);
-  CHECK(body["store"] == false);  // stateless: nothing is kept, whatever the request asked
+  CHECK(body["store"] == true);  // kept for previous_response_id (test_response_store.cpp)
   const int input_tokens = int(server.engine().tokenize("Once upon a time").size());
   const int output_tokens = int(expected.tokens.size());
   CHECK(body["usage"] == json({{"input_tokens", input_tokens},
