@@ -174,7 +174,8 @@ int run_serve(std::span<const std::string_view> argv) {
               "harmony messages when it renders them), think, harmony, or none",
               "auto")
       .option("--generation-config",
-              "auto (a folder's generation_config.json sets the default temperature, top_p and top_k, as in vLLM) "
+              "auto (a folder's generation_config.json sets the default temperature, top_p, top_k and max_tokens (its "
+              "max_new_tokens), as in vLLM) "
               "or none (1, 1 and 50 whatever the model)",
               "auto")
       .option("--max-running", "requests generating at once", "16")
@@ -284,7 +285,10 @@ int run_serve(std::span<const std::string_view> argv) {
           std::cerr << "astrai serve: KV cache events on " << kv_events.endpoint << " (topic '" << kv_events.topic
                     << "', blocks of " << served->kv_events->stamp().block_size << " tokens, medium "
                     << served->kv_events->stamp().medium << ")" << std::endl;
-        if (generation_config != "auto") served->default_sampling = SamplingParams{};
+        if (generation_config != "auto") {
+          served->default_sampling = SamplingParams{};
+          served->default_max_tokens = std::nullopt;
+        }
         if (tool_parser != "auto") served->tool_call_family = *tool_call_family_named(tool_parser);
         if (reasoning_parser != "auto") {
           served->split_reasoning = reasoning_parser == "think";
@@ -298,6 +302,7 @@ int run_serve(std::span<const std::string_view> argv) {
         const SamplingParams& d = served->default_sampling;
         std::cerr << "astrai serve: default sampling: temperature " << d.temperature << ", top_p " << d.top_p
                   << ", top_k " << d.top_k
+                  << (served->default_max_tokens ? ", max_tokens " + std::to_string(*served->default_max_tokens) : "")
                   << (generation_config == "auto" && has_generation_config ? " (generation_config.json)" : "")
                   << std::endl;
         std::cerr << "astrai serve: model '" << served->name << "' ready (" << shape << ", chat template "

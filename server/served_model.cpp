@@ -25,6 +25,7 @@ std::shared_ptr<ServedModel> served_with(std::shared_ptr<InferenceEngine> engine
                                          std::unique_ptr<ChatTemplate> chat_template) {
   auto served = make_served_model(std::move(engine), std::move(model.name), std::move(chat_template));
   served->default_sampling = sampling_defaults(model.generation);
+  if (model.generation) served->default_max_tokens = model.generation->max_new_tokens;
   return served;
 }
 

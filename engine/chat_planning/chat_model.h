@@ -32,6 +32,10 @@ struct ChatModel {
   // What a request gets for the sampling fields it leaves out: the model's
   // own defaults (sampling_defaults), overridden field by field.
   SamplingParams default_sampling{};
+  // The max_tokens of a request that sets none: generation_config.json's
+  // max_new_tokens, as vLLM applies it (at most what the context leaves);
+  // nullopt: what the context leaves (OpenAI's and vLLM's default).
+  std::optional<int> default_max_tokens;
   // Output constraints (response_format, tool grammars, ...) compiled for
   // this model's vocabulary, shared by the requests that send the same spec.
   std::shared_ptr<ConstraintCache> constraints = std::make_shared<ConstraintCache>();

@@ -164,7 +164,8 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
   plan.prompt_tokens = int(prompts.front().size());
   for (std::vector<int>& prompt : prompts) {
     GenerationRequest request;
-    request.max_tokens = chat.max_tokens.value_or(max_tokens_the_context_leaves(context, int(prompt.size())));
+    const int room = max_tokens_the_context_leaves(context, int(prompt.size()));
+    request.max_tokens = chat.max_tokens.value_or(model.default_max_tokens ? std::min(*model.default_max_tokens, room) : room);
     // A thinking closed at its budget (one prompt: chat routes), around the answer's constraint if any.
     if (plan.thinking_vocabulary)
       plan.thinking_budget = thinking_budget(chat.thinking_budget, chat.reasoning_effort,

@@ -112,6 +112,7 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
                : make_served_model(engine, "tiny-test-model",
                                    std::make_unique<JinjaChatTemplate>(template_config_for(options_.jinja_template, *tokenizer)));
   model_->default_sampling = options_.default_sampling;
+  model_->default_max_tokens = options_.default_max_tokens;
 
   ServerOptions server_options;
   server_options.host = "127.0.0.1";

@@ -93,6 +93,7 @@ struct TestServerOptions {
   std::chrono::seconds keep_alive_timeout{5};
   int threads = 48;                          // httplib workers
   SamplingParams default_sampling{};         // what a request leaves out (a model's generation_config.json)
+  std::optional<int> default_max_tokens;     // generation_config.json's max_new_tokens
   std::string jinja_template;                // not "": the model's own chat template (Jinja), replacing chat_template
   size_t responses_store_bytes = size_t(64) << 20;  // the Responses API's stored responses (0: none)
 };

@@ -93,4 +93,24 @@ TEST_CASE("A request's own sampling fields override the model's defaults", "[ser
   CHECK(reply.body_json()["choices"][0]["message"]["content"] == expected);
 }
 
+TEST_CASE("generation_config.json's max_new_tokens is the max_tokens of a request that sets none", "[served_model]") {
+  TestServerOptions options;
+  options.default_max_tokens = 7;
+  TestServer server(options);
+  const auto tokens_of = [&](const std::string& path, json body) {
+    body["ignore_eos"] = true;  // the extension: exactly max_tokens tokens, whatever the random model draws
+    const Reply reply = post(server, path, body);
+    REQUIRE(reply.status == 200);
+    const json usage = reply.body_json()["usage"];
+    return usage.contains("completion_tokens") ? usage["completion_tokens"].get<int>() : usage["output_tokens"].get<int>();
+  };
+  json chat = openai_body("Once upon a time", 1);
+  chat.erase("max_tokens");
+  CHECK(tokens_of("/v1/chat/completions", chat) == 7);
+  chat["max_tokens"] = 12;  // the request's own wins, above the default too
+  CHECK(tokens_of("/v1/chat/completions", chat) == 12);
+  const json responses = {{"model", "m"}, {"input", "Once upon a time"}, {"temperature", 0}};
+  CHECK(tokens_of("/v1/responses", responses) == 7);
+}
+
 }  // namespace astrai::test

@@ -472,6 +472,11 @@ HfGenerationConfig parse_hf_generation_config(std::string_view json_text, const 
     if (k < 0 || k > std::numeric_limits<int32_t>::max()) f.fail("top_k", "is " + v->dump() + ", expected 0 or more");
     g.top_k = int(k);
   }
+  if (const Json* v = f.find("max_new_tokens")) {
+    const int64_t n = f.integer("max_new_tokens", *v);
+    if (n < 1 || n > std::numeric_limits<int32_t>::max()) f.fail("max_new_tokens", "is " + v->dump() + ", expected 1 or more");
+    g.max_new_tokens = int(n);
+  }
   return g;
 }
 
@@ -574,6 +579,7 @@ std::string hf_generation_config_json(const HfGenerationConfig& g) {
   if (g.temperature) j["temperature"] = json_float(*g.temperature);
   if (g.top_p) j["top_p"] = json_float(*g.top_p);
   if (g.top_k) j["top_k"] = *g.top_k;
+  if (g.max_new_tokens) j["max_new_tokens"] = *g.max_new_tokens;
   return j.dump(2) + "\n";
 }
 

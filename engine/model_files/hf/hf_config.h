@@ -53,6 +53,7 @@ struct HfGenerationConfig {
   std::optional<float> temperature;  // >= 0
   std::optional<float> top_p;        // in (0, 1]
   std::optional<int> top_k;          // >= 0 (0: no top-k filter, as transformers)
+  std::optional<int> max_new_tokens;  // >= 1: the default max_tokens of a request that sets none (vLLM's rule)
 };
 
 // Parses generation_config.json's text; token ids must lie in [0, vocab_size).

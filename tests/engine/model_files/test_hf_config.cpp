@@ -686,6 +686,11 @@ TEST_CASE("generation_config.json: EOS lists and sampling defaults", "[hf_config
   CHECK(bare.temperature == 1.0f);
   CHECK(!bare.bos_token_id);
   CHECK(!bare.do_sample);
+  CHECK(!bare.max_new_tokens);
+  // max_new_tokens (e.g. google/gemma-3's files have none; vLLM reads it as the default max_tokens).
+  const auto capped = parse_hf_generation_config(R"({"eos_token_id": 2, "max_new_tokens": 2048})", "g", 32000);
+  CHECK(capped.max_new_tokens == 2048);
+  CHECK(parse_hf_generation_config(hf_generation_config_json(capped), "g", 32000).max_new_tokens == 2048);
   auto error = [](const std::string& text) {
     try {
       (void)parse_hf_generation_config(text, "g.json", 100);
@@ -702,6 +707,7 @@ TEST_CASE("generation_config.json: EOS lists and sampling defaults", "[hf_config
   CHECK_THAT(error(R"({"eos_token_id": [1, "2"]})"), Contains("\"eos_token_id\" is \"2\", expected an integer"));
   CHECK_THAT(error(R"({"eos_token_id": 100})"), Contains("\"eos_token_id\" holds token id 100, outside the vocabulary [0, 100)"));
   CHECK_THAT(error(R"({"do_sample": "yes"})"), Contains("\"do_sample\" is \"yes\""));
+  CHECK_THAT(error(R"({"max_new_tokens": 0})"), Contains("\"max_new_tokens\" is 0, expected 1 or more"));
   CHECK_THAT(error("nope"), Contains("g.json: not valid JSON"));
   // And written back.
   const auto again = parse_hf_generation_config(hf_generation_config_json(qwen), "g", 151936);
