@@ -167,9 +167,9 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
     const int room = max_tokens_the_context_leaves(context, int(prompt.size()));
     request.max_tokens = chat.max_tokens.value_or(model.default_max_tokens ? std::min(*model.default_max_tokens, room) : room);
     // A thinking closed at its budget (one prompt: chat routes), around the answer's constraint if any.
-    if (plan.thinking_vocabulary)
+    if (plan.thinking_vocabulary)  // halves of what the request can get: its max_tokens or the context's room
       plan.thinking_budget = thinking_budget(chat.thinking_budget, chat.reasoning_effort,
-                                             chat.constraint && !chat.constraint->lazy, request.max_tokens);
+                                             chat.constraint && !chat.constraint->lazy, std::min(request.max_tokens, room));
     if (plan.thinking_budget)
       constraint = grammar::with_thinking_budget(
           constraint, {*plan.thinking_budget, reasoning_markers(), plan.parsing.starts_in_reasoning},

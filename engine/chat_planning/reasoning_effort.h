@@ -12,7 +12,8 @@ namespace astrai {
 // The efforts a request may name, as OpenAI spells them.
 bool is_reasoning_effort(std::string_view effort);
 
-// The budget of a request for `max_tokens` new tokens: `explicit_budget` when
+// The budget of a request for `max_tokens` new tokens (at most what the
+// context leaves after its prompt): `explicit_budget` when
 // given (Anthropic's thinking.budget_tokens, taken as it is); else the
 // effort's: none and minimal 0 (the thinking closes at once, where a template
 // has no switch to turn it off), low 1024, medium 4096, high 16384 tokens,

@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "engine/grammar/json_schema.h"
 #include "engine/grammar/text_automata.h"
 
 namespace astrai::grammar {
@@ -41,10 +42,20 @@ Grammar after_reasoning(Grammar answer, const ReasoningMarkers& markers, bool op
     }
     top.states[size_t(from)].calls.push_back({old_root, done});
   };
-  if (markers.answer_open.empty())
-    for (const ByteRange r : kJsonWhitespace)
-      top.states[size_t(gap)].bytes.push_back({r.lo, r.hi, gap});
+  // Whitespace between the close and the answer: at most kMaxWhitespace
+  // bytes, as between JSON tokens (a chain of states, each of which may
+  // start the answer). Unbounded, a random model on a vocabulary of hundreds
+  // of whitespace tokens (Qwen 3's) drew them for ever and never answered.
   answer_from(gap);
+  if (markers.answer_open.empty()) {
+    int32_t from = gap;
+    for (int n = 0; n < kMaxWhitespace; ++n) {
+      const int32_t next = add_state();
+      for (const ByteRange r : kJsonWhitespace) top.states[size_t(from)].bytes.push_back({r.lo, r.hi, next});
+      answer_from(next);
+      from = next;
+    }
+  }
   if (optional) answer_from(first);
   top.states[size_t(done)].final = true;
 

@@ -13,7 +13,7 @@
 namespace astrai::grammar {
 
 // `answer` behind its reasoning: any text up to the first markers.close (not
-// containing it), then whitespace (" \t\n\r", as many as the model writes),
+// containing it), then whitespace (" \t\n\r", at most kMaxWhitespace bytes, as between JSON tokens),
 // then `answer`; with markers.answer_open, that opener right after the close
 // instead of the whitespace, then `answer` (gpt-oss). optional: the output
 // may instead be `answer` (behind answer_open) from its first byte, and the

@@ -36,11 +36,17 @@ const toolsUrl = process.env.ASTRAI_TOOLS_URL;
 if (toolsUrl === undefined) throw new Error('set ASTRAI_TOOLS_URL to the tool-call server (run.sh does)');
 if (toolsUrl && new URL(toolsUrl).hostname !== '127.0.0.1') throw new Error(`refusing to test ${toolsUrl}: loopback only`);
 
+// ASTRAI_CLIENTS_ONLY_TOOL_CALLS=1: the tool-call suite alone, against a
+// tool-call server of another model (run.sh's ASTRAI_TOOLS_MODEL: the real
+// Qwen 3 vocabulary and template, run_codex.sh); the suites above it are the
+// main run's.
+const others = { skip: process.env.ASTRAI_CLIENTS_ONLY_TOOL_CALLS === '1' && 'only the tool calls (ASTRAI_CLIENTS_ONLY_TOOL_CALLS)' };
+
 const openai = new OpenAI({ baseURL: `${serverUrl}/v1`, apiKey, maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: serverUrl, apiKey, maxRetries: 0 });
 const messages = [{ role: 'user', content: 'Once upon a time' }];
 
-describe('OpenAI SDK', () => {
+describe('OpenAI SDK', others, () => {
   test('models.list names the served model', async () => {
     const models = [];
     for await (const model of openai.models.list()) models.push(model);
@@ -312,7 +318,7 @@ describe('OpenAI SDK', () => {
   });
 });
 
-describe('OpenAI SDK: responses (/v1/responses, stateless)', () => {
+describe('OpenAI SDK: responses (/v1/responses)', others, () => {
   const input = 'Once upon a time';
 
   test('responses.create, whole and streamed, says what the chat completion says', async () => {
@@ -396,7 +402,7 @@ describe('OpenAI SDK: responses (/v1/responses, stateless)', () => {
   });
 });
 
-describe('Anthropic SDK', () => {
+describe('Anthropic SDK', others, () => {
   test('messages.create, whole and streamed, agree', async () => {
     const whole = await anthropic.messages.create({ model: 'astrai', messages, max_tokens: 24, temperature: 0 });
     assert.match(whole.id, /^msg_/);
@@ -480,7 +486,7 @@ describe('Anthropic SDK', () => {
   });
 });
 
-describe('OpenAI SDK: completions (legacy, no chat template)', () => {
+describe('OpenAI SDK: completions (legacy, no chat template)', others, () => {
   const prompt = 'Once upon a time';
 
   test('completions.create equals the chat completion of the same text (the plain template adds nothing)', async () => {
@@ -548,7 +554,7 @@ describe('OpenAI SDK: completions (legacy, no chat template)', () => {
 // get through validation (not a 422) and be refused by the template with a
 // 400 that says why. Responses with tool calls are checked in
 // tests/server/test_tool_calls.cpp (a scripted model behind a Jinja template).
-describe('SDK tool shapes (plain template: a 400 saying the template cannot show tools)', () => {
+describe('SDK tool shapes (plain template: a 400 saying the template cannot show tools)', others, () => {
   const weather = {
     type: 'function',
     function: { name: 'get_weather', description: 'The weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
@@ -589,7 +595,7 @@ describe('SDK tool shapes (plain template: a 400 saying the template cannot show
 // grammar, so even this random model writes calls: the SDKs must read them
 // back, whole and streamed (the streaming helpers assemble the deltas). The
 // tools are short (enums, a bounded integer), so every call ends.
-describe('tool calls come back through the SDKs (hermes template)', { skip: !toolsUrl && 'left out (ASTRAI_CLIENTS_NO_TOOL_CALLS)' }, () => {
+describe('tool calls come back through the SDKs (a hermes template)', { skip: !toolsUrl && 'left out (ASTRAI_CLIENTS_NO_TOOL_CALLS)' }, () => {
   const toolsOpenAI = new OpenAI({ baseURL: `${toolsUrl}/v1`, apiKey, maxRetries: 0 });
   const toolsAnthropic = new Anthropic({ baseURL: toolsUrl, apiKey, maxRetries: 0 });
   // Short names and values: every call is about 50 bytes, so the emulated
@@ -609,6 +615,14 @@ describe('tool calls come back through the SDKs (hermes template)', { skip: !too
     },
   };
   const weatherMessages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  // Room for any call, whatever the random model draws: a thinking template
+  // (Qwen 3's, run_codex.sh) may think for half of what a request can get
+  // (the default thinking budget of a constrained output: 250 on its 16k
+  // context, 200 on the 512 of the hermes server's model), and a call then
+  // takes at most about 150 tokens (each of its whitespace runs at most 20
+  // bytes, the gap after </think> too; 146 the most in 40 runs on Qwen 3's
+  // vocabulary, where whitespace tokens are hundreds).
+  const kCallTokens = 500;
   // The tools' rules, checked here (not by the grammar that made the call).
   const checkArguments = (name, args) => {
     if (name === 'city') {
@@ -622,7 +636,7 @@ describe('tool calls come back through the SDKs (hermes template)', { skip: !too
     for (const [toolChoice, expectedName] of [['required', null], [{ type: 'function', function: { name: 'count' } }, 'count']]) {
       const request = {
         model: 'astrai', messages: weatherMessages, tools: [cityTool, countTool], tool_choice: toolChoice,
-        parallel_tool_calls: false, max_tokens: 150, seed: 7,
+        parallel_tool_calls: false, max_tokens: kCallTokens, seed: 7,
       };
       const whole = await toolsOpenAI.chat.completions.create(request);
       const choice = whole.choices[0];
@@ -660,7 +674,7 @@ describe('tool calls come back through the SDKs (hermes template)', { skip: !too
     for (const [toolChoice, expectedName] of [['required', null], [{ type: 'function', name: 'city' }, 'city']]) {
       const request = {
         model: 'astrai', input: 'What is the weather in Paris?', tools, tool_choice: toolChoice,
-        parallel_tool_calls: false, max_output_tokens: 150, seed: 7,
+        parallel_tool_calls: false, max_output_tokens: kCallTokens, seed: 7,
       };
       const whole = await toolsOpenAI.responses.create(request);
       const calls = whole.output.filter((item) => item.type === 'function_call');
@@ -704,7 +718,7 @@ describe('tool calls come back through the SDKs (hermes template)', { skip: !too
       instructions: 'Answer with the tool.',
       model: new OpenAIResponsesModel(toolsOpenAI, 'astrai'),
       tools: [city],
-      modelSettings: { toolChoice: 'required', parallelToolCalls: false, maxTokens: 150 },
+      modelSettings: { toolChoice: 'required', parallelToolCalls: false, maxTokens: kCallTokens },
       toolUseBehavior: 'stop_on_first_tool',  // the tool's output is the answer: the run ends after one call
     });
     const result = await run(agent, 'What is the weather in Paris?', { maxTurns: 2 });
@@ -717,7 +731,7 @@ describe('tool calls come back through the SDKs (hermes template)', { skip: !too
     const tools = [cityTool, countTool].map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters }));
     for (const [toolChoice, expectedName] of [[{ type: 'any' }, null], [{ type: 'tool', name: 'city' }, 'city']]) {
       const request = {
-        model: 'astrai', max_tokens: 150, messages: weatherMessages, tools,
+        model: 'astrai', max_tokens: kCallTokens, messages: weatherMessages, tools,
         tool_choice: { ...toolChoice, disable_parallel_tool_use: true },
       };
       for (const message of [await toolsAnthropic.messages.create(request), await toolsAnthropic.messages.stream(request).finalMessage()]) {

@@ -6,6 +6,9 @@
 #   tests/clients/run.sh build-emu/cli/astrai -- --backend cuda --model M --tokenizer T
 # ASTRAI_CLIENTS_SUITE=harmony runs harmony.test.mjs instead (a gpt-oss model
 # behind its own template: run_window_models.sh).
+# ASTRAI_TOOLS_MODEL=FOLDER serves the tool-call suite from that model behind
+# its own template instead (with no serve arguments after "--"), and
+# ASTRAI_CLIENTS_ONLY_TOOL_CALLS=1 runs that suite alone (run_codex.sh).
 # ASTRAI_CLIENTS_NO_TOOL_CALLS=1 leaves out the suite of tool calls that come
 # back (and its second server): they decode grammar-constrained calls, the
 # slowest of the tests on a slow backend, and the server's tool-call path
@@ -106,7 +109,10 @@ tools_log="$work/serve-tools.log"
 tools_url=""
 if [ "${ASTRAI_CLIENTS_NO_TOOL_CALLS:-}" != 1 ]; then
   plain_url="$url"
-  start_server "$tools_log" --chat-template "$here/hermes_tools.jinja"
+  # ASTRAI_TOOLS_MODEL: another model, behind its own template (run_codex.sh: Qwen 3's), for the tool calls.
+  tools_args=(--chat-template "$here/hermes_tools.jinja")
+  [ -z "${ASTRAI_TOOLS_MODEL:-}" ] || tools_args=(--model "$ASTRAI_TOOLS_MODEL")
+  start_server "$tools_log" "${tools_args[@]}"
   tools_url="$url"
   url="$plain_url"
   grep -q "tool calls read as hermes" "$tools_log" ||

@@ -3,7 +3,7 @@
 # through /v1/responses (issue 40): `codex exec`, with a model provider whose
 # base_url is the server and whose wire_api is "responses", in a sandbox that
 # cannot write, must complete its turn (exit status 0) and have asked the
-# server for it.
+# server for it. Then the SDKs' tool-call suite (run.sh) on the same model.
 #
 #   tests/clients/run_codex.sh [path/to/astrai]    (default: build/cli/astrai)
 #
@@ -81,3 +81,10 @@ fi
 grep -E "^tokens used|^[0-9,]+$" "$work/codex.err" | tr '\n' ' ' || true
 echo
 echo "the Codex CLI $(cd "$work" && "$codex" --version 2>/dev/null | head -n 1) completed a turn through /v1/responses (exit status 0)"
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
+
+# The SDKs' tool calls (OpenAI chat, Responses and the Agents SDK, Anthropic:
+# clients.test.mjs's tool-call suite) on the same model behind its own Qwen 3
+# template: the real vocabulary's grammar masks, the real template's tools.
+echo "== the SDKs' tool calls against the same model, behind its own (Qwen 3) template"
+ASTRAI_TOOLS_MODEL="$work/qwen3" ASTRAI_CLIENTS_ONLY_TOOL_CALLS=1 bash "$here/run.sh" "$astrai"

@@ -26,6 +26,7 @@
 #include "engine/chat_planning/reasoning_split.h"
 #include "tests/support/tool_call_syntax.h"
 #include "engine/grammar/compile_constraint.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/grammar/text_automata.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/chat_planning/tool_call_parser.h"
@@ -73,6 +74,7 @@ bool answer_after_thinking(const std::string& text, const std::regex& answer) {
   if (close == std::string::npos) return false;
   size_t i = close + 8;
   while (i < text.size() && is_space(text[i])) ++i;
+  if (i - (close + 8) > size_t(kMaxWhitespace)) return false;  // the gap is bounded as JSON's whitespace is
   return std::regex_match(text.substr(i), answer);
 }
 
@@ -131,6 +133,8 @@ TEST_CASE("after reasoning: free thinking to the first </think>, whitespace, the
     RC_ASSERT(grammar_matches(optional, text) == optional_expected);
   });
   CHECK(grammar_matches(after, "I think.\n</think>\n\n12"));
+  CHECK(grammar_matches(after, "I think.</think>" + std::string(kMaxWhitespace, '\n') + "12"));
+  CHECK_FALSE(grammar_matches(after, "I think.</think>" + std::string(kMaxWhitespace + 1, '\n') + "12"));
   CHECK_FALSE(grammar_matches(after, "12"));  // the prompt opened the thinking: it must close
   CHECK(grammar_matches(optional, "12"));
   CHECK(grammar_matches(optional, "<think>\nhm</think>12"));
