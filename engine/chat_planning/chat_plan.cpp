@@ -166,12 +166,13 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
     GenerationRequest request;
     const int room = max_tokens_the_context_leaves(context, int(prompt.size()));
     request.max_tokens = chat.max_tokens.value_or(model.default_max_tokens ? std::min(*model.default_max_tokens, room) : room);
-    // A thinking closed at its budget (one prompt: chat routes), around the answer's constraint if any.
+    request.constraint = constraint;  // compiled once, shared by every prompt's choices
+    // A thinking closed at its budget (chat routes: one prompt), around the answer's constraint if any.
     if (plan.thinking_vocabulary)  // halves of what the request can get: its max_tokens or the context's room
       plan.thinking_budget = thinking_budget(chat.thinking_budget, chat.reasoning_effort,
                                              chat.constraint && !chat.constraint->lazy, std::min(request.max_tokens, room));
     if (plan.thinking_budget)
-      constraint = grammar::with_thinking_budget(
+      request.constraint = grammar::with_thinking_budget(
           constraint, {*plan.thinking_budget, reasoning_markers(), plan.parsing.starts_in_reasoning},
           *plan.thinking_vocabulary);
     request.sampling = chat.sampling;
@@ -180,7 +181,6 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
     request.stop_token_ids = chat.stop_token_ids;
     request.logprobs = chat.logprobs;
     request.n = chat.n;
-    request.constraint = constraint;  // compiled once, shared by every prompt's choices
     for (int c = 0; c < chat.n; ++c) plan.last_prompt_tokens.push_back(prompt.back());
     request.prompt_ids = std::move(prompt);
     plan.requests.push_back(std::move(request));

@@ -59,10 +59,11 @@ class BudgetConstraint final : public TokenConstraint {
   void fill_next_token_mask(std::span<uint32_t> mask) override {
     if (answer_) {
       answer_->fill_next_token_mask(mask);
-    } else {  // any token of the vocabulary
-      std::fill(mask.begin(), mask.end(), 0u);
+    } else {  // any token of the vocabulary: whole words, then the last one's bits below its size
       const size_t n = std::min(c_->vocabulary.size(), mask.size() * 32);
-      for (size_t t = 0; t < n; ++t) mask[t / 32] |= 1u << (t % 32);
+      std::fill(mask.begin(), mask.end(), 0u);
+      std::fill(mask.begin(), mask.begin() + std::ptrdiff_t(n / 32), ~0u);
+      if (n % 32) mask[n / 32] = (1u << (n % 32)) - 1u;
     }
     if (!forcing()) return;
     // Only the close marker's next bytes (and only where the answer allows them too).
