@@ -13,8 +13,9 @@
 //             name); other tool types, which this server cannot run, are left out of the prompt,
 //             tool_choice: "auto" | "none" | "required" | {type: "function", name},
 //             text: {format: {type: text | json_object | json_schema (name, schema, strict, description)}},
-//             reasoning: {effort: minimal|low|medium|high, summary} (effort: the template variable
-//             reasoning_effort; minimal and none also turn enable_thinking off),
+//             reasoning: {effort: none|minimal|low|medium|high, summary} (effort: chat's reasoning_effort, a
+//             thinking budget and the template variable (not none); minimal and none also turn
+//             enable_thinking off),
 //             previous_response_id (the stored conversation, response_store.h, then input; unknown: 400
 //             previous_response_not_found), store (false: not kept; default true when the server keeps any),
 //             metadata, user, prompt_cache_key, client_metadata, include, truncation, service_tier,
