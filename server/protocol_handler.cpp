@@ -37,14 +37,23 @@ struct StreamState {
 
 // A parsed piece of choice `index`'s output, as the builder writes it:
 // reasoning, then content (with the logprobs of the tokens that made the
-// piece), then each call completed.
-std::string format_parts(StreamState& s, int index, ChoiceParts parts, const json& logprobs) {
+// piece), then the calls' pieces: a call's start (its id made here), the
+// arguments as they grow, its end.
+std::string format_parts(StreamState& s, int index, ChoiceStreamPart parts, const json& logprobs) {
   std::string out = s.builder->format_reasoning_chunk(index, parts.reasoning);
   if (!parts.content.empty() || !logprobs.is_null()) out += s.builder->format_chunk(index, parts.content, logprobs);
-  for (ParsedToolCall& parsed : parts.calls) {
-    std::vector<ToolCall>& calls = s.tool_calls[size_t(index)];
-    calls.push_back(tool_call_of(s.plan.parsing, std::move(parsed), s.builder->tool_call_id_prefix()));
-    out += s.builder->format_tool_call(index, int(calls.size()) - 1, calls.back());
+  std::vector<ToolCall>& calls = s.tool_calls[size_t(index)];
+  for (ToolCallPiece& piece : parts.calls) {
+    if (!piece.name.empty()) {
+      calls.push_back(tool_call_of(s.plan.parsing, {std::move(piece.name), ""}, s.builder->tool_call_id_prefix()));
+      out += s.builder->format_tool_call_start(index, int(calls.size()) - 1, calls.back());
+    }
+    if (calls.empty()) continue;  // ToolCallStream names every call first: not reached
+    if (!piece.arguments.empty()) {
+      calls.back().arguments += piece.arguments;
+      out += s.builder->format_tool_call_arguments(index, int(calls.size()) - 1, calls.back(), piece.arguments);
+    }
+    if (piece.ends) out += s.builder->format_tool_call_end(index, int(calls.size()) - 1, calls.back());
   }
   return out;
 }

@@ -23,35 +23,38 @@ ChoiceParts parse_choice_output(std::string_view text, const OutputParsing& how)
   return parts;
 }
 
-ChoiceParts ChoiceOutputStream::from_split(ReasoningSplit split, bool last) {
-  ChoiceParts parts;
-  parts.reasoning = std::move(split.reasoning);
-  ParsedToolCalls parsed = tool_calls_.feed(split.content);
+void ChoiceOutputStream::add_call_piece(ToolCallPiece piece, ChoiceStreamPart& part) {
+  if (!piece.name.empty()) dropping_call_ = !how_.parallel_tool_calls && calls_++ > 0;
+  if (!dropping_call_) part.calls.push_back(std::move(piece));
+}
+
+ChoiceStreamPart ChoiceOutputStream::from_split(ReasoningSplit split, bool last) {
+  ChoiceStreamPart part;
+  part.reasoning = std::move(split.reasoning);
+  StreamedToolCalls parsed = tool_calls_.feed(split.content);
   if (last) {
-    ParsedToolCalls tail = tool_calls_.finish();
+    StreamedToolCalls tail = tool_calls_.finish();
     parsed.content += tail.content;
     for (auto& c : tail.calls) parsed.calls.push_back(std::move(c));
   }
-  parts.content = std::move(parsed.content);
-  for (auto& c : parsed.calls)
-    if (how_.parallel_tool_calls || calls_++ == 0) parts.calls.push_back(std::move(c));
-  return parts;
+  part.content = std::move(parsed.content);
+  for (auto& c : parsed.calls) add_call_piece(std::move(c), part);
+  return part;
 }
 
-ChoiceParts ChoiceOutputStream::from_harmony(HarmonyParts read) {
-  ChoiceParts parts{std::move(read.reasoning), std::move(read.content), {}};
-  for (auto& c : read.calls)
-    if (how_.parallel_tool_calls || calls_++ == 0) parts.calls.push_back(std::move(c));
-  return parts;
+ChoiceStreamPart ChoiceOutputStream::from_harmony(HarmonyParts read) {
+  ChoiceStreamPart part{std::move(read.reasoning), std::move(read.content), {}};
+  for (auto& c : read.calls) add_call_piece({std::move(c.name), std::move(c.arguments), true}, part);
+  return part;
 }
 
-ChoiceParts ChoiceOutputStream::feed(std::string_view piece) {
+ChoiceStreamPart ChoiceOutputStream::feed(std::string_view piece) {
   if (how_.harmony) return from_harmony(harmony_.feed(piece));
   if (!how_.reasoning) return from_split({"", std::string(piece)}, false);
   return from_split(reasoning_.feed(piece), false);
 }
 
-ChoiceParts ChoiceOutputStream::finish() {
+ChoiceStreamPart ChoiceOutputStream::finish() {
   if (how_.harmony) return from_harmony(harmony_.finish());
   if (!how_.reasoning) return from_split({}, true);
   return from_split(reasoning_.finish(), true);

@@ -38,24 +38,35 @@ struct ChoiceParts {
 
 ChoiceParts parse_choice_output(std::string_view text, const OutputParsing& how);
 
+// What one piece of a streamed choice adds: reasoning, content, then the
+// calls' pieces (tool_call_parser.h; a call read whole is one piece).
+struct ChoiceStreamPart {
+  std::string reasoning;
+  std::string content;
+  std::vector<ToolCallPiece> calls;
+};
+
 class ChoiceOutputStream {
  public:
   explicit ChoiceOutputStream(const OutputParsing& how)
       : how_(how), reasoning_(how.starts_in_reasoning), tool_calls_(how.tools),
         harmony_(how.tools != ToolCallFamily::None) {}
 
-  ChoiceParts feed(std::string_view piece);
-  ChoiceParts finish();
+  ChoiceStreamPart feed(std::string_view piece);
+  ChoiceStreamPart finish();
 
  private:
-  ChoiceParts from_split(ReasoningSplit split, bool last);
-  ChoiceParts from_harmony(HarmonyParts parts);
+  ChoiceStreamPart from_split(ReasoningSplit split, bool last);
+  ChoiceStreamPart from_harmony(HarmonyParts parts);
+  // Passes on `piece` unless it belongs to a call parallel_tool_calls false drops.
+  void add_call_piece(ToolCallPiece piece, ChoiceStreamPart& part);
 
   OutputParsing how_;
   ReasoningStream reasoning_;
   ToolCallStream tool_calls_;
   HarmonyStream harmony_;
-  size_t calls_ = 0;  // calls passed on (parallel_tool_calls false keeps one)
+  size_t calls_ = 0;          // calls started (parallel_tool_calls false keeps the first)
+  bool dropping_call_ = false;  // the pieces coming belong to a dropped call
 };
 
 }  // namespace astrai

@@ -1,5 +1,6 @@
 #include "engine/chat_planning/tool_call_parser.h"
 #include "engine/chat_planning/partial_tag.h"
+#include "engine/chat_planning/streamed_call.h"
 
 #include <algorithm>
 #include <optional>
@@ -125,6 +126,21 @@ ParsedToolCalls parse_hermes(std::string_view text) {
     }
     run += text.substr(pos, open - pos);
     const size_t body_at = open + hermes_open().size();
+    const std::string_view rest = text.substr(body_at);
+    if (const CallHead head = read_call_head(rest, true); head.kind == CallHead::Kind::Match) {
+      // A call from its head on: the arguments object, minified (all the
+      // text left when it never closes), then the block to its </tool_call>.
+      place_run();
+      const size_t arguments_end = json_value_end(rest, head.arguments_at);
+      const std::string_view arguments = rest.substr(head.arguments_at, arguments_end == std::string_view::npos
+                                                                             ? std::string_view::npos
+                                                                             : arguments_end - head.arguments_at);
+      out.calls.push_back({head.name, minify_arguments(arguments)});
+      after_call = true;
+      const size_t close = arguments_end == std::string_view::npos ? arguments_end : rest.find(hermes_close(), arguments_end);
+      pos = close == std::string_view::npos ? text.size() : body_at + close + hermes_close().size();
+      continue;
+    }
     const size_t found = hermes_close(text.substr(body_at), true);
     const size_t close = found == std::string_view::npos ? found : body_at + found;
     const size_t end = close == std::string_view::npos ? text.size() : close + hermes_close().size();
@@ -199,7 +215,7 @@ ParsedToolCalls parse_tool_calls(std::string_view output, ToolCallFamily family)
   return {std::string(output), {}};
 }
 
-void ToolCallStream::emit_content(std::string_view text, ParsedToolCalls& out) {
+void ToolCallStream::emit_content(std::string_view text, StreamedToolCalls& out) {
   std::string joined;
   if (after_call_) {  // whitespace after a call is content only when text follows it before the next call
     between_space_ += text;
@@ -220,7 +236,25 @@ void ToolCallStream::emit_content(std::string_view text, ParsedToolCalls& out) {
   if (text.data() == held_space_.data()) held_space_.clear();
 }
 
-void ToolCallStream::hermes_step(ParsedToolCalls& out, bool complete) {
+void ToolCallStream::emit_call(StreamedToolCalls& out, ToolCallPiece piece) {
+  if (!piece.name.empty()) {
+    ++calls_;
+    between_space_.clear();  // it only separated two calls
+    after_call_ = true;
+  } else if (!out.calls.empty() && !out.calls.back().ends) {  // more of the call this part already shows
+    out.calls.back().arguments += piece.arguments;
+    out.calls.back().ends = piece.ends;
+    return;
+  }
+  out.calls.push_back(std::move(piece));
+}
+
+void ToolCallStream::end_block() {
+  inside_block_ = false;
+  block_ = Block::Head;
+}
+
+void ToolCallStream::hermes_step(StreamedToolCalls& out, bool complete) {
   for (;;) {
     if (!inside_block_) {
       const size_t open = held_.find(hermes_open());
@@ -233,25 +267,61 @@ void ToolCallStream::hermes_step(ParsedToolCalls& out, bool complete) {
       emit_content(std::string_view(held_).substr(0, open), out);
       held_.erase(0, open + hermes_open().size());
       inside_block_ = true;
+      block_ = Block::Head;
+    }
+    if (block_ == Block::Head) {
+      const CallHead head = read_call_head(held_, complete);
+      if (head.kind == CallHead::Kind::Partial) return;
+      if (head.kind == CallHead::Kind::Match) {
+        emit_call(out, {head.name, "", false});
+        held_.erase(0, head.arguments_at);
+        minifier_ = ArgumentsMinifier();
+        block_ = Block::Arguments;
+      } else {
+        block_ = Block::Whole;
+      }
+    }
+    if (block_ == Block::Arguments) {
+      std::string arguments;
+      held_.erase(0, minifier_.feed(held_, arguments));
+      const bool ends = minifier_.closed() || complete;  // complete: the output ended inside the arguments
+      if (!arguments.empty() || ends) emit_call(out, {"", std::move(arguments), ends});
+      if (!minifier_.closed()) {
+        if (complete) end_block();
+        return;
+      }
+      block_ = Block::Rest;
+    }
+    if (block_ == Block::Rest) {
+      const size_t close = held_.find(hermes_close());
+      if (close == std::string::npos) {
+        if (complete) {  // the output ended before the block's </tool_call>
+          held_.clear();
+          end_block();
+        } else {
+          held_.erase(0, held_.size() - partial_tag_suffix(held_, hermes_close()));
+        }
+        return;
+      }
+      held_.erase(0, close + hermes_close().size());
+      end_block();
+      continue;
     }
     const size_t close = hermes_close(held_, complete);
     if (close == std::string::npos) return;  // the block goes on
     const std::string body = held_.substr(0, close);
     if (auto call = call_of_text(body)) {
-      out.calls.push_back(std::move(*call));
-      ++calls_;
-      between_space_.clear();  // it only separated two calls
-      after_call_ = true;
+      emit_call(out, {std::move(call->name), std::move(call->arguments), true});
     } else {
       emit_content(std::string(hermes_open()) + body + std::string(hermes_close()), out);
     }
     held_.erase(0, close + hermes_close().size());
-    inside_block_ = false;
+    end_block();
   }
 }
 
-ParsedToolCalls ToolCallStream::feed(std::string_view piece) {
-  ParsedToolCalls out;
+StreamedToolCalls ToolCallStream::feed(std::string_view piece) {
+  StreamedToolCalls out;
   output_ += piece;
   if (family_ == ToolCallFamily::None) {
     out.content = piece;
@@ -300,21 +370,20 @@ ParsedToolCalls ToolCallStream::feed(std::string_view piece) {
   return out;
 }
 
-ParsedToolCalls ToolCallStream::finish() {
-  ParsedToolCalls out;
+StreamedToolCalls ToolCallStream::finish() {
+  StreamedToolCalls out;
   if (family_ == ToolCallFamily::None) return out;
   if (deferred_) {
     // The whole output decides; what was shown is a prefix of its content.
     ParsedToolCalls whole = parse_tool_calls(output_, family_);
     out.content = whole.content.substr(std::min(shown_content_, whole.content.size()));
-    out.calls = std::move(whole.calls);
+    for (ParsedToolCall& call : whole.calls) out.calls.push_back({std::move(call.name), std::move(call.arguments), true});
     return out;
   }
   if (family_ == ToolCallFamily::Hermes) hermes_step(out, true);  // blocks that waited for more text
-  if (family_ == ToolCallFamily::Hermes && inside_block_) {  // a block the output never closed
+  if (family_ == ToolCallFamily::Hermes && inside_block_) {  // a block without a head the output never closed
     if (auto call = call_of_text(held_)) {
-      out.calls.push_back(std::move(*call));
-      ++calls_;
+      emit_call(out, {std::move(call->name), std::move(call->arguments), true});
     } else {
       emit_content(std::string(hermes_open()) + held_, out);
     }

@@ -20,18 +20,31 @@
 // string argument may hold that text (the grammar allows it); a block whose
 // body is not one JSON object ends at its first "</tool_call>".
 //
-// Streams: a call comes out whole once its text has ended (a hermes block at
-// its </tool_call>; llama3 and mistral calls when the output ends, since one bad
-// object makes their whole list content). Content comes out as soon as it
-// cannot be part of a call; whitespace is held back until some non-space
-// content follows it (it may turn out to be the only content of an output
-// that made calls).
+// A hermes block that opens with a call's head, `{"name": "<name>",
+// "arguments": {` (streamed_call.h), is a call from that head on: its
+// arguments are the object's text minified (whitespace outside strings
+// dropped, every other byte as the model wrote it), the rest of the block up
+// to its </tool_call> is skipped, and an output cut inside the arguments
+// leaves the call with the text written so far (as OpenAI's truncated calls;
+// the response's finish reason says it was cut). Every call the tool grammar
+// allows is written so. Other blocks (the arguments first, as Hermes 2 Pro
+// writes them, or as a string) are read whole as above.
+//
+// Streams: a call's pieces (ToolCallPiece) come out as the model writes it:
+// a hermes call with a head, its name as soon as the head is read and then its
+// arguments as they grow; other calls whole once their text has ended (such a
+// hermes block at its </tool_call>; llama3 and mistral calls when the output
+// ends, since one bad object makes their whole list content). Content comes
+// out as soon as it cannot be part of a call; whitespace is held back until
+// some non-space content follows it (it may turn out to be the only content
+// of an output that made calls).
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/chat_planning/streamed_call.h"
 #include "engine/chat_planning/tool_call_formats.h"
 
 namespace astrai {
@@ -50,25 +63,52 @@ struct ParsedToolCalls {
 // family None (and Harmony, read by harmony_output.h): the output is all content.
 ParsedToolCalls parse_tool_calls(std::string_view output, ToolCallFamily family);
 
+// A streamed call's progress: its first piece names it, the pieces after it
+// add to its arguments, and the piece that ends it is its last (the next
+// piece with a name starts another call). A call read whole is one piece.
+struct ToolCallPiece {
+  std::string name;       // set on the call's first piece only
+  std::string arguments;  // more of its arguments' text
+  bool ends = false;      // the call's arguments are whole (or the output ended)
+  bool operator==(const ToolCallPiece&) const = default;
+};
+
+// What one piece of output adds: content first, then calls' pieces.
+struct StreamedToolCalls {
+  std::string content;
+  std::vector<ToolCallPiece> calls;
+};
+
 class ToolCallStream {
  public:
   // Harmony outputs are read whole by harmony_output.h: here they are content.
   explicit ToolCallStream(ToolCallFamily family)
       : family_(family == ToolCallFamily::Harmony ? ToolCallFamily::None : family) {}
 
-  // The content and the calls that the next piece completes.
-  ParsedToolCalls feed(std::string_view piece);
+  // The content and the calls' pieces that the next piece of output makes.
+  StreamedToolCalls feed(std::string_view piece);
   // The output ended: what was held back, and the calls it completes.
-  ParsedToolCalls finish();
+  StreamedToolCalls finish();
 
  private:
-  void emit_content(std::string_view text, ParsedToolCalls& out);
-  void hermes_step(ParsedToolCalls& out, bool complete);
+  // How far a hermes block has been read.
+  enum class Block {
+    Head,       // waiting to know whether it opens with a call's head
+    Arguments,  // a call's arguments, streamed through minifier_
+    Rest,       // the arguments ended: skipping to </tool_call>
+    Whole,      // no head: the block is read whole at its end
+  };
+  void emit_content(std::string_view text, StreamedToolCalls& out);
+  void emit_call(StreamedToolCalls& out, ToolCallPiece piece);
+  void hermes_step(StreamedToolCalls& out, bool complete);
+  void end_block();
 
   ToolCallFamily family_;
   std::string output_;           // everything fed so far
   std::string held_;             // hermes: unread text; others: text not yet known to be content
   bool inside_block_ = false;    // hermes: between <tool_call> and </tool_call>
+  Block block_ = Block::Head;    // hermes: the open block's state
+  ArgumentsMinifier minifier_;   // hermes: the open call's arguments
   bool deferred_ = false;        // llama3/mistral: the rest is decided when the output ends
   bool plain_ = false;           // llama3: the output is content; mistral: content until [TOOL_CALLS]
   std::string held_space_;       // whitespace content not yet shown

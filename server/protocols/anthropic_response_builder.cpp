@@ -46,13 +46,17 @@ json usage_of(const CompletionResult& r) {
 }
 
 // thinking (when the model reasoned), text (when there is some, or nothing
-// else), one tool_use per call with its arguments as an object.
+// else), one tool_use per call with its arguments as an object ({} for a
+// call whose arguments max_tokens cut: its stream sent the text written).
 json content_blocks(const CompletionResult& r) {
   json blocks = json::array();
   if (!r.reasoning.empty()) blocks.push_back({{"type", "thinking"}, {"thinking", r.reasoning}, {"signature", ""}});
   if (!r.text.empty() || r.tool_calls.empty()) blocks.push_back({{"type", "text"}, {"text", r.text}});
-  for (const ToolCall& call : r.tool_calls)
-    blocks.push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", json::parse(call.arguments)}});
+  for (const ToolCall& call : r.tool_calls) {
+    json input = json::parse(call.arguments, nullptr, false);
+    if (!input.is_object()) input = json::object();
+    blocks.push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", std::move(input)}});
+  }
   return blocks;
 }
 
@@ -149,12 +153,15 @@ std::string AnthropicResponseBuilder::format_reasoning_chunk(int, std::string_vi
                                            {"delta", {{"type", "thinking_delta"}, {"thinking", std::string(text)}}}});
 }
 
-std::string AnthropicResponseBuilder::format_tool_call(int, int, const ToolCall& call) {
-  std::string out = open_block({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", json::object()}});
-  return out + sse_event("content_block_delta",
+std::string AnthropicResponseBuilder::format_tool_call_start(int, int, const ToolCall& call) {
+  return open_block({{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", json::object()}});
+}
+
+std::string AnthropicResponseBuilder::format_tool_call_arguments(int, int, const ToolCall&, std::string_view piece) {
+  return sse_event("content_block_delta",
                    {{"type", "content_block_delta"},
                     {"index", block_index_},
-                    {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
+                    {"delta", {{"type", "input_json_delta"}, {"partial_json", std::string(piece)}}}});
 }
 
 std::string AnthropicResponseBuilder::format_choice_end(const CompletionResult&) {

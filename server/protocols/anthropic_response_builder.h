@@ -18,7 +18,8 @@ class AnthropicResponseBuilder : public ResponseBuilder {
   std::string format_choice_end(const CompletionResult& choice) override;
   void set_output_parsing(bool parsed) override { lazy_blocks_ = parsed; }
   std::string format_reasoning_chunk(int index, std::string_view text) override;
-  std::string format_tool_call(int index, int call_index, const ToolCall& call) override;
+  std::string format_tool_call_start(int index, int call_index, const ToolCall& call) override;
+  std::string format_tool_call_arguments(int index, int call_index, const ToolCall& call, std::string_view piece) override;
   std::string tool_call_id_prefix() const override { return "toolu_"; }
   std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
   nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) override;

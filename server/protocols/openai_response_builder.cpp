@@ -199,15 +199,20 @@ std::string OpenAIResponseBuilder::format_reasoning_chunk(int index, std::string
   return sse_data(chunk(index, {{"reasoning_content", std::string(text)}, {"reasoning", std::string(text)}}, nullptr));
 }
 
-std::string OpenAIResponseBuilder::format_tool_call(int index, int call_index, const ToolCall& call) {
+std::string OpenAIResponseBuilder::format_tool_call_start(int index, int call_index, const ToolCall& call) {
   // As OpenAI streams a call: its id, type and name first, then the arguments.
   const json head = {{"tool_calls", json::array({{{"index", call_index},
                                                   {"id", call.id},
                                                   {"type", "function"},
                                                   {"function", {{"name", call.name}, {"arguments", ""}}}}})}};
+  return sse_data(chunk(index, head, nullptr));
+}
+
+std::string OpenAIResponseBuilder::format_tool_call_arguments(int index, int call_index, const ToolCall&,
+                                                              std::string_view piece) {
   const json arguments = {
-      {"tool_calls", json::array({{{"index", call_index}, {"function", {{"arguments", call.arguments}}}}})}};
-  return sse_data(chunk(index, head, nullptr)) + sse_data(chunk(index, arguments, nullptr));
+      {"tool_calls", json::array({{{"index", call_index}, {"function", {{"arguments", std::string(piece)}}}}})}};
+  return sse_data(chunk(index, arguments, nullptr));
 }
 
 json openai_message(const CompletionResult& result) {

@@ -28,7 +28,8 @@ class OpenAIResponseBuilder : public ResponseBuilder {
   std::string format_choice_end(const CompletionResult& choice) override;
   std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
   std::string format_reasoning_chunk(int index, std::string_view text) override;
-  std::string format_tool_call(int index, int call_index, const ToolCall& call) override;
+  std::string format_tool_call_start(int index, int call_index, const ToolCall& call) override;
+  std::string format_tool_call_arguments(int index, int call_index, const ToolCall& call, std::string_view piece) override;
   nlohmann::ordered_json format_response(const std::vector<CompletionResult>& choices) override;
   nlohmann::ordered_json format_error(ErrorKind kind, const std::string& message) const override;
   std::string format_stream_error(ErrorKind kind, const std::string& message) override;

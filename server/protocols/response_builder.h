@@ -68,9 +68,17 @@ class ResponseBuilder {
   // The bytes carrying a piece of choice `index`'s reasoning ("" for a
   // protocol without reasoning output).
   virtual std::string format_reasoning_chunk(int /*index*/, std::string_view /*text*/) { return ""; }
-  // The bytes carrying one whole tool call of choice `index`, the
-  // `call_index`-th of that choice ("" for a protocol without tools).
-  virtual std::string format_tool_call(int /*index*/, int /*call_index*/, const ToolCall& /*call*/) { return ""; }
+  // A tool call of choice `index` (the `call_index`-th of that choice) as it
+  // streams: its start (id and name; its arguments still ""), then each
+  // piece of its arguments as the model writes it (`call.arguments` being
+  // the text so far, the piece its end), then its end ("" for a protocol
+  // without tools). A call read whole is a start, one piece, an end.
+  virtual std::string format_tool_call_start(int /*index*/, int /*call_index*/, const ToolCall& /*call*/) { return ""; }
+  virtual std::string format_tool_call_arguments(int /*index*/, int /*call_index*/, const ToolCall& /*call*/,
+                                                 std::string_view /*piece*/) {
+    return "";
+  }
+  virtual std::string format_tool_call_end(int /*index*/, int /*call_index*/, const ToolCall& /*call*/) { return ""; }
   // The prefix of this protocol's tool call ids.
   virtual std::string tool_call_id_prefix() const { return "call_"; }
   // The server's stored responses, for a protocol that continues them (the

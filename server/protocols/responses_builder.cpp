@@ -422,10 +422,10 @@ json message_item(const std::string& id, const std::string& status, const std::s
           {"content", json::array({{{"type", "output_text"}, {"text", text}, {"annotations", json::array()}}})}};
 }
 
-json call_item(const ToolCall& call) {
+json call_item(const ToolCall& call, const std::string& status) {
   return {{"id", "fc_" + call.id.substr(call.id.find('_') + 1)},
           {"type", "function_call"},
-          {"status", "completed"},
+          {"status", status},
           {"call_id", call.id},
           {"name", call.name},
           {"arguments", call.arguments}};
@@ -438,8 +438,12 @@ json ResponsesBuilder::format_response(const std::vector<CompletionResult>& choi
   const std::string status = cut_short(c) ? "incomplete" : "completed";
   json output = json::array();
   if (!c.reasoning.empty()) output.push_back(reasoning_item(random_id("rs_"), c.reasoning));
-  if (!c.text.empty() || c.tool_calls.empty()) output.push_back(message_item(random_id("msg_"), status, c.text));
-  for (const ToolCall& call : c.tool_calls) output.push_back(call_item(call));
+  // The item the output ended in is incomplete when max_output_tokens cut
+  // it; the items before it are whole (as their stream closed them).
+  if (!c.text.empty() || c.tool_calls.empty())
+    output.push_back(message_item(random_id("msg_"), c.tool_calls.empty() ? status : "completed", c.text));
+  for (size_t i = 0; i < c.tool_calls.size(); ++i)
+    output.push_back(call_item(c.tool_calls[i], i + 1 == c.tool_calls.size() ? status : "completed"));
   json response = response_object(status, std::move(output), &choices);
   keep(response);
   return response;
@@ -509,7 +513,11 @@ std::string ResponsesBuilder::close_item() {
   json& item = streamed_.back();
   const json id = item["id"];
   std::string out;
-  if (open_kind_ == "reasoning") {
+  if (open_kind_ == "function_call") {
+    out += event("response.function_call_arguments.done",
+                 {{"item_id", id}, {"output_index", index}, {"arguments", open_call_.arguments}});
+    item = call_item(open_call_, incomplete_ ? "incomplete" : "completed");
+  } else if (open_kind_ == "reasoning") {
     out += event("response.reasoning_text.done",
                  {{"item_id", id}, {"output_index", index}, {"content_index", 0}, {"text", open_text_}});
     const json part = {{"type", "reasoning_text"}, {"text", open_text_}};
@@ -552,20 +560,24 @@ std::string ResponsesBuilder::format_reasoning_chunk(int, std::string_view text)
                                                        {"delta", std::string(text)}});
 }
 
-std::string ResponsesBuilder::format_tool_call(int, int, const ToolCall& call) {
+// A call is an output item open while its arguments stream; it closes (its
+// arguments' .done, then output_item.done) when the next item opens or the
+// output ends, so that its status can say whether max_output_tokens cut it.
+std::string ResponsesBuilder::format_tool_call_start(int, int, const ToolCall& call) {
   std::string out = close_item();
+  open_kind_ = "function_call";
+  open_call_ = call;
   const int index = int(streamed_.size());
-  json item = call_item(call);
-  item["status"] = "in_progress";
-  item["arguments"] = "";
-  out += event("response.output_item.added", {{"output_index", index}, {"item", item}});
-  out += event("response.function_call_arguments.delta",
-               {{"item_id", item["id"]}, {"output_index", index}, {"delta", call.arguments}});
-  out += event("response.function_call_arguments.done",
-               {{"item_id", item["id"]}, {"output_index", index}, {"arguments", call.arguments}});
-  item = call_item(call);
+  json item = call_item(call, "in_progress");
   streamed_.push_back(item);
-  return out + event("response.output_item.done", {{"output_index", index}, {"item", item}});
+  return out + event("response.output_item.added", {{"output_index", index}, {"item", item}});
+}
+
+std::string ResponsesBuilder::format_tool_call_arguments(int, int, const ToolCall& call, std::string_view piece) {
+  open_call_.arguments = call.arguments;
+  const int index = int(streamed_.size()) - 1;
+  return event("response.function_call_arguments.delta",
+               {{"item_id", streamed_.back()["id"]}, {"output_index", index}, {"delta", std::string(piece)}});
 }
 
 std::string ResponsesBuilder::format_choice_end(const CompletionResult& choice) {

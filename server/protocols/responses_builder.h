@@ -21,7 +21,8 @@ class ResponsesBuilder : public ResponseBuilder {
   std::string format_chunk(int index, std::string_view text, const nlohmann::ordered_json& logprobs_content) override;
   std::string format_choice_end(const CompletionResult& choice) override;
   std::string format_reasoning_chunk(int index, std::string_view text) override;
-  std::string format_tool_call(int index, int call_index, const ToolCall& call) override;
+  std::string format_tool_call_start(int index, int call_index, const ToolCall& call) override;
+  std::string format_tool_call_arguments(int index, int call_index, const ToolCall& call, std::string_view piece) override;
   std::string tool_call_id_prefix() const override { return "call_"; }
   void set_response_store(std::shared_ptr<ResponseStore> store) override { store_ = std::move(store); }
   std::string format_stream_end(const std::vector<CompletionResult>& choices) override;
@@ -47,7 +48,8 @@ class ResponsesBuilder : public ResponseBuilder {
   std::string event(const std::string& type, nlohmann::ordered_json payload);
   // Closes the open output item (its .done events), if any.
   std::string close_item();
-  // Opens an output item of `kind` ("reasoning", "message") unless one is open.
+  // Opens an output item of `kind` ("reasoning", "message") unless one is open
+  // (calls open theirs in format_tool_call_start).
   std::string open_item(const std::string& kind);
 
   std::string model_, id_;
@@ -70,7 +72,8 @@ class ResponsesBuilder : public ResponseBuilder {
   // final form, for response.completed), and the open one's kind and text.
   int sequence_ = 0;
   nlohmann::ordered_json streamed_ = nlohmann::ordered_json::array();
-  std::string open_kind_;  // "" when none is open
+  std::string open_kind_;  // "" when none is open; "reasoning", "message", "function_call"
+  ToolCall open_call_;     // the open function_call's call, its arguments so far
   std::string open_text_;
   bool incomplete_ = false;  // the choice ended at max_output_tokens (its message item is incomplete)
 };

@@ -119,7 +119,14 @@ void check_formatters(const std::string& text, bool cut, bool error) {
   if (error) {
     stream += builder.format_stream_error(ErrorKind::Internal, text);
   } else {
-    stream += builder.format_tool_call(0, 0, call);
+    // The call as it streams: started, its arguments in two pieces, ended.
+    ToolCall growing{call.id, call.name, ""};
+    stream += builder.format_tool_call_start(0, 0, growing);
+    for (const std::string& piece : {text.substr(0, text.size() / 2), text.substr(text.size() / 2)}) {
+      growing.arguments += piece;
+      stream += builder.format_tool_call_arguments(0, 0, growing, piece);
+    }
+    stream += builder.format_tool_call_end(0, 0, growing);
     stream += builder.format_choice_end(result);
     stream += builder.format_stream_end({result});
   }

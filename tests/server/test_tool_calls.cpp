@@ -11,12 +11,14 @@
 // their shape (kHarmonyTemplate). tool_choice required / named (and
 // Anthropic's any / tool) are enforced by the grammar: there the model is random (temperature 1, unscripted) and
 // its calls are checked against the tools' rules by hand.
+#include <functional>
 #include <map>
 #include <set>
 
 #include <catch2/catch.hpp>
 
 #include "engine/chat/hf_chat_template.h"
+#include "tests/server/raw_connection.h"
 #include "tests/server/server_fixture.h"
 
 namespace astrai::test {
@@ -88,13 +90,13 @@ json anthropic_tools_body(bool stream) {
 void script_output(TestServer& server, const std::string& path, const json& body, const std::string& output) {
   server.executor().script({}, 0, -1);
   json probe = body;
-  probe["max_tokens"] = 1;
+  probe[path == "/v1/responses" ? "max_output_tokens" : "max_tokens"] = 1;
   probe["stream"] = false;
   const Reply reply = post(server, path, probe);
   REQUIRE(reply.status == 200);
   const json usage = reply.body_json()["usage"];
   const int prompt = usage.contains("prompt_tokens") ? usage["prompt_tokens"].get<int>()
-                                                     : usage["input_tokens"].get<int>() + usage["cache_read_input_tokens"].get<int>();
+                                                     : usage["input_tokens"].get<int>() + usage.value("cache_read_input_tokens", 0);
   // One byte token per byte: their text is exactly the bytes (encode() would
   // put SentencePiece's dummy space first).
   std::vector<int> tokens;
@@ -213,6 +215,45 @@ json anthropic_stream_blocks(const std::string& stream, json& stop_reason) {
   return blocks;
 }
 
+// A streamed call's arguments arrive as the model writes them: the loop is
+// held (the step gate, not a clock) once the scripted `output` has been
+// written up to its first "Par" (inside the first call's arguments), and the
+// client must have received arguments already, a proper prefix of
+// `arguments` (the first call's whole), before the rest of the call exists.
+// `arguments_of` reads one event's piece of arguments ("" for other events).
+// How many pieces a whole stream has depends on how far its reader lags
+// (PieceQueue batches what waits): that is not checked.
+void check_arguments_stream_early(TestServer& server, const std::string& path, const json& body, const std::string& output,
+                                  const std::string& arguments, const std::function<std::string(const json&)>& arguments_of) {
+  server.executor().pause();
+  const uint64_t before = server.engine().get_stats().total_tokens;
+  const std::string request = body.dump();
+  RawConnection client(server.port());
+  client.send("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+              std::to_string(request.size()) + "\r\n\r\n" + request);
+  const uint64_t written = output.find("Par") + 3;
+  while (server.engine().get_stats().total_tokens - before < written) server.executor().step_once();
+  std::string received, joined;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);  // a hang detector
+  while (joined.empty() && std::chrono::steady_clock::now() < deadline) {
+    received += client.receive(std::chrono::milliseconds(100));
+    joined.clear();
+    for (size_t at = received.find("data: "); at != std::string::npos; at = received.find("data: ", at + 1)) {
+      const size_t end = received.find('\n', at);
+      if (end == std::string::npos) break;
+      const json event = json::parse(received.substr(at + 6, end - at - 6), nullptr, false);
+      if (event.is_object()) joined += arguments_of(event);
+    }
+  }
+  server.executor().resume();
+  INFO(path << " received while held:\n" << received);
+  CHECK_FALSE(joined.empty());
+  CHECK(joined.size() < arguments.size());
+  CHECK(arguments.starts_with(joined));
+  bool closed = false;
+  client.receive_until_closed(std::chrono::milliseconds(60000), closed);
+}
+
 }  // namespace
 
 TEST_CASE("OpenAI tool calls and reasoning: whole and streamed", "[tool_calls][openai]") {
@@ -264,6 +305,28 @@ TEST_CASE("OpenAI tool calls and reasoning: whole and streamed", "[tool_calls][o
     CHECK(without_ids(s.calls) == expected);
     CHECK(s.finish_reason == "length");
   }
+  SECTION("a call's arguments stream as the model writes them; cut inside them, the call has the text written") {
+    const std::string output = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    script_output(server, path, openai_tools_body(false), output);
+    json body = openai_tools_body(true);
+    check_arguments_stream_early(server, path, body, output, R"({"city":"Paris"})", [](const json& chunk) {
+      std::string piece;
+      for (const json& c : chunk.value("choices", json::array()))
+        if (c["delta"].contains("tool_calls") && !c["delta"]["tool_calls"][0].contains("id"))
+          piece += c["delta"]["tool_calls"][0]["function"]["arguments"].get<std::string>();
+      return piece;
+    });
+    const size_t cut = output.find("Par") + 3;
+    body["max_tokens"] = cut;
+    const json expected = json::array({{{"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", R"({"city":"Par)"}}}}});
+    const JoinedOpenAI s = join_openai(post(server, path, body).body);
+    CHECK(without_ids(s.calls) == expected);
+    CHECK(s.finish_reason == "length");
+    body["stream"] = false;
+    const json c = post(server, path, body).body_json()["choices"][0];
+    CHECK(without_ids(c["message"]["tool_calls"]) == expected);
+    CHECK(c["finish_reason"] == "length");
+  }
   SECTION("tool_choice none: no calls are read, the blocks are content") {
     json body = openai_tools_body(false);
     body["tool_choice"] = "none";
@@ -280,6 +343,112 @@ TEST_CASE("OpenAI tool calls and reasoning: whole and streamed", "[tool_calls][o
     CHECK(m["reasoning_content"] == "\nThe user wants the weather.\n");
     CHECK(m["content"].get<std::string>().starts_with("\n\n<tool_call>"));
   }
+}
+
+json responses_tools_body(bool stream) {
+  json body = {{"model", "m"},
+               {"input", "What is the weather in Paris?"},
+               {"max_output_tokens", 400},
+               {"stream", stream},
+               {"tools", json::array()}};
+  for (const json& t : {kWeatherTool, kTimeTool})
+    body["tools"].push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+  return body;
+}
+
+// A Responses stream read event by event: its last response, and each
+// function_call's argument deltas counted, checking that the deltas join to
+// the arguments their .done and output_item.done events give.
+struct ResponsesStream {
+  json response;
+  std::vector<size_t> argument_deltas;  // per function_call, in output order
+};
+
+ResponsesStream read_responses_stream(const std::string& stream) {
+  INFO(stream);
+  ResponsesStream r;
+  json items = json::array();
+  std::map<int, std::string> arguments;  // output_index -> joined deltas
+  for (const SseEvent& e : parse_sse(stream)) {
+    const json data = json::parse(e.data);
+    const std::string type = data["type"];
+    if (type == "response.output_item.added") {
+      REQUIRE(data["output_index"] == items.size());
+      items.push_back(data["item"]);
+      if (data["item"]["type"] == "function_call") {
+        CHECK(data["item"]["status"] == "in_progress");
+        CHECK(data["item"]["arguments"] == "");
+        arguments[data["output_index"]] = "";
+        r.argument_deltas.push_back(0);
+      }
+    } else if (type == "response.function_call_arguments.delta") {
+      const int index = data["output_index"];
+      REQUIRE(arguments.count(index));
+      CHECK(data["item_id"] == items[size_t(index)]["id"]);
+      arguments[index] += data["delta"].get<std::string>();
+      ++r.argument_deltas.back();
+    } else if (type == "response.function_call_arguments.done") {
+      CHECK(data["arguments"] == arguments.at(data["output_index"]));
+    } else if (type == "response.output_item.done" && data["item"]["type"] == "function_call") {
+      CHECK(data["item"]["arguments"] == arguments.at(data["output_index"]));
+    } else if (type == "response.completed" || type == "response.incomplete") {
+      r.response = data["response"];
+    }
+  }
+  return r;
+}
+
+// The output items without their ids (random per response).
+json items_without_ids(json output) {
+  for (json& item : output) item.erase("id");
+  for (json& item : output) item.erase("call_id");
+  return output;
+}
+
+// Responses' function_call items: each call's arguments stream as
+// response.function_call_arguments.delta events as the model writes them
+// (not one delta for the whole call), the stream's last response equals the
+// whole one, and an output cut inside a call's arguments gives that call,
+// its arguments as written and its status incomplete, whole and streamed.
+TEST_CASE("Responses: function calls stream their arguments as they are written, whole equal to streamed",
+          "[tool_calls][responses]") {
+  TestServer server(jinja_options());
+  const std::string path = "/v1/responses";
+  script_output(server, path, responses_tools_body(false), kOutput);
+  const json whole = post(server, path, responses_tools_body(false)).body_json();
+  INFO(whole.dump());
+  const json reasoning = {{"type", "reasoning"},
+                          {"summary", json::array()},
+                          {"content", json::array({{{"type", "reasoning_text"}, {"text", "\nThe user wants the weather.\n"}}})}};
+  const auto call = [](const std::string& name, const std::string& arguments, const std::string& status) {
+    return json{{"type", "function_call"}, {"status", status}, {"name", name}, {"arguments", arguments}};
+  };
+  CHECK(whole["status"] == "completed");
+  CHECK(items_without_ids(whole["output"]) ==
+        json::array({reasoning, call("get_weather", R"({"city":"Paris"})", "completed"),
+                     call("get_time", R"({"tz":"CET"})", "completed")}));
+  const ResponsesStream streamed = read_responses_stream(post(server, path, responses_tools_body(true)).body);
+  CHECK(items_without_ids(streamed.response["output"]) == items_without_ids(whole["output"]));
+  CHECK(streamed.argument_deltas.size() == 2);
+
+  // As the model writes them: the loop held once the model has written
+  // `{"city": "Par`, the client has received a proper prefix of the call's
+  // arguments, before the rest of the call exists.
+  check_arguments_stream_early(server, path, responses_tools_body(true), kOutput, R"({"city":"Paris"})",
+                               [](const json& event) {
+                                 return event["type"] == "response.function_call_arguments.delta" ? event["delta"].get<std::string>()
+                                                                                                  : std::string();
+                               });
+
+  json body = responses_tools_body(false);
+  body["max_output_tokens"] = std::string(kOutput).find("Par") + 3;
+  const json cut = post(server, path, body).body_json();
+  CHECK(cut["status"] == "incomplete");
+  CHECK(items_without_ids(cut["output"]) == json::array({reasoning, call("get_weather", R"({"city":"Par)", "incomplete")}));
+  body["stream"] = true;
+  const ResponsesStream cut_stream = read_responses_stream(post(server, path, body).body);
+  CHECK(cut_stream.response["status"] == "incomplete");
+  CHECK(items_without_ids(cut_stream.response["output"]) == items_without_ids(cut["output"]));
 }
 
 TEST_CASE("Anthropic tool use and thinking: whole and streamed", "[tool_calls][anthropic]") {
@@ -306,6 +475,12 @@ TEST_CASE("Anthropic tool use and thinking: whole and streamed", "[tool_calls][a
   const json blocks = anthropic_stream_blocks(post(server, path, anthropic_tools_body(true)).body, stop_reason);
   check_same_blocks(blocks, content);
   CHECK(stop_reason == "tool_use");
+  // input_json_delta as the model writes the arguments.
+  check_arguments_stream_early(server, path, anthropic_tools_body(true), kOutput, R"({"city":"Paris"})", [](const json& event) {
+    return event["type"] == "content_block_delta" && event["delta"]["type"] == "input_json_delta"
+               ? event["delta"]["partial_json"].get<std::string>()
+               : std::string();
+  });
 }
 
 // Text the model writes before its calls is the response's first block, a
@@ -477,6 +652,20 @@ const json kShortTools = json::parse(R"([
     "properties": {"on": {"type": "boolean"}}, "required": ["on"], "additionalProperties": false}}}
 ])");
 
+// kShortTools in Anthropic's shape and in the Responses API's (flat).
+json anthropic_short_tools() {
+  json tools = json::array();
+  for (const json& t : kShortTools) tools.push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+  return tools;
+}
+
+json responses_short_tools() {
+  json tools = json::array();
+  for (const json& t : kShortTools)
+    tools.push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+  return tools;
+}
+
 // Room for the tools in the prompt and several calls after it.
 TestServerOptions long_context_options() {
   TestServerOptions options = jinja_options();
@@ -560,9 +749,7 @@ TEST_CASE("Anthropic tool_choice any and tool: a random model's output is one va
     json body = anthropic_body("Do something", 1000);
     body["temperature"] = 1.0;  // unseeded (Anthropic has no seed): any path the grammar allows must do
     body["thinking"] = {{"type", "disabled"}};  // the calls start at the first token
-    body["tools"] = json::array();
-    for (const json& t : kShortTools)
-      body["tools"].push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+    body["tools"] = anthropic_short_tools();
     body["tool_choice"] = k % 2 ? json{{"type", "any"}} : json{{"type", "tool"}, {"name", "set_color"}};
     body["tool_choice"]["disable_parallel_tool_use"] = true;
     INFO(body.dump());
@@ -707,9 +894,7 @@ TEST_CASE("thinking budgets close the thinking so that the constrained answer co
     json body = anthropic_body("Count something", 600);
     body["temperature"] = 1.0;
     body["thinking"] = {{"type", "enabled"}, {"budget_tokens", 40}};
-    body["tools"] = json::array();
-    for (const json& t : kShortTools)
-      body["tools"].push_back({{"name", t["function"]["name"]}, {"input_schema", t["function"]["parameters"]}});
+    body["tools"] = anthropic_short_tools();
     body["tool_choice"] = {{"type", "any"}, {"disable_parallel_tool_use", true}};
     script_thinking(path, body);
     const Reply reply = post(server, path, body);
@@ -736,9 +921,7 @@ TEST_CASE("thinking budgets close the thinking so that the constrained answer co
                  {"tool_choice", "required"},
                  {"parallel_tool_calls", false},
                  {"reasoning", {{"effort", "low"}}},
-                 {"tools", json::array()}};
-    for (const json& t : kShortTools)
-      body["tools"].push_back({{"type", "function"}, {"name", t["function"]["name"]}, {"parameters", t["function"]["parameters"]}});
+                 {"tools", responses_short_tools()}};
     script_thinking(path, body);
     const Reply reply = post(server, path, body);
     INFO(reply.body);

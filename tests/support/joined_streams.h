@@ -4,6 +4,7 @@
 // parse of the whole text. The unit tests and the fuzz target use these.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,17 +22,51 @@ inline std::vector<std::string> one_byte_pieces(const std::string& text) {
   return out;
 }
 
-// The tool-call stream's parts for `pieces`, then its finish(), joined.
-inline ParsedToolCalls joined_tool_call_stream(const std::vector<std::string>& pieces, ToolCallFamily family) {
+// Calls' pieces joined into calls, checking their order: a call's first
+// piece names it, no piece names a call while another is open, every call
+// ends. Throws std::logic_error (a test failure, a fuzzer's crash) otherwise.
+class CallPieceJoiner {
+ public:
+  void add(ToolCallPiece piece) {
+    if (!piece.name.empty()) {
+      if (open_) throw std::logic_error("a call named while call " + calls.back().name + " is open");
+      calls.push_back({std::move(piece.name), ""});
+      open_ = true;
+    } else if (!open_) {
+      throw std::logic_error("a call's piece without its name first");
+    }
+    calls.back().arguments += piece.arguments;
+    if (piece.ends) open_ = false;
+    ++pieces_;
+  }
+  void finish() const {
+    if (open_) throw std::logic_error("call " + calls.back().name + " never ended");
+  }
+  size_t pieces() const { return pieces_; }
+
+  std::vector<ParsedToolCall> calls;
+
+ private:
+  bool open_ = false;
+  size_t pieces_ = 0;
+};
+
+// The tool-call stream's parts for `pieces`, then its finish(), joined (and
+// how many call pieces it sent, when `call_pieces` is given).
+inline ParsedToolCalls joined_tool_call_stream(const std::vector<std::string>& pieces, ToolCallFamily family,
+                                               size_t* call_pieces = nullptr) {
   ToolCallStream stream(family);
-  ParsedToolCalls joined;
-  auto add = [&](ParsedToolCalls part) {
-    joined.content += part.content;
-    for (auto& c : part.calls) joined.calls.push_back(std::move(c));
+  std::string content;
+  CallPieceJoiner calls;
+  auto add = [&](StreamedToolCalls part) {
+    content += part.content;
+    for (auto& c : part.calls) calls.add(std::move(c));
   };
   for (const std::string& p : pieces) add(stream.feed(p));
   add(stream.finish());
-  return joined;
+  calls.finish();
+  if (call_pieces) *call_pieces = calls.pieces();
+  return {std::move(content), std::move(calls.calls)};
 }
 
 // The reasoning stream's parts for `pieces`, then its finish(), joined.

@@ -68,12 +68,25 @@ TEST_CASE("Tool calls, hermes (Qwen 2.5 / 3, Hermes 2 Pro): recorded outputs, wh
           // No arguments; arguments as a JSON string.
           {"<tool_call>\n{\"name\": \"now\"}\n</tool_call>", "", {{"now", "{}"}}},
           {"<tool_call>\n{\"name\": \"f\", \"arguments\": \"{\\\"x\\\": 1}\"}\n</tool_call>", "", {{"f", R"({"x":1})"}}},
-          // Malformed JSON (a brace short): the block stays text.
+          // A call from its head on (streamed_call.h): a brace short after
+          // the arguments is still the call (its stream has sent it); the
+          // arguments minified, the model's number and escape spellings kept;
+          // "parameters" for "arguments"; keys after the arguments skipped.
           {"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}\n</tool_call>",
-           "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}\n</tool_call>",
-           {}},
-          // A call cut by max_tokens after its JSON: still a call; cut inside it: text.
+           "",
+           {{"get_weather", R"({"city":"Paris"})"}}},
+          {"<tool_call>\n{ \"name\" : \"f\" ,\n \"arguments\" : {\n  \"a\" : [1, 2.50, -3e2],\n  \"b\": \"x \\u00e9 \\\" y\"\n}}\n</tool_call>",
+           "",
+           {{"f", R"({"a":[1,2.50,-3e2],"b":"x \u00e9 \" y"})"}}},
+          {"<tool_call>{\"name\": \"f\", \"parameters\": {\"n\": 1}, \"id\": 7}</tool_call>Hi",
+           "Hi",
+           {{"f", R"({"n":1})"}}},
+          // A call cut by max_tokens after its JSON: still a call; cut inside
+          // its arguments: the call with the text written; cut before its
+          // head is whole: text.
           {"<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n", "", {{"f", "{}"}}},
+          {"Sure.<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Pa", "Sure.", {{"f", R"({"city":"Pa)"}}},
+          {"<tool_call>\n{\"name\": \"f\", \"arguments\": ", "<tool_call>\n{\"name\": \"f\", \"arguments\": ", {}},
           {"<tool_call>\n{\"name\": \"f\", \"argu", "<tool_call>\n{\"name\": \"f\", \"argu", {}},
           // A string argument may hold "</tool_call>" (the grammar allows it):
           // the block ends at the tag after the JSON object.
@@ -139,7 +152,10 @@ TEST_CASE("Tool-call streams joined equal the whole parse, any output in any pie
   const std::vector<std::pair<ToolCallFamily, std::vector<std::string>>> families = {
       {ToolCallFamily::Hermes,
        {"<tool_call>", "</tool_call>", "<tool_", "</tool", "\n", " ", "text", R"({"name": "f", "arguments": {"x": 1}})",
-        R"({"name": "g"})", "{", "}", "\"", "é", R"({"name": "f", "arguments": {"s": "</tool_call>"}})"}},
+        R"({"name": "g"})", "{", "}", "\"", "é", R"({"name": "f", "arguments": {"s": "</tool_call>"}})",
+        // heads and argument text, so that calls open, grow, and end or are cut
+        R"({"name": "f", "arguments": )", R"({ "name":"g" , "parameters" :{)", R"("a")", ":", ",", "1 2", "[", "]",
+        "\\", R"("x \" y")", "\t"}},
       {ToolCallFamily::Llama3,
        {"<|python_tag|>", "<|python", R"({"name": "f", "parameters": {"x": [1, 2]}})", "; ", ";", "{", "}", "\n", " ",
         "text", "\"", "\\"}},
@@ -157,6 +173,38 @@ TEST_CASE("Tool-call streams joined equal the whole parse, any output in any pie
     RC_ASSERT(s.content == whole.content);
     RC_ASSERT(s.calls == whole.calls);
   });
+}
+
+// A hermes call with a head streams: its name as soon as the head is read
+// (before any argument), then its arguments as the model writes them, so a
+// byte-by-byte feed sends a piece per kept byte; a call without a head
+// (arguments first) comes whole at its </tool_call>. A stream that held the
+// call to its end passed the whole-equals-stream tests above.
+TEST_CASE("A hermes call streams its name, then its arguments as they are written", "[tool_calls][hermes][stream]") {
+  const std::string head = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
+  const std::string arguments = "{\"city\": \"Paris\"}";
+  ToolCallStream stream(ToolCallFamily::Hermes);
+  StreamedToolCalls part = stream.feed(head + "{");
+  REQUIRE(part.calls.size() == 1);
+  CHECK(part.calls[0] == ToolCallPiece{"get_weather", "{", false});
+  part = stream.feed("\"ci");
+  CHECK(part.calls == std::vector<ToolCallPiece>{{"", "\"ci", false}});
+  part = stream.feed("ty\": \"Paris\"}");
+  CHECK(part.calls == std::vector<ToolCallPiece>{{"", "ty\":\"Paris\"}", true}});
+  part = stream.feed("}\n</tool_call>");
+  CHECK(part.calls.empty());
+  CHECK(part.content.empty());
+  CHECK(stream.finish().calls.empty());
+
+  size_t pieces = 0;
+  const ParsedToolCalls joined =
+      test::joined_tool_call_stream(test::one_byte_pieces(head + arguments + "}\n</tool_call>"), ToolCallFamily::Hermes, &pieces);
+  CHECK(joined.calls == std::vector<ParsedToolCall>{{"get_weather", R"({"city":"Paris"})"}});
+  CHECK(pieces == 1 + std::string(R"({"city":"Paris"})").size() - 1);  // the head with '{', then one per byte kept
+  test::joined_tool_call_stream(
+      test::one_byte_pieces("<tool_call>{\"arguments\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"}</tool_call>"),
+      ToolCallFamily::Hermes, &pieces);
+  CHECK(pieces == 1);
 }
 
 // A string argument that ends in a backslash ("C:\\" in JSON, C:\ as text):
