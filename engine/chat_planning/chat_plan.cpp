@@ -116,8 +116,13 @@ std::vector<int> plan_conversation(ChatRequest& chat, const ChatModel& model, Ch
                                                      : grammar::ConstraintSpec::Start::AfterOptionalReasoning;
     chat.constraint->reasoning = reasoning_markers();
   }
-  if (plan.parsing.reasoning && !encoded.closes_reasoning)
+  // gpt-oss thinks in an analysis message the output opens, closed where the
+  // next message starts (harmony_markers): its budget forces that close.
+  if ((plan.parsing.reasoning && !encoded.closes_reasoning) || plan.parsing.harmony) {
     plan.thinking_vocabulary = model.constraints->vocabulary(model.engine->tokenizer());
+    plan.thinking_markers = plan.parsing.harmony ? harmony_markers(false) : reasoning_markers();
+    plan.thinking_markers.answer_open.clear();
+  }
   if (!chat.tools.is_null() && chat.tool_choice.mode != ToolChoice::Mode::None)
     plan.parsing.tools = model.tool_call_family;
   plan.parsing.parallel_tool_calls = chat.parallel_tool_calls;
@@ -173,7 +178,7 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
                                              chat.constraint && !chat.constraint->lazy, std::min(request.max_tokens, room));
     if (plan.thinking_budget)
       request.constraint = grammar::with_thinking_budget(
-          constraint, {*plan.thinking_budget, reasoning_markers(), plan.parsing.starts_in_reasoning},
+          constraint, {*plan.thinking_budget, plan.thinking_markers, plan.parsing.starts_in_reasoning},
           *plan.thinking_vocabulary);
     request.sampling = chat.sampling;
     request.stop = chat.stop;
@@ -231,7 +236,7 @@ ChoicesResult submit_plan(InferenceEngine& engine, ChatPlan& plan) {
 int reasoning_tokens_of(const ChatPlan& plan, const TaskOutput& out) {
   if (!plan.thinking_vocabulary) return 0;
   const grammar::TokenVocabulary& vocabulary = *plan.thinking_vocabulary;
-  const grammar::ReasoningMarkers& markers = reasoning_markers();
+  const grammar::ReasoningMarkers& markers = plan.thinking_markers;
   std::string text;
   bool open = plan.parsing.starts_in_reasoning;
   int tokens = 0;

@@ -41,10 +41,12 @@ struct ChatPlan {
   std::vector<int> last_prompt_tokens;  // per choice: the prompt token its logprobs entries follow
   int prompt_tokens = 0;                // the first prompt's tokens (what a stream's start announces)
   OutputParsing parsing;                // chat outputs: reasoning and tool calls (completions: none)
-  // A <think> model whose prompt leaves the thinking to the output: the
-  // vocabulary its reasoning tokens are counted with (reasoning_tokens_of),
-  // and the thinking budget its requests' constraint enforces, if any.
+  // A thinking model whose prompt leaves the thinking to the output (<think>,
+  // or gpt-oss's analysis message): the vocabulary its reasoning tokens are
+  // counted with (reasoning_tokens_of), the markers that open and close the
+  // thinking, and the thinking budget its requests' constraint enforces, if any.
   std::optional<grammar::TokenVocabulary> thinking_vocabulary;
+  grammar::ReasoningMarkers thinking_markers;
   std::optional<int> thinking_budget;
 
   // Choices in the whole response (the requests' n summed; still known
@@ -93,8 +95,8 @@ CompletionResult choice_result(const ChatPlan& plan, const TaskOutput& output, i
 // The tokens a choice spent thinking (usage's reasoning_tokens): those up
 // to and including the close marker's last, all of them when the thinking
 // never closed, 0 for an output that did not think (reasoning_split.h's
-// rule, over the tokens' bytes). gpt-oss's analysis messages are not counted
-// (0).
+// rule, over the tokens' bytes, with the plan's thinking_markers: gpt-oss's
+// first analysis message, through the "<|end|><|start|>assistant" after it).
 int reasoning_tokens_of(const ChatPlan& plan, const TaskOutput& output);
 
 // A call parsed out of a streamed output, with its id (as choice_result).

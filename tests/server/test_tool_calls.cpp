@@ -1052,6 +1052,41 @@ TEST_CASE("gpt-oss: tool and output grammars follow the optional analysis messag
   }
 }
 
+// gpt-oss's thinking budget: its analysis message is the thinking, closed by
+// "<|end|><|start|>assistant" (harmony_markers). The scripted message opener,
+// then the random model analyses on (it never writes the close itself) until
+// reasoning_effort low's budget (half of max_tokens: 300) forces the close,
+// and the call the grammar requires follows. Before the budget applied to
+// harmony, the analysis ran to max_tokens: finish_reason "length", no call.
+TEST_CASE("gpt-oss: reasoning_effort closes the analysis at its budget, then the call comes", "[tool_calls][grammar][harmony][budget]") {
+  TestServer server(harmony_options());
+  const std::string path = "/v1/chat/completions";
+  const std::string close = "<|end|><|start|>assistant";
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    INFO("seed " << seed);
+    json body = openai_body("Count something", 600);
+    body["temperature"] = 1.0;
+    body["seed"] = seed;
+    body["tools"] = kShortTools;
+    body["tool_choice"] = "required";
+    body["reasoning_effort"] = "low";
+    script_prefix(server, path, body, "<|channel|>analysis<|message|>");
+    const Reply reply = post(server, path, body);
+    INFO(reply.body);
+    REQUIRE(reply.status == 200);
+    const json whole = reply.body_json();
+    const json choice = whole["choices"][0];
+    CHECK(choice["finish_reason"] == "tool_calls");
+    CHECK_FALSE(choice["message"]["reasoning_content"].get<std::string>().empty());
+    REQUIRE(choice["message"]["tool_calls"].size() == 1);
+    const json& call = choice["message"]["tool_calls"][0]["function"];
+    check_short_call(call["name"], json::parse(call["arguments"].get<std::string>(), nullptr, false));
+    const int reasoning_tokens = whole["usage"]["completion_tokens_details"]["reasoning_tokens"];
+    CHECK(reasoning_tokens > 300);
+    CHECK(reasoning_tokens <= 300 + int(close.size()));  // the forced close: at most a token per byte
+  }
+}
+
 TEST_CASE("gpt-oss: past reasoning and reasoning_effort reach its template", "[tool_calls][template][harmony]") {
   TestServer server(harmony_options());
   const HfChatTemplate direct(template_config_for(kHarmonyTemplate, server.engine().tokenizer()));
