@@ -995,6 +995,21 @@ TEST_CASE("gpt-oss's harmony output: analysis is reasoning, a message to functio
     check_same_blocks(anthropic_stream_blocks(post(server, path, anthropic_tools_body(true)).body, stop_reason), content);
     CHECK(stop_reason == "tool_use");
   }
+  SECTION("Responses: the analysis is a reasoning item, the call a function_call item") {
+    const std::string path = "/v1/responses";
+    script_output(server, path, responses_tools_body(false), kHarmonyCall);
+    const json whole = post(server, path, responses_tools_body(false)).body_json();
+    INFO(whole.dump());
+    const json expected = json::array(
+        {{{"type", "reasoning"},
+          {"summary", json::array()},
+          {"content", json::array({{{"type", "reasoning_text"}, {"text", "Need the weather."}}})}},
+         {{"type", "function_call"}, {"status", "completed"}, {"name", "get_weather"}, {"arguments", R"({"city":"Paris"})"}}});
+    CHECK(items_without_ids(whole["output"]) == expected);
+    CHECK(whole["status"] == "completed");
+    const ResponsesStream streamed = read_responses_stream(post(server, path, responses_tools_body(true)).body);
+    CHECK(items_without_ids(streamed.response["output"]) == expected);
+  }
   SECTION("an answer in the final channel is the content") {
     const std::string path = "/v1/chat/completions";
     const json body = openai_body("Hi", 400);
