@@ -5,8 +5,11 @@
 // steer it with logit_bias on the real o200k_harmony ids, inside the
 // grammars a response format and tool_choice "required" impose (the optional
 // analysis message, then the answer's own header):
-//   - reasoning: the analysis channel opened and never closed (<|end|> at
-//     -100), cut by max_tokens: its text is reasoning_content, none is content;
+//   - reasoning: the analysis channel opened and never closed by the model
+//     (<|end|> at -100): the thinking budget (half of max_tokens for a
+//     constrained answer) forces its close, <|end|><|start|>assistant, and
+//     the final channel's answer follows under the response format: the
+//     analysis is reasoning_content, the answer (a digit) the content;
 //   - a tool call: <|channel|> then "comment" at +100 choose the commentary
 //     channel over the analysis (the grammar writes the rest of the header);
 //     the call to functions.NAME comes back as tool_calls with valid arguments;
@@ -57,23 +60,30 @@ async function streamed(request) {
 }
 
 describe('gpt-oss harmony output through the OpenAI SDK', () => {
-  test('the analysis channel reaches reasoning_content, whole and streamed alike', async () => {
+  test('the analysis reaches reasoning_content, closed at its thinking budget; the answer follows, whole and streamed alike', async () => {
     const request = {
-      model: 'astrai', messages: question, max_tokens: 12, temperature: 0,
-      response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'integer' } } },
+      model: 'astrai', messages: question, max_tokens: 40, temperature: 0,
+      response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'integer', minimum: 0, maximum: 9 } } },
       logit_bias: { [CHANNEL]: 100, [ANALYSIS]: 100, [MESSAGE]: 100, [END]: -100 },
     };
     const whole = await openai.chat.completions.create(request);
     const choice = whole.choices[0];
-    assert.equal(choice.finish_reason, 'length');
+    assert.equal(choice.finish_reason, 'stop', JSON.stringify(whole));
     assert.equal(typeof choice.message.reasoning_content, 'string');
     assert.ok(choice.message.reasoning_content.length > 0, JSON.stringify(choice.message));
-    assert.ok(!choice.message.content, `no answer was written, yet content is ${JSON.stringify(choice.message.content)}`);
-    assert.ok(!choice.message.reasoning_content.includes('<|'), 'the markers are not reasoning');
+    // The body only: not the header, not the close (the biased markers may be its text).
+    const reasoning = choice.message.reasoning_content;
+    assert.ok(!reasoning.startsWith('<|channel|>') && !reasoning.includes('<|end|>'), `the header and the close are not reasoning: ${JSON.stringify(whole)}`);
+    assert.match(choice.message.content, /^[0-9]$/, 'the answer the response format allows');
+    // The budget: 20 tokens (half of max_tokens) from the analysis header on,
+    // then the close's tokens: <|end|> at -100 has the model spell it in
+    // ordinary tokens, at most one per byte of "<|end|><|start|>assistant".
+    const reasoningTokens = whole.usage.completion_tokens_details.reasoning_tokens;
+    assert.ok(reasoningTokens > 20 && reasoningTokens <= 20 + 25, `reasoning_tokens ${reasoningTokens}`);
     const parts = await streamed(request);
     assert.equal(parts.reasoning, choice.message.reasoning_content);
-    assert.equal(parts.content, '');
-    assert.equal(parts.finish, 'length');
+    assert.equal(parts.content, choice.message.content);
+    assert.equal(parts.finish, 'stop');
   });
 
   const weather = {
