@@ -573,8 +573,8 @@ std::string ResponsesBuilder::format_tool_call_start(int, int, const ToolCall& c
   return out + event("response.output_item.added", {{"output_index", index}, {"item", item}});
 }
 
-std::string ResponsesBuilder::format_tool_call_arguments(int, int, const ToolCall& call, std::string_view piece) {
-  open_call_.arguments = call.arguments;
+std::string ResponsesBuilder::format_tool_call_arguments(int, int, const ToolCall&, std::string_view piece) {
+  open_call_.arguments += piece;  // the piece only: copying the whole text each piece is quadratic in it
   const int index = int(streamed_.size()) - 1;
   return event("response.function_call_arguments.delta",
                {{"item_id", streamed_.back()["id"]}, {"output_index", index}, {"delta", std::string(piece)}});
