@@ -116,6 +116,12 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
     launch_swiglu(ws.gate_up.as<float>(), choices, eh, ws.hidden.get(), dtype, stream,
                   clamped ? GateActivation::ClampedSilu : GateActivation::Silu, moe.swiglu_limit);
   }
+  if (path == MoePath::Fused && rows <= kMoeDownCombineRows && k <= kMoeDownCombineMaxK && down.parts.size() == 1) {
+    const WeightPart& p = down.parts[0];
+    launch_moe_down_combine(ws.hidden.get(), dtype, p.data.get(), p.quant, down.cols, dim, rows, k, ws.expert.as<int>(),
+                            ws.weight.as<float>(), plan.slot_of, biases.down, shared_out, shared_gate, out, stream);
+    return;
+  }
   grouped(down, ws.hidden.get(), nullptr, ws.expert_out.as<float>());
   add_expert_bias(ws.expert_out.as<float>(), dim, dim, biases.down);
   launch_moe_combine(ws.expert_out.as<float>(), plan.slot_of, ws.weight.as<float>(), rows, k, dim, shared_out,

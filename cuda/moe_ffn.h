@@ -12,6 +12,8 @@
 //   moe_matvec       down of every choice
 //   (shared expert)  GEMMs + swiglu as a dense layer's, and its gate's GEMM
 //   moe_combine      out[r] = sum_j w_rj expert_out(r, j) (+ sigmoid(g) shared)
+//                    (moe_down_combine: the down product and this sum in one
+//                    launch, up to kMoeDownCombineRows rows, the same bits)
 //
 // Every launch has a size the host knows (rows * k choices, the most tiles
 // they can make), so a step replays from a CUDA graph whatever the routing;
@@ -61,8 +63,10 @@ class MoeWorkspace {
 };
 
 // Fused: routing and its plan in one launch (up to 256 rows), the gate/up
-// product and its SwiGLU in one (gate and up stacks in one format); each
-// falls back to Separate where it cannot. Separate: one launch a step (the
+// product and its SwiGLU in one (gate and up stacks in one format), and up
+// to kMoeDownCombineRows rows the down product and the sum in one (a down
+// stack in one part, k <= kMoeDownCombineMaxK); each falls back to Separate
+// where it cannot. Separate: one launch a step (the
 // kernel case's second variant, which checks the first's bits).
 enum class MoePath { Fused, Separate };
 

@@ -119,8 +119,9 @@ struct MoeRun final : KernelRun {
   }
   int launched = 0;  // the variant launch() last queued
   // v1: the executor's sequence (routing and plan in one launch, gate/up and
-  // SwiGLU in one); v2: a launch a step (route, plan, the grouped gate/up
-  // mat-vec into float, SwiGLU).
+  // SwiGLU in one, down and the sum in one up to kMoeDownCombineRows rows);
+  // v2: a launch a step (route, plan, the grouped gate/up mat-vec into
+  // float, SwiGLU, the grouped down mat-vec, biases, the sum).
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1 && variant != 2) throw std::invalid_argument("moe_ffn has no variant " + std::to_string(variant));
     launched = variant;
@@ -179,7 +180,9 @@ struct MoeRun final : KernelRun {
   // The chosen experts exactly (they come from the same scores), then the
   // outputs within rtol; after v1, also v2's bits exactly (the fused
   // launches run each row's routing code, and each gate and up output's
-  // chain and tree and the same SwiGLU, so all that follows is equal).
+  // chain and tree and the same SwiGLU, and up to kMoeDownCombineRows rows
+  // each down output's chain and tree, its bias and the sum in choice order,
+  // so all that follows is equal).
   std::string check(double rtol) override {
     if (launched == 1) {
       const std::vector<float> fused = result();
@@ -242,7 +245,7 @@ KernelCase moe_case() {
             const int hidden = pick(0, 1) ? 8 * pick(1, 6) : pick(1, 40);
             const int dim = pick(0, 1) ? 8 * pick(1, 8) : pick(1, 70);
             return KernelShape{pick(0, 1) ? DType::BFloat16 : DType::Float32, pick_seed(pick),
-                               {{"rows", pick(1, 24)}, {"experts", experts}, {"k", pick(1, experts)},
+                               {{"rows", pick(0, 1) ? pick(1, kMoeDownCombineRows + 1) : pick(1, 24)}, {"experts", experts}, {"k", pick(1, experts)},
                                 {"hidden", hidden}, {"dim", dim}, {"routing", pick(0, 2)}, {"ties", pick(0, 1)},
                                 {"shared", pick(0, 1)}, {"gpt_oss", pick(0, 1)}}};
           },

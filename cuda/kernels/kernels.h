@@ -304,6 +304,24 @@ void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, co
 void launch_moe_combine(const float* expert_out, const int* slot_of, const float* weight, int rows, int k, int dim,
                         const float* shared_out, const float* shared_gate, float* out, cudaStream_t stream);
 
+// The down product and the sum above in one launch, for a step of few rows
+// (a decode step at batch 1 reads each chosen expert once either way, and
+// one launch less is worth more there than the grouping): block (b, r)
+// computes outputs kOutputs * b .. of row r, each of the row's k choices
+// by launch_moe_matvec's lanes, chain and tree on the choice's SwiGLU row
+// hidden[slot_of[r * k + j]] (plus, with `bias` [experts, dim] in dtype,
+// launch_add_bias's addition of its expert's row), then the products summed
+// as launch_moe_combine sums them. So the bits are those of
+// launch_moe_matvec + launch_add_bias + launch_moe_combine, and which path
+// a step takes (kMoeDownCombineRows) changes no row's result.
+// `w` is the down stack in one part: expert e's row d is row e * dim + d.
+inline constexpr int kMoeDownCombineRows = 4;  // the executor takes this path up to this many rows
+inline constexpr int kMoeDownCombineMaxK = 16; // choices a row may have on this path
+void launch_moe_down_combine(const void* hidden, DType dtype, const void* w, std::optional<QuantFormat> format, int in,
+                             int dim, int rows, int k, const int* expert, const float* weight, const int* slot_of,
+                             const void* bias, const float* shared_out, const float* shared_gate, float* out,
+                             cudaStream_t stream);
+
 // The gated feed-forward's activation: SiLU (SwiGLU: Llama, Qwen, Mistral),
 // tanh-approximated GELU (GeGLU: Gemma's gelu_pytorch_tanh), or gpt-oss's
 // clamped SwiGLU (gate clamped above, up on both sides, at `limit`).

@@ -23,6 +23,9 @@
 // the expert's row in registers (quant_codec.cuh) and every row of the tile
 // uses them; the bits are launch_matvec_quant's.
 //
+// A step of few rows takes moe_down_combine_kernel for the down product:
+// the same products, each row's summed in the launch that makes them.
+//
 // Prefill makes many slots per expert and would rather have tensor cores
 // (a grouped GEMM); this kernel reads each expert's matrix once per tile of
 // 8 slots, which is right for decode and correct, if slow, for prefill.
@@ -189,6 +192,61 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The down product of a row's k choices and their weighted sum, for steps
+// of few rows (kernels.h, launch_moe_down_combine). Warp o of block (b, r)
+// takes output j = kOutputs b + o of each choice c in turn, by
+// moe_matvec_kernel's lanes and chain on the choice's SwiGLU row, leaving
+// the lanes' sums in partial[c][o]; after the barrier thread i < kOutputs
+// adds choice c's lanes by the same tree (the slot's output, as the grouped
+// launch stores it), adds its expert's bias as launch_add_bias does, and
+// sums the choices in order as moe_combine_kernel does.
+template <typename T, typename Rows>
+__global__ void __launch_bounds__(kThreads)
+    moe_down_combine_kernel(const T* __restrict__ hidden, Rows w, int dim, int k, const int* __restrict__ expert,
+                            const float* __restrict__ weight, const int* __restrict__ slot_of,
+                            const T* __restrict__ bias, const float* __restrict__ shared_out,
+                            const float* __restrict__ shared_gate, float* __restrict__ out) {
+  __shared__ float partial[kMoeDownCombineMaxK][kOutputs][kLanes + 1];
+  __shared__ int chosen[kMoeDownCombineMaxK], slot[kMoeDownCombineMaxK];
+  __shared__ float chosen_weight[kMoeDownCombineMaxK];
+  const int r = int(blockIdx.y), t = int(threadIdx.x);
+  if (t < k) {
+    chosen[t] = expert[r * k + t];
+    slot[t] = slot_of[r * k + t];
+    chosen_weight[t] = weight[r * k + t];
+  }
+  __syncthreads();
+  const int o = t / kLanes, lane = t % kLanes;
+  const int j0 = int(blockIdx.x) * kOutputs, j = j0 + o;
+  if (j < dim) {
+    for (int c = 0; c < k; ++c) {
+      const T* xr[kRows];
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) xr[q] = hidden + size_t(slot[c]) * size_t(w.in);
+      float acc[kRows];
+#pragma unroll
+      for (int q = 0; q < kRows; ++q) acc[q] = 0.0f;
+      w.dot(size_t(chosen[c]) * size_t(dim) + size_t(j), xr, lane, 1, acc);
+      partial[c][o][lane] = acc[0];
+    }
+  }
+  __syncthreads();
+  if (t < kOutputs && j0 + t < dim) {
+    const int d = j0 + t;
+    float sum = 0.0f;
+    for (int c = 0; c < k; ++c) {
+      float y = matvec_lanes::sum_lanes(partial[c][t]);
+      if (bias) y = __fadd_rn(y, to_float(bias[size_t(chosen[c]) * size_t(dim) + size_t(d)]));
+      sum = __fadd_rn(sum, __fmul_rn(chosen_weight[c], y));
+    }
+    if (shared_out) {  // moe_combine_kernel's sigmoid gate
+      const float gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-shared_gate[r])));
+      sum = __fadd_rn(sum, __fmul_rn(gate, shared_out[size_t(r) * size_t(dim) + size_t(d)]));
+    }
+    out[size_t(r) * size_t(dim) + size_t(d)] = sum;
+  }
+}
+
 // Calls f(rows_of_gate, rows_of_up) with the Rows policy of `format` (both
 // matrices in one format), for a kernel template's instance.
 template <typename T, typename F>
@@ -238,6 +296,19 @@ void launch_gate_up_typed(const T* x, const int* x_rows, const MoeGateUp& w, int
   });
 }
 
+template <typename T>
+void launch_down_combine_typed(const T* hidden, const void* w, std::optional<QuantFormat> format, int in, int dim,
+                               int rows, int k, const int* expert, const float* weight, const int* slot_of,
+                               const T* bias, const float* shared_out, const float* shared_gate, float* out,
+                               cudaStream_t stream) {
+  const dim3 grid(unsigned((dim + kOutputs - 1) / kOutputs), unsigned(rows));
+  with_rows<T>(format, rows_aligned(hidden, in, {w}), w, w, in, [&](auto down, auto) {
+    const auto kernel = moe_down_combine_kernel<T, decltype(down)>;
+    ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(hidden, down, dim, k, expert, weight, slot_of, bias, shared_out,
+                                                     shared_gate, out);
+  });
+}
+
 }  // namespace
 
 void launch_moe_matvec(const void* x, const int* x_rows, DType dtype, const void* w, std::optional<QuantFormat> format,
@@ -265,6 +336,24 @@ void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, co
   if (max_tiles == 0 || hidden == 0) return;
   ASTRAI_DISPATCH_DTYPE(dtype, launch_gate_up_typed(static_cast<const Elem*>(x), x_rows, w, in, hidden, plan,
                                                     max_tiles, static_cast<Elem*>(out), stream));
+  ASTRAI_CUDA_CHECK_LAUNCH();
+}
+
+void launch_moe_down_combine(const void* hidden, DType dtype, const void* w, std::optional<QuantFormat> format, int in,
+                             int dim, int rows, int k, const int* expert, const float* weight, const int* slot_of,
+                             const void* bias, const float* shared_out, const float* shared_gate, float* out,
+                             cudaStream_t stream) {
+  if (k < 1 || k > kMoeDownCombineMaxK)
+    throw std::invalid_argument("launch_moe_down_combine: " + std::to_string(k) + " experts a row (1 to " +
+                                std::to_string(kMoeDownCombineMaxK) + ")");
+  if (rows > 65535) throw std::invalid_argument("launch_moe_down_combine: " + std::to_string(rows) + " rows");
+  if (format && in % quant_format_info(*format).block_elements != 0)
+    throw std::invalid_argument("launch_moe_down_combine: a row of " + std::to_string(in) + " weights is not whole " +
+                                std::string(quant_format_info(*format).name) + " blocks");
+  if (rows == 0 || dim == 0) return;
+  ASTRAI_DISPATCH_DTYPE(dtype, launch_down_combine_typed(static_cast<const Elem*>(hidden), w, format, in, dim, rows, k,
+                                                         expert, weight, slot_of, static_cast<const Elem*>(bias),
+                                                         shared_out, shared_gate, out, stream));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

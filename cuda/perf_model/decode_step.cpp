@@ -173,7 +173,9 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
                       1,
                       read * 3.0 * eh * s.dim * e + (s.gpt_oss ? read * (2.0 * eh + s.dim) * e : 0.0) +
                           4.0 * double(B) * s.experts + e * double(B) * s.dim +
-                          choices * (4.0 * 2 * eh * 2 + e * eh * 2 + 4.0 * 2 * s.dim) + 4.0 * double(B) * s.dim});
+                          choices * (4.0 * 2 * eh * 2 + e * eh * 2) +
+                          // the slots' outputs written and read back, where the sum is a launch of its own
+                          (B <= kMoeDownCombineRows ? 0.0 : choices * 4.0 * 2 * s.dim) + 4.0 * double(B) * s.dim});
     } else {
       push_projection(step, s, l, "layer: gate + up projection", s.dim,
                       {{"layer: gate projection", Matrix::Gate, s.hidden}, {"layer: up projection", Matrix::Up, s.hidden}});
