@@ -117,3 +117,25 @@ TEST_CASE("the kernel-case registry is complete and well formed", "[cuda][plan]"
   }
 }
 
+
+TEST_CASE("attention merges rows of many splits at every head dim (fixed shapes)", "[cuda]") {
+  // The drawn shapes above rarely give a row more splits than the merge has
+  // groups of threads (attention_merge.cu's vector kernel: 2 groups at
+  // head_dim 256 to 64 at 8): here decode rows of 600 positions in splits of
+  // one tile (16 splits, the executor's most at this length) at each head
+  // dim of the draw, with and without sinks, so a merge that drops a group's
+  // splits (or the scalar kernel's at 146) fails.
+  ASTRAI_REQUIRE_GPU();
+  const KernelCase kc = paged_attention_case();
+  for (const int head_dim : {8, 64, 128, 146, 256})
+    for (const int sinks : {0, 1}) {
+      const KernelShape shape{cuda::DType::Float32, uint32_t(head_dim + sinks),
+                              {{"head_dim", head_dim}, {"n_kv", 1}, {"ratio", 2}, {"n_seqs", 2}, {"len", 600},
+                               {"ragged", 0}, {"fresh", 1}, {"page", 16}, {"split", 32}, {"splits", 0},
+                               {"chunk", 256}, {"window", 0}, {"sinks", sinks}}};
+      INFO(shape.describe());
+      auto run = kc.prepare(shape);
+      run->launch(1, nullptr);
+      CHECK(run->check(kc.tolerance(shape.dtype)) == "");
+    }
+}
