@@ -96,10 +96,12 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
       col += p.rows;
     }
   };
-  // The fused gate/up kernel applies plain SiLU to unbiased products: gpt-oss's experts take the float rows.
-  const bool plain = biases.gate == nullptr && biases.up == nullptr && moe.swiglu_limit <= 0.0f;
-  const std::optional<MoeGateUp> fused =
-      path == MoePath::Fused && plain ? fused_gate_up(gate_up, eh, dtype) : std::nullopt;
+  std::optional<MoeGateUp> fused = path == MoePath::Fused ? fused_gate_up(gate_up, eh, dtype) : std::nullopt;
+  if (fused) {  // gpt-oss: the biases and the clamp in the same launch
+    fused->gate_bias = biases.gate;
+    fused->up_bias = biases.up;
+    fused->limit = moe.swiglu_limit > 0.0f ? moe.swiglu_limit : 0.0f;
+  }
   const int choices = rows * k;
   // Choice a's expert ws.expert[a], its row in the slot-ordered outputs plan.slot_of[a].
   const auto add_expert_bias = [&](float* y, int ldy, int width, const void* bias) {

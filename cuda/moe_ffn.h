@@ -81,10 +81,11 @@ struct ExpertBiases {
 // From router scores on (the kernel case starts here): out [rows, dim] =
 // the routed experts' weighted sum for rows of h [rows, dim] (dtype), plus
 // sigmoid(shared_gate[r]) * shared_out[r] when those are given. With
-// biases (and moe.swiglu_limit: the clamped SwiGLU), the gate/up product
-// goes through float gate/up rows whatever the path: each choice's expert
-// biases are added there and to its down output (launch_add_bias), before
-// the activation and the weighted sum, as expert_linear() adds them.
+// biases (and moe.swiglu_limit: the clamped SwiGLU), each choice's expert
+// biases are added to its gate/up and down outputs before the activation and
+// the weighted sum, as expert_linear() adds them: inside the fused gate/up
+// and down kernels on the Fused path, by launch_add_bias on float rows on
+// the Separate one (the same additions, so the same bits).
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,
                             const MoeWorkspace& ws, const float* shared_out, const float* shared_gate, float* out,

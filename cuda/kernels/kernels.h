@@ -286,14 +286,20 @@ struct MoeGateUp {
   const void* up = nullptr;
   int expert_rows = 0;
   std::optional<QuantFormat> format;
+  // gpt-oss: each expert's gate and up biases ([experts, hidden] in dtype,
+  // or null), and the clamped SwiGLU's limit (> 0; 0: plain SiLU).
+  const void* gate_bias = nullptr;
+  const void* up_bias = nullptr;
+  float limit = 0.0f;
 };
 
 // The grouped gate/up product and its SwiGLU in one launch: for every slot s
 // of every tile t < tiles[0] (expert e), out[s * hidden + j] =
 // dtype(silu(g) * u) for j < hidden, with g and u the slot's products with
-// e's gate and up rows j. The bits are launch_moe_matvec's (into a float
-// gate/up row) followed by launch_swiglu's: the same chains, trees and
-// SwiGLU.                   (reference: linear_slice() and swiglu_ffn())
+// e's gate and up rows j (gpt-oss: plus e's biases, and the clamped SwiGLU).
+// The bits are launch_moe_matvec's (into a float gate/up row), then
+// launch_add_bias's, then launch_swiglu's: the same chains, trees, additions
+// and activation.   (reference: linear_slice(), expert_linear(), swiglu_ffn(), clamped_swiglu())
 void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, const MoeGateUp& w, int in, int hidden,
                                const MoePlan& plan, int max_tiles, void* out, cudaStream_t stream);
 

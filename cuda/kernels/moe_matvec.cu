@@ -152,7 +152,9 @@ __global__ void __launch_bounds__(kThreads)
   matvec_lanes::store_row_sums<kRows>(partial, j0, out, y + size_t(first) * size_t(ldy), ldy, rows);
 }
 
-// Gate and up of kUnits hidden units at once, then their SwiGLU: the
+// Gate and up of kUnits hidden units at once, then their SwiGLU (gpt-oss:
+// the biases added first, as launch_add_bias adds them, and the clamped
+// SwiGLU): the
 // block's first kUnits warps take the gate rows, the next kUnits the up
 // rows, every row by moe_matvec_kernel's lanes and chain; after the barrier,
 // thread r * kUnits + i adds unit i's lanes of row r for both by the same
@@ -165,7 +167,8 @@ constexpr int kUnits = kOutputs / 2;
 template <typename T, typename Rows>
 __global__ void __launch_bounds__(kThreads)
     moe_gate_up_swiglu_kernel(const T* __restrict__ x, const int* __restrict__ x_rows, Rows gate, Rows up,
-                              int expert_rows, int hidden, MoePlan plan, T* __restrict__ out) {
+                              int expert_rows, int hidden, MoePlan plan, const T* __restrict__ gate_bias,
+                              const T* __restrict__ up_bias, float limit, T* __restrict__ out) {
   const int tile = int(blockIdx.x);
   if (tile >= plan.tiles[0]) return;  // the whole block: before any barrier
   const int expert = plan.tile_expert[tile], first = plan.tile_first[tile], rows = plan.tile_rows[tile];
@@ -187,8 +190,12 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const int r = int(threadIdx.x) / kUnits, i = int(threadIdx.x) % kUnits;
   if (r < rows && j0 + i < hidden) {
-    const float g = matvec_lanes::sum_lanes(partial[r][i]), u = matvec_lanes::sum_lanes(partial[r][kUnits + i]);
-    out[size_t(first + r) * size_t(hidden) + size_t(j0 + i)] = from_float<T>(swiglu(g, u));
+    float g = matvec_lanes::sum_lanes(partial[r][i]), u = matvec_lanes::sum_lanes(partial[r][kUnits + i]);
+    const size_t b = size_t(expert) * size_t(hidden) + size_t(j0 + i);  // the expert's bias element (add_bias.cu's)
+    if (gate_bias) g = __fadd_rn(g, to_float(gate_bias[b]));
+    if (up_bias) u = __fadd_rn(u, to_float(up_bias[b]));
+    out[size_t(first + r) * size_t(hidden) + size_t(j0 + i)] =
+        from_float<T>(limit > 0.0f ? clamped_swiglu(g, u, limit) : swiglu(g, u));
   }
 }
 
@@ -292,7 +299,9 @@ void launch_gate_up_typed(const T* x, const int* x_rows, const MoeGateUp& w, int
   const dim3 grid(unsigned(max_tiles), unsigned((hidden + kUnits - 1) / kUnits));
   with_rows<T>(w.format, rows_aligned(x, in, {w.gate, w.up}), w.gate, w.up, in, [&](auto gate, auto up) {
     const auto kernel = moe_gate_up_swiglu_kernel<T, decltype(gate)>;
-    ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(x, x_rows, gate, up, w.expert_rows, hidden, plan, out);
+    ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(x, x_rows, gate, up, w.expert_rows, hidden, plan,
+                                                     static_cast<const T*>(w.gate_bias),
+                                                     static_cast<const T*>(w.up_bias), w.limit, out);
   });
 }
 

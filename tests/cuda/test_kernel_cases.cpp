@@ -38,6 +38,7 @@ TEST_CASE("every kernel case matches its reference", "[cuda]") {
         auto run = kc.prepare(shape);
         run->launch(variant, nullptr);
         const std::string error = run->check(kc.tolerance(shape.dtype));
+        RC_LOG() << "check: " << (error.empty() ? "passed" : error) << "\n";
         RC_ASSERT(error == "");
       });
     }
@@ -138,4 +139,29 @@ TEST_CASE("attention merges rows of many splits at every head dim (fixed shapes)
       run->launch(1, nullptr);
       CHECK(run->check(kc.tolerance(shape.dtype)) == "");
     }
+}
+
+TEST_CASE("the MoE case on fixed gpt-oss and Qwen 3 MoE shapes with rows on both sides of the fused down launch",
+          "[cuda]") {
+  // The drawn shapes are small: with gpt-oss's clamp at 1 most of a tiny
+  // shape's gate/up values are clamped, and a bias the fused kernels forgot
+  // can leave every output unchanged. These shapes have thousands of outputs
+  // (aligned and ragged widths, 1 to 24 rows: the fused down-and-sum launch up
+  // to kMoeDownCombineRows, the grouped one above), so an omitted bias, clamp
+  // or weight shows in the bit comparison of v1 against v2 (check()).
+  ASTRAI_REQUIRE_GPU();
+  const KernelCase kc = moe_case();
+  for (const auto dtype : {cuda::DType::Float32, cuda::DType::BFloat16})
+    for (const int gpt_oss : {0, 1})
+      for (const int rows : {1, 3, 24})
+        for (const auto& [hidden, dim] : {std::pair{40, 64}, std::pair{37, 70}}) {
+          const KernelShape shape{dtype, uint32_t(rows * 7 + hidden + gpt_oss),
+                                  {{"rows", rows}, {"experts", 8}, {"k", 4}, {"hidden", hidden}, {"dim", dim},
+                                   {"routing", gpt_oss ? 2 : 1}, {"ties", 0}, {"shared", 1 - gpt_oss},
+                                   {"gpt_oss", gpt_oss}}};
+          INFO(shape.describe());
+          auto run = kc.prepare(shape);
+          run->launch(1, nullptr);
+          CHECK(run->check(kc.tolerance(shape.dtype)) == "");
+        }
 }
