@@ -80,10 +80,10 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
   const MoePlan plan = ws.plan();
   if (path == MoePath::Fused) {
     launch_moe_route_plan(scores, rows, moe.n_experts, k, moe.routing, moe.norm_topk_prob, ws.expert.as<int>(),
-                          ws.weight.as<float>(), plan, stream);
+                          ws.weight.as<float>(), plan, stream, biases.router, dtype);
   } else {
     launch_moe_route(scores, rows, moe.n_experts, k, moe.routing, moe.norm_topk_prob, ws.expert.as<int>(),
-                     ws.weight.as<float>(), stream);
+                     ws.weight.as<float>(), stream, biases.router, dtype);
     launch_moe_plan(ws.expert.as<int>(), rows, k, moe.n_experts, plan, stream);
   }
   const int max_tiles = moe_max_tiles(rows * k, moe.n_experts);
@@ -132,10 +132,7 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
 
 void enqueue_moe_ffn(GemmRunner& gemm, const DeviceLayerWeights& L, const ModelConfig& c, DType dtype, const void* h,
                      int rows, const MoeWorkspace& ws, float* out, cudaStream_t stream) {
-  gemm.run(h, L.router, dtype, rows, ws.scores.as<float>(), stream);
-  if (L.router_bias.get())  // gpt-oss: scores += router_bias, before routing
-    launch_add_bias(ws.scores.as<float>(), c.moe.n_experts, nullptr, rows, c.moe.n_experts, L.router_bias.get(),
-                    nullptr, dtype, stream);
+  gemm.run(h, L.router, dtype, rows, ws.scores.as<float>(), stream);  // gpt-oss's router bias: added by routing
   const float *shared_out = nullptr, *shared_gate = nullptr;
   if (c.options.shared_expert) {  // a dense SwiGLU of its own, and its sigmoid gate's one output
     gemm.run(h, L.shexp_gate_up, dtype, rows, ws.shared_gate_up.as<float>(), stream);
@@ -148,7 +145,7 @@ void enqueue_moe_ffn(GemmRunner& gemm, const DeviceLayerWeights& L, const ModelC
   }
   enqueue_routed_experts(ws.scores.as<float>(), h, rows, c.moe, L.exp_gate_up, L.exp_down, dtype, ws, shared_out,
                          shared_gate, out, stream, MoePath::Fused,
-                         {L.exp_gate_bias.get(), L.exp_up_bias.get(), L.exp_down_bias.get()});
+                         {L.exp_gate_bias.get(), L.exp_up_bias.get(), L.exp_down_bias.get(), L.router_bias.get()});
 }
 
 }  // namespace astrai::cuda

@@ -73,9 +73,10 @@ enum class MoePath { Fused, Separate };
 // gpt-oss's per-expert biases, each [experts, its width] in the storage
 // type, null where the model has none.
 struct ExpertBiases {
-  const void* gate = nullptr;  // [experts, expert_hidden]
-  const void* up = nullptr;    // [experts, expert_hidden]
-  const void* down = nullptr;  // [experts, dim]
+  const void* gate = nullptr;    // [experts, expert_hidden]
+  const void* up = nullptr;      // [experts, expert_hidden]
+  const void* down = nullptr;    // [experts, dim]
+  const void* router = nullptr;  // [experts]: added to each score as routing reads it
 };
 
 // From router scores on (the kernel case starts here): out [rows, dim] =

@@ -6,7 +6,8 @@
 // from the same floats: the chosen experts must be equal exactly (check()),
 // and half the shapes round the scores to a few levels, so ties (the lower
 // index first) are common. With gpt_oss 1 every expert has gate, up and down
-// biases and the activation is the clamped SwiGLU (limit 1, so it acts).
+// biases, the router a bias, and the activation is the clamped SwiGLU
+// (limit 1, so it acts).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -35,8 +36,9 @@ struct MoeRun final : KernelRun {
   MoeConfig moe;
   std::vector<float> scores, x, gate, up, down, shared_out, shared_gate;  // gate/up [E, hidden, dim], down [E, dim, hidden]
   std::vector<float> gate_bias, up_bias, down_bias;  // gpt_oss: [E, hidden], [E, hidden], [E, dim]
+  std::vector<float> router_bias;                     // gpt_oss: [E]
   bool host_copies = true;  // gate, up and down kept for the reference (small shapes)
-  DeviceBuffer d_scores, d_x, d_shared_out, d_shared_gate, d_out, d_gate_bias, d_up_bias, d_down_bias;
+  DeviceBuffer d_scores, d_x, d_shared_out, d_shared_gate, d_out, d_gate_bias, d_up_bias, d_down_bias, d_router_bias;
   DeviceExperts gate_up, experts_down;
   MoeWorkspace ws;
 
@@ -73,11 +75,13 @@ struct MoeRun final : KernelRun {
       d_gate_bias = test::upload(gate_bias, t);
       d_up_bias = test::upload(up_bias, t);
       d_down_bias = test::upload(down_bias, t);
+      router_bias = test::random_values(E, s.seed + 10, t);
+      d_router_bias = test::upload(router_bias, t);
     }
     // The experts every row chose; only their matrices are ever read.
     std::set<int> chosen;
     for (size_t r = 0; r < R; ++r)
-      for (int e : route(std::span<const float>(scores.data() + r * E, E), moe).experts) chosen.insert(e);
+      for (int e : route_row(r).experts) chosen.insert(e);
     // Expert by expert: gate_up holds expert e's gate rows, then its up rows
     // (DeviceExperts). The tests' shapes keep host copies for the reference;
     // the report's (Qwen3-30B-A3B's 128 experts, 1.2 GB in bf16) fill and
@@ -117,6 +121,16 @@ struct MoeRun final : KernelRun {
       bytes += A * ((2.0 * double(H) + double(D)) * double(es) + (2.0 * double(H) + double(D)) * 8.0);
     flops = A * 6.0 * double(H * D);
   }
+  // Row r's routing as the reference computes it: route() of the router's
+  // scores plus the router bias (gpt-oss: router_scores() of
+  // reference/moe.cpp adds it in float before routing).
+  ExpertChoice route_row(size_t r) const {
+    const size_t E = size_t(moe.n_experts);
+    std::vector<float> row(scores.begin() + std::ptrdiff_t(r * E), scores.begin() + std::ptrdiff_t((r + 1) * E));
+    if (!router_bias.empty())
+      for (size_t e = 0; e < E; ++e) row[e] += router_bias[e];
+    return route(std::span<const float>(row), moe);
+  }
   int launched = 0;  // the variant launch() last queued
   // v1: the executor's sequence (routing and plan in one launch, gate/up and
   // SwiGLU in one, down and the sum in one up to kMoeDownCombineRows rows);
@@ -129,7 +143,7 @@ struct MoeRun final : KernelRun {
                            shared_out.empty() ? nullptr : d_shared_out.as<float>(),
                            shared_out.empty() ? nullptr : d_shared_gate.as<float>(), d_out.as<float>(), stream,
                            variant == 1 ? MoePath::Fused : MoePath::Separate,
-                           {d_gate_bias.get(), d_up_bias.get(), d_down_bias.get()});
+                           {d_gate_bias.get(), d_up_bias.get(), d_down_bias.get(), d_router_bias.get()});
   }
   std::vector<float> result() override { return test::download(d_out, size_t(rows) * size_t(dim), DType::Float32); }
   std::vector<float> expected() override { return reference(nullptr); }
@@ -148,7 +162,7 @@ struct MoeRun final : KernelRun {
     for (size_t r = 0; r < size_t(rows); ++r) {
       xt::xtensor<float, 2> xr({size_t(1), D});
       std::copy_n(x.begin() + std::ptrdiff_t(r * D), D, xr.begin());
-      const ExpertChoice choice = route(std::span<const float>(scores.data() + r * E, E), moe);
+      const ExpertChoice choice = route_row(r);
       xt::xtensor<float, 2> sum = xt::zeros<float>({size_t(1), D});
       for (size_t j = 0; j < choice.experts.size(); ++j) {
         const size_t e = size_t(choice.experts[j]);
@@ -195,11 +209,11 @@ struct MoeRun final : KernelRun {
           return "element " + std::to_string(i) + ": " + std::to_string(fused[i]) + " with the fused launches, " +
                  std::to_string(separate[i]) + " with the separate launches (the bits must be equal)";
     }
-    const size_t E = size_t(moe.n_experts), k = size_t(moe.n_experts_used);
+    const size_t k = size_t(moe.n_experts_used);
     std::vector<int> got(size_t(rows) * k);
     ASTRAI_CUDA_CHECK(cudaMemcpy(got.data(), ws.expert.get(), got.size() * 4, cudaMemcpyDeviceToHost));
     for (size_t r = 0; r < size_t(rows); ++r) {
-      const ExpertChoice want = route(std::span<const float>(scores.data() + r * E, E), moe);
+      const ExpertChoice want = route_row(r);
       for (size_t j = 0; j < k; ++j)
         if (got[r * k + j] != want.experts[j])
           return "row " + std::to_string(r) + " choice " + std::to_string(j) + ": expert " +

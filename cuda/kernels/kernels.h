@@ -222,10 +222,14 @@ void launch_dequantize(const void* w, QuantFormat format, int rows, int cols, vo
 // every number, into expert[r * k + j], and their weights by `routing`
 // (softmax over all scores, the chosen ones' probabilities, renormalised
 // when norm_topk; or softmax over the chosen scores) into weight[r * k + j].
-// One thread per row, in the reference's order of operations.
+// One thread per row, in the reference's order of operations. With a
+// router bias ([n_experts] in bias_dtype: gpt-oss) each score is read as
+// scores[r, e] + bias[e], the one float addition launch_add_bias would have
+// stored (the scores themselves are left as they are).
 //                                          (reference: route() in reference/moe.cpp)
 void launch_moe_route(const float* scores, int rows, int n_experts, int k, ExpertRouting routing, bool norm_topk,
-                      int* expert, float* weight, cudaStream_t stream);
+                      int* expert, float* weight, cudaStream_t stream, const void* bias = nullptr,
+                      DType bias_dtype = DType::Float32);
 
 // Rows of one expert one block of launch_moe_matvec multiplies (its tile).
 inline constexpr int kMoeTileRows = 8;
@@ -260,7 +264,8 @@ void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const Mo
 // rows <= 256 (a decode step: one launch where two), else as those two.
 // The same bits either way.
 void launch_moe_route_plan(const float* scores, int rows, int n_experts, int k, ExpertRouting routing,
-                           bool norm_topk, int* expert, float* weight, const MoePlan& plan, cudaStream_t stream);
+                           bool norm_topk, int* expert, float* weight, const MoePlan& plan, cudaStream_t stream,
+                           const void* bias = nullptr, DType bias_dtype = DType::Float32);
 
 // The grouped mat-vec: for every slot s of every tile t < tiles[0], with e =
 // tile_expert[t]:  y[s * ldy + j] = sum_i x[xr, i] w[e, j, i]  for j < out,

@@ -2,7 +2,7 @@
 // reference/moe.cpp.
 //
 // moe_route: one thread per row picks the k best experts by k passes over
-// the row's scores: pass j takes the best expert ranked after pass j-1's
+// the row's scores (with gpt-oss's router bias added as they are read): pass j takes the best expert ranked after pass j-1's
 // choice in the order (score descending, index ascending), which is the
 // order of the reference's stable sort, so the choice (ties to the lower
 // index, a NaN score ranked as -inf) is the reference's exactly. The weights
@@ -39,10 +39,22 @@ __device__ __forceinline__ bool before(float rank_a, int a, float rank_b, int b)
   return rank_a > rank_b || (rank_a == rank_b && a < b);
 }
 
+// A row's scores as routing reads them: the router's product, plus the
+// router bias where the model has one (gpt-oss), added as add_bias.cu adds it.
+template <typename B>
+struct RowScores {
+  const float* row;
+  const B* bias;  // null: none
+  __device__ __forceinline__ float operator[](int e) const {
+    return bias ? __fadd_rn(row[e], to_float(bias[e])) : row[e];
+  }
+};
+
 // Row r's k experts and their weights (the reference's route()).
-__device__ void route_row(const float* __restrict__ scores, int r, int n_experts, int k, bool top_k_softmax,
-                          bool norm_topk, int* __restrict__ expert, float* __restrict__ weight) {
-  const float* s = scores + size_t(r) * size_t(n_experts);
+template <typename B>
+__device__ void route_row(const float* __restrict__ scores, const B* bias, int r, int n_experts, int k,
+                          bool top_k_softmax, bool norm_topk, int* __restrict__ expert, float* __restrict__ weight) {
+  const RowScores<B> s{scores + size_t(r) * size_t(n_experts), bias};
   int* chosen = expert + size_t(r) * size_t(k);
   float* w = weight + size_t(r) * size_t(k);
   int prev = -1;
@@ -82,11 +94,12 @@ __device__ void route_row(const float* __restrict__ scores, int r, int n_experts
     for (int j = 0; j < k; ++j) w[j] = __fdiv_rn(w[j], chosen_sum);
 }
 
+template <typename B>
 __global__ void __launch_bounds__(kRouteThreads)
-    moe_route_kernel(const float* __restrict__ scores, int rows, int n_experts, int k, bool top_k_softmax,
-                     bool norm_topk, int* __restrict__ expert, float* __restrict__ weight) {
+    moe_route_kernel(const float* __restrict__ scores, const B* __restrict__ bias, int rows, int n_experts, int k,
+                     bool top_k_softmax, bool norm_topk, int* __restrict__ expert, float* __restrict__ weight) {
   const int r = int(blockIdx.x) * kRouteThreads + int(threadIdx.x);
-  if (r < rows) route_row(scores, r, n_experts, k, top_k_softmax, norm_topk, expert, weight);
+  if (r < rows) route_row(scores, bias, r, n_experts, k, top_k_softmax, norm_topk, expert, weight);
 }
 
 // The plan of the rows * k choices in expert[] (moe_plan, above), by the
@@ -142,11 +155,13 @@ __global__ void __launch_bounds__(kPlanThreads)
 // routes row t, and after the barrier (which makes the block's global
 // writes visible to the block) the block plans. A row's bits are
 // route_row's either way.
+template <typename B>
 __global__ void __launch_bounds__(kPlanThreads)
-    moe_route_plan_kernel(const float* __restrict__ scores, int rows, int n_experts, int k, bool top_k_softmax,
-                          bool norm_topk, int* __restrict__ expert, float* __restrict__ weight, MoePlan plan) {
+    moe_route_plan_kernel(const float* __restrict__ scores, const B* __restrict__ bias, int rows, int n_experts, int k,
+                          bool top_k_softmax, bool norm_topk, int* __restrict__ expert, float* __restrict__ weight,
+                          MoePlan plan) {
   const int r = int(threadIdx.x);
-  if (r < rows) route_row(scores, r, n_experts, k, top_k_softmax, norm_topk, expert, weight);
+  if (r < rows) route_row(scores, bias, r, n_experts, k, top_k_softmax, norm_topk, expert, weight);
   __syncthreads();
   plan_choices(expert, rows, k, n_experts, plan);
 }
@@ -167,12 +182,13 @@ size_t plan_shared_bytes(const char* who, int n_experts, int k) {
 }  // namespace
 
 void launch_moe_route(const float* scores, int rows, int n_experts, int k, ExpertRouting routing, bool norm_topk,
-                      int* expert, float* weight, cudaStream_t stream) {
+                      int* expert, float* weight, cudaStream_t stream, const void* bias, DType bias_dtype) {
   check_top_k("launch_moe_route", n_experts, k);
   if (rows == 0) return;
   const unsigned blocks = unsigned((rows + kRouteThreads - 1) / kRouteThreads);
-  ASTRAI_LAUNCH(moe_route_kernel, blocks, kRouteThreads, 0, stream)(
-      scores, rows, n_experts, k, routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight);
+  ASTRAI_DISPATCH_DTYPE(bias_dtype, ASTRAI_LAUNCH(moe_route_kernel<Elem>, blocks, kRouteThreads, 0, stream)(
+                                        scores, static_cast<const Elem*>(bias), rows, n_experts, k,
+                                        routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 
@@ -183,16 +199,18 @@ void launch_moe_plan(const int* expert, int rows, int k, int n_experts, const Mo
 }
 
 void launch_moe_route_plan(const float* scores, int rows, int n_experts, int k, ExpertRouting routing,
-                           bool norm_topk, int* expert, float* weight, const MoePlan& plan, cudaStream_t stream) {
+                           bool norm_topk, int* expert, float* weight, const MoePlan& plan, cudaStream_t stream,
+                           const void* bias, DType bias_dtype) {
   if (rows > kPlanThreads || rows == 0) {  // a long prefill: many blocks route, one plans
-    launch_moe_route(scores, rows, n_experts, k, routing, norm_topk, expert, weight, stream);
+    launch_moe_route(scores, rows, n_experts, k, routing, norm_topk, expert, weight, stream, bias, bias_dtype);
     launch_moe_plan(expert, rows, k, n_experts, plan, stream);
     return;
   }
   check_top_k("launch_moe_route_plan", n_experts, k);
   const size_t smem = plan_shared_bytes("launch_moe_route_plan", n_experts, k);
-  ASTRAI_LAUNCH(moe_route_plan_kernel, 1, kPlanThreads, smem, stream)(
-      scores, rows, n_experts, k, routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight, plan);
+  ASTRAI_DISPATCH_DTYPE(bias_dtype, ASTRAI_LAUNCH(moe_route_plan_kernel<Elem>, 1, kPlanThreads, smem, stream)(
+                                        scores, static_cast<const Elem*>(bias), rows, n_experts, k,
+                                        routing == ExpertRouting::TopKSoftmax, norm_topk, expert, weight, plan));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

@@ -158,10 +158,6 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
     if (s.experts > 0) {  // cuda/moe_ffn.h: the router's GEMM, then route, plan, the grouped products, combine
       step.push_back({"layer: router", "gemm", bf16({{"rows", B}, {"in", s.dim}, {"out", s.experts}}), 1,
                       e * double(s.experts) * s.dim + e * double(B) * s.dim + 4.0 * double(B) * s.experts});
-      if (s.gpt_oss)
-        step.push_back({"layer: router bias", "add_bias",
-                        bf16({{"rows", B}, {"width", s.experts}, {"biases", 0}, {"mapped", 0}}), 1,
-                        8.0 * double(B) * s.experts + e * s.experts});
       const double choices = double(B) * s.experts_used, eh = s.expert_hidden;
       const double read = expected_experts_read(s.experts, s.experts_used, B);
       step.push_back({s.gpt_oss ? "layer: experts (route, plan, gate/up, biases, clamped SwiGLU, down, bias, combine)"
