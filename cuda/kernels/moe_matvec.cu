@@ -213,9 +213,15 @@ __global__ void __launch_bounds__(kThreads)
                             const float* __restrict__ weight, const int* __restrict__ slot_of,
                             const T* __restrict__ bias, const float* __restrict__ shared_out,
                             const float* __restrict__ shared_gate, float* __restrict__ out) {
-  __shared__ float partial[kMoeDownCombineMaxK][kOutputs][kLanes + 1];
-  __shared__ int chosen[kMoeDownCombineMaxK], slot[kMoeDownCombineMaxK];
-  __shared__ float chosen_weight[kMoeDownCombineMaxK];
+  // Dynamic shared memory sized by k (down_combine_smem_bytes): the lanes'
+  // sums [k][kOutputs][kLanes + 1], then the row's k experts, slots and
+  // weights. (Static arrays sized for the largest k would be 17 KB in every
+  // thread's TLS block of the emulated build, once per instance.)
+  ASTRAI_DYNAMIC_SHARED(float, smem);
+  auto* partial = reinterpret_cast<float (*)[kOutputs][kLanes + 1]>(smem);
+  int* chosen = reinterpret_cast<int*>(smem + size_t(k) * kOutputs * (kLanes + 1));
+  int* slot = chosen + k;
+  float* chosen_weight = reinterpret_cast<float*>(slot + k);
   const int r = int(blockIdx.y), t = int(threadIdx.x);
   if (t < k) {
     chosen[t] = expert[r * k + t];
@@ -311,10 +317,11 @@ void launch_down_combine_typed(const T* hidden, const void* w, std::optional<Qua
                                const T* bias, const float* shared_out, const float* shared_gate, float* out,
                                cudaStream_t stream) {
   const dim3 grid(unsigned((dim + kOutputs - 1) / kOutputs), unsigned(rows));
+  const size_t smem = (size_t(k) * kOutputs * (kLanes + 1) + 3 * size_t(k)) * sizeof(float);  // <= 17,088 B
   with_rows<T>(format, rows_aligned(hidden, in, {w}), w, w, in, [&](auto down, auto) {
     const auto kernel = moe_down_combine_kernel<T, decltype(down)>;
-    ASTRAI_LAUNCH(kernel, grid, kThreads, 0, stream)(hidden, down, dim, k, expert, weight, slot_of, bias, shared_out,
-                                                     shared_gate, out);
+    ASTRAI_LAUNCH(kernel, grid, kThreads, smem, stream)(hidden, down, dim, k, expert, weight, slot_of, bias,
+                                                        shared_out, shared_gate, out);
   });
 }
 
