@@ -55,6 +55,16 @@ MatrixView matrix_view(const ModelTensor& t) {
   return {1, t.shape[0], 1, r.shape[0], std::nullopt};
 }
 
+// gpt-oss's expert down bias: each rank adds it to its own partial sum of
+// an expert's output (cuda/moe_ffn.h), before the layer's all-reduce adds
+// the ranks' sums, so rank 0 holds it and the others hold zeros (adding 0.0f
+// changes no sum), and the whole output has it once. (The attention output's
+// bias needs nothing: the executor adds it after that all-reduce.)
+bool added_to_partial_sums(const WeightRow& row) {
+  const auto* m = std::get_if<WeightMatrix LayerWeights::*>(&row.field);
+  return m && *m == &LayerWeights::exp_down_bias;
+}
+
 // The traits of a ggml type by name ("Q4_K"), or nullopt.
 std::optional<GgmlTypeTraits> traits_named(const std::string& name) {
   for (uint32_t id = 0; id < 64; ++id)
@@ -74,10 +84,6 @@ void check_tensor_parallel(const ModelConfig& c, TensorParallelRank r) {
                                 c.describe() + "): " + what);
   };
   if (c.n_heads % w != 0) refuse(std::to_string(c.n_heads) + " query heads");
-  // Each rank's output projections give a partial sum of the output; a bias
-  // there would be added once per rank.
-  if (w > 1 && (c.options.out_bias || c.options.expert_biases))
-    refuse("its attention output or expert down projections add a bias (gpt-oss)");
   if (c.hidden_dim % w != 0) refuse("a feed-forward size of " + std::to_string(c.hidden_dim));
   if (c.moe.expert_hidden_dim % w != 0) refuse("an expert feed-forward size of " + std::to_string(c.moe.expert_hidden_dim));
   if (c.moe.shared_expert_hidden_dim % w != 0)
@@ -128,8 +134,13 @@ ModelSource shard_model_source(const ModelSource& full, TensorParallelRank r) {
   out.stored = full.stored;
   const ModelSource* source = &full;
   const ModelConfig fc = full.config;
-  out.read = [source, fc, ranges](const ModelTensor& local) {
+  out.read = [source, fc, ranges, rank = r.rank](const ModelTensor& local) {
     const ModelTensor t = full_tensor(local, fc);
+    if (rank != 0 && added_to_partial_sums(*t.row)) {
+      size_t n = 1;
+      for (const size_t e : t.shape) n *= e;
+      return std::vector<float>(n, 0.0f);
+    }
     std::vector<float> values = source->read(t);
     const MatrixView v = matrix_view(t);
     const auto rows = axis_slice(v.row_extent, fc, ranges);
@@ -146,6 +157,7 @@ ModelSource shard_model_source(const ModelSource& full, TensorParallelRank r) {
   if (full.blocks) {
     out.blocks = [source, fc, ranges](const ModelTensor& local) -> std::optional<TensorBlocks> {
       const ModelTensor t = full_tensor(local, fc);
+      if (added_to_partial_sums(*t.row)) return std::nullopt;  // read as values (zeros past rank 0)
       std::optional<TensorBlocks> blocks = source->blocks(t);
       if (!blocks) return blocks;
       if (t.row->rank() == 1)  // a vector: whole, or (a sliced bias) its values read instead

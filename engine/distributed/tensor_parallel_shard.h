@@ -16,7 +16,9 @@
 // and the shared expert's gate whole. Every rank routes the same rows to the
 // same experts (the same scores from the same replicated router), each adds
 // its slices' partial outputs with the routing weights, and the layer's one
-// all-reduce adds the ranks' sums, as for a dense layer. The alternative,
+// all-reduce adds the ranks' sums, as for a dense layer (gpt-oss's expert
+// biases: the gate and up biases sliced with their rows, the down bias on
+// rank 0 only, zeros elsewhere, so the sum adds it once). The alternative,
 // whole experts per rank (expert parallelism), needs no slicing but
 // balances only when the router does, and moves each row to its experts'
 // ranks and back (two all-to-alls a layer); slices keep every rank's work

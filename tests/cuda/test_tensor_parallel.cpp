@@ -142,7 +142,8 @@ struct Shape {
 // Qwen 2's q/k/v biases, Qwen 3's per-head q/k norms with its own head
 // width, a classifier tied to the embedding; Qwen 3 MoE (each rank a slice
 // of every expert) and Qwen 2 MoE (its shared expert sliced too; GGUF has
-// no dense layers among sparse ones, test_cuda_executor mixes them).
+// no dense layers among sparse ones, test_cuda_executor mixes them), and
+// gpt-oss.
 std::vector<Shape> shapes() {
   ModelConfig llama{.dim = 32, .hidden_dim = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 300,
                     .max_seq_len = 64};
@@ -168,8 +169,27 @@ std::vector<Shape> shapes() {
   qwen2moe.moe.n_experts_used = 2;
   qwen2moe.moe.expert_hidden_dim = 8;
   qwen2moe.moe.shared_expert_hidden_dim = 24;
+  // gpt-oss whole: q/k/v and output biases, sinks (sliced by query head),
+  // alternating windows, YaRN, top-4-then-softmax routing with the router's
+  // bias, each expert's gate/up biases (sliced with its rows) and down bias
+  // (rank 0's alone: the ranks' partial sums add it once), the clamped SwiGLU.
+  ModelConfig gpt_oss = llama;
+  gpt_oss.rope_layout = RopeLayout::RotateHalf;
+  gpt_oss.options.moe = MoeModule::GptOss;
+  gpt_oss.options.router_bias = gpt_oss.options.expert_biases = true;
+  gpt_oss.options.qkv_bias = gpt_oss.options.out_bias = gpt_oss.options.attention_sinks = true;
+  gpt_oss.moe.n_experts = 8;
+  gpt_oss.moe.n_experts_used = 4;
+  gpt_oss.moe.expert_hidden_dim = 16;
+  gpt_oss.moe.routing = ExpertRouting::TopKSoftmax;
+  gpt_oss.moe.swiglu_limit = 7.0f;  // gpt-oss's, the one llama.cpp's GGUF files carry
+  gpt_oss.sliding_window = 5;
+  gpt_oss.sliding_layers = {true, false};
+  gpt_oss.rope_theta = 150000.0f;
+  gpt_oss.rope_scaling = RopeScaling{.factor = 32.0f, .original_context = 16, .kind = RopeScalingKind::Yarn,
+                                     .truncate = false};
   return {{"llama", llama},       {"qwen2", qwen2},       {"qwen3", qwen3}, {"tied", llama, true},
-          {"qwen3moe", qwen3moe, false, 31}, {"qwen2moe", qwen2moe, false, 32}};
+          {"qwen3moe", qwen3moe, false, 31}, {"qwen2moe", qwen2moe, false, 32}, {"gpt-oss", gpt_oss, false, 33}};
 }
 
 // The model at `path` on TP 1, then on each of `worlds`, against the
