@@ -213,9 +213,9 @@ __global__ void __launch_bounds__(kThreads)
                             const float* __restrict__ weight, const int* __restrict__ slot_of,
                             const T* __restrict__ bias, const float* __restrict__ shared_out,
                             const float* __restrict__ shared_gate, float* __restrict__ out) {
-  // Dynamic shared memory sized by k (down_combine_smem_bytes): the lanes'
-  // sums [k][kOutputs][kLanes + 1], then the row's k experts, slots and
-  // weights. (Static arrays sized for the largest k would be 17 KB in every
+  // Dynamic shared memory sized by k (launch_down_combine_typed): the
+  // lanes' sums [k][kOutputs][kLanes + 1], then the row's k experts, slots
+  // and weights. (Static arrays sized for the largest k would be 17 KB in every
   // thread's TLS block of the emulated build, once per instance.)
   ASTRAI_DYNAMIC_SHARED(float, smem);
   auto* partial = reinterpret_cast<float (*)[kOutputs][kLanes + 1]>(smem);

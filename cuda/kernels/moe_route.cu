@@ -2,9 +2,10 @@
 // reference/moe.cpp.
 //
 // moe_route: one thread per row picks the k best experts by k passes over
-// the row's scores (with gpt-oss's router bias added as they are read): pass j takes the best expert ranked after pass j-1's
-// choice in the order (score descending, index ascending), which is the
-// order of the reference's stable sort, so the choice (ties to the lower
+// the row's scores (gpt-oss's router bias added to each as it is read):
+// pass j takes the best expert ranked after pass j-1's choice in the order
+// (score descending, index ascending), which is the order of the
+// reference's stable sort, so the choice (ties to the lower
 // index, a NaN score ranked as -inf) is the reference's exactly. The weights
 // follow the reference's float operations one by one (exp of the score less
 // the maximum, a sum in index or choice order, one division each). At 128
