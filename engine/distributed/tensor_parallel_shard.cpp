@@ -58,7 +58,7 @@ MatrixView matrix_view(const ModelTensor& t) {
 // gpt-oss's expert down bias: each rank adds it to its own partial sum of
 // an expert's output (cuda/moe_ffn.h), before the layer's all-reduce adds
 // the ranks' sums, so rank 0 holds it and the others hold zeros (adding 0.0f
-// changes no sum), and the whole output has it once. (The attention output's
+// changes no value), and the whole output has it once. (The attention output's
 // bias needs nothing: the executor adds it after that all-reduce.)
 bool added_to_partial_sums(const WeightRow& row) {
   const auto* m = std::get_if<WeightMatrix LayerWeights::*>(&row.field);
