@@ -63,7 +63,8 @@ void* DevicePageCache::element(const DeviceBuffer& buffer, int layer) const {
   return static_cast<char*>(buffer.get()) + size_t(layer) * layer_elements * dtype_size(dtype_);
 }
 
-void DevicePageCache::copy_page(int from, int to) {
+void DevicePageCache::copy_page(PagePool pool, int from, int to) {
+  if (pool != PagePool::Full) throw std::logic_error("DevicePageCache: a sliding pool page copy, but it has no sliding pool");
   const size_t page_bytes = size_t(page_size()) * size_t(config_.kv_dim()) * dtype_size(dtype_);
   for (int layer = 0; layer < config_.n_layers; ++layer) {
     for (void* base : {layer_keys(layer), layer_values(layer)}) {

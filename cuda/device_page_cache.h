@@ -85,7 +85,7 @@ class DevicePageCache final : public PagedKVCache {
   // other ranks to free their caches of the same pages).
   void on_destroy(std::function<void()> listener) { destroy_listener_ = std::move(listener); }
   // Copies page `from`'s rows into page `to` (a rank other than 0, told by rank 0).
-  void copy_page_rows(int from, int to) { copy_page(from, to); }
+  void copy_page_rows(int from, int to) { copy_page(PagePool::Full, from, to); }
   // Pages of `page_size` tokens a cache of `config` may take in `fraction`
   // of `free_bytes` of device memory. On the emulated device, whose memory
   // is host memory (cudaMalloc fills it with NaN bytes at once), at most 256
@@ -95,7 +95,9 @@ class DevicePageCache final : public PagedKVCache {
 
  private:
   void* element(const DeviceBuffer& buffer, int layer) const;
-  void copy_page(int from, int to) override;  // device to device, every layer, K and V
+  // Device to device, every layer, K and V. This cache keeps every layer in
+  // the full pool (no SlidingPool), so `pool` is always Full.
+  void copy_page(PagePool pool, int from, int to) override;
 
   ModelConfig config_;
   DType dtype_;

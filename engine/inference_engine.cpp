@@ -1,5 +1,7 @@
 #include "engine/inference_engine.h"
 
+#include <algorithm>
+
 #include "engine/executor/reference_executor.h"
 #include "engine/kv_cache/contiguous_cache.h"
 #include "engine/kv_cache/page_cache.h"
@@ -12,7 +14,16 @@ std::unique_ptr<KVCache> make_kv_cache(const ModelConfig& model, const EngineCon
   if (config.cache == KVCacheKind::Contiguous) return std::make_unique<ContiguousCache>(model, slots);
   const int pages_per_context = (model.max_seq_len + config.page_size - 1) / config.page_size;
   const int pages = config.cache_pages > 0 ? config.cache_pages : slots * pages_per_context;
-  return std::make_unique<PageCache>(model, pages, config.page_size);
+  // Sliding-window layers get a pool of their own, sized for one whole
+  // prompt in prefill (admission takes a page for every prompt position;
+  // each chunk's commit gives back what the window has passed) plus a window for each other running task: the pages a window
+  // has passed go back to it (docs/kv-cache.md "Sliding layers").
+  int sliding_pages = 0;  // 0: no sliding layers, one pool
+  if (const auto pool = sliding_pool_for(model, 1)) {
+    const WindowPageManager shape(model.max_seq_len, 1, config.page_size, pool->window, pool->align);
+    sliding_pages = std::min(pages, pages_per_context + (slots - 1) * shape.window_pages());
+  }
+  return std::make_unique<PageCache>(model, pages, config.page_size, default_prefix_hash, sliding_pages);
 }
 
 InferenceEngine::InferenceEngine(std::unique_ptr<Executor> executor, std::shared_ptr<const Tokenizer> tokenizer,

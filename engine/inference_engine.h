@@ -148,6 +148,8 @@ class InferenceEngine {
   // executor keeps them (device memory for the CUDA backend).
   size_t weights_bytes() const { return scheduler_->weights_bytes(); }
   size_t kv_cache_bytes() const { return scheduler_->kv_cache_bytes(); }
+  // Of kv_cache_bytes(), the sliding-window layers' own pool (0: none).
+  size_t kv_cache_sliding_bytes() const { return scheduler_->kv_cache_sliding_bytes(); }
 
  private:
   // Checks the parts and starts the scheduler (shared by the constructors).

@@ -100,6 +100,10 @@ json stats_json(const SchedulerStats& s, const ConnectionManager::Counts& http, 
             {"blocks_held", s.cache.blocks_held},
             {"blocks_cached", s.cache.blocks_cached},
             {"blocks_free", s.cache.blocks_free},
+            {"sliding_blocks_total", s.cache.sliding_blocks_total},
+            {"sliding_blocks_held", s.cache.sliding_blocks_held},
+            {"sliding_blocks_cached", s.cache.sliding_blocks_cached},
+            {"sliding_blocks_free", s.cache.sliding_blocks_free},
             {"tasks", s.cache.tasks}}},
           {"http",
            {{"connections_open", http.open},
@@ -108,7 +112,9 @@ json stats_json(const SchedulerStats& s, const ConnectionManager::Counts& http, 
           {"memory",
            {{"backend", engine.executor_name()},
             {"weights_bytes", engine.weights_bytes()},
-            {"kv_cache_bytes", engine.kv_cache_bytes()}}}};
+            {"kv_cache_bytes", engine.kv_cache_bytes()},
+            {"kv_cache_full_layers_bytes", engine.kv_cache_bytes() - engine.kv_cache_sliding_bytes()},
+            {"kv_cache_sliding_layers_bytes", engine.kv_cache_sliding_bytes()}}}};
 }
 
 // One entry that both SDKs read: OpenAI's {id, object, created, owned_by}

@@ -38,6 +38,13 @@ struct KVCacheStats {
   int blocks_cached = 0;  // referenced by none, still holding a reusable prefix (reclaimed when needed)
   int blocks_free = 0;
   int tasks = 0;          // tasks admitted and not yet released
+  // A paged cache whose sliding-window layers have a pool of their own
+  // (page_cache.h): that pool's pages, of block_tokens each (all 0
+  // otherwise). The blocks_* above are then the full layers' pages.
+  int sliding_blocks_total = 0;
+  int sliding_blocks_held = 0;
+  int sliding_blocks_cached = 0;
+  int sliding_blocks_free = 0;
 };
 
 class KVCache {
@@ -88,6 +95,8 @@ class KVCache {
   // Bytes of K/V storage (host memory, or device memory for a device cache);
   // 0: not reported (test stand-ins). `/stats` reports it.
   virtual size_t storage_bytes() const { return 0; }
+  // Of storage_bytes(), those of the sliding layers' own pool (0: none).
+  virtual size_t sliding_storage_bytes() const { return 0; }
 
   // KV cache events and the prefixes behind them (kv_events.h). A cache
   // without shared prefixes (ContiguousCache) has none: record_events(true)

@@ -11,6 +11,7 @@
 // tasks' prefixes. See docs/kv-cache.md.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <utility>
@@ -20,51 +21,70 @@
 
 #include "engine/kv_cache/kv_cache.h"
 #include "engine/kv_cache/page_manager.h"
+#include "engine/kv_cache/window_page_manager.h"
 #include "reference/model_config.h"
 
 namespace astrai {
 
-// The KVCache life cycle of a PageManager: what every paged cache shares,
-// whatever holds its rows (PageCache here, cuda::DevicePageCache on the GPU).
+// Which pages a row lives in: the full layers' (PageManager) or, for a model
+// with sliding-window layers, those layers' own (WindowPageManager).
+enum class PagePool { Full, Sliding };
+
+// The sliding layers' pool of a PagedKVCache: `n_pages` pages, a query
+// reading its last `window` positions, rows read from `align`-aligned
+// starts (window_page_manager.h).
+struct SlidingPool {
+  int n_pages = 0;
+  int window = 0;
+  int align = 1;
+};
+
+// The KVCache life cycle of a PageManager (and, with a SlidingPool, of the
+// sliding layers' WindowPageManager beside it): what every paged cache
+// shares, whatever holds its rows (PageCache here, cuda::DevicePageCache on
+// the GPU). Every operation is all-or-nothing across both pools.
 class PagedKVCache : public KVCache {
  public:
-  PagedKVCache(int max_seq_len, int n_pages, int page_size, PrefixHash hash = default_prefix_hash)
-      : pages_(max_seq_len, n_pages, page_size, std::move(hash)) {}
-  std::optional<int> admit(int task_id, std::span<const int> prompt) final { return pages_.admit(task_id, prompt); }
+  PagedKVCache(int max_seq_len, int n_pages, int page_size, PrefixHash hash = default_prefix_hash,
+               std::optional<SlidingPool> sliding = std::nullopt);
+  // With sliding layers the hit is the longest prefix hit whose window the
+  // sliding pool still holds too (docs/kv-cache.md "Sliding layers").
+  std::optional<int> admit(int task_id, std::span<const int> prompt) final;
   // Copy-on-write: a shared page the task is about to write into is
   // replaced by a private copy (PageManager::reserve), whose rows the
   // storage copies here before anything is written.
-  bool reserve(int task_id, int n_tokens) final {
-    std::vector<PageManager::PageCopy> copies;
-    if (!pages_.reserve(task_id, n_tokens, &copies)) return false;
-    for (const auto& c : copies) copy_page(c.from, c.to);
-    return true;
-  }
-  void commit(int task_id, std::span<const int> tokens) final { pages_.commit(task_id, tokens); }
-  bool fork(int parent_id, int child_id, int n_tokens) final {
-    pages_.fork(parent_id, child_id, n_tokens);
-    return true;  // shares pages only: needs no room
-  }
-  void release(int task_id) final { pages_.release(task_id); }
+  bool reserve(int task_id, int n_tokens) final;
+  void commit(int task_id, std::span<const int> tokens) final;
+  // Shares pages only, so it needs no room; false only when the sliding
+  // layers have dropped a page the child would read (a fork from before the
+  // parent's window).
+  bool fork(int parent_id, int child_id, int n_tokens) final;
+  void release(int task_id) final;
   bool has_task(int task_id) const final { return pages_.has_task(task_id); }
-  KVCacheStats stats() const final { return pages_.stats(); }
+  // The full layers' pages (KVCacheStats::sliding: the sliding layers').
+  KVCacheStats stats() const final;
   bool record_events(bool on) final {
     pages_.record_events(on);
     return true;
   }
   std::vector<KVCacheEvent> take_events() final { return pages_.take_events(); }
   std::vector<KVCachedBlock> registered_blocks() const final { return pages_.registered_blocks(); }
-  bool reset_prefix_cache() final { return pages_.reset_prefix_cache(); }
+  bool reset_prefix_cache() final;
 
   // Page tables, prefix registrations, invariants.
   const PageManager& pages() const { return pages_; }
+  // The sliding layers' pages; null without sliding layers.
+  const WindowPageManager* sliding_pages() const { return sliding_.get(); }
   int page_size() const { return pages_.page_size(); }
   int n_pages() const { return pages_.n_pages(); }
+  // Both pools' invariants (PageManager::check_invariants, WindowPageManager::check_invariants).
+  void check_invariants() const;
 
  protected:
-  // Every row of page `from`, every layer, K and V, into page `to`.
-  virtual void copy_page(int from, int to) = 0;
+  // Every row of page `from` of `pool`, every layer of the pool, K and V, into page `to`.
+  virtual void copy_page(PagePool pool, int from, int to) = 0;
   PageManager pages_;
+  std::unique_ptr<WindowPageManager> sliding_;
 };
 
 class PageCache;
@@ -81,7 +101,11 @@ class PageCacheView final : public KVCacheView {
   const float* value(int layer, int seq, int pos) const override;
 
  private:
-  size_t row_offset(int layer, int seq, int pos, bool for_write) const;
+  struct Row {
+    float* key;
+    float* value;
+  };
+  Row row(int layer, int seq, int pos, bool for_write) const;
   PageCache& cache_;
 };
 
@@ -91,26 +115,45 @@ class PageCache final : public PagedKVCache {
 
   // Throws std::invalid_argument for an invalid config, n_pages < 1 or
   // page_size < 1. `hash` is injectable so tests can force collisions.
+  // `sliding_pages` > 0 gives the config's sliding layers (a window shorter
+  // than the context) a pool of their own of that many pages; 0 keeps every
+  // layer in the one pool of n_pages.
   PageCache(const ModelConfig& config, int n_pages, int page_size = kDefaultPageSize,
-            PrefixHash hash = default_prefix_hash);
+            PrefixHash hash = default_prefix_hash, int sliding_pages = 0);
   PageCache(const PageCache&) = delete;
   PageCache& operator=(const PageCache&) = delete;
 
   KVCacheView& view() override { return view_; }
-  size_t storage_bytes() const override { return (keys_.size() + values_.size()) * sizeof(float); }
+  size_t storage_bytes() const override { return storage_bytes(PagePool::Full) + storage_bytes(PagePool::Sliding); }
+  size_t sliding_storage_bytes() const override { return storage_bytes(PagePool::Sliding); }
+  size_t storage_bytes(PagePool pool) const {
+    const Rows& r = rows(pool);
+    return (r.keys.size() + r.values.size()) * sizeof(float);
+  }
 
-  int n_layers() const { return int(keys_.shape(0)); }
+  int n_layers() const { return int(layer_pool_.size()); }
   int kv_dim() const { return kv_dim_; }
-  const xt::xtensor<float, 5>& keys() const { return keys_; }
-  const xt::xtensor<float, 5>& values() const { return values_; }
 
  private:
   friend class PageCacheView;
-  void copy_page(int from, int to) override;
+  // One pool's rows: [pool layer, page, offset, kv_head, head_dim].
+  struct Rows {
+    xt::xtensor<float, 5> keys;
+    xt::xtensor<float, 5> values;
+  };
+  const Rows& rows(PagePool pool) const { return pool == PagePool::Full ? full_ : sliding_rows_; }
+  Rows& rows(PagePool pool) { return pool == PagePool::Full ? full_ : sliding_rows_; }
+  void copy_page(PagePool pool, int from, int to) override;
   int kv_dim_;
-  xt::xtensor<float, 5> keys_;    // [layer, page, offset, kv_head, head_dim]
-  xt::xtensor<float, 5> values_;  // same shape as keys_
+  std::vector<PagePool> layer_pool_;  // [layer]: the pool holding the layer's rows
+  std::vector<int> layer_index_;      // [layer]: its index among that pool's layers
+  Rows full_;
+  Rows sliding_rows_;
   PageCacheView view_;
 };
+
+// The pool for the sliding layers of `config` when it has any with a window
+// shorter than its context (else nullopt): n_pages for them, align 1.
+std::optional<SlidingPool> sliding_pool_for(const ModelConfig& config, int n_pages);
 
 }  // namespace astrai

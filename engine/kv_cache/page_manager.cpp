@@ -45,10 +45,10 @@ PageManager::PageManager(int max_seq_len, int n_pages, int page_size, PrefixHash
 
 // ---- the KVCache life cycle ----
 
-std::optional<int> PageManager::admit(int task_id, std::span<const int> prompt) {
+std::optional<int> PageManager::admit(int task_id, std::span<const int> prompt, int max_hit_pages) {
   if (has_task(task_id)) throw std::invalid_argument("PageCache: " + task_name(task_id) + " is already admitted");
   check_length(int(prompt.size()), "a prompt");
-  const AdmissionPlan plan = plan_admission(prompt);
+  const AdmissionPlan plan = plan_admission(prompt, max_hit_pages);
   if (plan.short_by > 0) return std::nullopt;
 
   Task t;
@@ -62,11 +62,15 @@ std::optional<int> PageManager::admit(int task_id, std::span<const int> prompt) 
   return int(plan.hit_pages.size()) * page_size_;
 }
 
-PageManager::AdmissionPlan PageManager::plan_admission(std::span<const int> prompt) const {
+std::vector<int> PageManager::prefix_hit(std::span<const int> prompt) const {
+  // At most floor((len - 1) / P) pages: the last prompt token is always computed.
+  return match(prompt, (int(prompt.size()) - 1) / page_size_);
+}
+
+PageManager::AdmissionPlan PageManager::plan_admission(std::span<const int> prompt, int max_hit_pages) const {
   const int len = int(prompt.size());
   AdmissionPlan plan;
-  // At most floor((len - 1) / P) pages: the last prompt token is always computed.
-  plan.hit_pages = match(prompt, (len - 1) / page_size_);
+  plan.hit_pages = match(prompt, std::min((len - 1) / page_size_, max_hit_pages));
   plan.new_pages = pages_for(len, page_size_) - int(plan.hit_pages.size());
   // Sharing a cached hit page takes it off the LRU list, out of the allocatable pages.
   const int revived = int(std::count_if(plan.hit_pages.begin(), plan.hit_pages.end(),
@@ -75,9 +79,9 @@ PageManager::AdmissionPlan PageManager::plan_admission(std::span<const int> prom
   return plan;
 }
 
-int PageManager::pages_short_for(std::span<const int> prompt) const {
+int PageManager::pages_short_for(std::span<const int> prompt, int max_hit_pages) const {
   check_length(int(prompt.size()), "a prompt");
-  return plan_admission(prompt).short_by;
+  return plan_admission(prompt, max_hit_pages).short_by;
 }
 
 bool PageManager::reserve(int task_id, int n_tokens, std::vector<PageCopy>* copies) {
@@ -333,6 +337,7 @@ void PageManager::unregister(int page) {
   p.registered = false;
   p.parent = -1;
   p.tokens.clear();
+  if (unregister_listener_) unregister_listener_(page);
 }
 
 // ---- page states ----

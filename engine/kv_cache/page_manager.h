@@ -83,7 +83,13 @@ class PageManager {
     int to;
   };
 
-  std::optional<int> admit(int task_id, std::span<const int> prompt);
+  // `max_hit_pages` caps the prefix hit (a PagedKVCache with sliding layers
+  // takes only as much as those layers can reuse too).
+  std::optional<int> admit(int task_id, std::span<const int> prompt, int max_hit_pages = kNoHitCap);
+  static constexpr int kNoHitCap = 1 << 30;
+  // The registered pages holding the prompt's longest cached prefix that a
+  // hit may cover (never its last token): what admit() would share.
+  std::vector<int> prefix_hit(std::span<const int> prompt) const;
   // Also makes private every page holding a position in [n_committed,
   // n_tokens) that another task holds or that is registered (copy-on-write),
   // appending the copies to `copies`, which may be null only when no page
@@ -106,7 +112,10 @@ class PageManager {
   int page_size() const { return page_size_; }
   // Pages a new task with this prompt needs beyond the free and cached ones
   // it could get now (0: admit() would succeed). For scheduler decisions.
-  int pages_short_for(std::span<const int> prompt) const;
+  int pages_short_for(std::span<const int> prompt, int max_hit_pages = kNoHitCap) const;
+  // Called with each page whose registration is dropped by eviction (the
+  // sliding layers' pages tagged with it are untied: window_page_manager.h).
+  void on_unregister(std::function<void(int page)> listener) { unregister_listener_ = std::move(listener); }
 
   // Drops every registered prefix (vLLM's reset_prefix_cache): false,
   // changing nothing, while any task is admitted (its pages are in use);
@@ -125,6 +134,8 @@ class PageManager {
   // Throws std::invalid_argument for an unknown task.
   std::span<const int> page_table(int task_id) const { return task(task_id).pages; }
   int cached_tokens(int task_id) const { return task(task_id).n_cached_tokens; }
+  // Leading entries of the task's page table that are registered prefixes.
+  int registered_pages(int task_id) const { return task(task_id).n_registered_pages; }
 
   // Where position `pos` of the task lives: row `offset` of `page`. Throws
   // std::invalid_argument for an unknown task, std::out_of_range outside its
@@ -186,7 +197,7 @@ class PageManager {
   std::optional<int> find(uint64_t hash, int parent, std::span<const int> tokens) const;
   bool register_page(int page, int parent, std::span<const int> page_tokens);
   void unregister(int page);
-  AdmissionPlan plan_admission(std::span<const int> prompt) const;
+  AdmissionPlan plan_admission(std::span<const int> prompt, int max_hit_pages) const;
 
   // Page states.
   int allocate();  // a Free page, else the LRU Cached one evicted; the caller checked n_available()
@@ -210,6 +221,7 @@ class PageManager {
   std::unordered_multimap<uint64_t, int> by_hash_;  // chained hash -> registered page
   std::unordered_map<int, Task> tasks_;
   bool recording_ = false;
+  std::function<void(int)> unregister_listener_;
   std::vector<KVCacheEvent> events_;
 };
 

@@ -113,6 +113,7 @@ class InferenceScheduler {
   const std::string executor_name() const { return executor_->name(); }
   size_t weights_bytes() const { return executor_->weights_bytes(); }
   size_t kv_cache_bytes() const { return cache_->storage_bytes(); }
+  size_t kv_cache_sliding_bytes() const { return cache_->sliding_storage_bytes(); }
 
  private:
   void validate(const TokenRequest& request) const;

@@ -94,6 +94,10 @@ TEST_CASE("/stats says where the model runs and the bytes its weights and KV cac
     // K and V, float32, for every token the cache's blocks hold, in every layer.
     const size_t tokens = stats["cache"]["blocks_total"].get<size_t>() * stats["cache"]["block_tokens"].get<size_t>();
     CHECK(stats["memory"]["kv_cache_bytes"].get<size_t>() == 2 * 4 * tokens * size_t(c.n_layers) * KV);
+    // No sliding layers: everything is the full layers'.
+    CHECK(stats["memory"]["kv_cache_full_layers_bytes"] == stats["memory"]["kv_cache_bytes"]);
+    CHECK(stats["memory"]["kv_cache_sliding_layers_bytes"].get<size_t>() == 0);
+    CHECK(stats["cache"]["sliding_blocks_total"].get<int>() == 0);
   }
 }
 
