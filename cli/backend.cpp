@@ -38,10 +38,12 @@ std::shared_ptr<InferenceEngine> make_cuda_engine(const ModelSource& weights, st
   // emulated device at most 256 MiB of host memory), at least one whole
   // context; or the pages asked for (--kv-cache-pages).
   const int page_size = config.page_size;
-  const int pages = config.cache_pages > 0 ? config.cache_pages : cuda_kv_pages_that_fit(*executor, page_size);
-  auto cache = make_cuda_kv_cache(*executor, pages, page_size);
+  const int running = config.scheduler.max_running_tasks;
+  const int pages =
+      config.cache_pages > 0 ? config.cache_pages : cuda_kv_pages_that_fit(*executor, page_size, 0.9, running);
+  auto cache = make_cuda_kv_cache(*executor, pages, page_size, running);
   *description = executor->name() + " on " + cuda_device_description() + "; " +
-                 cuda_memory_description(*executor, pages, page_size);
+                 cuda_memory_description(*executor, *cache);
   return std::make_shared<InferenceEngine>(std::move(executor), std::move(cache),
                                            std::move(tokenizer), config);
 }

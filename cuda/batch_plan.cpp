@@ -8,7 +8,7 @@
 
 namespace astrai::cuda {
 BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages, const ModelConfig& config,
-                     int tile_rows, int chunk_rows) {
+                     int tile_rows, int chunk_rows, const WindowPageManager* sliding) {
   if (tile_rows < 1 || chunk_rows < tile_rows)
     throw std::invalid_argument("plan_batch: need 1 <= tile_rows <= chunk_rows");
   check_batch(config, batch);  // reference/batch.h: ids and positions in range
@@ -26,6 +26,12 @@ BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages
       const auto table = pages.page_table(t.seq);  // throws for an unknown task
       plan.page_tables.resize(plan.page_tables.size() + size_t(plan.pages_per_seq), 0);
       std::copy(table.begin(), table.end(), plan.page_tables.end() - plan.pages_per_seq);
+      if (sliding) {
+        const auto window_table = sliding->page_table(t.seq);
+        plan.sliding_page_tables.resize(plan.sliding_page_tables.size() + size_t(plan.pages_per_seq), 0);
+        auto out = plan.sliding_page_tables.end() - plan.pages_per_seq;
+        for (const int page : window_table) *out++ = page == WindowPageManager::kDropped ? 0 : page;
+      }
     } else if (t.pos <= batch[size_t(rows_of_seq[size_t(it->second)].back())].pos) {
       throw std::invalid_argument("forward: task " + std::to_string(t.seq) + " has position " +
                                   std::to_string(t.pos) + " after a row at a position not below it");
@@ -38,6 +44,20 @@ BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages
     plan.row_pos.push_back(t.pos);
     plan.row_seq.push_back(seq);
     plan.row_slot.push_back(page * p + t.pos % p);
+    if (sliding) {
+      plan.sliding_row_slot.push_back(sliding->locate(t.seq, t.pos, true).page * p + t.pos % p);
+      // The kernels walk a sliding row from its window's first position
+      // rounded down to their tile: the pool must still hold that page (and
+      // so every later one: pages are given back from the front only).
+      const int first_read = sliding->first_kept(t.pos);
+      try {
+        sliding->locate(t.seq, first_read, false);
+      } catch (const std::out_of_range&) {
+        throw std::logic_error("plan_batch: task " + std::to_string(t.seq) + " at position " +
+                               std::to_string(t.pos) + " would read position " + std::to_string(first_read) +
+                               ", whose sliding page was given back");
+      }
+    }
     if (t.want_logits) plan.wanted_rows.push_back(r);
   }
   plan.n_seqs = int(rows_of_seq.size());
@@ -79,7 +99,8 @@ int graph_batch_rows(int rows) {
   return (rows + step - 1) / step * step;
 }
 
-BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots) {
+BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots,
+                          int first_sliding_padding_slot) {
   const int real_rows = plan.rows, real_wanted = int(plan.wanted_rows.size());
   if (!plan.decode_only() || real_rows == 0 || rows < real_rows || wanted < real_wanted || wanted > rows ||
       rows - real_rows > padding_slots)
@@ -94,6 +115,7 @@ BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first
     padded.row_pos.push_back(plan.row_pos[src]);
     padded.row_seq.push_back(plan.row_seq[src]);
     padded.row_slot.push_back(first_padding_slot + (r - real_rows));
+    if (plan.has_sliding()) padded.sliding_row_slot.push_back(first_sliding_padding_slot + (r - real_rows));
     padded.row_partial.push_back(int(padded.decode_rows.size()));
     padded.decode_rows.push_back(r);
   }

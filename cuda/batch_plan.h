@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/kv_cache/page_manager.h"
+#include "engine/kv_cache/window_page_manager.h"
 #include "reference/batch.h"
 #include "reference/model_config.h"
 
@@ -33,6 +34,11 @@ struct BatchPlan {
   std::vector<int> row_seq;  // [rows]: page-table row
   std::vector<int> row_slot; // [rows]: page * page_size + pos % page_size, where the row's K/V go
   std::vector<int> page_tables;  // [n_seqs, pages_per_seq]; unused entries 0
+  // With a sliding pool (the cache's WindowPageManager), the sliding layers'
+  // slots and page tables, as the two above (entries the window has passed 0;
+  // the kernels never read them). Empty without one.
+  std::vector<int> sliding_row_slot;     // [rows]
+  std::vector<int> sliding_page_tables;  // [n_seqs, pages_per_seq]
   std::vector<int> decode_rows;  // rows that are their sequence's only row
   std::vector<int> tile_first, tile_count, tile_rows;  // prefill tiles: tile_rows[first .. first + count)
   std::vector<int> wanted_rows;  // rows with want_logits, in batch order
@@ -46,15 +52,19 @@ struct BatchPlan {
     return c == n_chunks() ? int(tile_rows.size()) : tile_first[size_t(chunk_tiles[size_t(c)])];
   }
   bool decode_only() const { return tile_first.empty(); }
+  bool has_sliding() const { return !sliding_row_slot.empty(); }
 };
 
 // Checks every row as the reference and PageCacheView do (token and position
 // in range: std::invalid_argument; task unknown: std::invalid_argument;
 // position outside the task's reserved pages: std::out_of_range; a write into
 // a shared prefix page: std::logic_error) and that the rows of one sequence
-// have increasing positions (std::invalid_argument).
+// have increasing positions (std::invalid_argument). With `sliding` (the
+// cache's sliding pool), also where each row's K/V go in the sliding layers,
+// and std::logic_error when the pool has given back a page a row's attention
+// would read (from the window's first position rounded down to the tile).
 BatchPlan plan_batch(std::span<const BatchToken> batch, const PageManager& pages, const ModelConfig& config,
-                     int tile_rows, int chunk_rows);
+                     int tile_rows, int chunk_rows, const WindowPageManager* sliding = nullptr);
 
 // The batch sizes at which decode steps are captured as CUDA graphs, as vLLM
 // captures them: 1, 2, 4, then every multiple of 8 up to 256, then every
@@ -78,6 +88,9 @@ int graph_batch_rows(int rows);
 // the residual in place once per listed row. Throws std::invalid_argument
 // for a plan with prefill tiles, rows below plan.rows, wanted below its
 // wanted rows, wanted above rows, or more padding rows than `padding_slots`.
-BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots);
+// A plan with a sliding pool gets the padding rows' sliding slots from
+// first_sliding_padding_slot on, as their slots from first_padding_slot.
+BatchPlan pad_decode_plan(const BatchPlan& plan, int rows, int wanted, int first_padding_slot, int padding_slots,
+                          int first_sliding_padding_slot = 0);
 
 }  // namespace astrai::cuda

@@ -11,6 +11,7 @@
 #include "cuda/cuda_executor.h"
 #include "cuda/device_info.h"
 #include "cuda/device_page_cache.h"
+#include "cuda/kernels/kernels.h"
 #include "cuda/tensor_parallel/rank_worker.h"
 #include "cuda/tensor_parallel/tensor_parallel_executor.h"
 
@@ -59,29 +60,36 @@ const cuda::CudaExecutor& as_cuda(const Executor& executor) {
 
 }  // namespace
 
-std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size) {
+std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size, int running_tasks) {
   if (const auto* tp = dynamic_cast<const cuda::TensorParallelExecutor*>(&executor))
     return tp->make_cache(n_pages, page_size);
   const cuda::CudaExecutor& e = as_cuda(executor);
-  return std::make_unique<cuda::DevicePageCache>(e.config(), n_pages, page_size, e.dtype());
+  const int sliding_pages =
+      running_tasks > 0 ? sliding_pages_for(e.config(), n_pages, page_size, running_tasks, cuda::kAttentionTile) : 0;
+  return std::make_unique<cuda::DevicePageCache>(e.config(), n_pages, page_size, e.dtype(), sliding_pages);
 }
 
-int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction) {
+int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction, int running_tasks) {
   if (const auto* tp = dynamic_cast<const cuda::TensorParallelExecutor*>(&executor))
     return tp->pages_that_fit(page_size, fraction);
   const cuda::CudaExecutor& e = as_cuda(executor);
   size_t free_bytes = 0, total_bytes = 0;
   ASTRAI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return cuda::DevicePageCache::pages_that_fit(e.config(), page_size, e.dtype(), free_bytes, fraction);
+  return cuda::DevicePageCache::pages_that_fit(e.config(), page_size, e.dtype(), free_bytes, fraction, running_tasks);
 }
 
-std::string cuda_memory_description(const Executor& executor, int n_pages, int page_size) {
+std::string cuda_memory_description(const Executor& executor, const KVCache& cache) {
+  const KVCacheStats s = cache.stats();
   if (const auto* tp = dynamic_cast<const cuda::TensorParallelExecutor*>(&executor))
-    return tp->memory_description(n_pages, page_size);
+    return tp->memory_description(s.blocks_total, s.block_tokens);
   const cuda::CudaExecutor& e = as_cuda(executor);
-  const size_t cache = cuda::DevicePageCache::bytes_needed(e.config(), n_pages, page_size, e.dtype());
-  return "weights " + e.weights_description() + "; KV cache " + std::to_string(n_pages) + " pages of " +
-         std::to_string(page_size) + " tokens, " + cuda::format_mib(cache);
+  const std::string pages = std::to_string(s.blocks_total) + " pages of " + std::to_string(s.block_tokens) + " tokens";
+  const size_t sliding = cache.sliding_storage_bytes();
+  if (s.sliding_blocks_total == 0)
+    return "weights " + e.weights_description() + "; KV cache " + pages + ", " + cuda::format_mib(cache.storage_bytes());
+  return "weights " + e.weights_description() + "; KV cache: full-attention layers " + pages + ", " +
+         cuda::format_mib(cache.storage_bytes() - sliding) + "; sliding-window layers " +
+         std::to_string(s.sliding_blocks_total) + " pages, " + cuda::format_mib(sliding);
 }
 
 }  // namespace astrai

@@ -60,17 +60,24 @@ int run_tensor_parallel_rank(const ModelSource& source, const TensorParallelOpti
 // executor's dtype, with PageManager's bookkeeping (prefix sharing included).
 // Throws std::invalid_argument when `executor` is not a CUDA executor, and
 // std::runtime_error (saying how much was needed) when it does not fit.
-std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size);
+// With `running_tasks` > 0 a model's sliding-window layers get a pool of
+// their own beside the n_pages of the full layers, sized by
+// sliding_pages_for() (engine/kv_cache/page_cache.h; one GPU only: a
+// tensor-parallel executor keeps one pool).
+std::unique_ptr<KVCache> make_cuda_kv_cache(const Executor& executor, int n_pages, int page_size,
+                                            int running_tasks = 0);
 
 // Pages a cache may take so that `fraction` of the device memory free now
 // holds it (for sizing the cache after the weights are loaded). On the
 // emulated device, whose memory is the host's, at most 256 MiB of pages (or
 // one whole context, if more).
-int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction = 0.9);
+// With `running_tasks` > 0, the full layers' pages beside the sliding pool
+// make_cuda_kv_cache gives the same running_tasks.
+int cuda_kv_pages_that_fit(const Executor& executor, int page_size, double fraction = 0.9, int running_tasks = 0);
 
 // What the device holds, for the startup line: "weights 4211.0 MiB: 224
 // matrices quantized (Q4_K 193, Q6_K 31), the rest bf16; KV cache 1,024 pages
 // of 16 tokens, 8192.0 MiB".
-std::string cuda_memory_description(const Executor& executor, int n_pages, int page_size);
+std::string cuda_memory_description(const Executor& executor, const KVCache& cache);
 
 }  // namespace astrai

@@ -80,6 +80,8 @@ struct CudaExecutor::Impl {
     std::vector<int> chunks;  // per prefill chunk: tiles, rows
     uintptr_t keys = 0, values = 0;
     int page_size = 0, n_pages = 0;
+    uintptr_t sliding_keys = 0, sliding_values = 0;  // the cache's sliding pool (0: none)
+    int sliding_pages = 0;
     int sampling = 0;  // kForwardOnly, or kSampled | kWithLogprobs | kWithAdjustments | kWithMasks
     auto operator<=>(const GraphKey&) const = default;
   };
@@ -163,14 +165,15 @@ struct CudaExecutor::Impl {
   // Grows whatever buffer `plan` does not fit (a grown buffer invalidates the graphs).
   void ensure_capacity(const BatchPlan& plan) {
     const int rows = plan.rows, wanted = int(plan.wanted_rows.size());
-    const bool rows_fit = rows <= layout.capacity() && plan.pages_per_seq <= layout.pages_per_seq();
+    const bool rows_fit = layout.fits(plan);
     if (rows_fit && plan.partial_rows <= partial_capacity && wanted <= wanted_capacity) return;
     ASTRAI_CUDA_CHECK(cudaStreamSynchronize(stream));
     clear_graphs();  // they point into the buffers about to be replaced
     const size_t es = dtype_size(options.dtype);
     if (!rows_fit) {
       layout = PlanLayout(std::max({rows, 2 * layout.capacity(), 16}),
-                          std::max(plan.pages_per_seq, layout.pages_per_seq()));
+                          std::max(plan.pages_per_seq, layout.pages_per_seq()),
+                          layout.sliding_tables() || plan.has_sliding());
       const size_t C = size_t(layout.capacity());
       const size_t dim = size_t(c.dim), qd = size_t(c.q_dim()), kvd = size_t(c.kv_dim()), hid = size_t(c.hidden_dim);
       const std::string rows_text = " for " + std::to_string(C) + " rows";
@@ -207,7 +210,7 @@ struct CudaExecutor::Impl {
   // tables for as many sequences as rows. A fixed size per row count, so a
   // graph's captured copy moves whatever a later plan of its shape packed.
   size_t meta_ints(int rows) const {
-    return size_t(PlanLayout::kTables) * size_t(layout.capacity()) + size_t(rows) * size_t(layout.pages_per_seq());
+    return size_t(PlanLayout::kTables) * size_t(layout.capacity()) + size_t(rows) * size_t(layout.table_stride());
   }
 
   // The copy of the packed plan from the pinned staging area to the device:
@@ -230,8 +233,10 @@ struct CudaExecutor::Impl {
     else
       launch_embedding_gather(embedding.data.get(), t, c.dim, meta_at(PlanLayout::kTokens), R, embed_scale,
                               x.as<float>(), stream);
-    AttentionArgs a = attention_args(c, qkv.as<float>(), qkv_width, KVLayer{}, kv.page_size(), layout, meta.as<int>(),
-                                     split_len, o_partial.as<float>(), lse.as<float>());
+    const AttentionArgs full_args = attention_args(c, qkv.as<float>(), qkv_width, KVLayer{}, kv.page_size(), layout,
+                                                   meta.as<int>(), split_len, o_partial.as<float>(), lse.as<float>());
+    // A sliding layer in the cache's sliding pool reads that pool's page tables and writes its slots.
+    const AttentionArgs sliding_args = plan.has_sliding() ? sliding_pool_args(full_args, layout) : full_args;
     // Every norm scales by its weight, or by 1 + weight (Gemma's unit offset).
     const float offset = c.options.norm_unit_offset ? 1.0f : 0.0f;
     const auto scale = [&](const DeviceBuffer& w) { return NormScale{w.get(), offset}; };
@@ -243,6 +248,8 @@ struct CudaExecutor::Impl {
       launch_residual_rmsnorm(x.as<float>(), pending, scale(L.attn_norm), t, c.dim, c.norm_eps, nullptr, R, h.get(),
                               stream);
       gemm.run(h.get(), L.wqkv, t, R, qkv.as<float>(), stream);
+      const bool own_pool = kv.layer_pool(l) == PagePool::Sliding;
+      AttentionArgs a = own_pool ? sliding_args : full_args;
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
       a.window = c.window(l);  // a sliding layer's splits cover its window only
       a.sinks = L.sinks.get();  // gpt-oss's sink logits, completed in the merge (null: none)
@@ -251,7 +258,7 @@ struct CudaExecutor::Impl {
       const size_t rope = size_t(layer_rope_table[size_t(l)]);  // this layer's cos/sin pair
       launch_rope_kv_write(qkv.as<float>(), R, c.n_heads, c.n_kv_heads, c.head_dim(), c.rope_layout,
                            meta_at(PlanLayout::kPos), rope_cos[rope].as<float>(), rope_sin[rope].as<float>(),
-                           meta_at(PlanLayout::kSlot), a.kv, pre, stream);
+                           meta_at(own_pool ? PlanLayout::kSlidingSlot : PlanLayout::kSlot), a.kv, pre, stream);
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
       gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);
       if (role.comm) role.comm->all_reduce_sum(proj.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
@@ -287,8 +294,11 @@ struct CudaExecutor::Impl {
 
   GraphKey graph_key(const BatchPlan& plan, const DevicePageCache& kv, int sampling) const {
     GraphKey key{plan.rows, int(plan.wanted_rows.size()), int(plan.decode_rows.size()), {},
-                 reinterpret_cast<uintptr_t>(kv.layer_keys(0)), reinterpret_cast<uintptr_t>(kv.layer_values(0)),
-                 kv.page_size(), kv.n_pages(), sampling};
+                 reinterpret_cast<uintptr_t>(kv.pool_keys(PagePool::Full)),
+                 reinterpret_cast<uintptr_t>(kv.pool_values(PagePool::Full)), kv.page_size(), kv.n_pages(),
+                 reinterpret_cast<uintptr_t>(kv.pool_keys(PagePool::Sliding)),
+                 reinterpret_cast<uintptr_t>(kv.pool_values(PagePool::Sliding)),
+                 kv.sliding_pages() ? kv.sliding_pages()->n_pages() : 0, sampling};
     for (int c = 0; c < plan.n_chunks(); ++c) {
       key.chunks.push_back(plan.chunk_tiles[size_t(c) + 1] - plan.chunk_tiles[size_t(c)]);
       key.chunks.push_back(plan.chunk_row_begin(c + 1) - plan.chunk_row_begin(c));
@@ -347,13 +357,14 @@ struct CudaExecutor::Impl {
   size_t enqueue_step(std::span<const BatchToken> batch, KVCacheView& view, bool sample,
                       std::span<const RowSampling> rows) {
     const DevicePageCache& kv = checked_cache(view);
-    BatchPlan plan = plan_batch(batch, kv.pages(), c, kPrefillTileRows, kPrefillChunkRows);
+    BatchPlan plan = plan_batch(batch, kv.pages(), c, kPrefillTileRows, kPrefillChunkRows, kv.sliding_pages());
     if (plan.rows == 0) return 0;
     const size_t wanted = plan.wanted_rows.size();
     const bool padded = options.cuda_graphs && plan.decode_only() && plan.rows <= kMaxGraphBatchRows;
     if (padded)
       plan = pad_decode_plan(plan, graph_batch_rows(plan.rows), graph_batch_rows(int(wanted)), kv.first_padding_slot(),
-                             DevicePageCache::kPaddingSlots);
+                             DevicePageCache::kPaddingSlots,
+                             plan.has_sliding() ? kv.first_padding_slot(PagePool::Sliding) : 0);
     last_rows = plan.rows;
     // The device is per host thread, and the scheduler calls forward() on its own.
     ASTRAI_CUDA_CHECK(cudaSetDevice(options.device));

@@ -9,10 +9,11 @@
 namespace astrai::cuda {
 
 void PlanLayout::pack(const BatchPlan& plan, int* host) const {
-  if (plan.rows > capacity_ || plan.pages_per_seq > pages_per_seq_ || plan.n_seqs > capacity_)
+  if (!fits(plan))
     throw std::invalid_argument("PlanLayout: a plan of " + std::to_string(plan.rows) + " rows and " +
                                 std::to_string(plan.pages_per_seq) + " pages per sequence does not fit a layout of " +
-                                std::to_string(capacity_) + " rows and " + std::to_string(pages_per_seq_));
+                                std::to_string(capacity_) + " rows and " + std::to_string(pages_per_seq_) +
+                                (plan.has_sliding() && !sliding_tables_ ? " without sliding tables" : ""));
   const auto put = [&](Section s, const std::vector<int>& v) {
     std::copy(v.begin(), v.end(), host + size_t(s) * size_t(capacity_));
   };
@@ -20,6 +21,7 @@ void PlanLayout::pack(const BatchPlan& plan, int* host) const {
   put(kPos, plan.row_pos);
   put(kSeq, plan.row_seq);
   put(kSlot, plan.row_slot);
+  put(kSlidingSlot, plan.sliding_row_slot);
   put(kPartial, plan.row_partial);
   put(kDecode, plan.decode_rows);
   put(kTileFirst, plan.tile_first);
@@ -28,9 +30,20 @@ void PlanLayout::pack(const BatchPlan& plan, int* host) const {
   put(kWanted, plan.wanted_rows);
   // Page tables with this layout's row stride (which may exceed the plan's).
   int* tables = host + size_t(kTables) * size_t(capacity_);
-  for (int s = 0; s < plan.n_seqs; ++s)
+  const size_t stride = size_t(table_stride());
+  for (int s = 0; s < plan.n_seqs; ++s) {
     std::copy_n(plan.page_tables.begin() + long(s) * plan.pages_per_seq, plan.pages_per_seq,
-                tables + size_t(s) * size_t(pages_per_seq_));
+                tables + size_t(s) * stride);
+    if (plan.has_sliding())
+      std::copy_n(plan.sliding_page_tables.begin() + long(s) * plan.pages_per_seq, plan.pages_per_seq,
+                  tables + size_t(s) * stride + size_t(pages_per_seq_));
+  }
+}
+
+AttentionArgs sliding_pool_args(AttentionArgs a, const PlanLayout& layout) {
+  if (!layout.sliding_tables()) throw std::logic_error("sliding_pool_args: the layout has no sliding page tables");
+  a.page_tables += layout.pages_per_seq();
+  return a;
 }
 
 AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride, KVLayer kv, int page_size,
@@ -42,7 +55,7 @@ AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride,
   a.kv = kv;
   a.page_size = page_size;
   a.page_tables = layout.at(meta, PlanLayout::kTables);
-  a.pages_per_seq = layout.pages_per_seq();
+  a.pages_per_seq = layout.table_stride();  // the kernels' stride from one sequence's table to the next
   a.row_seq = layout.at(meta, PlanLayout::kSeq);
   a.row_pos = layout.at(meta, PlanLayout::kPos);
   a.row_partial = layout.at(meta, PlanLayout::kPartial);

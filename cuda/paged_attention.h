@@ -42,20 +42,33 @@ inline int max_splits_for(int max_seq_len, int min_split_len) {
 }
 
 // A plan's metadata in one int array of sections, each `capacity` ints (the
-// largest batch it was sized for), then `pages_per_seq` ints per sequence of
-// page tables. pack() writes a plan into a host copy of the array; the
-// accessors give a section's place in the device copy.
+// largest batch it was sized for), then table_stride() ints per sequence of
+// page tables: its page table, and with `sliding_tables` its sliding layers'
+// page table right after (pages_per_seq ints each). pack() writes a plan
+// into a host copy of the array; the accessors give a section's place in the
+// device copy.
 class PlanLayout {
  public:
-  enum Section { kTokens, kPos, kSeq, kSlot, kPartial, kDecode, kTileFirst, kTileCount, kTileRows, kWanted, kTables };
+  enum Section {
+    kTokens, kPos, kSeq, kSlot, kSlidingSlot, kPartial, kDecode, kTileFirst, kTileCount, kTileRows, kWanted, kTables
+  };
 
-  PlanLayout(int capacity, int pages_per_seq) : capacity_(capacity), pages_per_seq_(pages_per_seq) {}
+  PlanLayout(int capacity, int pages_per_seq, bool sliding_tables = false)
+      : capacity_(capacity), pages_per_seq_(pages_per_seq), sliding_tables_(sliding_tables) {}
   int capacity() const { return capacity_; }
   int pages_per_seq() const { return pages_per_seq_; }
+  bool sliding_tables() const { return sliding_tables_; }
+  // Ints from one sequence's page table to the next's.
+  int table_stride() const { return pages_per_seq_ * (sliding_tables_ ? 2 : 1); }
   // Ints of the whole array, and of its prefix that `plan` uses.
-  size_t ints() const { return size_t(kTables) * size_t(capacity_) + size_t(capacity_) * size_t(pages_per_seq_); }
+  size_t ints() const { return size_t(kTables) * size_t(capacity_) + size_t(capacity_) * size_t(table_stride()); }
   size_t ints_used(const BatchPlan& plan) const {
-    return size_t(kTables) * size_t(capacity_) + size_t(plan.n_seqs) * size_t(pages_per_seq_);
+    return size_t(kTables) * size_t(capacity_) + size_t(plan.n_seqs) * size_t(table_stride());
+  }
+  // Whether `plan` fits (rows, pages, and a sliding table where it has one).
+  bool fits(const BatchPlan& plan) const {
+    return plan.rows <= capacity_ && plan.n_seqs <= capacity_ && plan.pages_per_seq <= pages_per_seq_ &&
+           (!plan.has_sliding() || sliding_tables_);
   }
   // Throws std::invalid_argument when the plan is larger than the layout.
   void pack(const BatchPlan& plan, int* host) const;
@@ -63,6 +76,7 @@ class PlanLayout {
 
  private:
   int capacity_, pages_per_seq_;
+  bool sliding_tables_;
 };
 
 // Arguments of the three attention kernels for one layer: queries q (row r,
@@ -73,6 +87,10 @@ class PlanLayout {
 AttentionArgs attention_args(const ModelConfig& m, const float* q, int q_stride, KVLayer kv, int page_size,
                              const PlanLayout& layout, const int* meta, int min_split_len, float* o_partial,
                              float* lse_partial);
+
+// The same arguments for a sliding layer whose rows are in the cache's
+// sliding pool: its page tables (those of `a` + pages_per_seq).
+AttentionArgs sliding_pool_args(AttentionArgs a, const PlanLayout& layout);
 
 // Floats of o_partial a plan needs (lse_partial needs this / head_dim).
 size_t attention_partial_floats(const ModelConfig& m, int partial_rows, int max_splits);

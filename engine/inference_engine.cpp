@@ -14,15 +14,9 @@ std::unique_ptr<KVCache> make_kv_cache(const ModelConfig& model, const EngineCon
   if (config.cache == KVCacheKind::Contiguous) return std::make_unique<ContiguousCache>(model, slots);
   const int pages_per_context = (model.max_seq_len + config.page_size - 1) / config.page_size;
   const int pages = config.cache_pages > 0 ? config.cache_pages : slots * pages_per_context;
-  // Sliding-window layers get a pool of their own, sized for one whole
-  // prompt in prefill (admission takes a page for every prompt position;
-  // each chunk's commit gives back what the window has passed) plus a window for each other running task: the pages a window
-  // has passed go back to it (docs/kv-cache.md "Sliding layers").
-  int sliding_pages = 0;  // 0: no sliding layers, one pool
-  if (const auto pool = sliding_pool_for(model, 1)) {
-    const WindowPageManager shape(model.max_seq_len, 1, config.page_size, pool->window, pool->align);
-    sliding_pages = std::min(pages, pages_per_context + (slots - 1) * shape.window_pages());
-  }
+  // Sliding-window layers get a pool of their own, whose pages go back as
+  // the window passes them (docs/kv-cache.md "Sliding layers").
+  const int sliding_pages = sliding_pages_for(model, pages, config.page_size, slots);
   return std::make_unique<PageCache>(model, pages, config.page_size, default_prefix_hash, sliding_pages);
 }
 

@@ -93,8 +93,8 @@ struct AttentionArgs {
   int q_stride = 0;
   KVLayer kv;
   int page_size = 0;
-  const int* page_tables = nullptr;  // [n_seqs, pages_per_seq]
-  int pages_per_seq = 0;
+  const int* page_tables = nullptr;  // sequence s's table at page_tables + s * pages_per_seq
+  int pages_per_seq = 0;             // the stride between tables (PlanLayout::table_stride())
   const int* row_seq = nullptr;      // page-table row of each batch row
   const int* row_pos = nullptr;      // position of each batch row; it attends to positions 0..pos
   const int* row_partial = nullptr;  // each batch row's index in o_partial / lse_partial (BatchPlan::row_partial)

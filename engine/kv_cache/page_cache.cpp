@@ -119,9 +119,18 @@ void PagedKVCache::check_invariants() const {
                              " is tied to unregistered full page " + std::to_string(sliding_->tag(p)));
 }
 
-std::optional<SlidingPool> sliding_pool_for(const ModelConfig& config, int n_pages) {
+std::optional<SlidingPool> sliding_pool_for(const ModelConfig& config, int n_pages, int align) {
   if (config.sliding_window <= 0 || config.sliding_window >= config.max_seq_len) return std::nullopt;
-  return SlidingPool{n_pages, config.sliding_window, 1};
+  return SlidingPool{n_pages, config.sliding_window, align};
+}
+
+int sliding_pages_for(const ModelConfig& config, int full_pages, int page_size, int running_tasks, int align) {
+  const auto pool = sliding_pool_for(config, 1, align);
+  if (!pool) return 0;
+  const WindowPageManager shape(config.max_seq_len, 1, page_size, pool->window, pool->align);
+  const int pages_per_context = (config.max_seq_len + page_size - 1) / page_size;
+  const long wanted = long(pages_per_context) + long(std::max(running_tasks - 1, 0)) * long(shape.window_pages());
+  return int(std::min(long(full_pages), wanted));
 }
 
 // ---- PageCache ----

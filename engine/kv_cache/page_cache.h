@@ -153,7 +153,15 @@ class PageCache final : public PagedKVCache {
 };
 
 // The pool for the sliding layers of `config` when it has any with a window
-// shorter than its context (else nullopt): n_pages for them, align 1.
-std::optional<SlidingPool> sliding_pool_for(const ModelConfig& config, int n_pages);
+// shorter than its context (else nullopt): n_pages for them, rows read from
+// `align`-aligned starts (1 for the reference; the CUDA kernels' tile).
+std::optional<SlidingPool> sliding_pool_for(const ModelConfig& config, int n_pages, int align = 1);
+
+// Pages for the sliding layers' pool beside `full_pages` for the full layers
+// (0: the config has no sliding layers, one pool): room for one whole prompt
+// in prefill (admission takes a page for every prompt position; each chunk's
+// commit gives back what the window has passed) plus a window for each other
+// of `running_tasks`, at most full_pages.
+int sliding_pages_for(const ModelConfig& config, int full_pages, int page_size, int running_tasks, int align = 1);
 
 }  // namespace astrai

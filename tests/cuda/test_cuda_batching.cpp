@@ -17,6 +17,8 @@
 
 #include "cuda/cuda_executor.h"
 #include "cuda/device_page_cache.h"
+#include "cuda/kernels/kernels.h"
+#include "engine/kv_cache/page_cache.h"
 #include "reference/sampling/sampler.h"
 #include "reference/synthetic_model.h"
 #include "tests/cuda/cuda_expected.h"
@@ -74,6 +76,33 @@ const TinyModel& tiny_moe_model() {
     return m;
   }();
   return model;
+}
+
+// tiny_model()'s shape with a sliding window of 6 on layer 0 (Gemma's mix):
+// past position 36 a row's walk starts at 32 (its window's first position
+// rounded down to the kernels' 32-position tile), so pages 0-7 go back.
+const TinyModel& tiny_windowed_model() {
+  static const TinyModel model = [] {
+    TinyModel m = tiny_model();
+    ModelConfig c = m.weights->config;
+    c.sliding_window = 6;
+    c.sliding_layers = {true, false};
+    m.weights = std::make_shared<const ModelWeights>(make_synthetic_weights(c, 20261205));
+    return m;
+  }();
+  return model;
+}
+
+// cuda_engine's engine with the sliding layers in a device pool of their own
+// (make_cuda_kv_cache's sizing for `max_running` tasks).
+std::unique_ptr<InferenceEngine> windowed_cuda_engine(int max_running, int tokens_per_step, int pages, bool graphs) {
+  const TinyModel& m = tiny_windowed_model();
+  auto executor = std::make_unique<cuda::CudaExecutor>(*m.weights, invariant(DType::Float32, graphs, !graphs));
+  const int n_pages = pages > 0 ? pages : max_running * (m.context() / 4);
+  const int sliding_pages = sliding_pages_for(executor->config(), n_pages, 4, max_running, cuda::kAttentionTile);
+  auto cache = std::make_unique<cuda::DevicePageCache>(executor->config(), n_pages, 4, DType::Float32, sliding_pages);
+  return std::make_unique<InferenceEngine>(std::move(executor), std::move(cache), m.tokenizer,
+                                           paged_config(max_running, tokens_per_step, n_pages));
 }
 
 std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {
@@ -188,6 +217,78 @@ TEST_CASE("CUDA executor: a cache too small for all running requests preempts, t
   INFO("preemptions: " << stats.preemptions);
   CHECK(stats.preemptions > 0);
   CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
+}
+
+// The sliding layer's rows in a device pool of their own that gives back
+// the pages its window (rounded down to the kernels' tile) has passed: each
+// request must get the tokens it gets alone on a one-pool cache (bit-exact
+// batches: cuda/gemm.h's batch invariance), with prefix hits of 40 tokens
+// (past the window and the tile: the sliding layer reuses only pages 8 and
+// 9), chunked prefill across the window's edge, graphs on and off, n choices
+// forking the sliding pages, and a pool small enough to preempt. With one
+// running task the sliding pool has 16 pages beside the full layers' 64, so
+// it evicts where the full pool need not, and the two pools' page numbers
+// part at the second request: a slot or table taken from the wrong pool
+// changes tokens.
+TEST_CASE("CUDA executor: a sliding pool that gives back the window's pages changes no request's tokens", "[cuda]") {
+  ASTRAI_REQUIRE_GPU();
+  const TinyModel& m = tiny_windowed_model();
+  std::mt19937 rng(1205);
+  const std::vector<int> prefix = random_prompt(rng, 40);  // 10 whole pages
+  std::vector<PlannedRequest> requests;
+  for (int i = 0; i < 8; ++i) {
+    PlannedRequest r;
+    r.prompt = concat(prefix, random_prompt(rng, 1 + i % 5));
+    r.max_tokens = 16;
+    r.ignore_eos = true;
+    r.sampling.temperature = i % 2 ? 1.0f : 0.0f;
+    r.sampling.seed = uint64_t(i);
+    requests.push_back(r);
+  }
+  compute_expected_on_cuda(requests, DType::Float32, m);
+  struct Setup {
+    int running, pages;
+    bool graphs;
+  };
+  for (const Setup& s : {Setup{4, 0, true}, Setup{4, 0, false}, Setup{1, 64, true}, Setup{4, 20, true}}) {
+    const int pages = s.pages;
+    INFO(s.running << " running, " << pages << " pages (0: a context per running task), graphs " << s.graphs);
+    auto engine = windowed_cuda_engine(s.running, 8, pages, s.graphs);
+    const SchedulerStats idle = engine->get_stats();
+    REQUIRE(idle.cache.sliding_blocks_total > 0);
+    std::vector<PlannedRequest> head(requests.begin(), requests.begin() + 1);
+    auto first_logs = run_requests(*engine, head, Submission::Together);
+    check_outputs(head, first_logs);
+    std::vector<PlannedRequest> second(requests.begin() + 1, requests.begin() + 2);
+    auto second_logs = run_requests(*engine, second, Submission::Together);
+    check_outputs(second, second_logs);
+    if (pages != 20) CHECK(output_of(*second_logs[0]).cached_prompt_tokens == 40);
+    std::vector<PlannedRequest> rest(requests.begin() + 2, requests.end());
+    auto logs = run_requests(*engine, rest, Submission::Together);
+    check_outputs(rest, logs);
+    const SchedulerStats stats = require_all_free(*engine);
+    CHECK(stats.cache.sliding_blocks_held == 0);
+  }
+  // n choices of the first prompt (41 tokens: its last page partial, copied on the device).
+  std::vector<PlannedRequest> alone;
+  for (int i = 0; i < 3; ++i) {
+    alone.push_back(requests[1]);
+    alone.back().sampling.seed = *requests[1].sampling.seed + uint64_t(i);
+  }
+  compute_expected_on_cuda(alone, DType::Float32, m);
+  auto engine = windowed_cuda_engine(3, 12, 0, true);
+  GenerationRequest g;
+  g.prompt_ids = requests[1].prompt;
+  g.n = 3;
+  g.max_tokens = requests[1].max_tokens;
+  g.ignore_eos = true;
+  g.sampling = requests[1].sampling;
+  const std::vector<TaskOutput> outputs = engine->generate_choices(g).wait();
+  for (int i = 0; i < 3; ++i) {
+    INFO("choice " << i);
+    CHECK(outputs[size_t(i)].tokens == alone[size_t(i)].expected);
+  }
+  CHECK(require_all_free(*engine).cache.sliding_blocks_held == 0);
 }
 
 // n choices on the device cache: the forks share the prompt's device pages

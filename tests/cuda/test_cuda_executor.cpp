@@ -29,6 +29,7 @@
 #include "cuda/bf16_host.h"
 #include "cuda/cuda_executor.h"
 #include "cuda/device_page_cache.h"
+#include "engine/kv_cache/page_cache.h"
 #include "engine/model_files/load_model.h"
 #include "golden/golden_cases.h"
 #include "reference/dense_kv_cache.h"
@@ -136,7 +137,10 @@ void check_against_reference(const golden::SyntheticCase& c, int max_new_tokens)
     const auto weights = std::make_shared<ModelWeights>(make_synthetic_weights(c.config, c.seed));
     const auto oracle = t == DType::Float32 ? weights : rounded_to_bf16(*weights);
     cuda::CudaExecutor executor(*weights, {t, 0, true});
-    cuda::DevicePageCache cache(c.config, pages_for_one_context(c.config, 16), 16, t);
+    // A windowed model's sliding layers in a pool of their own, which gives
+    // back the pages a row's walk (from its window's tile) has passed.
+    const int pages = pages_for_one_context(c.config, 16);
+    cuda::DevicePageCache cache(c.config, pages, 16, t, sliding_pool_for(c.config, 1) ? pages : 0);
     const double rtol = t == DType::Float32 ? 1e-4 : 5e-2;
 
     // The reference's greedy run, its logits rows recorded.
