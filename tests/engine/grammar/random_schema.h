@@ -122,12 +122,29 @@ class SchemaGenerator {
   }
 
   // A random instance of `schema` (resolved against `root`) as JSON text.
+  // Past kMaxRefDepth nested $refs it takes the shortest way out: arrays
+  // their fewest items, anyOf a branch with no $ref where there is one. A
+  // recursive schema's instances are otherwise a branching process: a node
+  // with 0-2 children, each a node, has one child on average, a critical
+  // process whose depth has a tail heavy enough that one run in a thousand
+  // or so recursed deep enough to overflow the stack (test_grammar, llama2
+  // seed 695141079: ASTRAI_WALK_SEED replays it).
+  static constexpr int kMaxRefDepth = 8;
   std::string instance(const OrderedJson& schema, const OrderedJson& root, int indent = 0) {
     if (schema.contains("$ref")) {
       const std::string ref = schema["$ref"].get<std::string>().substr(1);
-      return instance(root.at(OrderedJson::json_pointer(ref)), root, indent);
+      ++ref_depth_;
+      std::string out = instance(root.at(OrderedJson::json_pointer(ref)), root, indent);
+      --ref_depth_;
+      return out;
     }
-    if (schema.contains("anyOf")) return instance(schema["anyOf"][rng_() % schema["anyOf"].size()], root, indent);
+    if (schema.contains("anyOf")) {
+      const OrderedJson& branches = schema["anyOf"];
+      if (ref_depth_ >= kMaxRefDepth)
+        for (const auto& branch : branches)
+          if (branch.dump().find("$ref") == std::string::npos) return instance(branch, root, indent);
+      return instance(branches[rng_() % branches.size()], root, indent);
+    }
     if (schema.contains("enum")) return schema["enum"][rng_() % schema["enum"].size()].dump();
     if (schema.contains("const")) return schema["const"].dump();
     if (schema.value("nullable", false) && coin(3)) return "null";
@@ -155,6 +172,7 @@ class SchemaGenerator {
 
  private:
   std::mt19937_64 rng_;
+  int ref_depth_ = 0;  // $refs resolved on the way to the value being made
   RegexGenerator regex_;
   std::map<std::string, RandomRegex> patterns_;
   std::map<std::string, std::function<std::string(std::mt19937_64&)>> samplers_;
@@ -235,7 +253,7 @@ class SchemaGenerator {
     int hi = s.contains("maxItems") ? s["maxItems"].get<int>() : lo + 3;
     if (!more) hi = std::min(hi, int(k));
     if (hi < lo) hi = lo;
-    const int n = lo + int(rng_() % uint64_t(hi - lo + 1));
+    const int n = ref_depth_ >= kMaxRefDepth ? lo : lo + int(rng_() % uint64_t(hi - lo + 1));
     std::string out = "[" + ws(indent + 2);
     static const OrderedJson any_value = {{"type", "integer"}};
     for (int i = 0; i < n; ++i) {
