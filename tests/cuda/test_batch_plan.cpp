@@ -8,6 +8,9 @@
 #include <algorithm>
 
 #include "cuda/batch_plan.h"
+#include "cuda/device_page_cache.h"
+#include "cuda/kernels/kernels.h"
+#include "engine/kv_cache/page_cache.h"
 #include "reference/synthetic_model.h"
 
 using namespace astrai;
@@ -205,4 +208,48 @@ TEST_CASE("only decode plans pad, and never below their own size", "[cuda][plan]
   CHECK(p.wanted_rows == std::vector<int>{0, 2});  // a padding row before the real row 1 that wanted nothing
   CHECK(p.row_slot[2] == 64);
   CHECK(p.row_slot[3] == 65);
+}
+
+// The figures of docs/kv-cache.md "Sliding layers" (run with -s to see them):
+// the device cache of 16 running tasks at a 32k context, one pool against a
+// sliding pool, in bf16. Gemma 3 12B: 48 layers, 40 sliding (1,024), 8 KV
+// heads of 256; gpt-oss-20b: 24 layers, 12 sliding (128), 8 KV heads of 64.
+TEST_CASE("the sliding pool's device memory for Gemma 3 12B and gpt-oss-20b at 32k", "[cuda][plan][sliding]") {
+  struct Shape {
+    const char* name;
+    int layers, window, kv_heads, head_dim;
+    std::vector<bool> sliding;
+    int sliding_pages;
+    size_t one_pool, full, sliding_bytes;
+  };
+  std::vector<bool> gemma(48), oss(24);
+  for (int l = 0; l < 48; ++l) gemma[size_t(l)] = (l + 1) % 6 != 0;
+  for (int l = 0; l < 24; ++l) oss[size_t(l)] = l % 2 == 0;
+  // Pages: 16 contexts of 2,048 for the full layers; one context plus 15
+  // windows of window_pages() = ceil((W + 31) / 16) + 1 (67 and 11) for the sliding ones.
+  const std::vector<Shape> shapes = {
+      {"gemma3-12b", 48, 1024, 8, 256, gemma, 2048 + 15 * 67, size_t(192) << 30, size_t(32) << 30, 16006512640},
+      {"gpt-oss-20b", 24, 128, 8, 64, oss, 2048 + 15 * 11, size_t(24) << 30, size_t(12) << 30, 870187008},
+  };
+  for (const Shape& s : shapes) {
+    INFO(s.name);
+    ModelConfig c;
+    c.n_layers = s.layers;
+    c.n_heads = 2 * s.kv_heads;
+    c.n_kv_heads = s.kv_heads;
+    c.explicit_head_dim = s.head_dim;
+    c.dim = 64;
+    c.hidden_dim = 64;
+    c.vocab_size = 64;
+    c.max_seq_len = 32768;
+    c.sliding_window = s.window;
+    c.sliding_layers = s.sliding;
+    const int full_pages = 16 * 2048;
+    const int sliding_pages = sliding_pages_for(c, full_pages, 16, 16, cuda::kAttentionTile);
+    CHECK(sliding_pages == s.sliding_pages);
+    const size_t one_pool = cuda::DevicePageCache::bytes_needed(c, full_pages, 16, cuda::DType::BFloat16);
+    const size_t both = cuda::DevicePageCache::bytes_needed(c, full_pages, 16, cuda::DType::BFloat16, sliding_pages);
+    CHECK(one_pool == s.one_pool);
+    CHECK(both == s.full + s.sliding_bytes);
+  }
 }
