@@ -13,6 +13,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
+#include "cuda/kernels/moe_sum.cuh"
 
 namespace astrai::cuda {
 namespace {
@@ -37,13 +38,8 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (d >= dim) return;  // after the barrier
   float sum = 0.0f;
-  for (int j = 0; j < k; ++j)
-    sum = __fadd_rn(sum, __fmul_rn(w[j], expert_out[size_t(slot[j]) * size_t(dim) + size_t(d)]));
-  if (shared_out) {
-    // sigmoid() of reference/moe.cpp: 1 / (1 + exp(-z)).
-    const float gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-shared_gate[r])));
-    sum = __fadd_rn(sum, __fmul_rn(gate, shared_out[size_t(r) * size_t(dim) + size_t(d)]));
-  }
+  for (int j = 0; j < k; ++j) sum = moe_add_choice(sum, w[j], expert_out[size_t(slot[j]) * size_t(dim) + size_t(d)]);
+  if (shared_out) sum = moe_add_shared_expert(sum, shared_gate[r], shared_out[size_t(r) * size_t(dim) + size_t(d)]);
   out[size_t(r) * size_t(dim) + size_t(d)] = sum;
 }
 

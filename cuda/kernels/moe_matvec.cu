@@ -39,6 +39,7 @@
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
 #include "cuda/kernels/matvec_lanes.cuh"
+#include "cuda/kernels/moe_sum.cuh"
 #include "cuda/kernels/quant_codec.cuh"
 #include "cuda/kernels/swiglu.cuh"
 
@@ -250,12 +251,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int c = 0; c < k; ++c) {
       float y = matvec_lanes::sum_lanes(partial[c][t]);
       if (bias) y = __fadd_rn(y, to_float(bias[size_t(chosen[c]) * size_t(dim) + size_t(d)]));
-      sum = __fadd_rn(sum, __fmul_rn(chosen_weight[c], y));
+      sum = moe_add_choice(sum, chosen_weight[c], y);
     }
-    if (shared_out) {  // moe_combine_kernel's sigmoid gate
-      const float gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-shared_gate[r])));
-      sum = __fadd_rn(sum, __fmul_rn(gate, shared_out[size_t(r) * size_t(dim) + size_t(d)]));
-    }
+    if (shared_out) sum = moe_add_shared_expert(sum, shared_gate[r], shared_out[size_t(r) * size_t(dim) + size_t(d)]);
     out[size_t(r) * size_t(dim) + size_t(d)] = sum;
   }
 }
