@@ -52,12 +52,8 @@ DevicePageCache::DevicePageCache(const ModelConfig& config, int n_pages, int pag
       config_(config),
       dtype_(dtype),
       view_(*this) {
-  int n_full = 0, n_sliding = 0;
-  for (int l = 0; l < config.n_layers; ++l) {
-    const bool own_pool = sliding_ && config.sliding(l);
-    layer_pool_.push_back(own_pool ? PagePool::Sliding : PagePool::Full);
-    layer_index_.push_back(own_pool ? n_sliding++ : n_full++);
-  }
+  assign_layers(config);
+  const int n_full = pool_layers(PagePool::Full), n_sliding = pool_layers(PagePool::Sliding);
   const std::string pages_text = " (" + std::to_string(n_pages) + " pages of " + std::to_string(page_size) + ")";
   keys_ = DeviceBuffer(pool_bytes(config, n_full, n_pages, page_size, dtype), "the KV cache keys" + pages_text);
   values_ = DeviceBuffer(keys_.bytes(), "the KV cache values");

@@ -82,7 +82,6 @@ class DevicePageCache final : public PagedKVCache {
   // the page being one of the layer's pool (layer_pool()).
   void* layer_keys(int layer) const { return element(layer, false); }
   void* layer_values(int layer) const { return element(layer, true); }
-  PagePool layer_pool(int layer) const { return layer_pool_.at(size_t(layer)); }
   // A pool's storage (null for a pool with no layers), e.g. to tell caches apart.
   const void* pool_keys(PagePool pool) const { return (pool == PagePool::Full ? keys_ : sliding_keys_).get(); }
   const void* pool_values(PagePool pool) const { return (pool == PagePool::Full ? values_ : sliding_values_).get(); }
@@ -123,8 +122,6 @@ class DevicePageCache final : public PagedKVCache {
 
   ModelConfig config_;
   DType dtype_;
-  std::vector<PagePool> layer_pool_;  // [layer]
-  std::vector<int> layer_index_;      // [layer]: its index among its pool's layers
   DeviceBuffer keys_;                 // the full layers'
   DeviceBuffer values_;
   DeviceBuffer sliding_keys_;         // the sliding layers' (empty without a sliding pool)

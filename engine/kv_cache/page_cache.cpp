@@ -108,6 +108,17 @@ bool PagedKVCache::reset_prefix_cache() {
   return true;
 }
 
+void PagedKVCache::assign_layers(const ModelConfig& config) {
+  int n_full = 0, n_sliding = 0;
+  layer_pool_.clear();
+  layer_index_.clear();
+  for (int layer = 0; layer < config.n_layers; ++layer) {
+    const bool own_pool = sliding_ && config.sliding(layer);
+    layer_pool_.push_back(own_pool ? PagePool::Sliding : PagePool::Full);
+    layer_index_.push_back(own_pool ? n_sliding++ : n_full++);
+  }
+}
+
 void PagedKVCache::check_invariants() const {
   pages_.check_invariants();
   if (!sliding_) return;
@@ -140,19 +151,15 @@ PageCache::PageCache(const ModelConfig& config, int n_pages, int page_size, Pref
                    sliding_pages > 0 ? sliding_pool_for(config, sliding_pages) : std::nullopt),
       kv_dim_(config.kv_dim()),
       view_(*this) {
-  int n_full = 0, n_sliding = 0;
-  for (int layer = 0; layer < config.n_layers; ++layer) {
-    const bool own_pool = sliding_ && config.sliding(layer);
-    layer_pool_.push_back(own_pool ? PagePool::Sliding : PagePool::Full);
-    layer_index_.push_back(own_pool ? n_sliding++ : n_full++);
-  }
+  assign_layers(config);
   auto shape = [&](int layers, int pages) {
     return std::array<size_t, 5>{size_t(layers), size_t(pages), size_t(page_size), size_t(config.n_kv_heads),
                                  size_t(config.head_dim())};
   };
-  full_.keys = xt::xtensor<float, 5>(shape(n_full, n_pages));
+  full_.keys = xt::xtensor<float, 5>(shape(pool_layers(PagePool::Full), n_pages));
   full_.values = xt::xtensor<float, 5>(full_.keys.shape());
-  sliding_rows_.keys = xt::xtensor<float, 5>(shape(n_sliding, sliding_ ? sliding_->n_pages() : 0));
+  sliding_rows_.keys =
+      xt::xtensor<float, 5>(shape(pool_layers(PagePool::Sliding), sliding_ ? sliding_->n_pages() : 0));
   sliding_rows_.values = xt::xtensor<float, 5>(sliding_rows_.keys.shape());
 }
 
@@ -172,11 +179,11 @@ PageCacheView::Row PageCacheView::row(int layer, int seq, int pos, bool for_writ
   if (layer < 0 || layer >= cache_.n_layers())
     throw std::out_of_range("PageCache: layer " + std::to_string(layer) + " is outside [0, " +
                             std::to_string(cache_.n_layers()) + ")");
-  const PagePool pool = cache_.layer_pool_[size_t(layer)];
+  const PagePool pool = cache_.layer_pool(layer);
   const PageManager::RowAddress at = pool == PagePool::Full ? cache_.pages().locate(seq, pos, for_write)
                                                             : cache_.sliding_pages()->locate(seq, pos, for_write);
   PageCache::Rows& rows = cache_.rows(pool);
-  const size_t offset = ((size_t(cache_.layer_index_[size_t(layer)]) * rows.keys.shape(1) + size_t(at.page)) *
+  const size_t offset = ((size_t(cache_.layer_index(layer)) * rows.keys.shape(1) + size_t(at.page)) *
                              size_t(cache_.page_size()) +
                          size_t(at.offset)) *
                         size_t(cache_.kv_dim());

@@ -11,6 +11,7 @@
 // tasks' prefixes. See docs/kv-cache.md.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <span>
@@ -80,7 +81,17 @@ class PagedKVCache : public KVCache {
   // Both pools' invariants (PageManager::check_invariants, WindowPageManager::check_invariants).
   void check_invariants() const;
 
+  // Which pool holds a layer's rows (the config's sliding layers are in the
+  // sliding pool when there is one), and its index among that pool's layers.
+  PagePool layer_pool(int layer) const { return layer_pool_.at(size_t(layer)); }
+  int layer_index(int layer) const { return layer_index_.at(size_t(layer)); }
+  int pool_layers(PagePool pool) const { return int(std::count(layer_pool_.begin(), layer_pool_.end(), pool)); }
+
  protected:
+  // Fills layer_pool() and layer_index() for `config`: the storage's constructor calls it.
+  void assign_layers(const ModelConfig& config);
+  std::vector<PagePool> layer_pool_;
+  std::vector<int> layer_index_;
   // Every row of page `from` of `pool`, every layer of the pool, K and V, into page `to`.
   virtual void copy_page(PagePool pool, int from, int to) = 0;
   PageManager pages_;
@@ -145,8 +156,6 @@ class PageCache final : public PagedKVCache {
   Rows& rows(PagePool pool) { return pool == PagePool::Full ? full_ : sliding_rows_; }
   void copy_page(PagePool pool, int from, int to) override;
   int kv_dim_;
-  std::vector<PagePool> layer_pool_;  // [layer]: the pool holding the layer's rows
-  std::vector<int> layer_index_;      // [layer]: its index among that pool's layers
   Rows full_;
   Rows sliding_rows_;
   PageCacheView view_;

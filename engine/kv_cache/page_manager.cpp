@@ -27,7 +27,7 @@ uint64_t default_prefix_hash(uint64_t parent_hash, std::span<const int> page_tok
 }
 
 PageManager::PageManager(int max_seq_len, int n_pages, int page_size, PrefixHash hash)
-    : max_seq_len_(max_seq_len), page_size_(page_size), hash_(std::move(hash)) {
+    : max_seq_len_(max_seq_len), page_size_(page_size), hash_(std::move(hash)), lru_(std::max(n_pages, 0)) {
   auto at_least_one = [](int value, const char* name) {
     if (value < 1)
       throw std::invalid_argument(std::string("PageManager: ") + name + " must be at least 1, got " +
@@ -74,7 +74,7 @@ PageManager::AdmissionPlan PageManager::plan_admission(std::span<const int> prom
   plan.new_pages = pages_for(len, page_size_) - int(plan.hit_pages.size());
   // Sharing a cached hit page takes it off the LRU list, out of the allocatable pages.
   const int revived = int(std::count_if(plan.hit_pages.begin(), plan.hit_pages.end(),
-                                        [&](int page) { return pages_[size_t(page)].cached; }));
+                                        [&](int page) { return lru_.contains(page); }));
   plan.short_by = std::max(0, plan.new_pages - (n_available() - revived));
   return plan;
 }
@@ -184,9 +184,9 @@ void PageManager::release(int task_id) {
 bool PageManager::reset_prefix_cache() {
   if (!tasks_.empty()) return false;
   // No task: every page is free or cached, and every registered page cached.
-  while (lru_head_ >= 0) {
-    const int page = lru_head_;
-    lru_unlink(page);
+  while (lru_.oldest() >= 0) {
+    const int page = lru_.oldest();
+    lru_.unlink(page);
     Page& p = pages_[size_t(page)];
     p.registered = false;
     p.parent = -1;
@@ -237,9 +237,9 @@ KVCacheStats PageManager::stats() const {
   KVCacheStats s;
   s.block_tokens = page_size_;
   s.blocks_total = n_pages();
-  s.blocks_cached = n_cached_;
+  s.blocks_cached = lru_.size();
   s.blocks_free = n_free_;
-  s.blocks_held = n_pages() - n_free_ - n_cached_;
+  s.blocks_held = n_pages() - n_free_ - lru_.size();
   s.tasks = int(tasks_.size());
   return s;
 }
@@ -344,9 +344,9 @@ void PageManager::unregister(int page) {
 
 int PageManager::allocate() {
   if (n_free_ == 0) {
-    if (lru_head_ < 0) throw std::logic_error("PageManager: allocation with every page held");
-    const int victim = lru_head_;
-    lru_unlink(victim);
+    if (lru_.oldest() < 0) throw std::logic_error("PageManager: allocation with every page held");
+    const int victim = lru_.oldest();
+    lru_.unlink(victim);
     unregister(victim);
     set_free(victim, true);
   }
@@ -362,7 +362,7 @@ int PageManager::allocate() {
 
 void PageManager::share(int page) {
   Page& p = pages_[size_t(page)];
-  if (p.cached) lru_unlink(page);
+  if (lru_.contains(page)) lru_.unlink(page);
   ++p.ref_count;
 }
 
@@ -370,7 +370,7 @@ void PageManager::drop_reference(int page) {
   Page& p = pages_[size_t(page)];
   if (--p.ref_count > 0) return;
   if (p.registered)
-    lru_push_back(page);  // the most recently used cached page
+    lru_.push_newest(page);
   else
     set_free(page, true);
 }
@@ -386,25 +386,6 @@ void PageManager::set_free(int page, bool free) {
   }
 }
 
-void PageManager::lru_push_back(int page) {
-  Page& p = pages_[size_t(page)];
-  p.lru_prev = lru_tail_;
-  p.lru_next = -1;
-  (lru_tail_ >= 0 ? pages_[size_t(lru_tail_)].lru_next : lru_head_) = page;
-  lru_tail_ = page;
-  p.cached = true;
-  ++n_cached_;
-}
-
-void PageManager::lru_unlink(int page) {
-  Page& p = pages_[size_t(page)];
-  (p.lru_prev >= 0 ? pages_[size_t(p.lru_prev)].lru_next : lru_head_) = p.lru_next;
-  (p.lru_next >= 0 ? pages_[size_t(p.lru_next)].lru_prev : lru_tail_) = p.lru_prev;
-  p.lru_prev = p.lru_next = -1;
-  p.cached = false;
-  --n_cached_;
-}
-
 // ---- inspection ----
 
 void PageManager::check_page(int page) const {
@@ -416,7 +397,7 @@ void PageManager::check_page(int page) const {
 PageState PageManager::state(int page) const {
   check_page(page);
   if (is_free(page)) return PageState::Free;
-  return pages_[size_t(page)].cached ? PageState::Cached : PageState::Held;
+  return lru_.contains(page) ? PageState::Cached : PageState::Held;
 }
 
 int PageManager::ref_count(int page) const {
@@ -429,12 +410,6 @@ bool PageManager::is_registered(int page) const {
   return pages_[size_t(page)].registered;
 }
 
-std::vector<int> PageManager::lru_order() const {
-  std::vector<int> order;
-  for (int p = lru_head_; p >= 0 && order.size() <= pages_.size(); p = pages_[size_t(p)].lru_next) order.push_back(p);
-  return order;
-}
-
 void PageManager::check_invariants() const {
   auto fail = [](const std::string& what) { throw std::logic_error("PageManager invariant broken: " + what); };
   std::vector<int> listed(pages_.size(), 0);  // page tables listing each page
@@ -444,17 +419,17 @@ void PageManager::check_invariants() const {
     for (const int page : t.pages) ++listed[size_t(page)];
   }
   std::vector<int> children(pages_.size(), 0);
-  int free = 0, cached = 0, registered = 0;
+  int free = 0, registered = 0;
   for (int i = 0; i < n_pages(); ++i) {
     const Page& p = pages_[size_t(i)];
     if (p.ref_count != listed[size_t(i)])
       fail(page_name(i) + " has " + std::to_string(p.ref_count) + " references but " +
            std::to_string(listed[size_t(i)]) + " page tables list it");
-    if (is_free(i) && (p.cached || p.registered || p.ref_count != 0)) fail(page_name(i) + " is free but in use");
-    if (p.cached && (p.ref_count != 0 || !p.registered)) fail(page_name(i) + " is cached but held or unregistered");
-    if (!is_free(i) && !p.cached && p.ref_count < 1) fail(page_name(i) + " is held with no reference");
+    const bool cached_page = lru_.contains(i);
+    if (is_free(i) && (cached_page || p.registered || p.ref_count != 0)) fail(page_name(i) + " is free but in use");
+    if (cached_page && (p.ref_count != 0 || !p.registered)) fail(page_name(i) + " is cached but held or unregistered");
+    if (!is_free(i) && !cached_page && p.ref_count < 1) fail(page_name(i) + " is held with no reference");
     free += is_free(i);
-    cached += p.cached;
     if (!p.registered) continue;
     ++registered;
     if (int(p.tokens.size()) != page_size_) fail(page_name(i) + " holds a partial page");
@@ -467,22 +442,17 @@ void PageManager::check_invariants() const {
   for (int i = 0; i < n_pages(); ++i)
     if (children[size_t(i)] != pages_[size_t(i)].n_children) fail(page_name(i) + " miscounts its children");
   if (free != n_free_) fail("free count " + std::to_string(n_free_) + " != " + std::to_string(free) + " free bits");
-  if (cached != n_cached_) fail("cached count " + std::to_string(n_cached_) + " is wrong");
   if (registered != int(by_hash_.size())) fail("the hash index and the registered pages disagree");
+  lru_.check("PageManager");
   const std::vector<int> order = lru_order();
-  if (int(order.size()) != cached) fail("LRU list length differs from the cached pages");
-  for (size_t i = 0; i < order.size(); ++i)
-    if (pages_[size_t(order[i])].lru_prev != (i == 0 ? -1 : order[i - 1])) fail("LRU back link of " +
-                                                                              page_name(order[i]));
-  if (lru_tail_ != (order.empty() ? -1 : order.back())) fail("LRU tail is wrong");
   // Eviction order: below a cached page everything registered is cached too,
   // and less recently used, so the LRU never reaches a page before its children.
   std::vector<int> lru_position(pages_.size(), -1);
   for (size_t i = 0; i < order.size(); ++i) lru_position[size_t(order[i])] = int(i);
   for (int i = 0; i < n_pages(); ++i) {
     const int parent = pages_[size_t(i)].parent;
-    if (!pages_[size_t(i)].registered || parent == -1 || !pages_[size_t(parent)].cached) continue;
-    if (!pages_[size_t(i)].cached || lru_position[size_t(i)] > lru_position[size_t(parent)])
+    if (!pages_[size_t(i)].registered || parent == -1 || !lru_.contains(parent)) continue;
+    if (!lru_.contains(i) || lru_position[size_t(i)] > lru_position[size_t(parent)])
       fail(page_name(i) + " would outlive its cached parent " + page_name(parent) + " in the LRU order");
   }
 }

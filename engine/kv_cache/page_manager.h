@@ -54,6 +54,7 @@
 
 #include "engine/kv_cache/kv_cache.h"
 #include "engine/kv_cache/kv_events.h"
+#include "engine/kv_cache/page_lru.h"
 
 namespace astrai {
 
@@ -152,7 +153,7 @@ class PageManager {
   int ref_count(int page) const;
   bool is_registered(int page) const;
   int n_registered() const { return int(by_hash_.size()); }
-  std::vector<int> lru_order() const;  // cached pages, least recently used first
+  std::vector<int> lru_order() const { return lru_.order(); }  // cached pages, least recently used first
   // Throws std::logic_error naming the first broken invariant: counts, free
   // mask and LRU links; reference counts equal to the page tables listing each
   // page; the prefix index consistent (hashes, parents, children); only
@@ -162,9 +163,6 @@ class PageManager {
  private:
   struct Page {
     int ref_count = 0;
-    bool cached = false;  // on the LRU list
-    int lru_prev = -1;    // intrusive doubly linked LRU list over page numbers; -1 ends it
-    int lru_next = -1;
     // The registered prefix this page holds (registered == false: none).
     bool registered = false;
     uint64_t hash = 0;
@@ -188,7 +186,7 @@ class PageManager {
   Task& task(int task_id) { return const_cast<Task&>(std::as_const(*this).task(task_id)); }
   void check_length(int n_tokens, const char* what) const;
   void check_page(int page) const;
-  int n_available() const { return n_free_ + n_cached_; }  // pages an allocation could get
+  int n_available() const { return n_free_ + lru_.size(); }  // pages an allocation could get
   // Page-table indices of the pages holding positions [from, to) that the task may not write in place.
   std::vector<int> pages_to_copy(const Task& t, int from, int to) const;
 
@@ -205,8 +203,6 @@ class PageManager {
   void drop_reference(int page);
   bool is_free(int page) const { return (free_mask_[size_t(page) / 64] >> (page % 64)) & 1u; }
   void set_free(int page, bool free);
-  void lru_push_back(int page);
-  void lru_unlink(int page);
   void record(KVCacheEvent event);
 
   int max_seq_len_;
@@ -215,9 +211,7 @@ class PageManager {
   std::vector<Page> pages_;
   std::vector<uint64_t> free_mask_;  // bit p % 64 of word p / 64 set: page p is Free
   int n_free_ = 0;
-  int n_cached_ = 0;
-  int lru_head_ = -1;  // least recently used
-  int lru_tail_ = -1;  // most recently used
+  PageLru lru_;  // the Cached pages
   std::unordered_multimap<uint64_t, int> by_hash_;  // chained hash -> registered page
   std::unordered_map<int, Task> tasks_;
   bool recording_ = false;

@@ -18,7 +18,7 @@ std::string sliding_page_name(int page) { return "sliding page " + std::to_strin
 }  // namespace
 
 WindowPageManager::WindowPageManager(int max_seq_len, int n_pages, int page_size, int window, int align)
-    : max_seq_len_(max_seq_len), page_size_(page_size), window_(window), align_(align) {
+    : max_seq_len_(max_seq_len), page_size_(page_size), window_(window), align_(align), lru_(std::max(n_pages, 0)) {
   auto at_least_one = [](int value, const char* name) {
     if (value < 1)
       throw std::invalid_argument(std::string("WindowPageManager: ") + name + " must be at least 1, got " +
@@ -57,7 +57,7 @@ std::optional<std::vector<int>> WindowPageManager::hit_pages(std::span<const int
 int WindowPageManager::short_by(int len, int hit_tokens, std::span<const int> hit) const {
   const int new_pages = pages_spanning(len, page_size_) - hit_tokens / page_size_;
   // Sharing a cached hit page takes it off the LRU list, out of the allocatable pages.
-  const int revived = int(std::count_if(hit.begin(), hit.end(), [&](int p) { return pages_[size_t(p)].cached; }));
+  const int revived = int(std::count_if(hit.begin(), hit.end(), [&](int p) { return lru_.contains(p); }));
   return std::max(0, new_pages - (n_available() - revived));
 }
 
@@ -180,15 +180,15 @@ void WindowPageManager::forget(int full_page) {
   if (it == by_tag_.end()) return;
   const int page = it->second;
   untag(page);
-  if (pages_[size_t(page)].cached) {
-    lru_unlink(page);
+  if (lru_.contains(page)) {
+    lru_.unlink(page);
     pages_[size_t(page)].free = true;
     ++n_free_;
   }
 }
 
 void WindowPageManager::reset() {
-  while (lru_head_ >= 0) forget(pages_[size_t(lru_head_)].tag);
+  while (lru_.oldest() >= 0) forget(pages_[size_t(lru_.oldest())].tag);
 }
 
 // ---- rows ----
@@ -221,8 +221,8 @@ const WindowPageManager::Task& WindowPageManager::task(int task_id) const {
 
 int WindowPageManager::allocate() {
   if (n_free_ == 0) {
-    if (lru_head_ < 0) throw std::logic_error("WindowPageManager: allocation with every page held");
-    forget(pages_[size_t(lru_head_)].tag);  // evicts the least recently used cached page
+    if (lru_.oldest() < 0) throw std::logic_error("WindowPageManager: allocation with every page held");
+    forget(pages_[size_t(lru_.oldest())].tag);  // evicts the least recently used cached page
   }
   // The lowest free page, as PageManager hands them out.
   for (size_t i = 0; i < pages_.size(); ++i) {
@@ -238,7 +238,7 @@ int WindowPageManager::allocate() {
 
 void WindowPageManager::share(int page) {
   Page& p = pages_[size_t(page)];
-  if (p.cached) lru_unlink(page);
+  if (lru_.contains(page)) lru_.unlink(page);
   ++p.ref_count;
 }
 
@@ -246,7 +246,7 @@ void WindowPageManager::drop_reference(int page) {
   Page& p = pages_[size_t(page)];
   if (--p.ref_count > 0) return;
   if (p.tag >= 0) {
-    lru_push_back(page);
+    lru_.push_newest(page);
   } else {
     p.free = true;
     ++n_free_;
@@ -259,34 +259,15 @@ void WindowPageManager::untag(int page) {
   p.tag = -1;
 }
 
-void WindowPageManager::lru_push_back(int page) {
-  Page& p = pages_[size_t(page)];
-  p.lru_prev = lru_tail_;
-  p.lru_next = -1;
-  (lru_tail_ >= 0 ? pages_[size_t(lru_tail_)].lru_next : lru_head_) = page;
-  lru_tail_ = page;
-  p.cached = true;
-  ++n_cached_;
-}
-
-void WindowPageManager::lru_unlink(int page) {
-  Page& p = pages_[size_t(page)];
-  (p.lru_prev >= 0 ? pages_[size_t(p.lru_prev)].lru_next : lru_head_) = p.lru_next;
-  (p.lru_next >= 0 ? pages_[size_t(p.lru_next)].lru_prev : lru_tail_) = p.lru_prev;
-  p.lru_prev = p.lru_next = -1;
-  p.cached = false;
-  --n_cached_;
-}
-
 // ---- inspection ----
 
 KVCacheStats WindowPageManager::stats() const {
   KVCacheStats s;
   s.block_tokens = page_size_;
   s.blocks_total = n_pages();
-  s.blocks_cached = n_cached_;
+  s.blocks_cached = lru_.size();
   s.blocks_free = n_free_;
-  s.blocks_held = n_pages() - n_free_ - n_cached_;
+  s.blocks_held = n_pages() - n_free_ - lru_.size();
   s.tasks = int(tasks_.size());
   return s;
 }
@@ -298,7 +279,7 @@ int WindowPageManager::held_by(int task_id) const {
 
 PageState WindowPageManager::state(int page) const {
   const Page& p = pages_.at(size_t(page));
-  return p.free ? PageState::Free : p.cached ? PageState::Cached : PageState::Held;
+  return p.free ? PageState::Free : lru_.contains(page) ? PageState::Cached : PageState::Held;
 }
 
 void WindowPageManager::check_invariants() const {
@@ -313,31 +294,25 @@ void WindowPageManager::check_invariants() const {
     if (t.n_dropped > first_kept(t.n_committed) / page_size_)
       fail(task_label(task_id) + " dropped a page its window still reads");
   }
-  int free = 0, cached = 0, tagged = 0;
+  int free = 0, tagged = 0;
   for (int i = 0; i < n_pages(); ++i) {
     const Page& p = pages_[size_t(i)];
     if (p.ref_count != listed[size_t(i)])
       fail(sliding_page_name(i) + " has " + std::to_string(p.ref_count) + " references but " +
            std::to_string(listed[size_t(i)]) + " page tables list it");
-    if (p.free && (p.cached || p.tag >= 0 || p.ref_count != 0)) fail(sliding_page_name(i) + " is free but in use");
-    if (p.cached && (p.ref_count != 0 || p.tag < 0)) fail(sliding_page_name(i) + " is cached but held or untagged");
-    if (!p.free && !p.cached && p.ref_count < 1) fail(sliding_page_name(i) + " is held with no reference");
+    const bool cached = lru_.contains(i);
+    if (p.free && (cached || p.tag >= 0 || p.ref_count != 0)) fail(sliding_page_name(i) + " is free but in use");
+    if (cached && (p.ref_count != 0 || p.tag < 0)) fail(sliding_page_name(i) + " is cached but held or untagged");
+    if (!p.free && !cached && p.ref_count < 1) fail(sliding_page_name(i) + " is held with no reference");
     free += p.free;
-    cached += p.cached;
     if (p.tag < 0) continue;
     ++tagged;
     const auto it = by_tag_.find(p.tag);
     if (it == by_tag_.end() || it->second != i) fail(sliding_page_name(i) + " is not found by its tag");
   }
   if (free != n_free_) fail("free count " + std::to_string(n_free_) + " != " + std::to_string(free));
-  if (cached != n_cached_) fail("cached count is wrong");
   if (tagged != int(by_tag_.size())) fail("the tag index and the tagged pages disagree");
-  int listed_lru = 0;
-  for (int p = lru_head_, prev = -1; p >= 0; prev = p, p = pages_[size_t(p)].lru_next) {
-    if (pages_[size_t(p)].lru_prev != prev || !pages_[size_t(p)].cached || ++listed_lru > cached)
-      fail("the LRU list is broken at " + sliding_page_name(p));
-  }
-  if (listed_lru != cached) fail("the LRU list misses cached pages");
+  lru_.check("WindowPageManager");
 }
 
 }  // namespace astrai

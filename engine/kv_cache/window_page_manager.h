@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "engine/kv_cache/kv_cache.h"
+#include "engine/kv_cache/page_lru.h"
 #include "engine/kv_cache/page_manager.h"
 
 namespace astrai {
@@ -110,8 +111,6 @@ class WindowPageManager {
   struct Page {
     int ref_count = 0;
     bool free = true;
-    bool cached = false;
-    int lru_prev = -1, lru_next = -1;
     int tag = -1;  // the full-layer page holding the same prefix; -1: untagged
   };
   struct Task {
@@ -123,7 +122,7 @@ class WindowPageManager {
 
   const Task& task(int task_id) const;
   Task& task(int task_id) { return const_cast<Task&>(std::as_const(*this).task(task_id)); }
-  int n_available() const { return n_free_ + n_cached_; }
+  int n_available() const { return n_free_ + lru_.size(); }
   void check_length(int n_tokens) const;
   // Page-table indices of the pages holding positions [n_committed, n_tokens)
   // that another task holds or that are tagged.
@@ -133,13 +132,11 @@ class WindowPageManager {
   void share(int page);
   void drop_reference(int page);
   void untag(int page);
-  void lru_push_back(int page);
-  void lru_unlink(int page);
 
   int max_seq_len_, page_size_, window_, align_;
   std::vector<Page> pages_;
-  int n_free_ = 0, n_cached_ = 0;
-  int lru_head_ = -1, lru_tail_ = -1;
+  int n_free_ = 0;
+  PageLru lru_;  // the Cached pages
   std::unordered_map<int, int> by_tag_;  // full page -> the sliding page tagged with it
   std::unordered_map<int, Task> tasks_;
 };

@@ -75,51 +75,64 @@ Tokens decode(const astrai::ModelWeights& w, astrai::KVCache* cache, KVCacheView
 }
 
 
+// Prompt a, then a prompt b that starts with a drawn part of a, through a
+// PageCache of `page_size` pages (with a sliding pool of as many pages as
+// the full one when `sliding`): the logits must be bit-identical to the
+// dense cache's, b's hit the full pages of the common prefix (the pools are
+// large enough that nothing is evicted), and greedy decoding of up to
+// `max_decode` tokens afterwards the dense cache's tokens.
+void check_prompt_pair(const astrai::ModelConfig& config, int page_size, bool sliding, int max_decode) {
+  const auto w = astrai::make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
+  const int len_a = *rc::gen::inRange(2, config.max_seq_len + 1);
+  const Tokens a = *rc::gen::container<Tokens>(size_t(len_a), rc::gen::inRange(0, config.vocab_size));
+  // b starts with some of a and goes its own way.
+  Tokens b = slice(a, 0, *rc::gen::inRange<size_t>(0, a.size() + 1));
+  const auto tail = *rc::gen::container<Tokens>(rc::gen::inRange(0, config.vocab_size));
+  b.insert(b.end(), tail.begin(), tail.end());
+  b.resize(std::min(b.size(), size_t(config.max_seq_len)));
+  RC_PRE(!b.empty());
+
+  astrai::DenseKVCache dense(config, 2);
+  const auto dense_a = forward_rows(w, a, dense, 0, 0);
+  const auto dense_b = forward_rows(w, b, dense, 1, 0);
+
+  const int pages = 2 * ((config.max_seq_len + page_size - 1) / page_size);
+  astrai::PageCache cache(config, pages, page_size, astrai::default_prefix_hash, sliding ? pages : 0);
+  RC_ASSERT((cache.sliding_pages() != nullptr) == sliding);
+  RC_ASSERT(cache.admit(10, a) == std::optional<int>(0));
+  // Exact, here and below: a cache only stores and returns the float rows the
+  // forward pass wrote, and attention reads them in position order whatever
+  // the page layout, so the arithmetic is the same as with the dense cache.
+  // A sliding layer reading a row its window has passed would throw here
+  // (the page is given back).
+  RC_ASSERT(forward_rows(w, a, cache.view(), 10, 0) == dense_a);
+  cache.commit(10, a);
+
+  // Expected hit: the full pages of the common prefix, never the last token of b.
+  const size_t common = size_t(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+  const int expected_hit = int(std::min(common, b.size() - 1) / size_t(page_size)) * page_size;
+  const std::optional<int> hit = cache.admit(20, b);
+  RC_ASSERT(hit == std::optional<int>(expected_hit));
+  if (*hit == 0) RC_TAG("no hit");
+  else if (sliding) RC_TAG(*hit > config.sliding_window ? "hit past the window" : "hit within the window");
+  else RC_TAG("prefix hit");
+  const auto page_b = forward_rows(w, slice(b, size_t(*hit), b.size()), cache.view(), 20, *hit);
+  RC_ASSERT(page_b == xt::view(dense_b, xt::range(*hit, int(b.size())), xt::all()));
+  cache.commit(20, b);
+
+  const int n_decode = *rc::gen::inRange(0, max_decode + 1);
+  const Tokens dense_out = decode(w, nullptr, dense, 1, b, xt::row(dense_b, b.size() - 1), n_decode);
+  const Tokens page_out = decode(w, &cache, cache.view(), 20, b, xt::row(page_b, page_b.shape(0) - 1), n_decode);
+  RC_ASSERT(page_out == dense_out);
+  if (sliding) RC_ASSERT(cache.sliding_pages()->held_by(20) <= cache.sliding_pages()->window_pages());
+  cache.check_invariants();
+  cache.release(10);
+  cache.release(20);
+  RC_ASSERT(cache.all_free());
+}
+
 TEST_CASE("Forward with PageCache equals DenseKVCache, prefix hits included", "[kv_cache][forward]") {
-  rc::prop("bit-identical logits", [] {
-    const astrai::ModelConfig config = draw_config();
-    const auto w = astrai::make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
-    const int page_size = *rc::gen::inRange(1, 7);
-    const int len_a = *rc::gen::inRange(2, config.max_seq_len + 1);
-    const Tokens a = *rc::gen::container<Tokens>(size_t(len_a), rc::gen::inRange(0, config.vocab_size));
-    // b starts with some of a and goes its own way.
-    Tokens b = slice(a, 0, *rc::gen::inRange<size_t>(0, a.size() + 1));
-    const auto tail = *rc::gen::container<Tokens>(rc::gen::inRange(0, config.vocab_size));
-    b.insert(b.end(), tail.begin(), tail.end());
-    b.resize(std::min(b.size(), size_t(config.max_seq_len)));
-    RC_PRE(!b.empty());
-
-    astrai::DenseKVCache dense(config, 2);
-    const auto dense_a = forward_rows(w, a, dense, 0, 0);
-    const auto dense_b = forward_rows(w, b, dense, 1, 0);
-
-    astrai::PageCache cache(config, 2 * ((config.max_seq_len + page_size - 1) / page_size), page_size);
-    RC_ASSERT(cache.admit(10, a) == std::optional<int>(0));
-    // Exact, here and below: a cache only stores and returns the float rows the
-    // forward pass wrote, and attention reads them in position order whatever
-    // the page layout, so the arithmetic is the same as with the dense cache.
-    RC_ASSERT(forward_rows(w, a, cache.view(), 10, 0) == dense_a);
-    cache.commit(10, a);
-
-    // Expected hit: the full pages of the common prefix, never the last token of b.
-    const size_t common = size_t(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
-    const int expected_hit = int(std::min(common, b.size() - 1) / size_t(page_size)) * page_size;
-    const std::optional<int> hit = cache.admit(20, b);
-    RC_ASSERT(hit == std::optional<int>(expected_hit));
-    RC_TAG(*hit > 0 ? "prefix hit" : "no hit");
-    const auto page_b = forward_rows(w, slice(b, size_t(*hit), b.size()), cache.view(), 20, *hit);
-    RC_ASSERT(page_b == xt::view(dense_b, xt::range(*hit, int(b.size())), xt::all()));
-    cache.commit(20, b);
-
-    const int n_decode = *rc::gen::inRange(0, 6);
-    const Tokens dense_out = decode(w, nullptr, dense, 1, b, xt::row(dense_b, b.size() - 1), n_decode);
-    const Tokens page_out = decode(w, &cache, cache.view(), 20, b, xt::row(page_b, page_b.shape(0) - 1), n_decode);
-    RC_ASSERT(page_out == dense_out);
-    cache.pages().check_invariants();
-    cache.release(10);
-    cache.release(20);
-    RC_ASSERT(cache.all_free());
-  });
+  rc::prop("bit-identical logits", [] { check_prompt_pair(draw_config(), *rc::gen::inRange(1, 7), false, 5); });
 }
 
 TEST_CASE("Forward with a sliding pool equals DenseKVCache, hits past the window included", "[kv_cache][forward]") {
@@ -129,49 +142,7 @@ TEST_CASE("Forward with a sliding pool equals DenseKVCache, hits past the window
     config.sliding_window = *rc::gen::inRange(1, config.max_seq_len);
     config.sliding_layers = *rc::gen::container<std::vector<bool>>(size_t(config.n_layers), rc::gen::arbitrary<bool>());
     if (*rc::gen::arbitrary<bool>()) config.sliding_layers.clear();  // every layer slides (Mistral)
-    const auto w = astrai::make_synthetic_weights(config, *rc::gen::arbitrary<uint64_t>());
-    const int page_size = *rc::gen::inRange(1, 7);
-    const Tokens a = *rc::gen::container<Tokens>(size_t(*rc::gen::inRange(2, config.max_seq_len + 1)),
-                                                 rc::gen::inRange(0, config.vocab_size));
-    Tokens b = slice(a, 0, *rc::gen::inRange<size_t>(0, a.size() + 1));
-    const auto tail = *rc::gen::container<Tokens>(rc::gen::inRange(0, config.vocab_size));
-    b.insert(b.end(), tail.begin(), tail.end());
-    b.resize(std::min(b.size(), size_t(config.max_seq_len)));
-    RC_PRE(!b.empty());
-
-    astrai::DenseKVCache dense(config, 2);
-    const auto dense_a = forward_rows(w, a, dense, 0, 0);
-    const auto dense_b = forward_rows(w, b, dense, 1, 0);
-
-    // Room for both prompts in both pools, so no prefix page is evicted and
-    // the hit is the full layers' (eviction: test_sliding_pool.cpp).
-    const int pages = 2 * ((config.max_seq_len + page_size - 1) / page_size);
-    astrai::PageCache cache(config, pages, page_size, astrai::default_prefix_hash, pages);
-    RC_ASSERT(cache.sliding_pages() != nullptr);
-    RC_ASSERT(cache.admit(10, a) == std::optional<int>(0));
-    // Exact as in the case above; besides, a sliding layer reading a row its
-    // window has passed would throw here (the page is given back).
-    RC_ASSERT(forward_rows(w, a, cache.view(), 10, 0) == dense_a);
-    cache.commit(10, a);
-
-    const size_t common = size_t(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
-    const int expected_hit = int(std::min(common, b.size() - 1) / size_t(page_size)) * page_size;
-    const std::optional<int> hit = cache.admit(20, b);
-    RC_ASSERT(hit == std::optional<int>(expected_hit));
-    if (*hit > 0) RC_TAG(*hit > config.sliding_window ? "hit past the window" : "hit within the window");
-    const auto page_b = forward_rows(w, slice(b, size_t(*hit), b.size()), cache.view(), 20, *hit);
-    RC_ASSERT(page_b == xt::view(dense_b, xt::range(*hit, int(b.size())), xt::all()));
-    cache.commit(20, b);
-
-    const int n_decode = *rc::gen::inRange(0, 10);
-    const Tokens dense_out = decode(w, nullptr, dense, 1, b, xt::row(dense_b, b.size() - 1), n_decode);
-    const Tokens page_out = decode(w, &cache, cache.view(), 20, b, xt::row(page_b, page_b.shape(0) - 1), n_decode);
-    RC_ASSERT(page_out == dense_out);
-    RC_ASSERT(cache.sliding_pages()->held_by(20) <= cache.sliding_pages()->window_pages());
-    cache.check_invariants();
-    cache.release(10);
-    cache.release(20);
-    RC_ASSERT(cache.all_free());
+    check_prompt_pair(config, *rc::gen::inRange(1, 7), true, 9);
   });
 }
 
