@@ -24,13 +24,14 @@ void check_id_in_range(const char* what, int id, size_t vocab_size) {
 }  // namespace
 
 Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores, std::vector<TokenType> types,
-                     int bos_id, int eos_id, int unk_id)
+                     int bos_id, int eos_id, int unk_id, bool add_space_prefix)
     : pieces_(std::move(pieces)),
       scores_(std::move(scores)),
       types_(std::move(types)),
       bos_id_(bos_id),
       eos_id_(eos_id),
-      unk_id_(unk_id) {
+      unk_id_(unk_id),
+      add_space_prefix_(add_space_prefix) {
   if (scores_.size() != pieces_.size() || types_.size() != pieces_.size())
     throw std::invalid_argument("Tokenizer: " + std::to_string(pieces_.size()) + " pieces but " +
                                 std::to_string(scores_.size()) + " scores and " + std::to_string(types_.size()) +
@@ -99,6 +100,10 @@ void Tokenizer::index_pieces(std::vector<int> extra_end_ids) {
                    [&](int a, int b) { return pieces_[size_t(a)].size() > pieces_[size_t(b)].size(); });
   std::vector<std::pair<std::string, int>> specials;
   for (const int id : special_ids_) specials.emplace_back(pieces_[size_t(id)], id);
+  // llama.cpp's parse_special also cuts out <unk> typed in the text, as
+  // tokenizer.json does (an added token there).
+  for (size_t id = 0; id < pieces_.size(); ++id)
+    if (types_[id] == TokenType::Unknown && !pieces_[id].empty()) specials.emplace_back(pieces_[id], int(id));
   special_matcher_ = AddedTokenMatcher(std::move(specials));
 
   static constexpr std::string_view kEndOfTurnPieces[] = {
@@ -149,9 +154,8 @@ std::string Tokenizer::decode_token(int prev_token, int token) const {
   if (bpe_) return piece;  // byte-level pieces are the bytes themselves
   // The encoder put a space before the text (the dummy prefix); the first
   // piece after BOS carries it, so it is dropped there (run.c's decode).
-  // Gemma's tokenizer.json puts no prefix (Metaspace::Never): nothing to drop.
-  const bool dummy_prefix = !hf_sentencepiece_ || hf_sentencepiece_->metaspace() != Metaspace::Never;
-  if (dummy_prefix && prev_token == bos_id_ && !piece.empty() && piece[0] == ' ') return piece.substr(1);
+  // Gemma's vocabulary puts no prefix (add_space_prefix false): nothing to drop.
+  if (add_space_prefix_ && prev_token == bos_id_ && !piece.empty() && piece[0] == ' ') return piece.substr(1);
   return piece;
 }
 

@@ -1,7 +1,8 @@
 // The engine's tokenizer: ids <-> text for one of two kinds of vocabulary.
 //
 // SentencePiece: BPE as llama2.c's run.c and llama.cpp's `llama` (SPM)
-// vocabulary implement it: a dummy space prefix, greedy merges of the
+// vocabulary implement it: a dummy space prefix (unless the vocabulary says
+// none, as Gemma's does: GGUF's tokenizer.ggml.add_space_prefix false), greedy merges of the
 // highest-scoring adjacent pair, byte fallback <0xXX> for anything that is not
 // in the vocabulary. Pieces are held with real spaces (' '), as llama2.c's
 // tokenizer.bin stores them; GGUF files store SentencePiece's '▁' (U+2581),
@@ -45,9 +46,10 @@ class Tokenizer {
   // pieces, scores and types have one entry per id. Throws std::invalid_argument
   // when they disagree in length or bos/eos are out of range. Also rejected: an
   // unk id out of range, a NaN score, and a Byte-typed piece not spelled <0xXX>.
-  // When a piece occurs twice, lookups find its lowest id.
+  // When a piece occurs twice, lookups find its lowest id. add_space_prefix
+  // false: no dummy prefix before the text (Gemma), so none is dropped on decode.
   Tokenizer(std::vector<std::string> pieces, std::vector<float> scores, std::vector<TokenType> types,
-            int bos_id = 1, int eos_id = 2, int unk_id = 0);
+            int bos_id = 1, int eos_id = 2, int unk_id = 0, bool add_space_prefix = true);
 
   // llama2.c's tokenizer.bin: int32 max_token_length, then per id a float32
   // score, an int32 length and the bytes. Token types are inferred (id 0
@@ -105,8 +107,9 @@ class Tokenizer {
   std::vector<int> encode(std::string_view text, bool add_bos = true) const;
 
   // Ids of a prompt rendered by a chat template, with its special tokens
-  // spelled out ("<|im_start|>user..."), without any prefix: every control or
-  // user-defined piece in the text becomes its id (the longest at each place),
+  // spelled out ("<|im_start|>user..."), without any prefix: every control,
+  // user-defined or unknown piece in the text becomes its id (the longest at
+  // each place; llama.cpp's parse_special matches <unk> too),
   // the text between is encoded as by encode(run, false). This is how
   // transformers' apply_chat_template and llama.cpp (parse_special) tokenize.
   std::vector<int> encode_with_special_tokens(std::string_view text) const;
@@ -125,6 +128,8 @@ class Tokenizer {
   int bos_id() const { return bos_id_; }
   int eos_id() const { return eos_id_; }
   int unk_id() const { return unk_id_; }
+  // SentencePiece: whether encode() puts a space before the text (the dummy prefix).
+  bool add_space_prefix() const { return add_space_prefix_; }
   const std::string& piece(int id) const { return pieces_.at(size_t(id)); }
   float score(int id) const { return scores_.at(size_t(id)); }
   TokenType type(int id) const { return types_.at(size_t(id)); }
@@ -154,9 +159,10 @@ class Tokenizer {
   std::vector<float> scores_;
   std::vector<TokenType> types_;
   int bos_id_, eos_id_, unk_id_;
+  bool add_space_prefix_ = true;
   std::vector<int> end_of_generation_ids_;
   std::vector<int> special_ids_;  // Control and UserDefined ids, longest piece first
-  AddedTokenMatcher special_matcher_;  // the same pieces, for encode_with_special_tokens (SentencePiece)
+  AddedTokenMatcher special_matcher_;  // the same pieces and Unknown ones, for encode_with_special_tokens (SentencePiece)
   std::shared_ptr<const HfTokenizer> bpe_;  // set for ByteLevelBpe
   std::shared_ptr<const HfTokenizer> hf_sentencepiece_;  // set for a SentencePiece tokenizer.json
 

@@ -1,6 +1,7 @@
 // Tokenizer::encode: SentencePiece BPE exactly as llama2.c's run.c encodes.
 //
-//  1. BOS when asked; for non-empty text the piece " " (the dummy prefix).
+//  1. BOS when asked; for non-empty text the piece " " (the dummy prefix),
+//     unless the vocabulary has none (Gemma: add_space_prefix false).
 //  2. Split the text into UTF-8 code points the way run.c does: a byte plus up
 //     to three following continuation bytes (10xxxxxx). A code point that is a
 //     piece becomes that id; otherwise each of its bytes becomes <0xXX>.
@@ -47,7 +48,7 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_bos) const {
     else
       push_bytes(chunk);
   };
-  push_piece_or_bytes(" ");
+  if (add_space_prefix_) push_piece_or_bytes(" ");
   for (size_t start = 0; start < text.size();) {
     size_t end = start + 1;
     while (end < text.size() && end - start < 4 && (uint8_t(text[end]) & 0xC0) == 0x80) ++end;
@@ -73,7 +74,7 @@ std::vector<int> Tokenizer::encode_with_special_tokens(std::string_view text) co
   // tokenizer.json matches its added tokens itself
   if (bpe_) return bpe_->encode(text, false);
   if (hf_sentencepiece_) return hf_sentencepiece_->encode(text, false);
-  // The longest control or user-defined piece at each place (the matcher
+  // The longest control, user-defined or unknown piece at each place (the matcher
   // tokenizer.json's added tokens use), the runs between encoded as text.
   std::vector<int> ids;
   special_matcher_.split(

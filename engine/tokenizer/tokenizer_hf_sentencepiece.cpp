@@ -60,7 +60,8 @@ Tokenizer Tokenizer::from_hf_sentencepiece(std::shared_ptr<const HfTokenizer> hf
                           : a.special                    ? TokenType::Control
                                                          : TokenType::UserDefined;
   }
-  Tokenizer t(std::move(pieces), std::move(scores), std::move(types), bos_id, eos_id, parts.fallback.unk_id);
+  Tokenizer t(std::move(pieces), std::move(scores), std::move(types), bos_id, eos_id, parts.fallback.unk_id,
+              hf->metaspace() != Metaspace::Never);
   for (const int id : extra_end_ids)
     if (id < 0 || size_t(id) >= n || t.types_[size_t(id)] == TokenType::Unused)
       throw std::invalid_argument("Tokenizer: end-of-generation id " + std::to_string(id) + " has no token");

@@ -42,16 +42,26 @@ std::vector<TokenType> read_token_types(const GgufReader& g, size_t n) {
   return types;
 }
 
+// A piece as the file spells it -> as Tokenizer holds it. Normal and unknown
+// pieces spell spaces '▁'; control and user-defined ones are matched in the
+// raw text, so llama.cpp's converter stores them with real spaces (Gemma's
+// whitespace runs) and so do we: they are read as written.
+bool spells_spaces_as_metaspace(TokenType type) { return type != TokenType::Control && type != TokenType::UserDefined; }
+
 Tokenizer read_sentencepiece(const GgufReader& g, std::vector<std::string> pieces) {
   const size_t n = pieces.size();
-  for (auto& p : pieces) p = replace_all(std::move(p), kSentencePieceSpace, " ");
   std::vector<float> scores(n, 0.0f);
   if (g.has("tokenizer.ggml.scores")) scores = g.get_float_array("tokenizer.ggml.scores");
   std::vector<TokenType> types = read_token_types(g, n);
+  for (size_t id = 0; id < n; ++id)
+    if (spells_spaces_as_metaspace(types[id])) pieces[id] = replace_all(std::move(pieces[id]), kSentencePieceSpace, " ");
+  // llama.cpp's default is true; Gemma's files say false.
+  const bool add_space_prefix =
+      !g.has("tokenizer.ggml.add_space_prefix") || g.get_bool("tokenizer.ggml.add_space_prefix");
   try {
     return Tokenizer(std::move(pieces), std::move(scores), std::move(types),
                      token_id(g, "tokenizer.ggml.bos_token_id", 1), token_id(g, "tokenizer.ggml.eos_token_id", 2),
-                     token_id(g, "tokenizer.ggml.unknown_token_id", 0));
+                     token_id(g, "tokenizer.ggml.unknown_token_id", 0), add_space_prefix);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(g.path() + ": invalid tokenizer: " + e.what());
   }
@@ -109,13 +119,18 @@ Tokenizer read_byte_level(const GgufReader& g, const std::vector<std::string>& t
 // llama.cpp's convert_hf_to_gguf writes one (tokens with '▁', scores, types
 // with the byte pieces), but only when a SentencePiece encoder reading it
 // gives Hugging Face's ids: the legacy '▁' normalizer (a dummy prefix on
-// every segment, as encode_with_special_tokens does), byte fallback, merges
-// by rank (the scores, Tokenizer::from_hf_sentencepiece).
+// every segment, as encode_with_special_tokens does) or Gemma's (no prefix at
+// all: add_space_prefix false), byte fallback, merges by rank (the scores,
+// Tokenizer::from_hf_sentencepiece). Gemma's whitespace runs are the one
+// departure (docs/tokenizer.md): its user-defined "▁▁" tokens are written with
+// real spaces, as llama.cpp's converter writes them, and so match spaces in
+// the text first, as SentencePiece and llama.cpp match user-defined symbols.
 void check_sentencepiece_gguf(const HfTokenizer& hf) {
   const BpeTokenizerParts parts = hf.parts();
-  if (hf.metaspace() != Metaspace::EverySegment)
+  if (hf.metaspace() != Metaspace::EverySegment && hf.metaspace() != Metaspace::Never)
     throw std::invalid_argument("GGUF: a Metaspace pre-tokenizer (prefix only on the first segment, or not before a "
-                                "space) has no llama vocabulary equivalent; only the legacy '▁' normalizer has");
+                                "space) has no llama vocabulary equivalent; the legacy '▁' normalizer and Gemma's "
+                                "prefix-free one have");
   if (!parts.fallback.byte_fallback) throw std::invalid_argument("GGUF: a SentencePiece vocabulary without byte_fallback");
   if (parts.ignore_merges) throw std::invalid_argument("GGUF: a SentencePiece vocabulary with ignore_merges");
   for (const AddedToken& a : parts.added)
@@ -128,7 +143,9 @@ void add_sentencepiece(GgufWriter& out, const Tokenizer& tok) {
   if (tok.hf_sentencepiece()) check_sentencepiece_gguf(*tok.hf_sentencepiece());
   std::vector<std::string> pieces;
   pieces.reserve(size_t(tok.vocab_size()));
-  for (const auto& p : tok.pieces()) pieces.push_back(replace_all(p, " ", kSentencePieceSpace));
+  for (size_t id = 0; id < size_t(tok.vocab_size()); ++id)
+    pieces.push_back(spells_spaces_as_metaspace(tok.types()[id]) ? replace_all(tok.pieces()[id], " ", kSentencePieceSpace)
+                                                                  : tok.pieces()[id]);
   std::vector<int32_t> types;
   types.reserve(pieces.size());
   for (const auto t : tok.types()) types.push_back(int32_t(t));
@@ -139,6 +156,7 @@ void add_sentencepiece(GgufWriter& out, const Tokenizer& tok) {
   out.add_metadata("tokenizer.ggml.bos_token_id", uint32_t(tok.bos_id()));
   out.add_metadata("tokenizer.ggml.eos_token_id", uint32_t(tok.eos_id()));
   out.add_metadata("tokenizer.ggml.unknown_token_id", uint32_t(tok.unk_id()));
+  if (!tok.add_space_prefix()) out.add_metadata("tokenizer.ggml.add_space_prefix", false);
 }
 
 void add_byte_level(GgufWriter& out, const Tokenizer& tok) {

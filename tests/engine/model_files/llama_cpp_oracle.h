@@ -1,8 +1,9 @@
 // llama.cpp as an oracle for quantized GGUF files (tests/engine/model_files/
 // llama_cpp_oracle, installed by `npm ci` there): quantize.py runs llama.cpp's
 // own quantizer on a GGUF, greedy.mjs runs a GGUF in llama.cpp through
-// node-llama-cpp (greedy tokens and each step's distribution), ggml_rows.py
-// runs ggml's own block conversions. Each returns nullopt with a WARN saying what is missing
+// node-llama-cpp (greedy tokens and each step's distribution), tokenize.mjs
+// runs its tokenizer on a file's vocabulary, ggml_rows.py runs ggml's own
+// block conversions. Each returns nullopt with a WARN saying what is missing
 // when python3, node or the packages are absent, so the caller skips.
 #pragma once
 
@@ -97,6 +98,27 @@ inline std::vector<LlamaCppRun> llama_cpp_greedy(const std::filesystem::path& mo
   }
   REQUIRE(runs.size() == prompts.size());
   return runs;
+}
+
+// llama.cpp's ids for each text, tokenized with special tokens parsed and
+// no BOS (tokenize.mjs), by the vocabulary in `model`.
+inline std::vector<std::vector<int>> llama_cpp_tokenize(const std::filesystem::path& model,
+                                                        const std::vector<std::string>& texts) {
+  const auto in = std::filesystem::path(model).replace_extension(".texts");
+  const auto out = std::filesystem::path(model).replace_extension(".ids");
+  {
+    std::ofstream f(in);
+    for (const auto& t : texts) f << nlohmann::json(t).dump() << "\n";
+  }
+  const std::string cmd = "node '" + (llama_cpp_oracle_dir() / "tokenize.mjs").string() + "' '" + model.string() +
+                          "' < '" + in.string() + "' > '" + out.string() + "'";
+  INFO(cmd);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::vector<std::vector<int>> ids;
+  std::ifstream f(out);
+  for (std::string line; std::getline(f, line);) ids.push_back(nlohmann::json::parse(line).get<std::vector<int>>());
+  REQUIRE(ids.size() == texts.size());
+  return ids;
 }
 
 // ggml's name of a type in its function names: "Q4_K" -> "q4_K", "IQ4_NL" -> "iq4_nl".
