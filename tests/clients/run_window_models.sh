@@ -2,7 +2,7 @@
 # The official OpenAI and Anthropic SDKs (run.sh) against models that attend
 # over sliding windows (issue 39):
 #   a Gemma 3 folder (Gemma3ForCausalLM: five sliding layers of six, the real
-#   Gemma 3 tokenizer), a Mistral folder whose every layer slides (the
+#   Gemma 3 tokenizer) and the GGUF converted from it, a Mistral folder whose every layer slides (the
 #   real Mistral 7B tokenizer) as the GGUF `astrai convert` writes from it,
 #   and a gpt-oss folder (GptOssForCausalLM: every other layer sliding,
 #   attention sinks, biased experts in gpt-oss's fused layout, the real
@@ -16,8 +16,9 @@
 # template (run.sh counts the prompt's tokens for it; Gemma 3's own template
 # is checked against jinja2 by chat_template_oracle) and without the
 # tool-call suite, which does not depend on the model (run.sh says why); the
-# gpt-oss folder and GGUF then again behind gpt-oss's own chat template, for
-# its harmony reasoning and tool calls (harmony.test.mjs).
+# Gemma 3 folder and GGUF then again behind Gemma 3's own chat template
+# (own_template.test.mjs), and the gpt-oss folder and GGUF behind gpt-oss's,
+# for its harmony reasoning and tool calls (harmony.test.mjs).
 # Needs the npm folder of tests/engine/tokenizer/bpe_oracle (the tokenizers):
 # without it it says what is missing and exits 0, or 1 when
 # ASTRAI_REQUIRE_TEST_DATA=1 (CI).
@@ -45,6 +46,7 @@ trap 'rm -rf "$work"' EXIT
   --dim 128 --hidden 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --context 512 --sliding-window 16 \
   --dtype bf16 -o "$work/gemma3"
 grep -q '"sliding_window": 16' "$work/gemma3/config.json"
+"$astrai" convert --model "$work/gemma3" --dtype bf16 -o "$work/gemma3.gguf"
 "$astrai" make-model --format hf --arch mistral --tokenizer "$tokenizers/tokenizer-llama2/models/tokenizer.json" \
   --dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --context 512 --sliding-window 16 --dtype bf16 \
   -o "$work/mistral"
@@ -58,7 +60,21 @@ grep -q '"sliding_window": 16' "$work/gemma3/config.json"
 grep -q '"GptOssForCausalLM"' "$work/gpt-oss/config.json"
 "$astrai" convert --model "$work/gpt-oss" --dtype bf16 -o "$work/gpt-oss.gguf"
 
-serve_each "$astrai" "$work" "$work/gemma3" "$work/mistral.gguf" "$work/gpt-oss" "$work/gpt-oss.gguf"
+serve_each "$astrai" "$work" "$work/gemma3" "$work/gemma3.gguf" "$work/mistral.gguf" "$work/gpt-oss" \
+  "$work/gpt-oss.gguf"
+
+# Gemma 3 behind its own chat template (own_template.test.mjs): prompt token
+# counts from jinja2 and tokenizers.js (template_prompt_tokens.py), its end of
+# turn, its refusal, for the folder and the GGUF (whose vocabulary says
+# add_space_prefix false).
+conversations="$here/own_template_conversations.json"
+counts="$(python3 "$here/template_prompt_tokens.py" "$work/gemma3" "$conversations")"
+for model in "$work/gemma3" "$work/gemma3.gguf"; do
+  echo "== Gemma 3's own template through both SDKs against $(basename "$model") (prompt tokens: $counts)"
+  ASTRAI_CLIENTS_SUITE=own-template ASTRAI_CLIENTS_NPM_DONE=1 ASTRAI_TEMPLATE_CASES="$conversations" \
+    ASTRAI_TEMPLATE_COUNTS="$counts" ASTRAI_TEMPLATE_TOKENIZER="$work/gemma3/tokenizer.json" \
+    ASTRAI_TEMPLATE_END="<end_of_turn>" bash "$here/run.sh" "$astrai" -- --model "$model"
+done
 
 # gpt-oss behind its own chat template (the fixture chat_template_oracle
 # checks against jinja2): its harmony output read into reasoning_content and
@@ -71,5 +87,5 @@ for model in "$work/gpt-oss" "$work/gpt-oss.gguf"; do
     ASTRAI_HARMONY_TOKENIZER="$tokenizers/tokenizer-gptoss/models/tokenizer.json" \
     bash "$here/run.sh" "$astrai" -- --model "$model" --chat-template "$work/gpt-oss.jinja"
 done
-echo "the SDK clients passed against a Gemma 3 folder, a sliding-window Mistral GGUF, and a gpt-oss folder and GGUF" \
-  "(with gpt-oss's own template: harmony reasoning and tool calls)"
+echo "the SDK clients passed against a Gemma 3 folder and GGUF (and with Gemma 3's own template), a sliding-window" \
+  "Mistral GGUF, and a gpt-oss folder and GGUF (with gpt-oss's own template: harmony reasoning and tool calls)"
