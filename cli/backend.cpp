@@ -1,8 +1,9 @@
 #include "cli/backend.h"
 
-#include <cstdio>
 #include <iostream>
 #include <stdexcept>
+
+#include "engine/kv_cache/kv_cache_description.h"
 
 #ifdef ASTRAI_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -10,21 +11,6 @@
 
 namespace astrai::cli {
 namespace {
-
-std::string mib(size_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
-  return text;
-}
-
-// The reference backend's KV cache on the startup line: its blocks and host
-// memory, per layer type when the sliding-window layers have a pool of their own.
-std::string kv_cache_description(const KVCacheStats& s, size_t bytes, size_t sliding_bytes) {
-  const std::string blocks = std::to_string(s.blocks_total) + " blocks of " + std::to_string(s.block_tokens) + " tokens";
-  if (s.sliding_blocks_total == 0) return "KV cache " + blocks + ", " + mib(bytes);
-  return "KV cache: full-attention layers " + blocks + ", " + mib(bytes - sliding_bytes) +
-         "; sliding-window layers " + std::to_string(s.sliding_blocks_total) + " blocks, " + mib(sliding_bytes);
-}
 
 #ifdef ASTRAI_HAVE_CUDA
 std::shared_ptr<InferenceEngine> make_cuda_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
@@ -97,8 +83,8 @@ std::shared_ptr<InferenceEngine> make_engine(const ModelSource& weights, std::sh
   auto engine = std::make_shared<InferenceEngine>(
       std::make_shared<const ModelWeights>(read_model_weights(weights)), std::move(tokenizer), config);
   *description = "cpu-reference" + (requested == "auto" && !why.empty() ? " (no CUDA: " + why + ")" : std::string()) +
-                 "; " + kv_cache_description(engine->get_stats().cache, engine->kv_cache_bytes(),
-                                             engine->kv_cache_sliding_bytes());
+                 "; " + describe_kv_cache(engine->get_stats().cache, engine->kv_cache_bytes(),
+                                          engine->kv_cache_sliding_bytes(), "blocks");
   return engine;
 }
 

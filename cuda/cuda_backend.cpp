@@ -14,6 +14,7 @@
 #include "cuda/kernels/kernels.h"
 #include "cuda/tensor_parallel/rank_worker.h"
 #include "cuda/tensor_parallel/tensor_parallel_executor.h"
+#include "engine/kv_cache/kv_cache_description.h"
 
 namespace astrai {
 
@@ -82,14 +83,7 @@ std::string cuda_memory_description(const Executor& executor, const KVCache& cac
   const KVCacheStats s = cache.stats();
   if (const auto* tp = dynamic_cast<const cuda::TensorParallelExecutor*>(&executor))
     return tp->memory_description(s.blocks_total, s.block_tokens);
-  const cuda::CudaExecutor& e = as_cuda(executor);
-  const std::string pages = std::to_string(s.blocks_total) + " pages of " + std::to_string(s.block_tokens) + " tokens";
-  const size_t sliding = cache.sliding_storage_bytes();
-  if (s.sliding_blocks_total == 0)
-    return "weights " + e.weights_description() + "; KV cache " + pages + ", " + cuda::format_mib(cache.storage_bytes());
-  return "weights " + e.weights_description() + "; KV cache: full-attention layers " + pages + ", " +
-         cuda::format_mib(cache.storage_bytes() - sliding) + "; sliding-window layers " +
-         std::to_string(s.sliding_blocks_total) + " pages, " + cuda::format_mib(sliding);
+  return "weights " + as_cuda(executor).weights_description() + "; " + describe_kv_cache(cache, "pages");
 }
 
 }  // namespace astrai

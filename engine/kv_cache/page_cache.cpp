@@ -138,9 +138,9 @@ std::optional<SlidingPool> sliding_pool_for(const ModelConfig& config, int n_pag
 int sliding_pages_for(const ModelConfig& config, int full_pages, int page_size, int running_tasks, int align) {
   const auto pool = sliding_pool_for(config, 1, align);
   if (!pool) return 0;
-  const WindowPageManager shape(config.max_seq_len, 1, page_size, pool->window, pool->align);
   const int pages_per_context = (config.max_seq_len + page_size - 1) / page_size;
-  const long wanted = long(pages_per_context) + long(std::max(running_tasks - 1, 0)) * long(shape.window_pages());
+  const long wanted = long(pages_per_context) + long(std::max(running_tasks - 1, 0)) *
+                                                    long(WindowPageManager::window_pages(pool->window, page_size, pool->align));
   return int(std::min(long(full_pages), wanted));
 }
 

@@ -35,10 +35,10 @@ WindowPageManager::WindowPageManager(int max_seq_len, int n_pages, int page_size
 
 int WindowPageManager::first_kept(int n) const { return std::max(0, n - window_ + 1) / align_ * align_; }
 
-int WindowPageManager::window_pages() const {
+int WindowPageManager::window_pages(int window, int page_size, int align) {
   // Positions first_kept(n) .. n: at most window + align - 1 of them, which
   // straddle at most one page boundary more than they fill.
-  return pages_spanning(window_ + align_ - 1, page_size_) + 1;
+  return pages_spanning(window + align - 1, page_size) + 1;
 }
 
 // ---- admission ----

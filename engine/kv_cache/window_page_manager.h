@@ -53,7 +53,9 @@ class WindowPageManager {
   int first_kept(int n) const;
   // Pages one task may hold at once while it decodes: its window's, rounded
   // out to pages, plus the page of the next position.
-  int window_pages() const;
+  int window_pages() const { return window_pages(window_, page_size_, align_); }
+  // The same for any pool's shape (sizing a pool before it exists).
+  static int window_pages(int window, int page_size, int align);
 
   // The sliding pages a prefix hit of the full pages full_hit[0, h) reuses
   // (for indices first_kept(h * P) / P .. h - 1), or nullopt when one of them
