@@ -1,7 +1,8 @@
 // A model behind its own chat template through the official OpenAI and
 // Anthropic SDKs (run_window_models.sh: a Gemma 3 folder and the GGUF
 // `astrai convert` writes from it, with Gemma 3's real template and
-// tokenizer). What the template changes, against independent oracles:
+// tokenizer; a sliding-window Mistral GGUF with Mistral 7B Instruct's
+// template). What the template changes, against independent oracles:
 //   - usage: each conversation's prompt tokens equal the count of
 //     template_prompt_tokens.py (jinja2 renders, tokenizers.js tokenizes), on
 //     both APIs, whole and streamed (ASTRAI_TEMPLATE_COUNTS);

@@ -16,8 +16,9 @@
 # template (run.sh counts the prompt's tokens for it; Gemma 3's own template
 # is checked against jinja2 by chat_template_oracle) and without the
 # tool-call suite, which does not depend on the model (run.sh says why); the
-# Gemma 3 folder and GGUF then again behind Gemma 3's own chat template
-# (own_template.test.mjs), and the gpt-oss folder and GGUF behind gpt-oss's,
+# Gemma 3 folder and GGUF and the Mistral GGUF then again behind their own
+# chat templates (own_template.test.mjs: Gemma 3's, Mistral 7B Instruct
+# v0.3's), and the gpt-oss folder and GGUF behind gpt-oss's,
 # for its harmony reasoning and tool calls (harmony.test.mjs).
 # Needs the npm folder of tests/engine/tokenizer/bpe_oracle (the tokenizers):
 # without it it says what is missing and exits 0, or 1 when
@@ -50,6 +51,10 @@ grep -q '"sliding_window": 16' "$work/gemma3/config.json"
 "$astrai" make-model --format hf --arch mistral --tokenizer "$tokenizers/tokenizer-llama2/models/tokenizer.json" \
   --dim 128 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --context 512 --sliding-window 16 --dtype bf16 \
   -o "$work/mistral"
+# Mistral 7B Instruct's own template (v0.3's: it takes a system message; the
+# fixture chat_template_oracle checks against jinja2), which the GGUF carries.
+python3 -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["chat_template"])' \
+  "$root/tests/engine/chat/templates/mistral_7b_instruct_v0_3.json" > "$work/mistral/chat_template.jinja"
 "$astrai" convert --model "$work/mistral" --dtype bf16 -o "$work/mistral.gguf"
 
 # gpt-oss: 4 experts, top 2, 64 wide with heads of 32 (q_dim 128), 4 layers
@@ -67,14 +72,19 @@ serve_each "$astrai" "$work" "$work/gemma3" "$work/gemma3.gguf" "$work/mistral.g
 # counts from jinja2 and tokenizers.js (template_prompt_tokens.py), its end of
 # turn, its refusal, for the folder and the GGUF (whose vocabulary says
 # add_space_prefix false).
+# The sliding-window Mistral GGUF behind Mistral Instruct's template, the same way.
 conversations="$here/own_template_conversations.json"
-counts="$(python3 "$here/template_prompt_tokens.py" "$work/gemma3" "$conversations")"
-for model in "$work/gemma3" "$work/gemma3.gguf"; do
-  echo "== Gemma 3's own template through both SDKs against $(basename "$model") (prompt tokens: $counts)"
+own_template() {  # MODEL TOKENIZER_DIR END_TOKEN
+  local counts
+  counts="$(python3 "$here/template_prompt_tokens.py" "$2" "$conversations")"
+  echo "== its own template through both SDKs against $(basename "$1") (prompt tokens: $counts)"
   ASTRAI_CLIENTS_SUITE=own-template ASTRAI_CLIENTS_NPM_DONE=1 ASTRAI_TEMPLATE_CASES="$conversations" \
-    ASTRAI_TEMPLATE_COUNTS="$counts" ASTRAI_TEMPLATE_TOKENIZER="$work/gemma3/tokenizer.json" \
-    ASTRAI_TEMPLATE_END="<end_of_turn>" bash "$here/run.sh" "$astrai" -- --model "$model"
-done
+    ASTRAI_TEMPLATE_COUNTS="$counts" ASTRAI_TEMPLATE_TOKENIZER="$2/tokenizer.json" ASTRAI_TEMPLATE_END="$3" \
+    bash "$here/run.sh" "$astrai" -- --model "$1"
+}
+own_template "$work/gemma3" "$work/gemma3" "<end_of_turn>"
+own_template "$work/gemma3.gguf" "$work/gemma3" "<end_of_turn>"
+own_template "$work/mistral.gguf" "$work/mistral" "</s>"
 
 # gpt-oss behind its own chat template (the fixture chat_template_oracle
 # checks against jinja2): its harmony output read into reasoning_content and
@@ -87,5 +97,5 @@ for model in "$work/gpt-oss" "$work/gpt-oss.gguf"; do
     ASTRAI_HARMONY_TOKENIZER="$tokenizers/tokenizer-gptoss/models/tokenizer.json" \
     bash "$here/run.sh" "$astrai" -- --model "$model" --chat-template "$work/gpt-oss.jinja"
 done
-echo "the SDK clients passed against a Gemma 3 folder and GGUF (and with Gemma 3's own template), a sliding-window" \
-  "Mistral GGUF, and a gpt-oss folder and GGUF (with gpt-oss's own template: harmony reasoning and tool calls)"
+echo "the SDK clients passed against a Gemma 3 folder and GGUF and a sliding-window Mistral GGUF (and with their own" \
+  "templates), and a gpt-oss folder and GGUF (with gpt-oss's own template: harmony reasoning and tool calls)"

@@ -6,7 +6,8 @@ conversation (add_generation_prompt), tokenizers.js (bpe_oracle/encode.mjs)
 tokenizes the rendering with its special tokens parsed, as a server does.
 
 usage: template_prompt_tokens.py TOKENIZER_DIR CONVERSATIONS.json > counts.json
-TOKENIZER_DIR holds tokenizer.json and tokenizer_config.json (its chat_template);
+TOKENIZER_DIR holds tokenizer.json and tokenizer_config.json (its chat_template,
+unless a chat_template.jinja beside it has one, which transformers reads first);
 each conversation is {"system": text or null, "messages": [...]}. Prints a
 JSON array: one count per conversation.
 """
@@ -26,6 +27,10 @@ def main():
         config = json.load(f)
     with open(conversations_path, encoding="utf-8") as f:
         conversations = json.load(f)
+    jinja_file = os.path.join(tokenizer_dir, "chat_template.jinja")
+    if os.path.exists(jinja_file):
+        with open(jinja_file, encoding="utf-8") as f:
+            config["chat_template"] = f.read()
     template = hf_jinja_oracle.environment().from_string(config["chat_template"])
     prompts = []
     for c in conversations:

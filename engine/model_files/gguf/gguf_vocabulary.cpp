@@ -121,10 +121,11 @@ Tokenizer read_byte_level(const GgufReader& g, const std::vector<std::string>& t
 // gives Hugging Face's ids: the legacy '▁' normalizer (a dummy prefix on
 // every segment, as encode_with_special_tokens does) or Gemma's (no prefix at
 // all: add_space_prefix false), byte fallback, merges by rank (the scores,
-// Tokenizer::from_hf_sentencepiece). Gemma's whitespace runs are the one
-// departure (docs/tokenizer.md): its user-defined "▁▁" tokens are written with
-// real spaces, as llama.cpp's converter writes them, and so match spaces in
-// the text first, as SentencePiece and llama.cpp match user-defined symbols.
+// Tokenizer::from_hf_sentencepiece). Gemma's user-defined whitespace runs
+// ("▁▁", ...) are written with real spaces, as llama.cpp's converter writes
+// them, so llama.cpp and this reader match them in the raw text before any
+// merge, as SentencePiece matches user-defined symbols; on the texts of
+// test_gguf_sentencepiece_json that gives Hugging Face's ids too.
 void check_sentencepiece_gguf(const HfTokenizer& hf) {
   const BpeTokenizerParts parts = hf.parts();
   if (hf.metaspace() != Metaspace::EverySegment && hf.metaspace() != Metaspace::Never)
