@@ -490,3 +490,44 @@ TEST_CASE("Hugging Face folders of each architecture, converted as `astrai conve
     CHECK(a.steps >= 1);
   }
 }
+
+TEST_CASE("a Gemma 3 folder with Gemma's real tokenizer, converted, runs in llama.cpp past its window", "[llama.cpp]") {
+  // Not under the sanitizers: the paths are the file cases' and the folder
+  // cases' (in the sanitized share), here under a vocabulary of 262,144 ids.
+  if (test::kSanitizedBuild || !test::llama_cpp_oracle_available()) return;
+  const fs::path tokenizer_json = test::lenml_tokenizer_json("gemma3");
+  if (!fs::exists(tokenizer_json)) {
+    ASTRAI_MISSING(tokenizer_json << " not found (run npm ci in " << test::bpe_oracle_dir() << ")");
+    return;
+  }
+  const fs::path dir = test::scratch_dir() / "llama-cpp-hf-gemma3";
+  fs::create_directories(dir);
+  fs::copy_file(tokenizer_json, dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(fs::path(tokenizer_json).replace_filename("tokenizer_config.json"), dir / "tokenizer_config.json",
+                fs::copy_options::overwrite_existing);
+  // The file test's Gemma 3 block, narrower (64 wide, heads of 32) under the
+  // real vocabulary of 262,144 ids (Gemma 3 1B's embedding rows).
+  ModelConfig config = gemma3_config({"gemma3-folder", 8, 0.0f, GgufDType::BF16, 0});
+  config.dim = 64;
+  config.hidden_dim = 128;
+  config.explicit_head_dim = 32;
+  config.query_pre_attn_scalar = 32.0f;  // llama.cpp's gemma3 below 62 layers: head_dim
+  config.vocab_size = 262144;
+  config.validate();
+  ModelWeights weights = make_synthetic_weights(config, 5);
+  tie(weights);
+  write_hf_folder(dir.string(), weights, {.dtype = SafetensorsDType::BF16, .architecture = HfArchitecture::Gemma3});
+  const fs::path gguf = test::scratch_file("llama-cpp-hf-gemma3");
+  convert_to_gguf(dir.string(), "", gguf.string(), GgufDType::BF16);
+  const LoadedModel model = load_model(gguf.string());
+  CHECK_FALSE(model.tokenizer.add_space_prefix());
+  // A chat turn of real text, three windows long and more.
+  const std::vector<int> prompt = model.tokenizer.encode_with_special_tokens(
+      "<bos><start_of_turn>user\nOnce upon a time, in a town by the sea, there lived a girl who loved to read "
+      "books about the stars and the moon.<end_of_turn>\n<start_of_turn>model\n");
+  REQUIRE(prompt.size() >= 3 * 8);
+  const test::Agreement a = test::check_llama_cpp_agrees(gguf, model, {prompt}, 4);
+  std::printf("gemma3 folder with its real tokenizer: %zu-token prompt; %zu greedy steps compared; llama.cpp's "
+              "distributions within %.4f over %zu steps\n", prompt.size(), a.decided, a.worst_distribution, a.steps);
+  CHECK(a.steps >= 1);
+}
