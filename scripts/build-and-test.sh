@@ -220,7 +220,7 @@ echo "== the official OpenAI and Anthropic Node.js clients against astrai serve 
 bash tests/clients/run.sh build/cli/astrai
 echo "== the same clients against Mixture-of-Experts models: Qwen 3 MoE and Mixtral folders, converted, quantized by llama.cpp (no tool calls: above)"
 bash tests/clients/run_moe_models.sh build/cli/astrai
-echo "== the same clients against sliding-window models: a Gemma 3 folder (its real tokenizer), a Mistral GGUF, and a gpt-oss folder and its GGUF (its real tokenizer) (no tool calls: above); then gpt-oss behind its own template (harmony reasoning and tool calls)"
+echo "== the same clients against sliding-window models: a Gemma 3 folder (its real tokenizer) and its GGUF, a Mistral GGUF, and a gpt-oss folder and its GGUF (its real tokenizer) (no tool calls: above); then Gemma 3 and Mistral behind their own templates, and gpt-oss behind its own (harmony reasoning and tool calls)"
 bash tests/clients/run_window_models.sh build/cli/astrai
 echo "== the Codex CLI (a real binary) completing a turn through /v1/responses, against a Qwen 3-shaped model of 16k positions"
 bash tests/clients/run_codex.sh build/cli/astrai
