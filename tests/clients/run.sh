@@ -6,7 +6,7 @@
 #   tests/clients/run.sh build-emu/cli/astrai -- --backend cuda --model M --tokenizer T
 # ASTRAI_CLIENTS_SUITE=harmony runs harmony.test.mjs instead (a gpt-oss model
 # behind its own template: run_window_models.sh), =own-template
-# own_template.test.mjs (a Gemma 3 model behind its own template: the same).
+# own_template.test.mjs (Gemma 3 or Mistral behind its own template: the same).
 # ASTRAI_TOOLS_MODEL=FOLDER serves the tool-call suite from that model behind
 # its own template instead (with no serve arguments after "--"), and
 # ASTRAI_CLIENTS_ONLY_TOOL_CALLS=1 runs that suite alone (run_codex.sh).
