@@ -240,14 +240,40 @@ struct CudaExecutor::Impl {
     // Every norm scales by its weight, or by 1 + weight (Gemma's unit offset).
     const float offset = c.options.norm_unit_offset ? 1.0f : 0.0f;
     const auto scale = [&](const DeviceBuffer& w) { return NormScale{w.get(), offset}; };
+    // The decode step's norms inside the mat-vecs (docs/cuda.md, "Norms
+    // inside the mat-vec"): at the mat-vec's row counts a product that ends a
+    // block adds its output to x itself (its epilogue) where nothing stands
+    // between it and the residual add (an all-reduce, a sandwich norm), and
+    // the product after a norm normalizes x itself (its prologue) where x is
+    // complete: no launch of the norm. The bits are the separate launches'.
+    const bool fusing = !role.comm && !c.options.sandwich_norms;
+    const auto prologue = [&](const DeviceBuffer& w, void* store) {
+      MatvecFusion f;
+      f.norm_rows = x.as<float>();
+      f.norm = scale(w);
+      f.eps = c.norm_eps;
+      f.store = store;
+      return f;
+    };
+    const auto epilogue = [](const void* bias) {
+      MatvecFusion f;
+      f.accumulate = true;
+      f.bias = bias;
+      return f;
+    };
     // The previous feed-forward's output waits in ffn_out until the next
-    // norm adds it (post-normed by that layer's post_ffn_norm with sandwich norms).
+    // norm adds it (post-normed by that layer's post_ffn_norm with sandwich
+    // norms); none waits where that product added it itself.
     ResidualDelta pending{};
     for (int l = 0; l < c.n_layers; ++l) {
       const DeviceLayerWeights& L = weights.layer(l);
-      launch_residual_rmsnorm(x.as<float>(), pending, scale(L.attn_norm), t, c.dim, c.norm_eps, nullptr, R, h.get(),
-                              stream);
-      gemm.run(h.get(), L.wqkv, t, R, qkv.as<float>(), stream);
+      if (fusing && !pending.rows && gemm.fuses(L.wqkv, R)) {
+        gemm.run(nullptr, L.wqkv, t, R, qkv.as<float>(), stream, prologue(L.attn_norm, nullptr));
+      } else {
+        launch_residual_rmsnorm(x.as<float>(), pending, scale(L.attn_norm), t, c.dim, c.norm_eps, nullptr, R, h.get(),
+                                stream);
+        gemm.run(h.get(), L.wqkv, t, R, qkv.as<float>(), stream);
+      }
       const bool own_pool = kv.layer_pool(l) == PagePool::Sliding;
       AttentionArgs a = own_pool ? sliding_args : full_args;
       a.kv = KVLayer{kv.layer_keys(l), kv.layer_values(l), t};
@@ -260,21 +286,48 @@ struct CudaExecutor::Impl {
                            meta_at(PlanLayout::kPos), rope_cos[rope].as<float>(), rope_sin[rope].as<float>(),
                            meta_at(own_pool ? PlanLayout::kSlidingSlot : PlanLayout::kSlot), a.kv, pre, stream);
       launch_paged_attention(a, plan, layout, meta.as<int>(), attn.get(), t, stream);
-      gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);
-      if (role.comm) role.comm->all_reduce_sum(proj.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
       // x += attention output (+ gpt-oss's bias after the all-reduce: once; Gemma: post-normed)
-      launch_residual_rmsnorm(x.as<float>(), {proj.as<float>(), L.bo.get(), scale(L.post_attn_norm)},
-                              scale(L.ffn_norm), t, c.dim, c.norm_eps, nullptr, R, h.get(), stream);
-      if (c.moe.sparse(l)) {
-        enqueue_moe_ffn(gemm, L, c, t, h.get(), R, moe, ffn_out.as<float>(), stream);
+      ResidualDelta attention_out{};
+      if (fusing && gemm.fuses(L.wo, R)) {
+        gemm.run(attn.get(), L.wo, t, R, x.as<float>(), stream, epilogue(L.bo.get()));
       } else {
-        gemm.run(h.get(), L.w_gate_up, t, R, gate_up.as<float>(), stream);
+        gemm.run(attn.get(), L.wo, t, R, proj.as<float>(), stream);
+        if (role.comm) role.comm->all_reduce_sum(proj.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
+        attention_out = {proj.as<float>(), L.bo.get(), scale(L.post_attn_norm)};
+      }
+      bool ffn_adds = false;  // whether the feed-forward's last launch adds its output to x
+      if (c.moe.sparse(l)) {
+        MatvecFusion moe_fusion;
+        moe_fusion.accumulate = ffn_adds = fusing;
+        if (fusing && !attention_out.rows && gemm.fuses(L.router, R)) {
+          const MatvecFusion p = prologue(L.ffn_norm, h.get());  // the router's launch stores h for the experts
+          moe_fusion.norm_rows = p.norm_rows, moe_fusion.norm = p.norm, moe_fusion.eps = p.eps, moe_fusion.store = p.store;
+        } else {
+          launch_residual_rmsnorm(x.as<float>(), attention_out, scale(L.ffn_norm), t, c.dim, c.norm_eps, nullptr, R,
+                                  h.get(), stream);
+        }
+        enqueue_moe_ffn(gemm, L, c, t, h.get(), R, moe, ffn_adds ? x.as<float>() : ffn_out.as<float>(), stream,
+                        &moe_fusion);
+      } else {
+        if (fusing && !attention_out.rows && gemm.fuses(L.w_gate_up, R)) {
+          gemm.run(nullptr, L.w_gate_up, t, R, gate_up.as<float>(), stream, prologue(L.ffn_norm, nullptr));
+        } else {
+          launch_residual_rmsnorm(x.as<float>(), attention_out, scale(L.ffn_norm), t, c.dim, c.norm_eps, nullptr, R,
+                                  h.get(), stream);
+          gemm.run(h.get(), L.w_gate_up, t, R, gate_up.as<float>(), stream);
+        }
         launch_swiglu(gate_up.as<float>(), R, c.hidden_dim, hidden.get(), t, stream,
                       c.options.gelu_tanh ? GateActivation::GeluTanh : GateActivation::Silu);
-        gemm.run(hidden.get(), L.w_down, t, R, ffn_out.as<float>(), stream);
+        ffn_adds = fusing && gemm.fuses(L.w_down, R);
+        if (ffn_adds) gemm.run(hidden.get(), L.w_down, t, R, x.as<float>(), stream, epilogue(nullptr));
+        else gemm.run(hidden.get(), L.w_down, t, R, ffn_out.as<float>(), stream);
       }
-      if (role.comm) role.comm->all_reduce_sum(ffn_out.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
-      pending = {ffn_out.as<float>(), nullptr, scale(L.post_ffn_norm)};
+      if (ffn_adds) {
+        pending = {};
+      } else {
+        if (role.comm) role.comm->all_reduce_sum(ffn_out.as<float>(), size_t(R) * size_t(c.dim), stream);  // row-parallel
+        pending = {ffn_out.as<float>(), nullptr, scale(L.post_ffn_norm)};
+      }
     }
     if (!role.logits) return;
     // The final norm and the classifier for the wanted rows only, gathered to rows 0..W-1.

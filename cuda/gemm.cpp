@@ -206,6 +206,25 @@ void GemmRunner::run(const void* x, const DeviceMatrix& w, DType dtype, int rows
   }
 }
 
+bool GemmRunner::fuses(const DeviceMatrix& w, int rows) const {
+  return rows >= 1 && route(rows, impl_->choice) == Route::Matvec &&
+         std::none_of(w.parts.begin(), w.parts.end(), [](const WeightPart& p) { return p.quant.has_value(); });
+}
+
+void GemmRunner::run(const void* x, const DeviceMatrix& w, DType dtype, int rows, float* y, cudaStream_t stream,
+                     const MatvecFusion& fusion) {
+  if (!fuses(w, rows))
+    throw std::logic_error("GemmRunner: " + std::to_string(rows) + " rows of this matrix do not take the fused mat-vec");
+  MatvecFusion part_fusion = fusion;
+  int column = 0;
+  for (const WeightPart& part : w.parts) {
+    if (fusion.bias) part_fusion.bias = static_cast<const char*>(fusion.bias) + size_t(column) * dtype_size(dtype);
+    launch_matvec(x, part.data.get(), dtype, rows, w.cols, part.rows, y + column, w.rows(), stream, part_fusion);
+    part_fusion.store = nullptr;  // the first part's launch wrote it
+    column += part.rows;
+  }
+}
+
 GemmRunner::Route GemmRunner::route(int rows, GemmAlgorithms choice) {
   if (choice == GemmAlgorithms::OnePerShape) return Route::CublasLt;
   if (rows <= kMatvecMaxRows) return Route::Matvec;

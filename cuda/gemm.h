@@ -41,6 +41,8 @@
 
 namespace astrai::cuda {
 
+struct MatvecFusion;  // cuda/kernels/kernels.h
+
 enum class GemmAlgorithms { PerRowBucket, OnePerShape };
 
 class GemmRunner {
@@ -69,6 +71,15 @@ class GemmRunner {
   // (kDequantizeRows rows at a time, dequantize.cu) into a buffer
   // reserve_dequantize() made, and multiplied by cuBLASLt as above.
   void run(const void* x, const DeviceMatrix& w, DType dtype, int rows, float* y, cudaStream_t stream);
+  // The same through the mat-vec's fused forms (MatvecFusion, kernels.h):
+  // the prologue's norm in each part's launch (`store` written by the first
+  // part's), the epilogue's add into y's columns (bias [w.rows()] of `dtype`,
+  // each part its slice). Only where fuses(w, rows); throws elsewhere.
+  void run(const void* x, const DeviceMatrix& w, DType dtype, int rows, float* y, cudaStream_t stream,
+           const MatvecFusion& fusion);
+  // Whether `rows` rows of w take the mat-vec with its fused forms: the
+  // mat-vec route (rows 1..kMatvecMaxRows, PerRowBucket) and no quantized part.
+  bool fuses(const DeviceMatrix& w, int rows) const;
   // Makes the decoding buffer for quantized matrices of up to `cols` input
   // features in `dtype` (before any graph is captured: capture cannot allocate).
   void reserve_dequantize(int cols, DType dtype);

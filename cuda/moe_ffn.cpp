@@ -68,7 +68,7 @@ std::optional<MoeGateUp> fused_gate_up(const DeviceExperts& gate_up, int hidden,
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,
                             const MoeWorkspace& ws, const float* shared_out, const float* shared_gate, float* out,
-                            cudaStream_t stream, MoePath path, const ExpertBiases& biases) {
+                            cudaStream_t stream, MoePath path, const ExpertBiases& biases, bool accumulate) {
   if (rows > ws.capacity())
     throw std::invalid_argument("enqueue_routed_experts: " + std::to_string(rows) + " rows for a workspace of " +
                                 std::to_string(ws.capacity()));
@@ -121,18 +121,27 @@ void enqueue_routed_experts(const float* scores, const void* h, int rows, const 
   if (path == MoePath::Fused && rows <= kMoeDownCombineRows && k <= kMoeDownCombineMaxK && down.parts.size() == 1) {
     const WeightPart& p = down.parts[0];
     launch_moe_down_combine(ws.hidden.get(), dtype, p.data.get(), p.quant, down.cols, dim, rows, k, ws.expert.as<int>(),
-                            ws.weight.as<float>(), plan.slot_of, biases.down, shared_out, shared_gate, out, stream);
+                            ws.weight.as<float>(), plan.slot_of, biases.down, shared_out, shared_gate, out, stream,
+                            accumulate);
     return;
   }
   grouped(down, ws.hidden.get(), nullptr, ws.expert_out.as<float>());
   add_expert_bias(ws.expert_out.as<float>(), dim, dim, biases.down);
   launch_moe_combine(ws.expert_out.as<float>(), plan.slot_of, ws.weight.as<float>(), rows, k, dim, shared_out,
-                     shared_gate, out, stream);
+                     shared_gate, out, stream, accumulate);
 }
 
 void enqueue_moe_ffn(GemmRunner& gemm, const DeviceLayerWeights& L, const ModelConfig& c, DType dtype, const void* h,
-                     int rows, const MoeWorkspace& ws, float* out, cudaStream_t stream) {
-  gemm.run(h, L.router, dtype, rows, ws.scores.as<float>(), stream);  // gpt-oss's router bias: added by routing
+                     int rows, const MoeWorkspace& ws, float* out, cudaStream_t stream, const MatvecFusion* fused) {
+  // gpt-oss's router bias: added by routing
+  if (fused && fused->norm_rows) {
+    if (fused->store != h) throw std::invalid_argument("enqueue_moe_ffn: the router must store the normalized rows at h");
+    MatvecFusion prologue = *fused;
+    prologue.accumulate = false;  // the residual add is the sum's, at the end
+    gemm.run(nullptr, L.router, dtype, rows, ws.scores.as<float>(), stream, prologue);
+  } else {
+    gemm.run(h, L.router, dtype, rows, ws.scores.as<float>(), stream);
+  }
   const float *shared_out = nullptr, *shared_gate = nullptr;
   if (c.options.shared_expert) {  // a dense SwiGLU of its own, and its sigmoid gate's one output
     gemm.run(h, L.shexp_gate_up, dtype, rows, ws.shared_gate_up.as<float>(), stream);
@@ -145,7 +154,8 @@ void enqueue_moe_ffn(GemmRunner& gemm, const DeviceLayerWeights& L, const ModelC
   }
   enqueue_routed_experts(ws.scores.as<float>(), h, rows, c.moe, L.exp_gate_up, L.exp_down, dtype, ws, shared_out,
                          shared_gate, out, stream, MoePath::Fused,
-                         {L.exp_gate_bias.get(), L.exp_up_bias.get(), L.exp_down_bias.get(), L.router_bias.get()});
+                         {L.exp_gate_bias.get(), L.exp_up_bias.get(), L.exp_down_bias.get(), L.router_bias.get()},
+                         fused && fused->accumulate);
 }
 
 }  // namespace astrai::cuda

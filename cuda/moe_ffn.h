@@ -86,16 +86,24 @@ struct ExpertBiases {
 // biases are added to its gate/up and down outputs before the activation and
 // the weighted sum, as expert_linear() adds them: inside the fused gate/up
 // and down kernels on the Fused path, by launch_add_bias on float rows on
-// the Separate one (the same additions, so the same bits).
+// the Separate one (the same additions, so the same bits). With
+// `accumulate` the sum is added to out (the residual) instead of stored.
 void enqueue_routed_experts(const float* scores, const void* h, int rows, const MoeConfig& moe,
                             const DeviceExperts& gate_up, const DeviceExperts& down, DType dtype,
                             const MoeWorkspace& ws, const float* shared_out, const float* shared_gate, float* out,
-                            cudaStream_t stream, MoePath path = MoePath::Fused, const ExpertBiases& biases = {});
+                            cudaStream_t stream, MoePath path = MoePath::Fused, const ExpertBiases& biases = {},
+                            bool accumulate = false);
 
 // The whole block of sparse layer L for rows of h (dtype, [rows, dim]), into
 // out [rows, dim] float (the feed-forward output the next residual adds).
 // rows <= ws.capacity().                       (reference: moe_ffn() in reference/moe.cpp)
+// With `fused` (the decode step's norms inside the mat-vecs, docs/cuda.md;
+// only where gemm.fuses(L.router, rows)): the router's launch normalizes
+// fused->norm_rows itself (where given) and stores the normalized rows at h
+// (fused->store == h) for the launches after it, and with
+// fused->accumulate the block's output is added to out instead of stored.
 void enqueue_moe_ffn(GemmRunner& gemm, const DeviceLayerWeights& L, const ModelConfig& config, DType dtype,
-                     const void* h, int rows, const MoeWorkspace& ws, float* out, cudaStream_t stream);
+                     const void* h, int rows, const MoeWorkspace& ws, float* out, cudaStream_t stream,
+                     const MatvecFusion* fused = nullptr);
 
 }  // namespace astrai::cuda

@@ -114,6 +114,7 @@ KernelCase add_bias_case();
 KernelCase paged_attention_case();
 KernelCase gemm_case();
 KernelCase matvec_case();
+KernelCase matvec_fused_case();
 KernelCase matvec_quant_case();
 KernelCase dequantize_case();
 KernelCase embedding_quant_case();

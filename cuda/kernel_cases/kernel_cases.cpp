@@ -41,7 +41,7 @@ std::string KernelRun::check(double rtol) { return test::compare(result(), expec
 const std::vector<KernelCase>& kernel_cases() {
   static const std::vector<KernelCase> cases = {
       convert_case(),       embedding_case(),       rmsnorm_case(), swiglu_case(), logit_softcap_case(), add_bias_case(),
-      rope_kv_write_case(), paged_attention_case(), gemm_case(), matvec_case(), matvec_quant_case(), dequantize_case(), embedding_quant_case(),
+      rope_kv_write_case(), paged_attention_case(), gemm_case(), matvec_case(), matvec_fused_case(), matvec_quant_case(), dequantize_case(), embedding_quant_case(),
       sample_case(),
       adjust_logits_case(), row_logprobs_case(), moe_case(),
   };

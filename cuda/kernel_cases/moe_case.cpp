@@ -34,7 +34,8 @@ struct MoeRun final : KernelRun {
   DType t;
   int rows, dim, hidden;
   MoeConfig moe;
-  std::vector<float> scores, x, gate, up, down, shared_out, shared_gate;  // gate/up [E, hidden, dim], down [E, dim, hidden]
+  std::vector<float> scores, x, gate, up, down, shared_out, shared_gate;
+  std::vector<float> residual;  // add=1: what the output is added to (empty: stored)  // gate/up [E, hidden, dim], down [E, dim, hidden]
   std::vector<float> gate_bias, up_bias, down_bias;  // gpt_oss: [E, hidden], [E, hidden], [E, dim]
   std::vector<float> router_bias;                     // gpt_oss: [E]
   bool host_copies = true;  // gate, up and down kept for the reference (small shapes)
@@ -67,7 +68,9 @@ struct MoeRun final : KernelRun {
       d_shared_out = test::upload(shared_out, DType::Float32);
       d_shared_gate = test::upload(shared_gate, DType::Float32);
     }
-    d_out = test::nan_filled(R * D, DType::Float32);
+    // add=1: the sum is added to a residual (the decode step's fused norms), which launch() restores first.
+    if (s.get("add", 0) != 0) residual = test::random_values(R * D, s.seed + 10, DType::Float32);
+    d_out = residual.empty() ? test::nan_filled(R * D, DType::Float32) : test::upload(residual, DType::Float32);
     if (gpt_oss) {
       gate_bias = test::random_values(E * H, s.seed + 7, t);
       up_bias = test::random_values(E * H, s.seed + 8, t);
@@ -139,11 +142,13 @@ struct MoeRun final : KernelRun {
   void launch(int variant, cudaStream_t stream) override {
     if (variant != 1 && variant != 2) throw std::invalid_argument("moe_ffn has no variant " + std::to_string(variant));
     launched = variant;
+    if (!residual.empty() && restore_inputs) test::upload_to(d_out.get(), residual, DType::Float32);
     enqueue_routed_experts(d_scores.as<float>(), d_x.get(), rows, moe, gate_up, experts_down, t, ws,
                            shared_out.empty() ? nullptr : d_shared_out.as<float>(),
                            shared_out.empty() ? nullptr : d_shared_gate.as<float>(), d_out.as<float>(), stream,
                            variant == 1 ? MoePath::Fused : MoePath::Separate,
-                           {d_gate_bias.get(), d_up_bias.get(), d_down_bias.get(), d_router_bias.get()});
+                           {d_gate_bias.get(), d_up_bias.get(), d_down_bias.get(), d_router_bias.get()},
+                           !residual.empty());
   }
   std::vector<float> result() override { return test::download(d_out, size_t(rows) * size_t(dim), DType::Float32); }
   std::vector<float> expected() override { return reference(nullptr, false); }
@@ -218,6 +223,8 @@ struct MoeRun final : KernelRun {
         const float z = shared_gate[r], s = 1.0f / (1.0f + std::exp(-z));
         for (size_t i = 0; i < D; ++i) sum(0, i) += s * shared_out[r * D + i];
       }
+      if (!residual.empty())  // the residual add, in float as the device adds it
+        for (size_t i = 0; i < D; ++i) sum(0, i) = residual[r * D + i] + sum(0, i);
       std::copy(sum.begin(), sum.end(), out.begin() + std::ptrdiff_t(r * D));
     }
     return out;
@@ -292,7 +299,7 @@ KernelCase moe_case() {
             return KernelShape{pick(0, 1) ? DType::BFloat16 : DType::Float32, pick_seed(pick),
                                {{"rows", pick(0, 1) ? pick(1, kMoeDownCombineRows + 1) : pick(1, 24)}, {"experts", experts}, {"k", pick(1, experts)},
                                 {"hidden", hidden}, {"dim", dim}, {"routing", pick(0, 2)}, {"ties", pick(0, 1)},
-                                {"shared", pick(0, 1)}, {"gpt_oss", pick(0, 1)}}};
+                                {"shared", pick(0, 1)}, {"gpt_oss", pick(0, 1)}, {"add", pick(0, 1)}}};
           },
           // Qwen3-30B-A3B's sparse layer (128 experts of 768, top 8, dim 2048) at a decode step of 1 and 64 rows.
           {moe_shape(1, 128, 8, 768, 2048), moe_shape(64, 128, 8, 768, 2048)},

@@ -194,8 +194,26 @@ inline constexpr int kMatvecMaxRows = 8;
 // accumulation (fmaf), y [rows, ldy] float32 (columns 0 .. out written). W is
 // read once for all rows with 16-byte loads when `in` and the pointers allow.
 // A row's bits do not depend on `rows`.            (reference: linear() in linear.cpp)
+//
+// `fusion` folds the decode step's residual norm into the products around it
+// (docs/cuda.md, "Norms inside the mat-vec"); each part is optional:
+struct MatvecFusion {
+  // The prologue: the input is launch_residual_rmsnorm's output for rows
+  // norm_rows (float32 [rows, in], nothing added) scaled by `norm`, bit for
+  // bit, computed by every block; `x` is not read. With `store`, the
+  // normalized rows are also written there ([rows, in] of `dtype`, a slice
+  // by each block) for the launches after.
+  const float* norm_rows = nullptr;
+  NormScale norm;
+  float eps = 0.0f;
+  void* store = nullptr;
+  // The epilogue: y[r, j] = y[r, j] + (sum + bias[j]) (bias [out] of
+  // `dtype`, optional): the residual add of launch_residual_rmsnorm, bit for bit.
+  bool accumulate = false;
+  const void* bias = nullptr;
+};
 void launch_matvec(const void* x, const void* w, DType dtype, int rows, int in, int out, float* y, int ldy,
-                   cudaStream_t stream);
+                   cudaStream_t stream, const MatvecFusion& fusion = {});
 
 // ---- the decode step's mat-vec on quantized weights (matvec_quant.cu) ----
 
@@ -312,8 +330,11 @@ void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, co
 // order, each product rounded, as the reference adds them), then, with a
 // shared expert, + sigmoid(shared_gate[r]) * shared_out[r, d] (both null
 // without one).                             (reference: moe_ffn() in reference/moe.cpp)
+// With `accumulate`, out[r, d] += that sum instead (the residual add of
+// launch_residual_rmsnorm, bit for bit: the decode step's fused norms).
 void launch_moe_combine(const float* expert_out, const int* slot_of, const float* weight, int rows, int k, int dim,
-                        const float* shared_out, const float* shared_gate, float* out, cudaStream_t stream);
+                        const float* shared_out, const float* shared_gate, float* out, cudaStream_t stream,
+                        bool accumulate = false);
 
 // The down product and the sum above in one launch, for a step of few rows
 // (a decode step at batch 1 reads each chosen expert once either way, and
@@ -331,7 +352,7 @@ inline constexpr int kMoeDownCombineMaxK = 16; // choices a row may have on this
 void launch_moe_down_combine(const void* hidden, DType dtype, const void* w, std::optional<QuantFormat> format, int in,
                              int dim, int rows, int k, const int* expert, const float* weight, const int* slot_of,
                              const void* bias, const float* shared_out, const float* shared_gate, float* out,
-                             cudaStream_t stream);
+                             cudaStream_t stream, bool accumulate = false);
 
 // The gated feed-forward's activation: SiLU (SwiGLU: Llama, Qwen, Mistral),
 // tanh-approximated GELU (GeGLU: Gemma's gelu_pytorch_tanh), or gpt-oss's

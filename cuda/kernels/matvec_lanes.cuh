@@ -64,16 +64,32 @@ __device__ __forceinline__ float sum_lanes(const float (&lanes)[kLanes + 1]) {
   return v[0];
 }
 
+// What a mat-vec does with a finished sum: stores it, or adds it to what y
+// holds (the residual add of residual_rmsnorm.cu: y + (sum + bias[j])).
+template <typename B = float>
+struct RowSumEpilogue {
+  bool accumulate = false;
+  const B* bias = nullptr;  // with accumulate only; null: none
+};
+
 // After every lane has stored its sums in partial[r][o][lane] and the block
 // has passed a barrier: thread t < rows * kOutputs (rows <= kRows) adds row
 // r's kLanes sums of output j0 + i by sum_lanes and stores the result at
-// y[r * ldy + j0 + i]; the kOutputs threads of a row store their
-// consecutive outputs together.
-template <int kRows>
+// y[r * ldy + j0 + i] (or adds it there, as `epilogue` says); the kOutputs
+// threads of a row store their consecutive outputs together.
+template <int kRows, typename B = float>
 __device__ __forceinline__ void store_row_sums(const float (&partial)[kRows][kOutputs][kLanes + 1], int j0, int out,
-                                               float* __restrict__ y, int ldy, int rows = kRows) {
+                                               float* __restrict__ y, int ldy, int rows = kRows,
+                                               RowSumEpilogue<B> epilogue = {}) {
   const int r = int(threadIdx.x) / kOutputs, i = int(threadIdx.x) % kOutputs;
-  if (r < kRows && r < rows && j0 + i < out) y[size_t(r) * size_t(ldy) + size_t(j0 + i)] = sum_lanes(partial[r][i]);
+  if (r >= kRows || r >= rows || j0 + i >= out) return;
+  float sum = sum_lanes(partial[r][i]);
+  float& at = y[size_t(r) * size_t(ldy) + size_t(j0 + i)];
+  if (epilogue.accumulate) {
+    if (epilogue.bias) sum = __fadd_rn(sum, to_float(epilogue.bias[j0 + i]));
+    sum = __fadd_rn(at, sum);
+  }
+  at = sum;
 }
 
 }  // namespace astrai::cuda::matvec_lanes

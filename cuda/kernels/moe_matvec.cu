@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kThreads)
     moe_down_combine_kernel(const T* __restrict__ hidden, Rows w, int dim, int k, const int* __restrict__ expert,
                             const float* __restrict__ weight, const int* __restrict__ slot_of,
                             const T* __restrict__ bias, const float* __restrict__ shared_out,
-                            const float* __restrict__ shared_gate, float* __restrict__ out) {
+                            const float* __restrict__ shared_gate, float* __restrict__ out, bool accumulate) {
   // Dynamic shared memory sized by k (launch_down_combine_typed): the
   // lanes' sums [k][kOutputs][kLanes + 1], then the row's k experts, slots
   // and weights. (Static arrays sized for the largest k would be 17 KB in every
@@ -254,7 +254,8 @@ __global__ void __launch_bounds__(kThreads)
       sum = moe_add_choice(sum, chosen_weight[c], y);
     }
     if (shared_out) sum = moe_add_shared_expert(sum, shared_gate[r], shared_out[size_t(r) * size_t(dim) + size_t(d)]);
-    out[size_t(r) * size_t(dim) + size_t(d)] = sum;
+    float& at = out[size_t(r) * size_t(dim) + size_t(d)];
+    at = accumulate ? __fadd_rn(at, sum) : sum;  // the residual add (launch_moe_combine's)
   }
 }
 
@@ -313,13 +314,13 @@ template <typename T>
 void launch_down_combine_typed(const T* hidden, const void* w, std::optional<QuantFormat> format, int in, int dim,
                                int rows, int k, const int* expert, const float* weight, const int* slot_of,
                                const T* bias, const float* shared_out, const float* shared_gate, float* out,
-                               cudaStream_t stream) {
+                               bool accumulate, cudaStream_t stream) {
   const dim3 grid(unsigned((dim + kOutputs - 1) / kOutputs), unsigned(rows));
   const size_t smem = (size_t(k) * kOutputs * (kLanes + 1) + 3 * size_t(k)) * sizeof(float);  // <= 17,088 B
   with_rows<T>(format, rows_aligned(hidden, in, {w}), w, w, in, [&](auto down, auto) {
     const auto kernel = moe_down_combine_kernel<T, decltype(down)>;
     ASTRAI_LAUNCH(kernel, grid, kThreads, smem, stream)(hidden, down, dim, k, expert, weight, slot_of, bias,
-                                                        shared_out, shared_gate, out);
+                                                        shared_out, shared_gate, out, accumulate);
   });
 }
 
@@ -356,7 +357,7 @@ void launch_moe_gate_up_swiglu(const void* x, const int* x_rows, DType dtype, co
 void launch_moe_down_combine(const void* hidden, DType dtype, const void* w, std::optional<QuantFormat> format, int in,
                              int dim, int rows, int k, const int* expert, const float* weight, const int* slot_of,
                              const void* bias, const float* shared_out, const float* shared_gate, float* out,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, bool accumulate) {
   if (k < 1 || k > kMoeDownCombineMaxK)
     throw std::invalid_argument("launch_moe_down_combine: " + std::to_string(k) + " experts a row (1 to " +
                                 std::to_string(kMoeDownCombineMaxK) + ")");
@@ -367,7 +368,7 @@ void launch_moe_down_combine(const void* hidden, DType dtype, const void* w, std
   if (rows == 0 || dim == 0) return;
   ASTRAI_DISPATCH_DTYPE(dtype, launch_down_combine_typed(static_cast<const Elem*>(hidden), w, format, in, dim, rows, k,
                                                          expert, weight, slot_of, static_cast<const Elem*>(bias),
-                                                         shared_out, shared_gate, out, stream));
+                                                         shared_out, shared_gate, out, accumulate, stream));
   ASTRAI_CUDA_CHECK_LAUNCH();
 }
 

@@ -133,12 +133,32 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
     return bf16({{"dim", s.dim}, {"rows", B}, {"delta", 1}, {"map", map}, {"bias", bias}, {"post", s.gemma},
                  {"offset", s.gemma}});
   };
+  // The executor's norms inside the mat-vecs (CudaExecutor::enqueue): bf16
+  // products at the mat-vec's row counts, no sandwich norms (Gemma's post
+  // norms stand between a product and the residual add).
+  const bool fused = s.weights == Weights::BF16 && B <= kMatvecMaxRows && !s.gemma;
+  // A fused product: norm=1 normalizes the float32 residual x in its
+  // prologue (store=1 also writes the normalized rows), add=1 adds its
+  // output to x (bias=1 with a bias first).
+  const auto fused_product = [&](const char* what, int in, int out, int norm, int store, int add, int bias) {
+    step.push_back({what, "matvec_fused",
+                    bf16({{"rows", B}, {"in", in}, {"out", out}, {"norm", norm}, {"store", store}, {"add", add},
+                          {"bias", bias}, {"offset", 0}}),
+                    1,
+                    e * double(in) * out + (norm ? 4.0 * B * in + e * in : e * double(B) * in) +
+                        4.0 * double(B) * out * (add ? 2 : 1) + (store ? e * double(B) * in : 0.0) +
+                        (bias ? e * double(out) : 0.0)});
+  };
   for (int l = 0; l < s.layers; ++l) {
-    step.push_back({"layer: attention norm (+ residual)", "rmsnorm", norm(0, 0), 1, norm_bytes});
-    push_projection(step, s, l, "layer: qkv projection", s.dim,
-                    {{"layer: q projection", Matrix::Q, q_dim},
-                     {"layer: k projection", Matrix::K, kv_dim},
-                     {"layer: v projection", Matrix::V, kv_dim}});
+    if (fused) {
+      fused_product("layer: qkv projection (+ attention norm)", s.dim, q_dim + 2 * kv_dim, 1, 0, 0, 0);
+    } else {
+      step.push_back({"layer: attention norm (+ residual)", "rmsnorm", norm(0, 0), 1, norm_bytes});
+      push_projection(step, s, l, "layer: qkv projection", s.dim,
+                      {{"layer: q projection", Matrix::Q, q_dim},
+                       {"layer: k projection", Matrix::K, kv_dim},
+                       {"layer: v projection", Matrix::V, kv_dim}});
+    }
     step.push_back({"layer: rope + KV write", "rope_kv_write",
                     bf16({{"rows", B}, {"n_kv", s.n_kv_heads}, {"ratio", s.n_heads / s.n_kv_heads},
                           {"head_dim", s.head_dim}, {"rotate_half", 1}, {"theta", 1}, {"bias", s.gpt_oss},
@@ -153,35 +173,58 @@ std::vector<StepKernel> decode_launches(const ReferenceShape& s) {
                           {"split", split_len_for(s.max_seq_len)}, {"splits", 0}, {"chunk", kPrefillChunkRows},
                           {"window", seen < s.context ? seen : 0}, {"sinks", s.gpt_oss}}),
                     1, e * 2.0 * B * double(seen) * kv_dim + 4.0 * B * double(q_dim) + e * B * double(q_dim)});
-    push_projection(step, s, l, "layer: output projection", q_dim, {{"layer: output projection", Matrix::O, s.dim}});
-    step.push_back({"layer: ffn norm (+ residual)", "rmsnorm", norm(0, s.gpt_oss), 1, norm_bytes});
+    if (fused) {
+      fused_product("layer: output projection (+ residual)", q_dim, s.dim, 0, 0, 1, s.gpt_oss);
+    } else {
+      push_projection(step, s, l, "layer: output projection", q_dim, {{"layer: output projection", Matrix::O, s.dim}});
+      step.push_back({"layer: ffn norm (+ residual)", "rmsnorm", norm(0, s.gpt_oss), 1, norm_bytes});
+    }
     if (s.experts > 0) {  // cuda/moe_ffn.h: the router's GEMM, then route, plan, the grouped products, combine
-      step.push_back({"layer: router", "gemm", bf16({{"rows", B}, {"in", s.dim}, {"out", s.experts}}), 1,
-                      e * double(s.experts) * s.dim + e * double(B) * s.dim + 4.0 * double(B) * s.experts});
+      if (fused)  // the router normalizes x and stores h for the experts
+        fused_product("layer: router (+ ffn norm)", s.dim, s.experts, 1, 1, 0, 0);
+      else
+        step.push_back({"layer: router", "gemm", bf16({{"rows", B}, {"in", s.dim}, {"out", s.experts}}), 1,
+                        e * double(s.experts) * s.dim + e * double(B) * s.dim + 4.0 * double(B) * s.experts});
       const double choices = double(B) * s.experts_used, eh = s.expert_hidden;
       const double read = expected_experts_read(s.experts, s.experts_used, B);
-      step.push_back({s.gpt_oss ? "layer: experts (route, plan, gate/up, biases, clamped SwiGLU, down, bias, combine)"
-                                : "layer: experts (route, plan, gate/up, SwiGLU, down, combine)",
+      step.push_back({s.gpt_oss ? (fused ? "layer: experts (route, plan, gate/up, biases, clamped SwiGLU, down, bias, "
+                                           "combine + residual)"
+                                         : "layer: experts (route, plan, gate/up, biases, clamped SwiGLU, down, bias, "
+                                           "combine)")
+                                : (fused ? "layer: experts (route, plan, gate/up, SwiGLU, down, combine + residual)"
+                                         : "layer: experts (route, plan, gate/up, SwiGLU, down, combine)"),
                       "moe_ffn",
                       bf16({{"rows", B}, {"experts", s.experts}, {"k", s.experts_used}, {"hidden", s.expert_hidden},
                             {"dim", s.dim}, {"routing", s.gpt_oss ? 2 : 1}, {"ties", 0}, {"shared", 0},
-                            {"gpt_oss", s.gpt_oss}}),
+                            {"gpt_oss", s.gpt_oss}, {"add", fused}}),
                       1,
                       read * 3.0 * eh * s.dim * e + (s.gpt_oss ? read * (2.0 * eh + s.dim) * e : 0.0) +
                           4.0 * double(B) * s.experts + e * double(B) * s.dim +
                           choices * (4.0 * 2 * eh * 2 + e * eh * 2) +
                           // the slots' outputs written and read back, where the sum is a launch of its own
-                          (B <= kMoeDownCombineRows ? 0.0 : choices * 4.0 * 2 * s.dim) + 4.0 * double(B) * s.dim});
+                          (B <= kMoeDownCombineRows ? 0.0 : choices * 4.0 * 2 * s.dim) +
+                          4.0 * double(B) * s.dim * (fused ? 2 : 1)});
     } else {
-      push_projection(step, s, l, "layer: gate + up projection", s.dim,
-                      {{"layer: gate projection", Matrix::Gate, s.hidden}, {"layer: up projection", Matrix::Up, s.hidden}});
+      if (fused)
+        fused_product("layer: gate + up projection (+ ffn norm)", s.dim, 2 * s.hidden, 1, 0, 0, 0);
+      else
+        push_projection(step, s, l, "layer: gate + up projection", s.dim,
+                        {{"layer: gate projection", Matrix::Gate, s.hidden}, {"layer: up projection", Matrix::Up, s.hidden}});
       step.push_back({s.gemma ? "layer: GeGLU" : "layer: SwiGLU", "swiglu",
                       bf16({{"rows", B}, {"hidden", s.hidden}, {"act", s.gemma ? 1 : 0}}), 1,
                       4.0 * 2 * double(B) * s.hidden + e * double(B) * s.hidden});
-      push_projection(step, s, l, "layer: down projection", s.hidden, {{"layer: down projection", Matrix::Down, s.dim}});
+      if (fused)
+        fused_product("layer: down projection (+ residual)", s.hidden, s.dim, 0, 0, 1, 0);
+      else
+        push_projection(step, s, l, "layer: down projection", s.hidden, {{"layer: down projection", Matrix::Down, s.dim}});
     }
   }
-  step.push_back({"final norm", "rmsnorm", norm(1, 0), 1, norm_bytes});
+  if (fused)  // the last layer's product added its output: the norm only
+    step.push_back({"final norm", "rmsnorm",
+                    bf16({{"dim", s.dim}, {"rows", B}, {"delta", 0}, {"map", 1}, {"bias", 0}, {"post", 0}, {"offset", 0}}),
+                    1, 4.0 * double(B) * s.dim + e * double(B) * s.dim + e * s.dim});
+  else
+    step.push_back({"final norm", "rmsnorm", norm(1, 0), 1, norm_bytes});
   push_projection(step, s, 0, "classifier", s.dim, {{"classifier", Matrix::Classifier, s.vocab}});
   if (s.softcap > 0.0f)
     step.push_back({"final soft cap", "logit_softcap",

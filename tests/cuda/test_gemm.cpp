@@ -10,9 +10,11 @@
 #include <rapidcheck/catch.h>
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "cuda/gemm.h"
+#include "cuda/kernel_cases/kernel_case.h"
 #include "cuda/kernels/kernels.h"
 #ifdef ASTRAI_CUDA_EMULATED
 #include "cuda/emulation/emulated_device.h"
@@ -102,6 +104,34 @@ TEST_CASE("the mat-vec kernel gives a row the same bits for 1 to 8 rows", "[cuda
         CHECK(y == first_row);
       }
     }
+}
+
+TEST_CASE("the fused mat-vec gives the bits of the separate norm and mat-vec and residual add", "[cuda]") {
+  // Exact by construction (matvec.cu, rms_row.cuh): the prologue reduces a
+  // row's sum of squares over the same 256 threads in residual_rmsnorm.cu's
+  // element order and tree, scales each element by the same expression and
+  // rounds it to the dtype as the norm kernel stores it; the epilogue adds
+  // (sum + bias) to y with one float addition, as the norm kernel adds its
+  // delta. So the executor may fuse at any row count of the mat-vec without
+  // changing a token. Variant 1 of the matvec_fused case is the fused launch,
+  // variant 2 the separate ones.
+  ASTRAI_REQUIRE_GPU();
+  const cuda::cases::KernelCase* fused = nullptr;
+  for (const auto& c : cuda::cases::kernel_cases())
+    if (c.name == "matvec_fused") fused = &c;
+  REQUIRE(fused != nullptr);
+  rc::prop("fused vs separate", [fused] {
+    const cuda::cases::KernelShape shape =
+        fused->draw([](int lo, int hi) { return *rc::gen::resize(100, rc::gen::inRange(lo, hi + 1)); });
+    RC_LOG() << shape.describe();
+    auto run = fused->prepare(shape);
+    run->launch(1, nullptr);
+    const std::vector<float> one = run->result();
+    run->launch(2, nullptr);
+    const std::vector<float> two = run->result();
+    RC_ASSERT(one.size() == two.size());
+    for (size_t i = 0; i < one.size(); ++i) RC_ASSERT(std::memcmp(&one[i], &two[i], sizeof(float)) == 0);
+  });
 }
 
 TEST_CASE("batch-invariant GEMMs: a row has the same bits whatever the number of rows", "[cuda]") {
