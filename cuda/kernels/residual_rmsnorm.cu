@@ -24,7 +24,6 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
-#include "cuda/kernels/rms_row.cuh"
 #include "cuda/kernels/vector_access.cuh"
 
 namespace astrai::cuda {
@@ -40,6 +39,25 @@ struct Delta {
   const T* norm;      // null: not normalized
   float norm_offset;
 };
+
+// The sum over the block of every thread's v, in a fixed order (the warps'
+// shuffle trees, then the warp sums in warp order), returned to every
+// thread. warp_sums and total are the block's shared scratch; a second call
+// may reuse them: thread 0 reads warp_sums before the barrier every thread
+// passes before any writes them again, and each thread copies `total` out
+// before it reaches the next call's first barrier.
+__device__ __forceinline__ float block_sum(float v, float* warp_sums, float* total) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0.0f;
+    for (int w = 0; w < kThreads / 32; ++w) t += warp_sums[w];
+    *total = t;
+  }
+  __syncthreads();
+  return *total;
+}
 
 // The delta's elements j0 .. j0 + n of row dr, its bias added (bias after
 // the product, as reference/forward.cpp's project()).
@@ -67,7 +85,8 @@ __device__ __forceinline__ void scale_group(const T* w, float offset, int j0, fl
   } else {
     s[0] = to_float(w[j0]);
   }
-  for (int e = 0; e < (kVector ? kVec4 : 1); ++e) s[e] = rms_row::scale(s[e], offset);
+  if (offset != 0.0f)
+    for (int e = 0; e < (kVector ? kVec4 : 1); ++e) s[e] = __fadd_rn(offset, s[e]);
 }
 
 // x[j] (+= delta[j], normalized first when asked, stored back) for j in this
@@ -85,7 +104,7 @@ __device__ __forceinline__ void add_group(float* xr, const float* dr, const Delt
   if (delta.norm) {  // scale * (inv_rms * d), rmsnorm()'s order
     float s[4];
     scale_group<T, kVector>(delta.norm, delta.norm_offset, j0, s);
-    for (int e = 0; e < n; ++e) d[e] = rms_row::normalized(d[e], s[e], inv_rms_delta);
+    for (int e = 0; e < n; ++e) d[e] = __fmul_rn(s[e], __fmul_rn(inv_rms_delta, d[e]));
   }
   for (int e = 0; e < n; ++e) v[e] = __fadd_rn(v[e], d[e]);
   if constexpr (kVector) store4(xr + j0, v);
@@ -112,18 +131,23 @@ __global__ void __launch_bounds__(kThreads)
       delta_group<T, kVector>(dr, delta.bias, j0, d);
       for (int e = 0; e < n; ++e) sum_sq = __fmaf_rn(d[e], d[e], sum_sq);
     }
-    inv_rms_delta = 1.0f / sqrtf(rms_row::block_sum<kThreads>(sum_sq, warp_sums, &total) / float(dim) + eps);
+    inv_rms_delta = 1.0f / sqrtf(block_sum(sum_sq, warp_sums, &total) / float(dim) + eps);
   }
-  const float inv_rms = rms_row::inv_rms<kThreads, kVector>(
-      dim, eps, [&](int j0, float (&v)[4]) { add_group<T, kVector>(xr, dr, delta, inv_rms_delta, j0, v); }, warp_sums,
-      &total);
+  float sum_sq = 0.0f;
+#pragma unroll 4
+  for (int j0 = int(threadIdx.x) * n; j0 < dim; j0 += kThreads * n) {
+    float v[4];
+    add_group<T, kVector>(xr, dr, delta, inv_rms_delta, j0, v);
+    for (int e = 0; e < n; ++e) sum_sq = __fmaf_rn(v[e], v[e], sum_sq);
+  }
+  const float inv_rms = 1.0f / sqrtf(block_sum(sum_sq, warp_sums, &total) / float(dim) + eps);
   // Each thread rereads the elements it wrote itself above.
   for (int j0 = int(threadIdx.x) * n; j0 < dim; j0 += kThreads * n) {
     float v[4], s[4];
     if constexpr (kVector) load4(xr + j0, v);
     else v[0] = xr[j0];
     scale_group<T, kVector>(weight, offset, j0, s);
-    for (int e = 0; e < n; ++e) v[e] = rms_row::normalized(v[e], s[e], inv_rms);
+    for (int e = 0; e < n; ++e) v[e] = __fmul_rn(s[e], __fmul_rn(inv_rms, v[e]));
     if constexpr (kVector) store4(o + j0, v);
     else o[j0] = from_float<T>(v[0]);
   }

@@ -1,9 +1,13 @@
-// One row's RMSNorm arithmetic, shared by residual_rmsnorm.cu (the norm as a
-// launch of its own) and matvec.cu's normalizing prologue (the norm inside
-// the next product, docs/cuda.md "Norms inside the mat-vec"): the sum of
-// squares in one fixed order and the scaling in one expression, so both give
-// a row's normalized values bit for bit alike, and neither depends on the
-// rows beside it (batch invariance).
+// One row's RMSNorm arithmetic for matvec.cu's normalizing prologue (the
+// norm inside the next product, docs/cuda.md "Norms inside the mat-vec"):
+// residual_rmsnorm.cu's sum of squares, in its thread mapping, loop order and
+// tree, and its scaling expression, so the prologue gives a row's
+// normalized values bit for bit as the norm launch does (test_gemm's
+// "the fused mat-vec gives the bits of the separate norm and mat-vec and
+// residual add" holds them equal), and neither depends on the rows beside it.
+// (residual_rmsnorm.cu keeps its own copy inline: through these helpers
+// the emulated build's access trace of that kernel changed, and with it the
+// performance report's figures, for the same loads.)
 #pragma once
 
 #include "cuda/kernels/dtype_device.cuh"
@@ -31,7 +35,7 @@ __device__ __forceinline__ float block_sum(float v, float* warp_sums, float* tot
 }
 
 // 1 / sqrt(mean(v^2) + eps) over a row of dim elements, to every thread of
-// the block. values(j0, v) gives elements j0 .. j0 + n in v (n = 4 when
+// the block: residual_rmsnorm_kernel's loop and order. values(j0, v) gives elements j0 .. j0 + n in v (n = 4 when
 // kVector, else 1); thread t takes the groups at t n, t n + kThreads n, ...
 // in that order.
 template <int kThreads, bool kVector, typename Values>
