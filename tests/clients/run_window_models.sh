@@ -91,6 +91,12 @@ own_template "$work/mistral.gguf" "$work/mistral" "</s>"
 # tool_calls (harmony.test.mjs), for the folder and the GGUF.
 python3 -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["chat_template"])' \
   "$root/tests/engine/chat/templates/gpt_oss.json" > "$work/gpt-oss.jinja"
+# The template prints today's date (strftime_now): pinned, so the prompt, the
+# random-weight model's greedy tokens and the test's outcome do not change
+# with the day (on 2026-12-06 the analysis header came out otherwise and the
+# thinking budget, counted from it, never closed the analysis).
+sed -i 's/strftime_now("%Y-%m-%d")/"2026-12-05"/' "$work/gpt-oss.jinja"
+grep -q '"Current date: " + "2026-12-05"' "$work/gpt-oss.jinja"
 for model in "$work/gpt-oss" "$work/gpt-oss.gguf"; do
   echo "== harmony through the OpenAI SDK against $(basename "$model") with gpt-oss's chat template"
   ASTRAI_CLIENTS_SUITE=harmony ASTRAI_CLIENTS_NPM_DONE=1 \
