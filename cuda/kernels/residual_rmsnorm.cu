@@ -24,6 +24,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/dtype_device.cuh"
 #include "cuda/kernels/kernels.h"
+#include "cuda/kernels/rms_row.cuh"
 #include "cuda/kernels/vector_access.cuh"
 
 namespace astrai::cuda {
@@ -39,25 +40,6 @@ struct Delta {
   const T* norm;      // null: not normalized
   float norm_offset;
 };
-
-// The sum over the block of every thread's v, in a fixed order (the warps'
-// shuffle trees, then the warp sums in warp order), returned to every
-// thread. warp_sums and total are the block's shared scratch; a second call
-// may reuse them: thread 0 reads warp_sums before the barrier every thread
-// passes before any writes them again, and each thread copies `total` out
-// before it reaches the next call's first barrier.
-__device__ __forceinline__ float block_sum(float v, float* warp_sums, float* total) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float t = 0.0f;
-    for (int w = 0; w < kThreads / 32; ++w) t += warp_sums[w];
-    *total = t;
-  }
-  __syncthreads();
-  return *total;
-}
 
 // The delta's elements j0 .. j0 + n of row dr, its bias added (bias after
 // the product, as reference/forward.cpp's project()).
@@ -131,7 +113,7 @@ __global__ void __launch_bounds__(kThreads)
       delta_group<T, kVector>(dr, delta.bias, j0, d);
       for (int e = 0; e < n; ++e) sum_sq = __fmaf_rn(d[e], d[e], sum_sq);
     }
-    inv_rms_delta = 1.0f / sqrtf(block_sum(sum_sq, warp_sums, &total) / float(dim) + eps);
+    inv_rms_delta = 1.0f / sqrtf(rms_row::block_sum<kThreads>(sum_sq, warp_sums, &total) / float(dim) + eps);
   }
   float sum_sq = 0.0f;
 #pragma unroll 4
@@ -140,7 +122,7 @@ __global__ void __launch_bounds__(kThreads)
     add_group<T, kVector>(xr, dr, delta, inv_rms_delta, j0, v);
     for (int e = 0; e < n; ++e) sum_sq = __fmaf_rn(v[e], v[e], sum_sq);
   }
-  const float inv_rms = 1.0f / sqrtf(block_sum(sum_sq, warp_sums, &total) / float(dim) + eps);
+  const float inv_rms = 1.0f / sqrtf(rms_row::block_sum<kThreads>(sum_sq, warp_sums, &total) / float(dim) + eps);
   // Each thread rereads the elements it wrote itself above.
   for (int j0 = int(threadIdx.x) * n; j0 < dim; j0 += kThreads * n) {
     float v[4], s[4];

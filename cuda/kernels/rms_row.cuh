@@ -5,9 +5,10 @@
 // normalized values bit for bit as the norm launch does (test_gemm's
 // "the fused mat-vec gives the bits of the separate norm and mat-vec and
 // residual add" holds them equal), and neither depends on the rows beside it.
-// (residual_rmsnorm.cu keeps its own copy inline: through these helpers
-// the emulated build's access trace of that kernel changed, and with it the
-// performance report's figures, for the same loads.)
+// residual_rmsnorm.cu calls block_sum and keeps its loop inline (with the
+// loop behind inv_rms's callable, the emulated build's access trace of that
+// kernel changed, and with it the performance report's figures, for the
+// same loads).
 #pragma once
 
 #include "cuda/kernels/dtype_device.cuh"
