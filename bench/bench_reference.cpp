@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "engine/model_files/load_model.h"
+#include "engine/speculative/ngram_proposer.h"
 #include "reference/synthetic_model.h"
 #include "reference/attention.h"
 #include "reference/dense_kv_cache.h"
@@ -34,6 +35,7 @@
 #include "reference/rmsnorm.h"
 #include "reference/rope.h"
 #include "reference/sampling/sampler.h"
+#include "reference/speculative_generate.h"
 #include "reference/swiglu.h"
 
 namespace {
@@ -240,22 +242,80 @@ void run_decode(benchmark::State& state, const ModelWeights& weights, const std:
   openblas_set_num_threads(blas_threads_before);
 }
 
-// llama2.c's stories260K from the shared data, prompt "Once upon a time".
-void bm_decode_stories260K(benchmark::State& state) {
+// llama2.c's stories260K from the shared data, read once; null (and the
+// benchmark skipped, saying why) when it is missing or unreadable.
+const astrai::LoadedModel* stories260K(benchmark::State& state) {
   const auto model = shared_file("models/stories260K/stories260K.bin");
   const auto tokenizer = shared_file("models/stories260K/tok512.bin");
   if (!model || !tokenizer) {
     state.SkipWithError("shared data missing: models/stories260K/stories260K.bin and tok512.bin (set ASTRAI_SHARED_DIR)");
-    return;
+    return nullptr;
   }
-  static std::optional<astrai::LoadedModel> loaded;  // read once, for every run of this benchmark
+  static std::optional<astrai::LoadedModel> loaded;
   try {
     if (!loaded) loaded = astrai::load_model(*model, *tokenizer);
   } catch (const std::exception& e) {
     state.SkipWithError((std::string("cannot load stories260K: ") + e.what()).c_str());
+    return nullptr;
+  }
+  return &*loaded;
+}
+
+// stories260K, prompt "Once upon a time".
+void bm_decode_stories260K(benchmark::State& state) {
+  if (const auto* model = stories260K(state)) run_decode(state, model->weights, model->tokenizer.encode("Once upon a time"));
+}
+
+// Greedy decoding of 128 tokens with n-gram speculation (state.range(0) = 1,
+// NgramOptions' defaults) or without (0), side by side, on editing-style
+// input: the prompt is a story and its first sentence again, and the model
+// retells the story, which lookup in the prompt predicts (the model's own
+// greedy story after "Once upon a time", 128 tokens, then that opening
+// again). Prefill untimed, one BLAS thread. Counters: tok_per_s, and per
+// generated token the forward passes and the rows scored (passes plus
+// proposals: the reference scores a pass row by row, so its time follows
+// rows, not passes; a GPU's memory-bound decode pass costs about the same
+// for 1 row as for 6, which is where speculation pays).
+void bm_speculative_stories260K(benchmark::State& state) {
+  const auto* model = stories260K(state);
+  if (!model) return;
+  const ModelWeights& weights = model->weights;
+  const bool speculate = state.range(0) != 0;
+  astrai::GenerateOptions options;
+  options.max_new_tokens = 128;
+  static const std::vector<int> prompt = [&] {
+    std::vector<int> opening = model->tokenizer.encode("Once upon a time");
+    std::vector<int> story = opening;
+    astrai::GenerateOptions told;
+    told.max_new_tokens = 128;
+    const auto rest = astrai::generate(weights, opening, told, astrai::argmax);
+    story.insert(story.end(), rest.begin(), rest.end());
+    story.insert(story.end(), opening.begin() + 1, opening.end());  // the opening again, without BOS
+    return story;
+  }();
+  if (int(prompt.size()) + options.max_new_tokens > weights.config.max_seq_len) {
+    state.SkipWithError("prompt plus generated tokens exceed the model's context");
     return;
   }
-  run_decode(state, loaded->weights, loaded->tokenizer.encode("Once upon a time"));
+  const int blas_threads_before = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  const astrai::TokenProposer ngram = [](std::span<const int> context, int most) {
+    return astrai::propose_ngram(context, astrai::NgramOptions{}, most);
+  };
+  const astrai::TokenProposer none = [](std::span<const int>, int) { return std::vector<int>{}; };
+  astrai::SpeculationCounts counts;
+  double generated = 0;
+  for (auto _ : state) {
+    counts = {};
+    const auto ids = astrai::generate_speculative(weights, prompt, options, astrai::argmax, speculate ? ngram : none, &counts);
+    generated += double(ids.size());
+  }
+  const double per_run = generated / double(state.iterations());
+  state.counters["tok_per_s"] = benchmark::Counter(generated, benchmark::Counter::kIsRate);
+  state.counters["passes_per_tok"] = double(counts.forward_passes - 1) / per_run;  // decode passes (prefill aside)
+  state.counters["rows_per_tok"] = double(counts.forward_passes - 1 + counts.proposed) / per_run;
+  state.counters["kept_of_proposed"] = counts.proposed > 0 ? double(counts.accepted) / double(counts.proposed) : 0.0;
+  openblas_set_num_threads(blas_threads_before);
 }
 
 // A synthetic model of stories15M's shape (dim 288, 6 layers, 6 heads,
@@ -313,6 +373,8 @@ BENCHMARK(bm_decode_stories260K)
     ->Args({256, 2})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+// Arg: speculate (0 = off, 1 = n-gram); the two run side by side.
+BENCHMARK(bm_speculative_stories260K)->ArgName("ngram")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_decode_synthetic_stories15M)
     ->ArgNames({"tokens", "blas_threads"})
     ->Args({248, 0})
