@@ -57,7 +57,7 @@ std::vector<int> generate_speculative(const ModelWeights& weights, std::span<con
     if (v.ended) break;
     pos += v.accepted + 1;  // where v.token is fed
     // Proposals fill positions pos + 1 .. pos + k: inside the context, and
-    // no more than the tokens still allowed after v.token's successor.
+    // no more than max_new_tokens can use (the pass yields at most k + 1 tokens).
     const int most = std::min(context - 1 - pos, options.max_new_tokens - int(out.size()) - 1);
     proposals = most > 0 ? propose(seen, most) : std::vector<int>{};
     if (int(proposals.size()) > most) proposals.resize(size_t(most));
