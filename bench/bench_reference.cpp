@@ -271,7 +271,8 @@ void bm_decode_stories260K(benchmark::State& state) {
 // input: the prompt is a story and its first sentence again, and the model
 // retells the story, which lookup in the prompt predicts (the model's own
 // greedy story after "Once upon a time", 128 tokens, then that opening
-// again). Prefill untimed, one BLAS thread. Counters: tok_per_s, and per
+// again). Each iteration times the whole call, the prompt's prefill
+// included (the same work with and without speculation); one BLAS thread. Counters: tok_per_s, and per
 // generated token the forward passes and the rows scored (passes plus
 // proposals: the reference scores a pass row by row, so its time follows
 // rows, not passes; a GPU's memory-bound decode pass costs about the same
