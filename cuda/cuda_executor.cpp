@@ -298,14 +298,12 @@ struct CudaExecutor::Impl {
       bool ffn_adds = false;  // whether the feed-forward's last launch adds its output to x
       if (c.moe.sparse(l)) {
         MatvecFusion moe_fusion;
-        moe_fusion.accumulate = ffn_adds = fusing;
-        if (fusing && !attention_out.rows && gemm.fuses(L.router, R)) {
-          const MatvecFusion p = prologue(L.ffn_norm, h.get());  // the router's launch stores h for the experts
-          moe_fusion.norm_rows = p.norm_rows, moe_fusion.norm = p.norm, moe_fusion.eps = p.eps, moe_fusion.store = p.store;
-        } else {
+        if (fusing && !attention_out.rows && gemm.fuses(L.router, R))
+          moe_fusion = prologue(L.ffn_norm, h.get());  // the router's launch stores h for the experts
+        else
           launch_residual_rmsnorm(x.as<float>(), attention_out, scale(L.ffn_norm), t, c.dim, c.norm_eps, nullptr, R,
                                   h.get(), stream);
-        }
+        moe_fusion.accumulate = ffn_adds = fusing;
         enqueue_moe_ffn(gemm, L, c, t, h.get(), R, moe, ffn_adds ? x.as<float>() : ffn_out.as<float>(), stream,
                         &moe_fusion);
       } else {
