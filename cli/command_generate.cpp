@@ -7,6 +7,7 @@
 #include "cli/arguments.h"
 #include "cli/backend.h"
 #include "cli/commands.h"
+#include "cli/speculative_options.h"
 #include "cli/tensor_parallel_args.h"
 #include "engine/request_defaults.h"
 #include "engine/model_files/load_model.h"
@@ -27,6 +28,7 @@ int run_generate(std::span<const std::string_view> argv) {
       .option("--backend", "auto (CUDA when built and a GPU is present), reference, or cuda", "auto")
       .option("--cuda-dtype", "the CUDA backend's weights and cache: bf16, or f32 (exact comparisons)", "bf16")
       .flag("--print-ids", "after the text, print one line with the generated token ids");
+  add_speculative_options(args);
   add_tensor_parallel_options(args);
   if (int status = args.parse(argv); status >= 0) return status;
   return run_reporting_errors("generate", [&] {
@@ -40,6 +42,7 @@ int run_generate(std::span<const std::string_view> argv) {
     request.sampling.top_p = float(args.get_double("--top-p"));
     if (args.has("--seed")) request.sampling.seed = uint64_t(args.get_int("--seed"));
     request.sampling.validate();
+    const SpeculationConfig speculation = read_speculative_options(args);
     const TensorParallelOptions tp = tensor_parallel_options(args, args.get("--model"), args.get("--tokenizer"));
     if (const auto status = run_rank_unless_first(tp, args.get("--model"), args.get("--tokenizer"))) return *status;
 
@@ -47,6 +50,7 @@ int run_generate(std::span<const std::string_view> argv) {
     const std::string shape = model.weights.config.describe();
     EngineConfig config;
     config.scheduler.max_running_tasks = 1;  // one request: one cache slot
+    config.scheduler.speculation = speculation;
     std::string backend;
     // Read from the file by the backend: the host never holds the weights twice.
     const auto engine = make_engine(model.weights, std::make_shared<const Tokenizer>(std::move(model.tokenizer)),
@@ -60,6 +64,12 @@ int run_generate(std::span<const std::string_view> argv) {
     const TaskOutput out = result->wait();
     std::cout << "\n";
     if (out.reason == FinishReason::Error) throw std::runtime_error(out.error);
+    if (speculation.enabled()) {
+      const SchedulerStats stats = engine->wait_until_idle();  // published after the last step
+      std::cerr << "astrai generate: " << speculation.method << " speculation kept " << stats.spec_accepted_tokens
+                << " of " << stats.spec_draft_tokens << " proposed tokens (" << stats.spec_drafts << " drafts); "
+                << out.tokens.size() << " tokens in " << stats.steps << " steps\n";
+    }
     if (args.has("--print-ids")) {
       for (size_t i = 0; i < out.tokens.size(); ++i) std::cout << (i ? " " : "") << out.tokens[i];
       std::cout << "\n";

@@ -23,6 +23,7 @@
 #include "cli/backend.h"
 #include "cli/commands.h"
 #include "cli/serve_routing_options.h"
+#include "cli/speculative_options.h"
 #include "cli/tensor_parallel_args.h"
 #include "engine/chat/chat_template.h"
 #include "engine/chat_planning/tool_call_formats.h"
@@ -197,6 +198,7 @@ int run_serve(std::span<const std::string_view> argv) {
               "on SIGINT/SIGTERM, seconds running requests may take to finish before they are cancelled", "10")
       .flag("--quiet", "do not log one line per request");
   add_tensor_parallel_options(args);
+  add_speculative_options(args);  // --speculative ngram (cli/speculative_options.h)
   add_routing_options(args);  // KV cache events, the cache's size, debug routes (cli/serve_routing_options.h)
   if (int status = args.parse(argv); status >= 0) return status;
 
@@ -223,6 +225,7 @@ int run_serve(std::span<const std::string_view> argv) {
       throw std::invalid_argument("--generation-config must be auto or none, got '" + generation_config + "'");
     options = server_options(args);
     config = engine_config(args);
+    config.scheduler.speculation = read_speculative_options(args);
     grace = std::chrono::seconds(int_in_range(args, "--shutdown-grace", 0, 3600));
     kv_events = read_routing_options(args, config, options);
     if (template_name != "auto" && template_name != "jinja" && !std::filesystem::is_regular_file(template_name))

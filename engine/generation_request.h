@@ -55,6 +55,10 @@ struct GenerationRequest {
   // others); see engine/scheduler/task_constraint.h for what ends a
   // constrained request.
   std::shared_ptr<const grammar::CompiledConstraint> constraint;
+  // Speculative decoding for this request (TokenRequest::max_proposed): -1,
+  // the engine's setting; 0, off; n > 0, at most n proposals per step
+  // (llama.cpp's per-request speculative.n_max).
+  int max_proposed = -1;
   // Called on the scheduler thread for every generated token: keep it short
   // (hand the text to another thread); it must not call back into the engine.
   // A final call with token -1 carries text held back until the end. If it

@@ -87,6 +87,7 @@ std::pair<TokenRequest, std::shared_ptr<GenerateResult>> InferenceEngine::prepar
   if (!request.ignore_eos) tokens.stop_tokens = tokenizer_->end_of_generation_ids();
   tokens.stop_tokens.insert(tokens.stop_tokens.end(), request.stop_token_ids.begin(), request.stop_token_ids.end());
   tokens.logprobs = request.logprobs;
+  tokens.max_proposed = request.max_proposed;
   if (request.constraint) tokens.constraint = request.constraint->start();
   auto decoder = std::make_shared<RequestDecoder>(tokens.task_id, tokenizer_, tokens.prompt, tokens.stop_tokens,
                                                   std::move(request), index);

@@ -124,6 +124,8 @@ class InferenceEngine {
   std::vector<int> tokenize(const std::string& text) const { return tokenizer_->encode(text, true); }
 
   SchedulerStats get_stats() const { return scheduler_->stats(); }
+  // "ngram", or "off" (SchedulerConfig::speculation): for /stats.
+  std::string speculation_method() const { return scheduler_->speculation_method(); }
   SchedulerStats wait_until_idle() const { return scheduler_->wait_until_idle(); }
   // False once shutdown() has begun (new requests are then refused).
   bool accepting() const { return scheduler_->accepting(); }

@@ -183,6 +183,7 @@ ChatPlan plan_chat(ChatRequest chat, const ChatModel& model) {
     request.sampling = chat.sampling;
     request.stop = chat.stop;
     request.ignore_eos = chat.ignore_eos;
+    request.max_proposed = chat.max_proposed;
     request.stop_token_ids = chat.stop_token_ids;
     request.logprobs = chat.logprobs;
     request.n = chat.n;

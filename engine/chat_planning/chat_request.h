@@ -54,6 +54,7 @@ struct ChatRequest {
   std::vector<std::string> stop;      // stop sequences, none empty
   bool stream = false;
   bool ignore_eos = false;            // extension: always generate max_tokens
+  int max_proposed = -1;              // extension (llama.cpp's speculative.n_max): -1 the server's, 0 off
   std::vector<int> stop_token_ids;    // extension (vLLM): more ids that end generation
   int logprobs = -1;                  // -1: none; else how many top tokens (OpenAI logprobs / top_logprobs)
   int n = 1;                          // choices of the prompt (OpenAI's n; the engine bounds it by --max-running)

@@ -54,6 +54,8 @@ void InferenceScheduler::validate(const TokenRequest& request) const {
       throw std::invalid_argument("stop token id " + std::to_string(id) + " is outside the vocabulary");
   if (request.logprobs > kMaxTopLogprobs)
     throw std::invalid_argument("top_logprobs must be at most " + std::to_string(kMaxTopLogprobs));
+  if (request.max_proposed < -1)
+    throw std::invalid_argument("the speculative proposals per step must be -1 (the server's setting) or at least 0");
 }
 
 void InferenceScheduler::submit(TokenRequest request) {

@@ -114,6 +114,9 @@ class InferenceScheduler {
   size_t weights_bytes() const { return executor_->weights_bytes(); }
   size_t kv_cache_bytes() const { return cache_->storage_bytes(); }
   size_t kv_cache_sliding_bytes() const { return cache_->sliding_storage_bytes(); }
+  std::string speculation_method() const {
+    return config_.speculation.enabled() ? config_.speculation.method : "off";
+  }
 
  private:
   void validate(const TokenRequest& request) const;

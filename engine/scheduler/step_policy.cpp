@@ -13,6 +13,7 @@ void SchedulerConfig::validate() const {
     throw std::invalid_argument("scheduler: max_tokens_per_step must be at least max_running_tasks, so that every "
                                 "running task decodes in every step");
   if (max_waiting_tasks < 1) throw std::invalid_argument("scheduler: max_waiting_tasks must be at least 1");
+  if (speculation.num_tokens < 0) throw std::invalid_argument("scheduler: speculation.num_tokens must not be negative");
 }
 
 StepPolicy::StepPolicy(KVCache& cache, SchedulerConfig config, int context)
@@ -138,15 +139,16 @@ bool StepPolicy::make_room(Task& t, const std::vector<PlannedRows>& planned) {
 }
 
 // Phases 3 and 4 planned as one batch: every decoding task gets its one row
-// (long prompts never starve them), then prompts get chunks in admission
-// order until the step's token budget is spent. Each task whose last
-// position is computed draws its uniform from its own request's generator,
-// in plan order, so the executor may sample wherever its logits are and a
-// request still gets the tokens the reference loop would give it.
+// (long prompts never starve them), then, with speculation, decoding tasks
+// feed their proposals after it, then prompts get chunks in admission order
+// until the step's token budget is spent. Each wanted row draws its uniform
+// from its own request's generator, in plan order, so the executor may
+// sample wherever its logits are and a request still gets the tokens the
+// reference loop would give it.
 StepPlan StepPolicy::plan_step() {
   StepPlan plan;
   int budget = config_.max_tokens_per_step;
-  for (bool decoding : {true, false}) {
+  auto plan_tasks = [&](bool decoding) {
     for (size_t i = 0; i < running_.size() && budget > 0;) {
       Task& t = *running_[i];
       if (t.finished || (t.pending_positions() == 1) != decoding) {
@@ -162,18 +164,89 @@ StepPlan StepPolicy::plan_step() {
       budget -= count;
       ++i;
     }
-  }
-  for (const PlannedRows& p : plan.rows) {
+  };
+  plan_tasks(true);
+  std::vector<std::vector<std::vector<std::uint32_t>>> masks(plan.rows.size());  // per decode row, proposals_for's
+  if (config_.speculation.enabled())
+    for (size_t r = 0; r < plan.rows.size() && budget > 0; ++r) {
+      PlannedRows& p = plan.rows[r];
+      p.proposals = proposals_for(*p.task, budget, masks[r]);
+      p.count += int(p.proposals.size());
+      budget -= int(p.proposals.size());
+    }
+  plan_tasks(false);
+  masks.resize(plan.rows.size());
+  for (size_t r = 0; r < plan.rows.size(); ++r) {
+    const PlannedRows& p = plan.rows[r];
     Task& t = *p.task;
-    const bool wants_token = p.start + p.count == int(t.tokens.size());
-    for (int pos = p.start; pos < p.start + p.count; ++pos)
-      plan.batch.push_back({t.tokens[size_t(pos)], t.id, pos, pos + 1 == int(t.tokens.size())});
-    if (wants_token)
-      plan.sampling.push_back(
-          {t.sampler.params(), t.sampler.next_uniform(), t.sampler.adjustments(), t.logprobs, t.constraint.mask()});
+    for (int pos = p.start; pos < p.start + p.count; ++pos) {
+      const int token = pos < int(t.tokens.size()) ? t.tokens[size_t(pos)] : p.proposals[size_t(pos) - t.tokens.size()];
+      plan.batch.push_back({token, t.id, pos, pos + 1 >= int(t.tokens.size())});
+    }
+    plan_sampling(plan, p, std::move(masks[r]));
   }
   plan_forks(plan);
   return plan;
+}
+
+// Up to `budget` tokens the proposer guesses for decoding task t, cut so
+// that every one could be kept: no more than its request may still
+// generate after the bonus token, no position past the context, and none
+// its grammar refuses (nor any after a token that would end the request by
+// its grammar). Their cache room is reserved, as many as free room holds:
+// speculation never preempts.
+std::vector<int> StepPolicy::proposals_for(Task& t, int budget, std::vector<std::vector<std::uint32_t>>& masks) {
+  // A first choice whose other choices wait for its prompt (its last
+  // position can be a decode row after a prefix hit): the choices draw from
+  // that row alone, so it carries no proposals.
+  if (!t.forks.empty()) return {};
+  const int size = int(t.tokens.size());
+  int most = std::min({config_.speculation.num_tokens, budget, t.max_new_tokens - t.generated() - 1, context_ - size});
+  if (t.max_proposed >= 0) most = std::min(most, t.max_proposed);
+  if (most <= 0) return {};
+  std::vector<int> proposals = config_.speculation.propose(t.tokens, most);
+  if (int(proposals.size()) > most) proposals.resize(size_t(most));
+  if (t.constraint.active()) {  // masks[i]: the mask after proposals[0, i], for row i + 1
+    TaskConstraint ahead = t.constraint.fork();
+    while (masks.size() < proposals.size() &&
+           ahead.advance(proposals[masks.size()], t.stop_tokens) == TaskConstraint::Step::Continue)
+      masks.emplace_back(ahead.mask().begin(), ahead.mask().end());
+    proposals.resize(masks.size());
+  }
+  while (!proposals.empty() && !cache_.reserve(t.id, size + int(proposals.size()))) {  // as many as room holds
+    proposals.pop_back();
+    if (!masks.empty()) masks.pop_back();
+  }
+  if (proposals.empty()) masks.clear();
+  return proposals;
+}
+
+// The wanted rows of `p`, in order: a task whose last position is computed
+// draws its next token; a speculative task draws at every position, row i
+// as the request's sampler would after proposals[0, i): its next uniforms
+// in turn, and the penalties and grammar mask after those proposals. Those
+// uniforms are drawn from a copy of its generator: complete_step() advances
+// the task's own by the tokens it keeps.
+void StepPolicy::plan_sampling(StepPlan& plan, const PlannedRows& p, std::vector<std::vector<std::uint32_t>> masks) {
+  Task& t = *p.task;
+  if (p.proposals.empty()) {
+    if (p.wanted(t))
+      plan.sampling.push_back(
+          {t.sampler.params(), t.sampler.next_uniform(), t.sampler.adjustments(), t.logprobs, t.constraint.mask()});
+    return;
+  }
+  SamplerState ahead = t.sampler;
+  for (size_t i = 0; i <= p.proposals.size(); ++i) {
+    std::span<const LogitAdjustment> adjustments = t.sampler.adjustments();
+    std::span<const std::uint32_t> mask = t.constraint.mask();
+    if (i > 0) {
+      if (t.sampler.params().adjusts_logits())
+        adjustments = plan.proposal_adjustments.emplace_back(ahead.adjustments().begin(), ahead.adjustments().end());
+      if (t.constraint.active()) mask = plan.proposal_masks.emplace_back(std::move(masks[i - 1]));
+    }
+    plan.sampling.push_back({t.sampler.params(), ahead.next_uniform(), adjustments, t.logprobs, mask});
+    if (i < p.proposals.size()) ahead.record(p.proposals[i]);
+  }
 }
 
 // The choices whose first choice's prompt ends in this step draw their first
@@ -184,14 +257,16 @@ StepPlan StepPolicy::plan_step() {
 void StepPolicy::plan_forks(StepPlan& plan) {
   size_t row = 0;
   for (const PlannedRows& p : plan.rows) {
-    if (p.start + p.count != int(p.task->tokens.size())) continue;
-    for (auto& fork : p.task->forks) {
-      Task& f = *fork;
-      plan.forks.push_back({&f, f.sampler});
-      plan.fork_draws.push_back(
-          {row, {f.sampler.params(), f.sampler.next_uniform(), f.sampler.adjustments(), f.logprobs, f.constraint.mask()}});
-    }
-    ++row;
+    const int wanted = p.wanted(*p.task);
+    if (wanted == 1 && p.proposals.empty())
+      for (auto& fork : p.task->forks) {
+        Task& f = *fork;
+        plan.forks.push_back({&f, f.sampler});
+        plan.fork_draws.push_back({row,
+                                   {f.sampler.params(), f.sampler.next_uniform(), f.sampler.adjustments(), f.logprobs,
+                                    f.constraint.mask()}});
+      }
+    row += size_t(wanted);
   }
 }
 
@@ -204,6 +279,11 @@ void StepPolicy::complete_step(const StepPlan& plan, std::span<const SampledToke
   for (const auto& p : plan.rows) {
     Task& t = *p.task;
     counters_.prefill_tokens += uint64_t(std::max(0, std::min(p.start + p.count, t.prompt_len) - p.start));
+    if (!p.proposals.empty()) {
+      accept_verified(t, p, tokens.subspan(next_token, size_t(p.count)));
+      next_token += size_t(p.count);
+      continue;
+    }
     t.n_computed += p.count;
     cache_.commit(t.id, std::span<const int>(t.tokens.data(), size_t(t.n_computed)));
     if (t.n_computed != int(t.tokens.size())) continue;  // more prompt chunks to come
@@ -214,6 +294,41 @@ void StepPolicy::complete_step(const StepPlan& plan, std::span<const SampledToke
       finish(t, FinishReason::Error, "sampling failed: " + sampled.error);
     else
       accept_token(t, sampled);
+  }
+}
+
+// A speculative decode row came back: drawn[i] is what the request's sampler
+// drew at row i. The proposals up to the first draw that differs are kept,
+// and that draw (or, all kept, the last row's) follows them: the rule of
+// verify_proposals() (reference/sampling/verify_proposals.h), accepted token
+// by token so that a token that ends the request ends it there. With the
+// proposer deterministic this is the min(1, p/q) rule with q one-hot, so the
+// request gets the tokens it would get without speculation, token for token.
+void StepPolicy::accept_verified(Task& t, const PlannedRows& p, std::span<const SampledToken> drawn) {
+  const size_t k = p.proposals.size();
+  size_t kept = 0;
+  while (kept < k && drawn[kept].error.empty() && drawn[kept].token == p.proposals[kept]) ++kept;
+  // The cache now holds the request's tokens at the last token's position
+  // and the kept proposals'; the rows after them hold proposals it did not
+  // take, which the next step overwrites (reserve() room is "at least").
+  t.n_computed = p.start + 1 + int(kept);
+  t.tokens.insert(t.tokens.end(), p.proposals.begin(), p.proposals.begin() + long(kept));
+  cache_.commit(t.id, std::span<const int>(t.tokens.data(), size_t(t.n_computed)));
+  t.tokens.resize(t.tokens.size() - kept);  // accept_token() appends them, one by one
+  ++counters_.spec_drafts;
+  counters_.spec_draft_tokens += k;
+  if (counters_.spec_accepted_per_position.size() < k) counters_.spec_accepted_per_position.resize(k, 0);
+  for (size_t i = 0; i <= kept && !t.finished; ++i) {
+    t.sampler.next_uniform();  // the uniform row i drew (plan_sampling() drew it from a copy)
+    if (!drawn[i].error.empty()) {
+      finish(t, FinishReason::Error, "sampling failed: " + drawn[i].error);
+      break;
+    }
+    if (i < kept) {
+      ++counters_.spec_accepted_tokens;
+      ++counters_.spec_accepted_per_position[i];
+    }
+    accept_token(t, drawn[i]);
   }
 }
 

@@ -11,10 +11,15 @@
 //                        are running places and cache room (a prefix-cache hit
 //                        skips the prefill of cached pages);
 //   3+4. plan_step():    one row for every decoding task, each at its own
-//                        position, then prompt chunks in admission order up to
-//                        the step's token budget; room for them is reserved,
-//                        preempting the newest task not yet planned when needed;
-//   complete_step():     the executor's tokens are accepted (or fail_step()).
+//                        position, then (with speculation) the proposed
+//                        tokens of decoding tasks after their row, then
+//                        prompt chunks in admission order up to the step's
+//                        token budget; room for them is reserved, preempting
+//                        the newest task not yet planned when needed
+//                        (proposals take only free room);
+//   complete_step():     the executor's tokens are accepted (or fail_step()),
+//                        a speculative task's up to the first draw that
+//                        differs from its proposal.
 // The tasks' hooks (on_token, on_finish) run inside these calls, on the
 // caller's thread.
 #pragma once
@@ -35,11 +40,21 @@
 
 namespace astrai {
 
-// Positions [start, start + count) of one task, computed in this step.
+// Positions [start, start + count) of one task, computed in this step. A
+// speculative decode row also feeds its proposals: count = 1 +
+// proposals.size(), position start holds the task's last token and start + i
+// proposals[i - 1], and every one of these positions is sampled (row i's draw
+// verifies proposals[i]; the last row's is the bonus token).
 struct PlannedRows {
   Task* task;
   int start;
   int count;
+  std::vector<int> proposals = {};
+  // The wanted rows (sampled tokens) these positions give.
+  int wanted(const Task& t) const {
+    if (!proposals.empty()) return count;
+    return start + count == int(t.tokens.size()) ? 1 : 0;
+  }
 };
 
 // A choice that forks from its first choice's prompt when that prompt ends
@@ -51,13 +66,27 @@ struct PlannedFork {
   SamplerState before_draw;
 };
 
-// One forward batch and what is to be sampled from it.
+// One forward batch and what is to be sampled from it. Move-only: sampling
+// views the speculative rows' adjustments and masks kept here.
 struct StepPlan {
   std::vector<PlannedRows> rows;      // per task, in plan order
   std::vector<BatchToken> batch;      // rows' positions, in plan order
-  std::vector<RowSampling> sampling;  // one per task whose last position is computed, in plan order
+  // One per wanted row, in plan order: per task whose last position is
+  // computed, and per position of a speculative decode row.
+  std::vector<RowSampling> sampling;
   std::vector<ForkDraw> fork_draws;   // one per planned fork, drawn from the row of its first choice
   std::vector<PlannedFork> forks;     // forks[j] is fork_draws[j]'s choice
+  // A speculative row i > 0 is sampled as if proposals[0, i) had been
+  // generated: its penalties count them and its grammar mask follows them.
+  // No task holds those yet, so the plan does (a deque never moves them).
+  std::deque<std::vector<LogitAdjustment>> proposal_adjustments;
+  std::deque<std::vector<std::uint32_t>> proposal_masks;
+
+  StepPlan() = default;
+  StepPlan(StepPlan&&) = default;
+  StepPlan& operator=(StepPlan&&) = default;
+  StepPlan(const StepPlan&) = delete;
+  StepPlan& operator=(const StepPlan&) = delete;
   bool empty() const { return rows.empty(); }
 };
 
@@ -100,7 +129,10 @@ class StepPolicy {
 
  private:
   bool make_room(Task& t, const std::vector<PlannedRows>& planned);
+  std::vector<int> proposals_for(Task& t, int budget, std::vector<std::vector<std::uint32_t>>& masks);
+  void plan_sampling(StepPlan& plan, const PlannedRows& rows, std::vector<std::vector<std::uint32_t>> masks);
   void plan_forks(StepPlan& plan);
+  void accept_verified(Task& t, const PlannedRows& rows, std::span<const SampledToken> drawn);
   void fork_choices(Task& first, const StepPlan& plan, std::span<const SampledToken> fork_tokens);
   void accept_token(Task& task, const SampledToken& sampled);
   void preempt(Task& task);

@@ -30,6 +30,7 @@ struct Task {
         sampler(request.sampling, tokens),  // tokens is the prompt here (declared, so built, before sampler)
         logprobs(request.logprobs),
         constraint(std::move(request.constraint)),
+        max_proposed(request.max_proposed),
         on_token(std::move(request.on_token)),
         on_finish(std::move(request.on_finish)) {}
 
@@ -46,6 +47,7 @@ struct Task {
   int logprobs;                  // -1: none wanted; else how many top tokens
   std::vector<TokenLogprobs> token_logprobs;  // one per generated token, when wanted
   TaskConstraint constraint;     // its state and next-token mask; inactive (free) without one
+  int max_proposed;              // speculation: -1 the scheduler's setting, 0 off, n at most n per step
   std::function<bool(int, const TokenLogprobs*)> on_token;
   std::function<void(const TokenOutput&)> on_finish;
   // The other choices of an n-choice request (InferenceScheduler::submit_choices),

@@ -16,6 +16,15 @@ void TaskConstraint::start(int vocab) {
     throw std::invalid_argument("the output constraint allows no first token in this model's vocabulary");
 }
 
+TaskConstraint TaskConstraint::fork() const {
+  TaskConstraint copy;
+  if (!state_) return copy;
+  copy.state_ = state_->fork();
+  copy.mask_ = mask_;
+  copy.vocab_ = vocab_;
+  return copy;
+}
+
 TaskConstraint::Step TaskConstraint::advance(int token, std::span<const int> stop_tokens) {
   if (!state_) return Step::Continue;
   if (!state_->accept_token(token)) return Step::Rejected;

@@ -47,6 +47,10 @@ class TaskConstraint {
   Step advance(int token, std::span<const int> stop_tokens);
   // What the next token's draw must respect (empty without a constraint).
   std::span<const std::uint32_t> mask() const { return mask_; }
+  // An independent copy (state and mask): speculation advances one through
+  // the proposed tokens for the masks of the rows after them, leaving the
+  // task's own state where its accepted tokens put it.
+  TaskConstraint fork() const;
 
  private:
   std::unique_ptr<grammar::TokenConstraint> state_;

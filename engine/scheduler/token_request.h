@@ -36,6 +36,11 @@ struct TokenRequest {
   // applied and what ends the request); null: none. For n choices, each
   // choice has its own (a fork() of one state).
   std::unique_ptr<grammar::TokenConstraint> constraint;
+  // Speculation (SchedulerConfig::speculation): -1 follows the scheduler's
+  // setting; 0 opts this request out; n > 0 proposes at most n tokens per
+  // step (never more than the scheduler's num_tokens). The tokens are the
+  // same either way.
+  int max_proposed = -1;
   // Both hooks run on the scheduler thread. on_token sees every generated
   // token (with its log-probabilities when asked for, else nullptr) and returns true to end the request now with
   // FinishReason::StopSequence. If it throws, the request ends with

@@ -161,6 +161,21 @@ std::string ServerMetrics::render(const SchedulerStats* engine, const Connection
   out.sample("astrai_prefix_cache_hits_total", {}, s.prefix_hit_tokens);
   out.family("astrai_num_preemptions_total", "Requests preempted to make KV cache room.", "counter");
   out.sample("astrai_num_preemptions_total", {}, s.preemptions);
+  // Speculative decoding, as vLLM's spec_decode counters
+  // (docs/speculative-decoding.md); 0 with speculation off.
+  out.family("astrai_spec_decode_num_drafts_total", "Decode steps of a request that carried proposed tokens.",
+             "counter");
+  out.sample("astrai_spec_decode_num_drafts_total", {}, s.spec_drafts);
+  out.family("astrai_spec_decode_num_draft_tokens_total", "Proposed tokens scored by the model.", "counter");
+  out.sample("astrai_spec_decode_num_draft_tokens_total", {}, s.spec_draft_tokens);
+  out.family("astrai_spec_decode_num_accepted_tokens_total", "Proposed tokens kept (the sampler drew them).",
+             "counter");
+  out.sample("astrai_spec_decode_num_accepted_tokens_total", {}, s.spec_accepted_tokens);
+  out.family("astrai_spec_decode_num_accepted_tokens_per_pos_total",
+             "Proposed tokens kept, by their position in the draft (0 first).", "counter");
+  for (size_t i = 0; i < s.spec_accepted_per_position.size(); ++i)
+    out.sample("astrai_spec_decode_num_accepted_tokens_per_pos_total", {{"position", std::to_string(i)}},
+               s.spec_accepted_per_position[i]);
   // vLLM's info gauges, which the Gateway API Inference Extension's endpoint
   // picker reads (docs/deployment.md): the cache's block size and block count
   // (the prefix scorer's), and the LoRA adapters (none: AstrAI serves none).

@@ -164,6 +164,11 @@ CommonParameters read_common_parameters(FieldChecker& check, const json& body) {
     if (auto b = check.boolean(*v, loc_of("stream"))) p.stream = *b;
   if (const json* v = check.field(body, loc, "ignore_eos"))
     if (auto b = check.boolean(*v, loc_of("ignore_eos"))) p.ignore_eos = *b;
+  if (const json* v = check.field(body, loc, "speculative.n_max"))
+    if (auto n = check.integer(*v, loc_of("speculative.n_max"))) {
+      check.at_least(double(*n), 0, loc_of("speculative.n_max"));
+      p.max_proposed = int(std::clamp<long long>(*n, 0, 1 << 20));
+    }
   return p;
 }
 
@@ -253,6 +258,7 @@ void apply_common_parameters(const CommonParameters& p, ChatRequest& request) {
   request.sampling.seed = p.seed;
   request.stream = p.stream;
   request.ignore_eos = p.ignore_eos;
+  if (p.max_proposed) request.max_proposed = *p.max_proposed;
 }
 
 }  // namespace astrai

@@ -76,7 +76,9 @@ class FieldChecker {
 // fields when present: max_tokens (>= 1), temperature (>= 0; 0 = greedy),
 // top_p (in (0, 1]), top_k (>= 0), seed (integer), stream (boolean), and
 // the extension ignore_eos (boolean: generate max_tokens whatever the model
-// says, for benchmarks; vLLM spells it alike). temperature and top_p become
+// says, for benchmarks; vLLM spells it alike) and llama.cpp's
+// speculative.n_max (integer >= 0: proposed tokens per step at most; 0 turns
+// speculative decoding off for the request). temperature and top_p become
 // floats without leaving those bounds: a value beyond float's range is read
 // as the largest float, a positive one below it as the smallest.
 struct CommonParameters {
@@ -86,6 +88,7 @@ struct CommonParameters {
   std::optional<uint64_t> seed;
   bool stream = false;
   bool ignore_eos = false;
+  std::optional<int> max_proposed;  // speculative.n_max
 };
 CommonParameters read_common_parameters(FieldChecker& check, const nlohmann::ordered_json& body);
 // Copies the fields that were given into the request (defaults stay otherwise).

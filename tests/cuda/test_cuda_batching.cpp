@@ -25,6 +25,7 @@
 #include "tests/cuda/cuda_generate.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/engine/scheduler/engine_harness.h"
+#include "tests/engine/scheduler/speculation_oracle.h"
 
 namespace {
 
@@ -52,12 +53,14 @@ void compute_expected_on_cuda(std::vector<PlannedRequest>& requests, DType t = D
 // per running task, so nothing is ever preempted).
 std::unique_ptr<InferenceEngine> cuda_engine(int max_running, int tokens_per_step, int pages = 0,
                                              DType t = DType::Float32, const TinyModel& m = tiny_model(),
-                                             bool graphs = true, bool poison = false) {
+                                             bool graphs = true, bool poison = false,
+                                             SpeculationConfig speculation = {}) {
   auto executor = std::make_unique<cuda::CudaExecutor>(*m.weights, invariant(t, graphs, poison));
   const int n_pages = pages > 0 ? pages : max_running * (m.context() / 4);
   auto cache = std::make_unique<cuda::DevicePageCache>(executor->config(), n_pages, 4, t);
-  return std::make_unique<InferenceEngine>(std::move(executor), std::move(cache), m.tokenizer,
-                                           paged_config(max_running, tokens_per_step, n_pages));
+  EngineConfig config = paged_config(max_running, tokens_per_step, n_pages);
+  config.scheduler.speculation = std::move(speculation);
+  return std::make_unique<InferenceEngine>(std::move(executor), std::move(cache), m.tokenizer, config);
 }
 
 // tiny_model()'s shape with Qwen 3 MoE layers: 8 experts of 24, top 2,
@@ -95,14 +98,16 @@ const TinyModel& tiny_windowed_model() {
 
 // cuda_engine's engine with the sliding layers in a device pool of their own
 // (make_cuda_kv_cache's sizing for `max_running` tasks).
-std::unique_ptr<InferenceEngine> windowed_cuda_engine(int max_running, int tokens_per_step, int pages, bool graphs) {
+std::unique_ptr<InferenceEngine> windowed_cuda_engine(int max_running, int tokens_per_step, int pages, bool graphs,
+                                                      SpeculationConfig speculation = {}) {
   const TinyModel& m = tiny_windowed_model();
   auto executor = std::make_unique<cuda::CudaExecutor>(*m.weights, invariant(DType::Float32, graphs, !graphs));
   const int n_pages = pages > 0 ? pages : max_running * (m.context() / 4);
   const int sliding_pages = sliding_pages_for(executor->config(), n_pages, 4, max_running, cuda::kAttentionTile);
   auto cache = std::make_unique<cuda::DevicePageCache>(executor->config(), n_pages, 4, DType::Float32, sliding_pages);
-  return std::make_unique<InferenceEngine>(std::move(executor), std::move(cache), m.tokenizer,
-                                           paged_config(max_running, tokens_per_step, n_pages));
+  EngineConfig config = paged_config(max_running, tokens_per_step, n_pages);
+  config.scheduler.speculation = std::move(speculation);
+  return std::make_unique<InferenceEngine>(std::move(executor), std::move(cache), m.tokenizer, config);
 }
 
 std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {
@@ -126,6 +131,54 @@ TEST_CASE("CUDA executor: greedy and seeded requests together get their sequenti
       const SchedulerStats stats = require_all_free(*engine);
       CHECK(stats.prefix_hit_tokens == cached_prompt_tokens_of(logs));
     }
+  }
+}
+
+// Speculation on the device: a decode row and its proposals are one short
+// prefill run of the task (prefill attention tiles, not the decode graphs),
+// every row sampled on the device. The tokens must be those of the
+// sequential loop on the same executor, which scores every position as a
+// decode row: the batch-invariant executor computes a row the same in a
+// decode batch and in a prefill tile (the chunked-prefill cases above rest
+// on the same property), so greedy equality holds bit for bit, in float32
+// and bf16. Requests that opt out decode beside them in the same batches; a
+// small cache preempts; the windowed model gives back sliding pages while
+// rejected proposals' rows sit past the committed positions.
+TEST_CASE("CUDA executor: speculative rows give every request its sequential tokens, whatever is proposed",
+          "[cuda][speculative]") {
+  ASTRAI_REQUIRE_GPU();
+  for (const DType t : {DType::Float32, DType::BFloat16}) {
+    std::mt19937 rng(4206);
+    auto requests = random_requests(rng, 8, {.sampled_fraction = 0.5, .penalized_fraction = 0.3});
+    for (size_t i = 0; i < requests.size(); i += 4) requests[i].max_proposed = 0;
+    compute_expected_on_cuda(requests, t);
+    const auto answers = answers_of(requests);
+    for (const Guess guess : kGuesses)
+      for (const int pages : {0, 20}) {
+        INFO(cuda::dtype_name(t) << ", proposer: " << guess_name(guess) << ", pages " << pages);
+        auto engine = cuda_engine(4, 16, pages, t, tiny_model(), true, false,
+                                  speculation(guess, answers, tiny_model().vocab()));
+        auto logs = run_requests(*engine, requests, Submission::Together);
+        check_outputs(requests, logs);
+        const SchedulerStats stats = require_all_free(*engine);
+        CHECK(stats.spec_drafts > 0);
+        if (guess == Guess::Right) CHECK(stats.spec_accepted_tokens == stats.spec_draft_tokens);
+        if (pages == 20) CHECK(stats.preemptions > 0);
+      }
+  }
+  const TinyModel& m = tiny_windowed_model();
+  std::mt19937 rng(4207);
+  auto requests = random_requests(rng, 6, {.min_prompt = 20, .min_tokens = 30, .sampled_fraction = 0.5});
+  for (auto& r : requests) r.ignore_eos = true;
+  compute_expected_on_cuda(requests, DType::Float32, m);
+  for (const Guess guess : {Guess::Right, Guess::Mixed}) {
+    INFO("windowed model, proposer: " << guess_name(guess));
+    auto engine = windowed_cuda_engine(3, 16, 0, true, speculation(guess, answers_of(requests), m.vocab()));
+    auto logs = run_requests(*engine, requests, Submission::Together);
+    check_outputs(requests, logs);
+    const SchedulerStats stats = require_all_free(*engine);
+    CHECK(stats.spec_accepted_tokens > 0);
+    CHECK(stats.cache.sliding_blocks_held == 0);
   }
 }
 

@@ -7,6 +7,8 @@
 //   SequenceConstraint  exactly this id sequence; then the end-of-sequence ids
 //                       (if ends) or nothing at all (a dead end); terminated
 //                       once an end-of-sequence id is accepted.
+//   ParityConstraint    ids >= 3 of alternating parity, even first: a mask
+//                       that changes with every token (never ends).
 #pragma once
 
 #include <algorithm>
@@ -79,6 +81,34 @@ class SequenceConstraint final : public grammar::TokenConstraint {
   bool ends_;
   size_t next_ = 0;
   bool ended_ = false;
+};
+
+class ParityConstraint final : public grammar::TokenConstraint {
+ public:
+  explicit ParityConstraint(int vocab) : vocab_(vocab) {}
+  // The ids allowed after `generated` tokens.
+  static std::vector<int> allowed(int vocab, size_t generated) {
+    std::vector<int> ids;
+    for (int id = 3; id < vocab; ++id)
+      if (size_t(id) % 2 == generated % 2) ids.push_back(id);
+    return ids;
+  }
+  void fill_next_token_mask(std::span<std::uint32_t> mask) override {
+    std::fill(mask.begin(), mask.end(), 0u);
+    for (int id : allowed(vocab_, generated_)) set_bit(mask, id);
+  }
+  bool accept_token(int token) override {
+    if (token < 3 || token >= vocab_ || size_t(token) % 2 != generated_ % 2) return false;
+    ++generated_;
+    return true;
+  }
+  bool can_end() const override { return false; }
+  bool is_terminated() const override { return false; }
+  std::unique_ptr<grammar::TokenConstraint> fork() const override { return std::make_unique<ParityConstraint>(*this); }
+
+ private:
+  int vocab_;
+  size_t generated_ = 0;
 };
 
 // A CompiledConstraint whose states are copies of `prototype`.

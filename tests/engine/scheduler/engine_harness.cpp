@@ -130,6 +130,7 @@ GenerationRequest engine_request(const PlannedRequest& planned, const std::share
   request.stop_token_ids = planned.stop_token_ids;
   request.logprobs = planned.logprobs;
   request.stop = planned.stop;
+  request.max_proposed = planned.max_proposed;
   // The callbacks own the log too: it outlives the request even if a test fails early.
   request.on_token = [log, hook = planned.on_token_hook](const TokenEvent& event) {
     {
@@ -330,15 +331,20 @@ void check_batches(const std::vector<std::vector<BatchToken>>& batches, const Sc
     REQUIRE(!batch.empty());
     REQUIRE(int(batch.size()) <= config.max_tokens_per_step);
     std::vector<int> seqs;
+    int wanted_in_run = 0;
     for (size_t r = 0; r < batch.size(); ++r) {
       const bool continues = r > 0 && batch[r].seq == batch[r - 1].seq;
       if (continues) {
         REQUIRE(batch[r].pos == batch[r - 1].pos + 1);  // one run of consecutive positions
-        REQUIRE(!batch[r - 1].want_logits);             // only a run's last row samples
+        // Only a run's last row samples; with speculation, a decode row and
+        // the proposals after it sample at every row (and nothing else does).
+        if (batch[r - 1].want_logits) REQUIRE((config.speculation.enabled() && batch[r].want_logits));
       } else {
         REQUIRE(std::find(seqs.begin(), seqs.end(), batch[r].seq) == seqs.end());  // one run per task
         seqs.push_back(batch[r].seq);
+        wanted_in_run = 0;
       }
+      if (batch[r].want_logits) REQUIRE(++wanted_in_run <= 1 + config.speculation.num_tokens);
     }
     REQUIRE(int(seqs.size()) <= config.max_running_tasks);
   }

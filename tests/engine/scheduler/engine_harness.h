@@ -94,6 +94,7 @@ struct PlannedRequest {
   int logprobs = -1;  // >= 0: the outputs' and the stream's logprobs must equal expected_logprobs
   int cancel_after = -1;  // < 0: never cancelled; else cancelled once this many tokens exist (0: at once)
   std::vector<std::string> stop;  // stop sequences
+  int max_proposed = -1;  // speculation: the engine's setting (-1), off (0), or at most n proposals per step
   std::vector<int> expected;  // the reference's tokens, stop sequences ignored (fill with compute_expected)
   std::vector<TokenLogprobs> expected_logprobs;  // one per expected token, when logprobs >= 0
   // Called on the scheduler thread after each token is recorded (e.g. a gate
@@ -164,7 +165,8 @@ SchedulerStats require_all_free(InferenceEngine& engine);
 
 // What the scheduler may put in one forward batch: at least one and at most
 // max_tokens_per_step rows, of at most max_running_tasks tasks, each task's
-// rows one run of consecutive positions of which only the last may want logits.
+// rows one run of consecutive positions of which only the last may want logits
+// (with speculation: a last few, at most 1 + num_tokens).
 void check_batches(const std::vector<std::vector<BatchToken>>& batches, const SchedulerConfig& config);
 
 // prefix_hit_tokens counts each request's prefix-cache hit at its first

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/scheduler/step_policy.h"
+#include "reference/sampling/rng.h"
 
 namespace {
 
@@ -236,4 +237,113 @@ TEST_CASE("StepPolicy: a failed step ends its tasks and gives their room back", 
   CHECK(policy.idle());
   CHECK(policy.finished() == 1);
   CHECK(cache.stats().tasks == 0);
+}
+
+namespace {
+
+// Speculation whose proposer always guesses token 9, as many as allowed.
+SchedulerConfig speculating(int running, int per_step, int k = 4) {
+  SchedulerConfig config{.max_running_tasks = running, .max_tokens_per_step = per_step};
+  config.speculation = {[](std::span<const int>, int most) { return std::vector<int>(size_t(most), 9); }, k, "nines"};
+  return config;
+}
+
+SampledToken drawn(int token) { return {token, "", std::nullopt}; }
+
+}  // namespace
+
+TEST_CASE("StepPolicy: a decode row feeds its proposals, every row samples, and the proposals up to the first "
+          "differing draw are kept, then that draw",
+          "[scheduler][policy][speculative]") {
+  FakeCache cache(1000);
+  StepPolicy policy(cache, speculating(2, 16), kContext);
+  policy.enqueue(task(1, 3));
+  step(policy);  // the prompt, then token 7: tokens 1 2 3 7
+  policy.refill();
+  const StepPlan plan = policy.plan_step();
+  REQUIRE(rows_of(plan) == std::vector<Rows>{{1, 3, 5}});
+  REQUIRE(plan.rows[0].proposals == std::vector<int>{9, 9, 9, 9});
+  REQUIRE(plan.batch.size() == 5);
+  for (size_t r = 0; r < 5; ++r) {
+    CHECK(plan.batch[r].pos == 3 + int(r));
+    CHECK(plan.batch[r].token == (r == 0 ? 7 : 9));
+    CHECK(plan.batch[r].want_logits);
+  }
+  REQUIRE(plan.sampling.size() == 5);
+  // Row i draws the request's (i+1)-th next uniform: seed 1's stream after the first token's.
+  Rng rng(1);
+  rng.next_uniform();
+  for (size_t r = 0; r < 5; ++r) CHECK(plan.sampling[r].uniform == rng.next_uniform());
+  // Draws 9 9 5: two proposals kept, then 5 (the last two rows' draws are dropped).
+  policy.complete_step(plan, std::vector<SampledToken>{drawn(9), drawn(9), drawn(5), drawn(9), drawn(9)});
+  const SchedulerStats& counters = policy.counters();
+  CHECK(counters.total_tokens == 4);  // 7, then 9 9 5
+  CHECK(counters.spec_drafts == 1);
+  CHECK(counters.spec_draft_tokens == 4);
+  CHECK(counters.spec_accepted_tokens == 2);
+  CHECK(counters.spec_accepted_per_position == std::vector<uint64_t>{1, 1, 0, 0});
+  // Positions 3 (7), 4 and 5 (the kept 9s) are computed; 6 holds the rejected
+  // proposal's K/V and is fed again with the kept draw 5.
+  const StepPlan next = policy.plan_step();
+  REQUIRE(rows_of(next) == std::vector<Rows>{{1, 6, 5}});
+  CHECK(next.batch[0].token == 5);
+  // The generator advanced by the three tokens kept: the next row draws the
+  // uniform the plan's fourth row drew.
+  CHECK(next.sampling[0].uniform == plan.sampling[3].uniform);
+}
+
+TEST_CASE("StepPolicy: proposals are capped by the budget left after every decode row, by max_tokens, by the "
+          "context and by the request's max_proposed, and take only free cache room",
+          "[scheduler][policy][speculative]") {
+  SECTION("the budget: decode rows first, then proposals in plan order, then prompts") {
+    FakeCache cache(1000);
+    StepPolicy policy(cache, speculating(3, 5), kContext);
+    enqueue_prompts(policy, {2, 2});
+    step(policy);  // both prompts (4 rows) in one step, both then decoding
+    policy.enqueue(task(3, 4));
+    policy.refill();
+    const StepPlan plan = policy.plan_step();
+    // 5 rows: two decode rows, then 3 proposals for task 1, none left for task 2 or the prompt.
+    CHECK(rows_of(plan) == std::vector<Rows>{{1, 2, 4}, {2, 2, 1}});
+  }
+  SECTION("max_tokens: no more proposals than the request can still keep before its last token") {
+    FakeCache cache(1000);
+    StepPolicy policy(cache, speculating(2, 16), kContext);
+    policy.enqueue(task(1, 3, /*max_tokens=*/3));
+    step(policy);  // 1 generated; 2 to go: 1 proposal and the draw after it
+    policy.refill();
+    CHECK(rows_of(policy.plan_step()) == std::vector<Rows>{{1, 3, 2}});
+  }
+  SECTION("the context: no proposal at a position past it") {
+    FakeCache cache(1000);
+    StepPolicy policy(cache, speculating(2, 64), kContext);
+    policy.enqueue(task(1, kContext - 3));
+    step(policy);  // kContext - 2 tokens: positions up to kContext - 1 may be fed, so 2 proposals
+    policy.refill();
+    CHECK(rows_of(policy.plan_step()) == std::vector<Rows>{{1, kContext - 3, 3}});
+  }
+  SECTION("max_proposed: 0 opts out, 2 caps") {
+    FakeCache cache(1000);
+    StepPolicy policy(cache, speculating(2, 16), kContext);
+    auto off = task(1, 2), two = task(2, 2);
+    off->max_proposed = 0;
+    two->max_proposed = 2;
+    policy.enqueue(std::move(off));
+    policy.enqueue(std::move(two));
+    step(policy);
+    policy.refill();
+    CHECK(rows_of(policy.plan_step()) == std::vector<Rows>{{1, 2, 1}, {2, 2, 3}});
+  }
+  SECTION("cache room: as many proposals as free room holds; speculation never preempts") {
+    FakeCache cache(7);
+    StepPolicy policy(cache, speculating(2, 16), kContext);
+    enqueue_prompts(policy, {2, 2});
+    step(policy);  // both prompts, then a token each: 3 tokens a task
+    policy.refill();
+    const StepPlan plan = policy.plan_step();
+    // The decode rows reserve 3 + 3 of the 7 tokens: one proposal fits, task
+    // 1's; task 2 gets none, and nobody is preempted for them.
+    CHECK(rows_of(plan) == std::vector<Rows>{{1, 2, 2}, {2, 2, 1}});
+    CHECK(policy.counters().preemptions == 0);
+  }
 }
