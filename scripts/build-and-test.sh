@@ -155,7 +155,9 @@ if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
   cp build/meson-logs/testlog.json build/meson-logs/testlog-emulated.json
   emu_logs=(build/meson-logs/testlog-emulated.json)
   # ---- astrai serve --backend cuda on the emulated device (docs/cuda.md, issue 24) ----
-  # The official SDK clients against the emulated CUDA executor on stories260K
+  # The official SDK clients against the emulated CUDA executor on stories260K,
+  # with n-gram speculation on (docs/speculative-decoding.md: every decode
+  # row carries its proposals, scored as a short prefill run on the device)
   # (the llama2.c golden ids through generate --backend cuda are the suite's
   # cli_golden_cuda, above), without the suite of tool calls that come back:
   # the server parses them the same on every backend (the CPU run below has
@@ -173,7 +175,7 @@ if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
     (
       start=$(date +%s)
       ASTRAI_CLIENTS_NO_TOOL_CALLS=1 bash tests/clients/run.sh "$emulated_astrai_dir/astrai" -- --backend cuda \
-        --model "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin"
+        --model "$stories/stories260K.bin" --tokenizer "$stories/tok512.bin" --speculative ngram
       echo "SDK clients on the emulated CUDA backend took $(( $(date +%s) - start )) s"
     ) >"$cuda_clients_log" 2>&1 &
     cuda_clients_pid=$!

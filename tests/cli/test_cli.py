@@ -13,6 +13,7 @@ Prints 'N passed, N failed' last; exits non-zero on any failure.
 """
 import atexit
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -72,6 +73,12 @@ def test_generate_matches_llama2c(model_args, label):
         # tokens; a GPU's float32 sums may flip the first prompt's last 15 steps,
         # whose margins are within its tolerance: docs/cuda.md).
         check(f"generate ({label}) ids for {case['prompt']!r}", ids == case["greedy_ids"], out.stderr[-500:])
+        if "--speculative" in GENERATE_ARGS:
+            # Speculation ran and saved steps: "... kept K of P proposed tokens (D drafts); T tokens in S steps".
+            m = re.search(r"kept (\d+) of (\d+) proposed tokens \((\d+) drafts\); (\d+) tokens in (\d+) steps",
+                          out.stderr)
+            check(f"generate ({label}) speculated on {case['prompt']!r} and kept proposals",
+                  m is not None and int(m[1]) > 0 and int(m[5]) < int(m[4]), out.stderr[-500:])
         # The CLI ends the text with a newline; the golden text is the continuation itself.
         check(f"generate ({label}) text for {case['prompt']!r}", text == case["greedy_text"],
               repr(text[:80]) + " vs " + repr(case["greedy_text"][:80]))

@@ -105,6 +105,7 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   EngineConfig engine_config;
   engine_config.scheduler.max_running_tasks = options_.max_running;
   engine_config.scheduler.max_waiting_tasks = options_.max_waiting;
+  engine_config.scheduler.speculation = options_.speculation;
   engine_config.cache = options_.cache;
   auto engine = std::make_shared<InferenceEngine>(std::move(executor), tokenizer, engine_config);
   model_ = options_.jinja_template.empty()

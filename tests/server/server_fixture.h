@@ -18,6 +18,7 @@
 
 #include "engine/executor/reference_executor.h"
 #include "engine/inference_engine.h"
+#include "engine/speculative/speculation_config.h"
 #include "reference/sampling/sampling_params.h"
 #include "server/http_server.h"
 
@@ -96,6 +97,7 @@ struct TestServerOptions {
   std::optional<int> default_max_tokens;     // generation_config.json's max_new_tokens
   std::string jinja_template;                // not "": the model's own chat template (Jinja), replacing chat_template
   size_t responses_store_bytes = size_t(64) << 20;  // the Responses API's stored responses (0: none)
+  SpeculationConfig speculation{};           // off unless a proposer is set (--speculative)
 };
 
 // The tiny Llama-shaped model every server test uses (synthetic weights and

@@ -485,3 +485,66 @@ TEST_CASE("GET /metrics answers before the model loads, without the engine's fig
 }
 
 }  // namespace astrai::test
+
+namespace astrai::test {
+
+// Speculation's counters (docs/speculative-decoding.md): the model is made
+// to write a pattern of period 3, which n-gram lookup guesses once it has
+// seen it, so most proposals are kept. The same request with
+// speculative.n_max 0 gets the same text and adds nothing to the counters.
+TEST_CASE("GET /metrics and /stats count n-gram speculation's drafts, proposals and kept proposals; "
+          "speculative.n_max 0 opts a request out",
+          "[metrics][endpoints][speculative]") {
+  TestServerOptions options;
+  options.speculation = ngram_speculation({.max_match = 3, .min_match = 2, .tokens = 4});
+  TestServer server(options);
+  json body = openai_body("Once upon a time", 1);
+  body["temperature"] = 0;
+  const int prompt = post(server, kChatPath, body).body_json()["usage"]["prompt_tokens"];
+  std::vector<int> pattern;
+  for (int i = 0; i < 30; ++i) pattern.push_back(server.engine().tokenizer().byte_token("abc"[i % 3]));
+  server.executor().script(pattern, prompt, server.engine().tokenizer().eos_id());
+  body["max_tokens"] = 40;
+  body["speculative.n_max"] = 0;
+  const Reply plain = post(server, kChatPath, body);
+  REQUIRE(plain.status == 200);
+  server.wait_until_idle();
+  const Exposition before = scrape(server);
+  CHECK(before.value("astrai_spec_decode_num_drafts_total") == 0);
+  CHECK(before.value("astrai_spec_decode_num_draft_tokens_total") == 0);
+
+  body.erase("speculative.n_max");
+  const Reply speculated = post(server, kChatPath, body);
+  REQUIRE(speculated.status == 200);
+  const auto content = [](const Reply& r) { return r.body_json()["choices"][0]["message"]["content"]; };
+  CHECK(content(speculated) == content(plain));
+  CHECK(content(plain) == "abcabcabcabcabcabcabcabcabcabc");
+  CHECK(speculated.body_json()["usage"] == plain.body_json()["usage"]);
+  const json stats = server.wait_until_idle();
+  const Exposition e = scrape(server);
+  const double drafts = e.value("astrai_spec_decode_num_drafts_total");
+  const double proposed = e.value("astrai_spec_decode_num_draft_tokens_total");
+  const double kept = e.value("astrai_spec_decode_num_accepted_tokens_total");
+  CHECK(e.family("astrai_spec_decode_num_drafts_total").type == "counter");
+  CHECK(drafts > 0);
+  CHECK(proposed >= drafts);
+  CHECK(proposed <= 4 * drafts);
+  CHECK(kept > proposed / 2);  // the pattern is guessed right once seen
+  CHECK(kept <= proposed);
+  double per_position = 0;
+  for (int i = 0; i < 4; ++i)
+    per_position +=
+        e.value_or_zero("astrai_spec_decode_num_accepted_tokens_per_pos_total", {{"position", std::to_string(i)}});
+  CHECK(per_position == kept);
+  CHECK(stats["speculative"]["method"] == "ngram");
+  CHECK(stats["speculative"]["drafts"].get<double>() == drafts);
+  CHECK(stats["speculative"]["draft_tokens"].get<double>() == proposed);
+  CHECK(stats["speculative"]["accepted_tokens"].get<double>() == kept);
+  // A bad value is the usual 422, naming the field.
+  body["speculative.n_max"] = -1;
+  const Reply bad = post(server, kChatPath, body);
+  CHECK(bad.status == 422);
+  CHECK(bad.body.find("speculative.n_max") != std::string::npos);
+}
+
+}  // namespace astrai::test
