@@ -204,7 +204,12 @@ std::vector<int> StepPolicy::proposals_for(Task& t, int budget, std::vector<std:
   int most = std::min({config_.speculation.num_tokens, budget, t.max_new_tokens - t.generated() - 1, context_ - size});
   if (t.max_proposed >= 0) most = std::min(most, t.max_proposed);
   if (most <= 0) return {};
-  std::vector<int> proposals = config_.speculation.propose(t.tokens, most);
+  std::vector<int> proposals;
+  try {
+    proposals = config_.speculation.propose(t.tokens, most);
+  } catch (const std::exception&) {
+    return {};  // a guess that failed is no guess: the request decodes as without speculation
+  }
   if (int(proposals.size()) > most) proposals.resize(size_t(most));
   if (t.constraint.active()) {  // masks[i]: the mask after proposals[0, i], for row i + 1
     TaskConstraint ahead = t.constraint.fork();
