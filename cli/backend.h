@@ -30,10 +30,19 @@ namespace astrai::cli {
 // tp: with tp.launch.world > 1, this process is rank 0 of a tensor-parallel
 // group on the CUDA backend (which `auto` then picks; the reference cannot):
 // the engine's executor runs every step on all the ranks.
+// draft: a draft model for speculative decoding (--draft-model), run on the
+// same backend as the target with a KV cache of its own, made before the
+// target's (whose cache takes most of what memory is left);
+// config.scheduler.speculation is then its proposer. Not with tensor
+// parallelism (std::invalid_argument).
+struct DraftModel {
+  const ModelSource* weights = nullptr;
+  int tokens = 0;  // guesses per step
+};
 std::shared_ptr<InferenceEngine> make_engine(const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer,
                                              const EngineConfig& config,
                                              const std::string& requested, std::string* description,
                                              const std::string& cuda_dtype = "bf16",
-                                             const TensorParallelOptions& tp = {});
+                                             const TensorParallelOptions& tp = {}, const DraftModel& draft = {});
 
 }  // namespace astrai::cli

@@ -42,20 +42,24 @@ int run_generate(std::span<const std::string_view> argv) {
     request.sampling.top_p = float(args.get_double("--top-p"));
     if (args.has("--seed")) request.sampling.seed = uint64_t(args.get_int("--seed"));
     request.sampling.validate();
-    const SpeculationConfig speculation = read_speculative_options(args);
+    const SpeculativeChoice speculation = read_speculative_options(args);
     const TensorParallelOptions tp = tensor_parallel_options(args, args.get("--model"), args.get("--tokenizer"));
     if (const auto status = run_rank_unless_first(tp, args.get("--model"), args.get("--tokenizer"))) return *status;
 
     OpenedModel model = open_model(args.get("--model"), args.get("--tokenizer"));
+    std::optional<OpenedModel> draft = open_draft_model(speculation);
+    if (draft) check_draft_vocabulary(model.tokenizer, model.weights.config.vocab_size, *draft);
     const std::string shape = model.weights.config.describe();
     EngineConfig config;
     config.scheduler.max_running_tasks = 1;  // one request: one cache slot
-    config.scheduler.speculation = speculation;
+    config.scheduler.speculation = speculation.ngram;
     std::string backend;
     // Read from the file by the backend: the host never holds the weights twice.
     const auto engine = make_engine(model.weights, std::make_shared<const Tokenizer>(std::move(model.tokenizer)),
-                                    config, args.get("--backend"), &backend, args.get("--cuda-dtype"), tp);
+                                    config, args.get("--backend"), &backend, args.get("--cuda-dtype"), tp,
+                                    {draft ? &draft->weights : nullptr, speculation.tokens});
     model.weights = ModelSource{};  // closes the file
+    draft.reset();
     std::cerr << "astrai generate: " << model.name << " (" << shape << ") on " << backend << "\n";
 
     // Pieces arrive as the engine streams them: never half a UTF-8 character.
@@ -66,7 +70,7 @@ int run_generate(std::span<const std::string_view> argv) {
     if (out.reason == FinishReason::Error) throw std::runtime_error(out.error);
     if (speculation.enabled()) {
       const SchedulerStats stats = engine->wait_until_idle();  // published after the last step
-      std::cerr << "astrai generate: " << speculation.method << " speculation kept " << stats.spec_accepted_tokens
+      std::cerr << "astrai generate: " << engine->speculation_method() << " speculation kept " << stats.spec_accepted_tokens
                 << " of " << stats.spec_draft_tokens << " proposed tokens (" << stats.spec_drafts << " drafts); "
                 << out.tokens.size() << " tokens in " << stats.steps << " steps\n";
     }

@@ -205,6 +205,7 @@ int run_serve(std::span<const std::string_view> argv) {
   std::string model_path;
   ServerOptions options;
   EngineConfig config;
+  SpeculativeChoice speculation;
   std::chrono::seconds grace{};
   KVEventsConfig kv_events;
   const std::string template_name = args.get("--chat-template");
@@ -225,7 +226,8 @@ int run_serve(std::span<const std::string_view> argv) {
       throw std::invalid_argument("--generation-config must be auto or none, got '" + generation_config + "'");
     options = server_options(args);
     config = engine_config(args);
-    config.scheduler.speculation = read_speculative_options(args);
+    speculation = read_speculative_options(args);
+    config.scheduler.speculation = speculation.ngram;
     grace = std::chrono::seconds(int_in_range(args, "--shutdown-grace", 0, 3600));
     kv_events = read_routing_options(args, config, options);
     if (template_name != "auto" && template_name != "jinja" && !std::filesystem::is_regular_file(template_name))
@@ -240,6 +242,8 @@ int run_serve(std::span<const std::string_view> argv) {
       model_path = args.get("--model");
       if (!std::filesystem::exists(model_path)) throw std::invalid_argument("model file not found: " + model_path);
     }
+    if (!speculation.draft_model.empty() && !std::filesystem::exists(speculation.draft_model))
+      throw std::invalid_argument("draft model file not found: " + speculation.draft_model);
   } catch (const std::exception& e) {
     std::cerr << "astrai serve: " << e.what() << "\n";
     return 2;
@@ -275,13 +279,17 @@ int run_serve(std::span<const std::string_view> argv) {
     std::thread loader([&] {
       try {
         OpenedModel model = open_model(model_path, args.get("--tokenizer"));
+        std::optional<OpenedModel> draft = open_draft_model(speculation);
         const std::string shape = model.weights.config.describe();
         const bool has_generation_config = model.generation.has_value();
         std::string description, note;
         const EngineMaker engine_maker = [&](const ModelSource& weights, std::shared_ptr<const Tokenizer> tokenizer) {
-          return make_engine(weights, std::move(tokenizer), config, backend, &description, cuda_dtype, tp);
+          if (draft) check_draft_vocabulary(*tokenizer, weights.config.vocab_size, *draft);
+          return make_engine(weights, std::move(tokenizer), config, backend, &description, cuda_dtype, tp,
+                             {draft ? &draft->weights : nullptr, speculation.tokens});
         };
         auto served = make_served_model(std::move(model), engine_maker, template_name, &note);
+        draft.reset();  // closes its files: the backend holds what it read
         if (!note.empty()) std::cerr << "astrai serve: " << note << std::endl;
         served->kv_events = start_kv_events(kv_events, *served->engine);
         if (served->kv_events)

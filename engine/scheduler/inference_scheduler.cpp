@@ -27,12 +27,21 @@ KVCache& checked(const std::unique_ptr<Executor>& executor, const std::unique_pt
 
 }  // namespace
 
+namespace {
+SchedulerConfig speculating_within_vocabulary(SchedulerConfig config, int vocab) {
+  config.speculation = guesses_within_vocabulary(std::move(config.speculation), vocab);
+  return config;
+}
+}  // namespace
+
 InferenceScheduler::InferenceScheduler(std::unique_ptr<Executor> executor, std::unique_ptr<KVCache> cache,
                                        SchedulerConfig config)
     : executor_(std::move(executor)),
       cache_(std::move(cache)),
       config_(config),
-      policy_(checked(executor_, cache_, config_), config_, executor_ ? executor_->config().max_seq_len : 0) {
+      policy_(checked(executor_, cache_, config_),
+              speculating_within_vocabulary(config_, executor_ ? executor_->config().vocab_size : 0),
+              executor_ ? executor_->config().max_seq_len : 0) {
   stats_.cache = cache_->stats();
   thread_ = std::thread([this] { run(); });
 }

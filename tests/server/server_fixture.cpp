@@ -1,6 +1,8 @@
 #include "tests/server/server_fixture.h"
 
 #include "engine/chat/jinja_chat_template.h"
+#include "engine/executor/reference_executor.h"
+#include "engine/kv_cache/page_cache.h"
 
 #include <thread>
 
@@ -106,6 +108,13 @@ TestServer::TestServer(TestServerOptions options) : options_(std::move(options))
   engine_config.scheduler.max_running_tasks = options_.max_running;
   engine_config.scheduler.max_waiting_tasks = options_.max_waiting;
   engine_config.scheduler.speculation = options_.speculation;
+  if (options_.draft_of_itself > 0) {  // as `astrai serve --draft-model` makes it on the reference (cli/backend.cpp)
+    const int pages = options_.max_running * ((config.max_seq_len + 15) / 16);
+    engine_config.scheduler.speculation = draft_model_speculation(
+        std::make_shared<DraftModelProposer>(std::make_unique<ReferenceExecutor>(weights),
+                                             std::make_unique<PageCache>(config, pages, 16), options_.max_running),
+        options_.draft_of_itself);
+  }
   engine_config.cache = options_.cache;
   auto engine = std::make_shared<InferenceEngine>(std::move(executor), tokenizer, engine_config);
   model_ = options_.jinja_template.empty()

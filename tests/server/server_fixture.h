@@ -98,6 +98,7 @@ struct TestServerOptions {
   std::string jinja_template;                // not "": the model's own chat template (Jinja), replacing chat_template
   size_t responses_store_bytes = size_t(64) << 20;  // the Responses API's stored responses (0: none)
   SpeculationConfig speculation{};           // off unless a proposer is set (--speculative)
+  int draft_of_itself = 0;                   // > 0: the model is its own draft model, this many guesses per step
 };
 
 // The tiny Llama-shaped model every server test uses (synthetic weights and

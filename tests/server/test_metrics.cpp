@@ -547,4 +547,38 @@ TEST_CASE("GET /metrics and /stats count n-gram speculation's drafts, proposals 
   CHECK(bad.body.find("speculative.n_max") != std::string::npos);
 }
 
+// A draft model identical to the target (`astrai serve --draft-model` with
+// the model's own file) guesses the target's argmax: at temperature 0 every
+// guess is kept, and the text is the one without speculation. Requests
+// that ignore the end token, so that no guess outlives its request.
+TEST_CASE("GET /metrics: a draft model identical to the target keeps every guess at temperature 0",
+          "[metrics][endpoints][speculative][draft]") {
+  TestServerOptions plain_options;
+  TestServer plain(plain_options);
+  TestServerOptions options;
+  options.draft_of_itself = 4;
+  TestServer server(options);
+  std::vector<std::string> texts;
+  for (const char* prompt : {"Once upon a time", "The cat sat", "abcabcabc"}) {
+    json body = openai_body(prompt, 30);
+    body["temperature"] = 0;
+    body["ignore_eos"] = true;
+    const Reply speculated = post(server, kChatPath, body);
+    const Reply reference = post(plain, kChatPath, body);
+    REQUIRE(speculated.status == 200);
+    REQUIRE(reference.status == 200);
+    CHECK(speculated.body_json()["choices"][0]["message"]["content"] ==
+          reference.body_json()["choices"][0]["message"]["content"]);
+    CHECK(speculated.body_json()["usage"]["completion_tokens"] == 30);
+  }
+  const json stats = server.wait_until_idle();
+  const Exposition e = scrape(server);
+  const double proposed = e.value("astrai_spec_decode_num_draft_tokens_total");
+  CHECK(e.value("astrai_spec_decode_num_drafts_total") > 0);
+  CHECK(proposed > 0);
+  CHECK(e.value("astrai_spec_decode_num_accepted_tokens_total") == proposed);
+  CHECK(stats["speculative"]["method"] == "draft_model");
+  CHECK(stats["speculative"]["accepted_tokens"].get<double>() == proposed);
+}
+
 }  // namespace astrai::test

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "engine/executor/reference_executor.h"
+#include "engine/kv_cache/page_cache.h"
+
 namespace astrai::test {
 
 const char* guess_name(Guess g) {
@@ -10,6 +13,7 @@ const char* guess_name(Guess g) {
     case Guess::Right: return "the reference's continuation";
     case Guess::Wrong: return "the continuation shifted by one id";
     case Guess::Mixed: return "the continuation with one wrong token";
+    case Guess::Draft: return "a draft model (the tiny model, greedy)";
   }
   return "?";
 }
@@ -34,6 +38,7 @@ std::optional<std::vector<int>> continuation(const Answers& answers, std::span<c
 SpeculationConfig speculation(Guess guess, std::shared_ptr<const Answers> answers, int vocab, int k) {
   // min_match 1: the tiny models' short outputs repeat single tokens more often than pairs.
   if (guess == Guess::Ngram) return ngram_speculation({.max_match = 3, .min_match = 1, .tokens = k});
+  if (guess == Guess::Draft) return draft_speculation(tiny_model().weights, k);
   TokenProposer propose = [guess, answers, vocab](std::span<const int> context, int most) {
     std::vector<int> guessed = continuation(*answers, context).value_or(std::vector<int>{});
     if (int(guessed.size()) > most) guessed.resize(size_t(most));
@@ -46,6 +51,15 @@ SpeculationConfig speculation(Guess guess, std::shared_ptr<const Answers> answer
     return guessed;
   };
   return {propose, k, guess_name(guess)};
+}
+
+SpeculationConfig draft_speculation(std::shared_ptr<const ModelWeights> weights, int k, int contexts, int sequences) {
+  const ModelConfig config = weights->config;
+  const int page = 4;
+  const int pages = contexts * ((config.max_seq_len + page - 1) / page);
+  auto draft = std::make_shared<DraftModelProposer>(std::make_unique<ReferenceExecutor>(std::move(weights)),
+                                                    std::make_unique<PageCache>(config, pages, page), sequences);
+  return draft_model_speculation(std::move(draft), k);
 }
 
 }  // namespace astrai::test

@@ -87,7 +87,7 @@ TEST_CASE("speculation: greedy, seeded, penalized and logprobs requests get thei
       CHECK(run.stats.spec_draft_tokens >= run.stats.spec_drafts);
       if (guess == Guess::Right) CHECK(run.stats.spec_accepted_tokens == run.stats.spec_draft_tokens);
       if (guess == Guess::Wrong) CHECK(run.stats.spec_accepted_tokens == 0);
-      if (guess == Guess::Mixed) {
+      if (guess == Guess::Mixed || guess == Guess::Draft) {
         CHECK(run.stats.spec_accepted_tokens > 0);
         CHECK(run.stats.spec_accepted_tokens < run.stats.spec_draft_tokens);
       }
@@ -95,6 +95,26 @@ TEST_CASE("speculation: greedy, seeded, penalized and logprobs requests get thei
       for (const uint64_t n : run.stats.spec_accepted_per_position) per_position += n;
       CHECK(per_position == run.stats.spec_accepted_tokens);
     }
+}
+
+TEST_CASE("speculation: a draft model identical to the target keeps every guess of greedy requests",
+          "[engine][speculative][draft]") {
+  // The draft guesses the target's own argmax: at temperature 0 every guess
+  // is the target's token (the reference scores a row the same in the
+  // draft's single-row passes and the target's batches). Requests without
+  // an end token or stop, so no guess outlives its request.
+  std::mt19937 rng(4208);
+  auto requests = random_requests(rng, 10, {.min_tokens = 8});
+  for (auto& r : requests) r.ignore_eos = true;
+  compute_expected(requests);
+  for (EngineConfig config : configs()) {
+    INFO(config.scheduler.max_running_tasks << " running, " << config.scheduler.max_tokens_per_step
+                                            << " tokens per step");
+    config.scheduler.speculation = draft_speculation(tiny_model().weights, 4, 8, 8);
+    const Run run = run_speculating(config, requests, Submission::Together);
+    CHECK(run.stats.spec_draft_tokens > 0);
+    CHECK(run.stats.spec_accepted_tokens == run.stats.spec_draft_tokens);
+  }
 }
 
 TEST_CASE("speculation: staggered requests with stop strings, stop ids and cancellations, beside requests that "
