@@ -220,6 +220,20 @@ echo "release tests took $(( $(date +%s) - tests_start )) s"
 
 echo "== the official OpenAI and Anthropic Node.js clients against astrai serve (loopback)"
 bash tests/clients/run.sh build/cli/astrai
+# Speculative decoding with a draft model (docs/speculative-decoding.md):
+# stories260K as its own draft, every request's guesses made by a second
+# copy of the model with its own KV cache (no tool calls: above).
+stories="${ASTRAI_SHARED_DIR:-../shared}/models/stories260K"
+if [ -f "$stories/stories260K.bin" ] && [ -f "$stories/tok512.bin" ]; then
+  echo "== the same clients against stories260K with itself as the draft model (astrai serve --draft-model)"
+  ASTRAI_CLIENTS_NO_TOOL_CALLS=1 bash tests/clients/run.sh build/cli/astrai -- --model "$stories/stories260K.bin" \
+    --tokenizer "$stories/tok512.bin" --draft-model "$stories/stories260K.bin"
+elif [ "${CI:-}" = true ]; then
+  echo "no $stories: CI must run the SDK clients with a draft model" >&2
+  exit 1
+else
+  echo "== SKIPPED: the SDK clients with a draft model need $stories (set ASTRAI_SHARED_DIR)"
+fi
 echo "== the same clients against Mixture-of-Experts models: Qwen 3 MoE and Mixtral folders, converted, quantized by llama.cpp (no tool calls: above)"
 bash tests/clients/run_moe_models.sh build/cli/astrai
 echo "== the same clients against sliding-window models: a Gemma 3 folder (its real tokenizer) and its GGUF, a Mistral GGUF, and a gpt-oss folder and its GGUF (its real tokenizer) (no tool calls: above); then Gemma 3 and Mistral behind their own templates, and gpt-oss behind its own (harmony reasoning and tool calls)"
